@@ -1,0 +1,102 @@
+"""The paper's evaluation results, computed from match records.
+
+* Eq. 1 (symmetric tasks): a player's score is its mean payoff over the matches it played.
+* Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
+  it played that role.
+
+Each score carries its spread (standard deviation), the number of matches, and a percentile bootstrap
+95% confidence interval of the mean (seeded, so the same records give the same interval).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from deepeval_games.records import MatchRecord
+
+__all__ = ["Score", "bootstrap_ci", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """Mean payoff of one player (optionally in one role) with its spread."""
+
+    player: str
+    mean: float
+    std: float
+    n: int
+    ci_low: float
+    ci_high: float
+    min: float
+    max: float
+    role: str | None = None
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, level: float = 0.95, samples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean; a single value gives a zero-width interval."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return (float("nan"), float("nan"))
+    if data.size == 1 or np.all(data == data[0]):
+        return (float(data[0]), float(data[0]))
+    rng = np.random.default_rng(seed)
+    means = rng.choice(data, size=(samples, data.size), replace=True).mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return (float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail)))
+
+
+def _score(player: str, values: Sequence[float], role: str | None = None) -> Score:
+    data = np.asarray(values, dtype=float)
+    low, high = bootstrap_ci(data)
+    return Score(
+        player=player,
+        mean=float(data.mean()),
+        std=float(data.std(ddof=1)) if data.size > 1 else 0.0,
+        n=int(data.size),
+        ci_low=low,
+        ci_high=high,
+        min=float(data.min()),
+        max=float(data.max()),
+        role=role,
+    )
+
+
+def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+    return [r for r in records if r.status == "complete"]
+
+
+def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
+    """The rows of the payoff matrix V: every payoff of every player, in record order."""
+    rows: dict[str, list[float]] = defaultdict(list)
+    for record in _complete(records):
+        for name, payoff in zip(record.seats, record.returns, strict=True):
+            rows[name].append(float(payoff))
+    return dict(rows)
+
+
+def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], list[float]]:
+    """Payoffs keyed by (player, role)."""
+    rows: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in _complete(records):
+        roles = record.roles or ["player"] * len(record.seats)
+        for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
+            rows[(name, role)].append(float(payoff))
+    return dict(rows)
+
+
+def symmetric_scores(records: Iterable[MatchRecord]) -> list[Score]:
+    """Eq. 1: each player's mean payoff, best first."""
+    scores = [_score(name, values) for name, values in payoffs_by_player(records).items()]
+    return sorted(scores, key=lambda s: (-s.mean, s.player))
+
+
+def role_scores(records: Iterable[MatchRecord]) -> list[Score]:
+    """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
+    scores = [_score(name, values, role) for (name, role), values in payoffs_by_role(records).items()]
+    return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

@@ -1,0 +1,60 @@
+"""deepeval-games: evaluate LLMs by making them play OpenSpiel games (the DeepEval method).
+
+The core: the referee (:func:`play_match`, the paper's Algorithm 1), the message pool, match records,
+the durable store, the experiment runner and the conformance kit (:mod:`deepeval_games.testing`).
+"""
+
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
+from deepeval_games.errors import (
+    ConformanceError,
+    DeepEvalError,
+    FatalRunError,
+    InfrastructureError,
+    ResumeMismatchError,
+    SpecError,
+    UnknownBotError,
+    UnknownGameError,
+)
+from deepeval_games.games import load_game, registered_games
+from deepeval_games.message_pool import Message, MessagePool
+from deepeval_games.records import MatchRecord, TurnRecord
+from deepeval_games.referee import play_match
+from deepeval_games.registry import make_bot, register_bot, register_scorer, registered_bots
+from deepeval_games.runner import RunResult, run_experiment, run_experiment_async
+from deepeval_games.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConformanceError",
+    "Decision",
+    "DeepEvalBot",
+    "DeepEvalError",
+    "ExperimentSpec",
+    "FatalRunError",
+    "InfrastructureError",
+    "MatchRecord",
+    "Message",
+    "MessagePool",
+    "Observation",
+    "Outcome",
+    "PlayerSpec",
+    "ResumeMismatchError",
+    "RunResult",
+    "SpecError",
+    "TurnRecord",
+    "UnknownBotError",
+    "UnknownGameError",
+    "load_game",
+    "load_spec",
+    "make_bot",
+    "observe",
+    "parse_spec",
+    "play_match",
+    "register_bot",
+    "register_scorer",
+    "registered_bots",
+    "registered_games",
+    "run_experiment",
+    "run_experiment_async",
+]

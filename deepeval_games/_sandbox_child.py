@@ -1,0 +1,123 @@
+"""Harness that runs inside the sandbox (trusted code, untrusted company).
+
+Not imported by the host: :mod:`deepeval_games.sandbox` passes this file's source to ``python -I -S -c``.
+It needs only the standard library. Everything it relies on after the untrusted program started is bound
+to a local name of :func:`_harness` first (nothing useful lives in ``__main__``), so patching ``builtins``,
+``json``, ``os`` or ``__main__`` does not change what it writes. Code in the same process can still reach
+those closures through ``gc`` or ``ctypes``; the host's threat model does not rely on this file.
+
+Protocol. The host writes one JSON payload on stdin and closes it: ``nonce``, ``code``, ``setup``,
+``exprs`` (one list of expression sources per test), ``rlimits``, ``drop_to`` (a uid/gid to switch to,
+or null) and ``result_fd``. The harness answers on ``result_fd``, one record a line:
+``<nonce> <repr of a tuple>``, where values are tagged trees whose leaves are strings, so the host rebuilds
+them with its own constructors. Stdout and stderr belong to the untrusted program.
+"""
+
+
+def _harness() -> None:
+    import builtins
+    import json
+    import os
+    import resource
+    import sys
+
+    type_, str_, bool_, int_, float_, complex_, bytes_ = type, str, bool, int, float, complex, bytes
+    list_, tuple_, dict_, set_, frozenset_ = list, tuple, dict, set, frozenset
+    repr_, hex_, float_hex, enumerate_ = repr, hex, float.hex, enumerate
+    type_name = type.__dict__["__name__"].__get__
+    write, exit_, compile_, exec_, eval_ = os.write, os._exit, compile, exec, eval
+    base_exception, exception_str = BaseException, BaseException.__str__
+    pristine_builtins = dict(vars(builtins))
+    max_depth, max_nodes = 60, 1_000_000
+
+    class Unsupported(Exception):
+        """The value is not a plain builtin value the host accepts."""
+
+    def encode(value: object, depth: int, budget: list[int]) -> tuple[object, ...]:
+        """Tagged tree of a plain builtin value; exact types only (no subclasses), identity checks only."""
+        budget[0] -= 1
+        if depth > max_depth or budget[0] < 0:
+            raise Unsupported("value too large or too deeply nested")
+        t = type_(value)
+        if value is None:
+            return ("n",)
+        if t is bool_:
+            return ("b", "1" if value is True else "0")
+        if t is int_:
+            return ("i", hex_(value))
+        if t is float_:
+            return ("f", float_hex(value))
+        if t is complex_:
+            return ("c", float_hex(value.real), float_hex(value.imag))
+        if t is str_:
+            return ("s", value)
+        if t is bytes_:
+            return ("y", value.hex())
+        if t is dict_:
+            return ("d", *[(encode(k, depth + 1, budget), encode(v, depth + 1, budget)) for k, v in value.items()])
+        for tag, container in (("l", list_), ("t", tuple_), ("S", set_), ("F", frozenset_)):
+            if t is container:
+                return (tag, *[encode(item, depth + 1, budget) for item in value])
+        raise Unsupported("unsupported type " + type_name(t))
+
+    def describe(exc: BaseException) -> tuple[str, str]:
+        """Exception class name and a short message, never trusting the exception to behave."""
+        try:
+            message = exception_str(exc)
+            message = message if type_(message) is str_ else ""
+        except base_exception:
+            message = ""
+        return type_name(type_(exc)), message[:500]
+
+    chunks = []
+    while chunk := os.read(0, 1 << 16):
+        chunks.append(chunk)
+    payload = json.loads(b"".join(chunks))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    nonce, fd = payload.pop("nonce").encode(), payload["result_fd"]
+
+    def send(*fields: object) -> None:
+        line = nonce + b" " + repr_(fields).encode("utf-8", "surrogatepass") + b"\n"
+        while line:
+            line = line[write(fd, line) :]
+
+    if payload["drop_to"] is not None:
+        ident = payload["drop_to"]
+        os.setgroups([])
+        os.setresgid(ident, ident, ident)
+        os.setresuid(ident, ident, ident)
+    for name, (soft, hard) in payload["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    sys.setrecursionlimit(5000)
+    os.chdir("/tmp")
+    send("ready")
+
+    namespace: dict[str, object] = {"__name__": "__main__", "__builtins__": dict_(pristine_builtins)}
+    for stage in ("code", "setup"):
+        try:
+            exec_(compile_(payload[stage], "<" + stage + ">", "exec"), namespace)
+        except base_exception as exc:
+            send("load_error", stage, *describe(exc))
+            exit_(0)
+    for index, sources in enumerate_(payload["exprs"]):
+        for position, source in enumerate_(sources):
+            env = dict_(namespace)
+            env["__builtins__"] = dict_(pristine_builtins)
+            try:
+                value = eval_(compile_(source, "<test>", "eval"), env)
+            except base_exception as exc:
+                send("raised", index, position, *describe(exc))
+                continue
+            try:
+                encoded = encode(value, 0, [max_nodes])
+            except (Unsupported, RecursionError, MemoryError) as exc:
+                send("unsupported", index, position, *describe(exc))
+                continue
+            send("value", index, position, encoded)
+    send("done")
+    exit_(0)
+
+
+_harness()

@@ -1,0 +1,114 @@
+"""The ``deepeval-games`` command line.
+
+``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
+``deepeval-games report DIR``               print the score tables of a run directory
+``deepeval-games games``                    list the registered tasks and their parameters
+``deepeval-games bots``                     list the registered scripted bots
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from analysis.scores import role_scores, symmetric_scores
+from analysis.tables import format_scores
+from deepeval_games.errors import DeepEvalError
+from deepeval_games.games import registered_games
+from deepeval_games.records import MatchRecord
+from deepeval_games.registry import registered_bots
+from deepeval_games.runner import run_experiment
+from deepeval_games.spec import load_spec
+from deepeval_games.store import DB_NAME, Store
+
+__all__ = ["main", "score_report"]
+
+
+def score_report(records: Sequence[MatchRecord]) -> str:
+    """Eq. 1 table per game for symmetric games, Eq. 2 (per role) for asymmetric ones."""
+    parts = []
+    for game in sorted({r.game for r in records}):
+        subset = [r for r in records if r.game == game]
+        symmetric = all(set(r.roles) <= {"player"} for r in subset)
+        if symmetric:
+            parts.append(format_scores(symmetric_scores(subset), title=f"{game}\nEq. 1 — mean payoff per player"))
+        else:
+            parts.append(format_scores(role_scores(subset), title=f"{game}\nEq. 2 — mean payoff per player and role"))
+    return "\n\n".join(parts) if parts else "no completed matches"
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    result = run_experiment(spec, args.out, progress=not args.no_progress)
+    print(score_report(result.records))
+    print(
+        f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {args.out}, "
+        f"{len(result.failed)} failed."
+    )
+    print(f"Results: {Path(args.out) / DB_NAME} and {Path(args.out) / 'matches.jsonl'}")
+    for match_id, error in result.failed:
+        print(f"  failed {match_id}: {error}", file=sys.stderr)
+    return 1 if result.failed else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    if not (Path(args.run_dir) / DB_NAME).exists():
+        raise DeepEvalError(f"no results in {args.run_dir} (expected {DB_NAME})")
+    with Store(args.run_dir) as store:
+        print(score_report(list(store.records())))
+    return 0
+
+
+def _cmd_games(args: argparse.Namespace) -> int:
+    for info in registered_games():
+        params = ", ".join(f"{k}={v}" for k, v in sorted(info.parameters.items()))
+        players = (
+            f"{info.min_players}" if info.min_players == info.max_players else f"{info.min_players}-{info.max_players}"
+        )
+        print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
+    return 0
+
+
+def _cmd_bots(args: argparse.Namespace) -> int:
+    for entry in registered_bots():
+        games = ", ".join(entry.games) or "any game"
+        print(f"{entry.name}  [{games}]\n    {entry.description}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="deepeval-games", description="Evaluate LLMs by making them play games.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="play an experiment spec into a run directory")
+    run.add_argument("spec", help="experiment spec (TOML)")
+    run.add_argument("--out", required=True, help="run directory (created; an existing one is resumed)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+    report = sub.add_parser("report", help="print the score tables of a run directory")
+    report.add_argument("run_dir")
+    report.set_defaults(func=_cmd_report)
+    sub.add_parser("games", help="list registered tasks").set_defaults(func=_cmd_games)
+    sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return int(args.func(args))
+    except DeepEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: committed matches are kept; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

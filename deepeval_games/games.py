@@ -1,0 +1,79 @@
+"""Loading and listing the registered ``deepeval_`` games, with errors a user can act on."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import pyspiel
+
+from deepeval_games.errors import UnknownGameError
+
+__all__ = ["GameInfo", "load_game", "registered_games"]
+
+PREFIX = "deepeval_"
+ENTRY_POINT_GROUP = "deepeval_games.games"
+_loaded_plugins = False
+
+
+def _ensure_registered() -> None:
+    """Import the built-in tasks and any installed plugin packages (entry point group above)."""
+    global _loaded_plugins
+    import game_defs  # noqa: F401  (registers the built-in tasks)
+
+    if _loaded_plugins:
+        return
+    _loaded_plugins = True
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """A registered task: its short name, long name, players and default parameters."""
+
+    short_name: str
+    long_name: str
+    min_players: int
+    max_players: int
+    dynamics: str
+    parameters: dict[str, Any]
+
+
+def registered_games() -> list[GameInfo]:
+    """Every registered ``deepeval_`` game, sorted by name."""
+    _ensure_registered()
+    infos = []
+    for game_type in pyspiel.registered_games():
+        if not game_type.short_name.startswith(PREFIX):
+            continue
+        infos.append(
+            GameInfo(
+                short_name=game_type.short_name,
+                long_name=game_type.long_name,
+                min_players=game_type.min_num_players,
+                max_players=game_type.max_num_players,
+                dynamics=str(game_type.dynamics).rsplit(".", 1)[-1].lower(),
+                parameters=dict(game_type.parameter_specification),
+            )
+        )
+    return sorted(infos, key=lambda info: info.short_name)
+
+
+def load_game(game_string: str) -> pyspiel.Game:
+    """``pyspiel.load_game`` with the tasks registered and a clear :class:`UnknownGameError` on failure."""
+    _ensure_registered()
+    name = game_string.split("(", 1)[0].strip()
+    known = {game_type.short_name for game_type in pyspiel.registered_games()}
+    if name not in known:
+        ours = sorted(k for k in known if k.startswith(PREFIX))
+        close = difflib.get_close_matches(name, ours, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownGameError(f"unknown game {name!r}.{hint} Registered tasks: {', '.join(ours)}.")
+    try:
+        return pyspiel.load_game(game_string)
+    except (pyspiel.SpielError, ValueError, TypeError, RuntimeError) as exc:
+        message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
+        raise UnknownGameError(f"cannot load {game_string!r}: {message}") from exc

@@ -1,0 +1,285 @@
+"""The referee: Algorithm 1 of the paper (synchronous interaction) over any OpenSpiel game.
+
+:func:`play_match` runs one match:
+
+1. broadcast the rules to every seat and give each seat its anonymous id ("Player 1".."Player N");
+2. each round, collect the moves of the seats to act. At a simultaneous node every seat is asked at
+   once from the same state, so nobody sees a same-round move before choosing; the replies go into the
+   message pool together;
+3. deliver to each seat what the rules let it see (the game's observation for that seat);
+4. at chance nodes sample the outcome from the match seed; at a judge node ask the judge;
+5. stop at a terminal state and evaluate: the returns, plus the game's own match metrics.
+
+No model or bot name ever reaches a seat: observations come from the game, and the referee's own
+messages name seats only by their anonymous ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
+from deepeval_games.errors import SpecError
+from deepeval_games.message_pool import REFEREE, MessagePool
+from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
+
+__all__ = ["Scorer", "play_match", "seat_label"]
+
+Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
+"""Computes ground-truth metrics from a finished match (e.g. MBPP pass rate) for ``record.metrics``."""
+
+
+def seat_label(seat: int) -> str:
+    """The anonymous id of a seat as players see it."""
+    return f"Player {seat + 1}"
+
+
+def _rules_text(game: pyspiel.Game) -> str:
+    rules = getattr(game, "rules_text", None)
+    return rules() if callable(rules) else f"You are playing {game.get_type().long_name}."
+
+
+class _Match:
+    """State of one match in progress (kept apart from :func:`play_match` for readability)."""
+
+    def __init__(
+        self,
+        game: pyspiel.Game,
+        bots: Sequence[DeepEvalBot],
+        judge: DeepEvalBot | None,
+        seed: int,
+    ) -> None:
+        self.game = game
+        self.bots = bots
+        self.judge = judge
+        self.state = game.new_initial_state()
+        self.rng = np.random.default_rng(seed)
+        self.pool = MessagePool()
+        self.turns: list[TurnRecord] = []
+        self.round = 0
+        self.n = game.num_players()
+        self._delivered: dict[int, str] = {}
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def broadcast_rules(self) -> None:
+        rules = _rules_text(self.game)
+        for seat in range(self.n):
+            self.pool.add(
+                round=0,
+                sender=REFEREE,
+                recipients=(seat,),
+                kind="rules",
+                text=f"{rules}\nYou are {seat_label(seat)}.",
+                fields={"seat_label": seat_label(seat)},
+            )
+
+    def deliver_observations(self) -> None:
+        """Send each seat its observation if it changed since the last delivery."""
+        if not self.game.get_type().provides_observation_string:
+            return
+        fields_fn = getattr(self.state, "observation_fields", None)
+        for seat in range(self.n):
+            text = self.state.observation_string(seat)
+            if self._delivered.get(seat) == text:
+                continue
+            self._delivered[seat] = text
+            fields = dict(fields_fn(seat)) if fields_fn else {}
+            self.pool.add(
+                round=self.round, sender=REFEREE, recipients=(seat,), kind="observation", text=text, fields=fields
+            )
+
+    def observation(self, seat: int) -> Observation:
+        return observe(self.state, seat, self.pool.visible_to(seat), self.round)
+
+    # -- moves ---------------------------------------------------------------------------------
+
+    async def ask(self, bot: DeepEvalBot, observation: Observation) -> tuple[Decision, float]:
+        start = time.perf_counter()
+        decision = await bot.act(observation)
+        return decision, time.perf_counter() - start
+
+    def resolve(self, seat: int, observation: Observation, decision: Decision) -> tuple[int, Decision]:
+        """The action to apply for a decision; an illegal one becomes the task's penalty, recorded."""
+        if decision.action is None:
+            intern = getattr(self.state, "intern_utterance", None)
+            if intern is None or not observation.free_text:
+                return self.penalty(observation), _invalid(decision, "free-text answer where a move was expected")
+            return int(intern(seat, decision.text)), decision
+        if observation.free_text or decision.action in observation.legal_actions:
+            return int(decision.action), decision
+        if decision.outcome is not Outcome.OK and decision.action == observation.penalty_action:
+            return int(decision.action), decision
+        return self.penalty(observation), _invalid(decision, f"illegal action {decision.action}")
+
+    @staticmethod
+    def penalty(observation: Observation) -> int:
+        if observation.penalty_action is not None:
+            return int(observation.penalty_action)
+        return int(observation.legal_actions[0])
+
+    def record_move(self, seat: int, action: int, decision: Decision, latency: float) -> None:
+        action_string = self.state.action_to_string(seat, action)
+        text = decision.text or action_string
+        self.pool.add(round=self.round, sender=seat, recipients=(), kind="move", text=text, action=action)
+        self.turns.append(
+            TurnRecord(
+                index=len(self.turns),
+                round=self.round,
+                seat=seat,
+                action=action,
+                action_string=action_string,
+                text=text,
+                outcome=Outcome(decision.outcome).value,
+                raw_replies=list(decision.raw_replies),
+                prompt=[dict(m) for m in decision.prompt],
+                retries=decision.retries,
+                model=decision.model,
+                tokens_in=decision.tokens_in,
+                tokens_out=decision.tokens_out,
+                cost_usd=decision.cost_usd,
+                latency_s=latency,
+                error=decision.error,
+            )
+        )
+
+    async def simultaneous_round(self) -> None:
+        seats = [seat for seat in range(self.n) if self.state.legal_actions(seat)]
+        observations = {seat: self.observation(seat) for seat in seats}  # all from the same state
+        answers = await asyncio.gather(*(self.ask(self.bots[s], observations[s]) for s in seats))
+        joint = [pyspiel.INVALID_ACTION] * self.n
+        resolved: list[tuple[int, int, Decision, float]] = []
+        for seat, (decision, latency) in zip(seats, answers, strict=True):
+            action, decision = self.resolve(seat, observations[seat], decision)
+            joint[seat] = action
+            resolved.append((seat, action, decision, latency))
+        for seat, action, decision, latency in resolved:  # into the pool together, before anyone sees them
+            self.record_move(seat, action, decision, latency)
+        self.state.apply_actions(joint)
+
+    async def sequential_round(self) -> None:
+        seat = self.state.current_player()
+        observation = self.observation(seat)
+        decision, latency = await self.ask(self.bots[seat], observation)
+        action, decision = self.resolve(seat, observation, decision)
+        self.record_move(seat, action, decision, latency)
+        self.state.apply_action(action)
+
+    async def chance_or_judge(self) -> None:
+        judge_turn = getattr(self.state, "is_judge_turn", None)
+        if judge_turn is not None and judge_turn():
+            await self.judge_round()
+            return
+        outcomes, probs = zip(*self.state.chance_outcomes(), strict=True)
+        action = int(self.rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
+        self.turns.append(
+            TurnRecord(
+                index=len(self.turns),
+                round=self.round,
+                seat=CHANCE_SEAT,
+                action=action,
+                action_string=self.state.action_to_string(CHANCE_SEAT, action),
+            )
+        )
+        self.state.apply_action(action)
+
+    async def judge_round(self) -> None:
+        if self.judge is None:
+            raise SpecError(f"{self.game} needs a judge, and none is configured (add a [judge] table to the spec)")
+        legal = tuple(action for action, _ in self.state.chance_outcomes())
+        view = self.state.clone()
+        observation = Observation(
+            seat=JUDGE_SEAT,
+            num_seats=self.n,
+            game=self.game.get_type().short_name,
+            params=dict(self.game.get_parameters()),
+            round=self.round,
+            text=str(self.state),
+            fields=dict(getattr(self.state, "judge_fields", dict)()),
+            legal_actions=legal,
+            inbox=tuple(self.pool),
+            action_to_string=lambda action: view.action_to_string(CHANCE_SEAT, action),
+        )
+        decision, latency = await self.ask(self.judge, observation)
+        if decision.action not in legal:
+            raise SpecError(f"the judge returned {decision.action}, which is not a verdict of {self.game}")
+        self.pool.add(
+            round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=decision.action
+        )
+        self.record_move(JUDGE_SEAT, int(decision.action), decision, latency)
+        self.state.apply_action(int(decision.action))
+
+    async def run(self, max_rounds: int) -> None:
+        self.broadcast_rules()
+        self.deliver_observations()
+        while not self.state.is_terminal():
+            if self.round >= max_rounds:
+                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+            self.round += 1
+            if self.state.is_chance_node():
+                await self.chance_or_judge()
+            elif self.state.is_simultaneous_node():
+                await self.simultaneous_round()
+            else:
+                await self.sequential_round()
+            self.deliver_observations()
+
+
+def _invalid(decision: Decision, reason: str) -> Decision:
+    from dataclasses import replace
+
+    return replace(decision, outcome=Outcome.INVALID, error=reason)
+
+
+def _seat_roles(game: pyspiel.Game) -> list[str]:
+    roles = getattr(game, "seat_roles", None)
+    return list(roles()) if callable(roles) else ["player"] * game.num_players()
+
+
+async def play_match(
+    game: pyspiel.Game,
+    bots: Sequence[DeepEvalBot],
+    *,
+    seed: int = 0,
+    match_id: str = "",
+    seat_names: Sequence[str] | None = None,
+    judge: DeepEvalBot | None = None,
+    scorers: Sequence[Scorer] = (),
+    max_rounds: int | None = None,
+) -> MatchRecord:
+    """Play one match of ``game`` with ``bots[i]`` in seat i and return its record.
+
+    ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
+    bot (:class:`~deepeval_games.errors.InfrastructureError`) propagate: the caller reschedules the match.
+    """
+    if len(bots) != game.num_players():
+        raise SpecError(f"{game} has {game.num_players()} seats, got {len(bots)} bots")
+    names = list(seat_names) if seat_names is not None else [seat_label(i) for i in range(len(bots))]
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    clock = time.perf_counter()
+    match = _Match(game, bots, judge, seed)
+    await match.run(max_rounds if max_rounds is not None else max(game.max_game_length(), 1) * 4 + 16)
+    record = MatchRecord(
+        match_id=match_id,
+        game=str(game),
+        seats=names,
+        returns=[float(r) for r in match.state.returns()],
+        turns=match.turns,
+        seed=seed,
+        players=[bot.identity() for bot in bots],
+        roles=_seat_roles(game),
+        messages=[m.to_dict() for m in match.pool],
+        metrics=dict(getattr(match.state, "match_metrics", dict)()),
+        started_at=started,
+    )
+    for scorer in scorers:
+        record.metrics.update(scorer(match.state, record))
+    record.wall_time_s = time.perf_counter() - clock
+    return record

@@ -1,0 +1,134 @@
+"""Registry of bots that specs name by string (``bot = "pgg_free_rider"``).
+
+Register a bot class with the :func:`register_bot` decorator. Outside packages can add bots through
+the ``deepeval_games.bots`` entry point group (each entry point is a module to import).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, TypeVar
+
+import numpy as np
+import pyspiel
+
+from deepeval_games.bot import DeepEvalBot
+from deepeval_games.errors import SpecError, UnknownBotError
+
+__all__ = ["BotEntry", "make_bot", "register_bot", "registered_bots"]
+
+ENTRY_POINT_GROUP = "deepeval_games.bots"
+_BOTS: dict[str, BotEntry] = {}
+_loaded_plugins = False
+
+BotClass = TypeVar("BotClass", bound=type)
+
+
+@dataclass(frozen=True)
+class BotEntry:
+    """A registered scripted bot."""
+
+    name: str
+    cls: type[DeepEvalBot]
+    games: tuple[str, ...]
+    """Game short names it can play (empty: any game)."""
+    description: str
+
+
+def register_bot(name: str, *, games: tuple[str, ...] = ()) -> Callable[[BotClass], BotClass]:
+    """Class decorator: make a :class:`DeepEvalBot` subclass available to specs under ``name``.
+
+    The class is built as ``cls(player_id, rng, game=game, **params)``; ``params`` come from the spec.
+    """
+
+    def decorate(cls: BotClass) -> BotClass:
+        if name in _BOTS and _BOTS[name].cls is not cls:
+            raise ValueError(f"bot name {name!r} is already registered by {_BOTS[name].cls.__qualname__}")
+        doc = inspect.getdoc(cls) or ""
+        _BOTS[name] = BotEntry(name, cls, tuple(games), doc.splitlines()[0] if doc else "")
+        return cls
+
+    return decorate
+
+
+def _ensure_registered() -> None:
+    global _loaded_plugins
+    import llm_bots  # noqa: F401  (registers the built-in scripted bots)
+
+    if _loaded_plugins:
+        return
+    _loaded_plugins = True
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+
+
+def registered_bots() -> list[BotEntry]:
+    """Every registered bot, sorted by name."""
+    _ensure_registered()
+    return [_BOTS[name] for name in sorted(_BOTS)]
+
+
+def lookup_bot(name: str, game: pyspiel.Game | None = None) -> BotEntry:
+    """The entry for ``name``; :class:`UnknownBotError` if none, :class:`SpecError` if it cannot play ``game``."""
+    _ensure_registered()
+    if name not in _BOTS:
+        close = difflib.get_close_matches(name, list(_BOTS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownBotError(f"unknown bot {name!r}.{hint} Registered bots: {', '.join(sorted(_BOTS))}.")
+    entry = _BOTS[name]
+    if game is not None and entry.games:
+        short = game.get_type().short_name
+        if short not in entry.games:
+            raise SpecError(f"bot {name!r} plays {', '.join(entry.games)}, not {short}")
+    return entry
+
+
+def make_bot(
+    name: str,
+    game: pyspiel.Game,
+    player_id: int,
+    rng: np.random.Generator,
+    params: Mapping[str, Any] | None = None,
+) -> DeepEvalBot:
+    """Build the registered bot ``name`` for one seat of ``game``."""
+    entry = lookup_bot(name, game)
+    params = dict(params or {})
+    accepted = inspect.signature(entry.cls.__init__).parameters
+    unknown = [key for key in params if key not in accepted]
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        allowed = [k for k in accepted if k not in ("self", "player_id", "rng", "game")]
+        raise SpecError(f"bot {name!r} takes no parameter {', '.join(unknown)}; it takes: {allowed or 'none'}")
+    try:
+        return entry.cls(player_id, rng, game=game, **params)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"bad parameters for bot {name!r}: {exc}") from exc
+
+
+_SCORERS: dict[str, list[Callable[..., Mapping[str, Any]]]] = {}
+
+ScorerFn = TypeVar("ScorerFn", bound=Callable[..., Any])
+
+
+def register_scorer(game_short_name: str) -> Callable[[ScorerFn], ScorerFn]:
+    """Function decorator: run this scorer after every match of ``game_short_name``.
+
+    A scorer takes ``(terminal_state, record)`` and returns metrics for ``record.metrics`` (ground
+    truth such as an MBPP pass rate); it lives beside its task, never inside the game's rules.
+    """
+
+    def decorate(fn: ScorerFn) -> ScorerFn:
+        if fn not in _SCORERS.setdefault(game_short_name, []):
+            _SCORERS[game_short_name].append(fn)
+        return fn
+
+    return decorate
+
+
+def scorers_for(game_short_name: str) -> list[Callable[..., Mapping[str, Any]]]:
+    """The scorers registered for a game."""
+    _ensure_registered()
+    return list(_SCORERS.get(game_short_name, []))

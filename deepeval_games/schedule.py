@@ -1,0 +1,109 @@
+"""The schedule: every match of an experiment, each with a stable id.
+
+A match id is a hash of the game string, the players in seat order (their full spec), the experiment
+seed and the repeat number. It does not depend on the order in which the spec lists players or games,
+so a resumed or extended run finds the matches it already has.
+
+Pairing policies (``[experiment] pairing``):
+
+* ``permute`` — the spec lists exactly as many players as the game has seats; each repeat seats them in
+  a fresh random order drawn from the seed (seats are permuted across repeats);
+* ``round_robin`` — every ordered choice of distinct players for the seats (for two-player games: all
+  pairs, both orders), each played ``repeats`` times;
+* ``combinations`` — every set of distinct players that fills the seats, seated in a fresh random order
+  each repeat;
+* ``auto`` (default) — ``permute`` when the players fill the seats exactly, else ``round_robin`` for
+  two seats and ``combinations`` for more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from deepeval_games.errors import SpecError
+from deepeval_games.games import load_game
+from deepeval_games.spec import ExperimentSpec
+
+__all__ = ["PlannedMatch", "plan_matches", "stable_hash"]
+
+
+def stable_hash(value: object, length: int = 20) -> str:
+    """Hex sha256 of the canonical JSON of ``value``."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class PlannedMatch:
+    """One match to play."""
+
+    match_id: str
+    game: str
+    """Canonical game string (all parameters spelled out)."""
+    seats: tuple[str, ...]
+    """Player names in seat order."""
+    repeat: int
+    seed: int
+    """Seed of this match (chance nodes and the bots' generators derive from it)."""
+
+
+def _resolve_pairing(spec: ExperimentSpec, seats: int) -> str:
+    if spec.pairing != "auto":
+        return spec.pairing
+    if len(spec.players) == seats:
+        return "permute"
+    return "round_robin" if seats == 2 else "combinations"
+
+
+def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tuple[str, ...]]]:
+    names = sorted(p.name for p in spec.players)  # listing order never matters
+    if len(names) < seats:
+        raise SpecError(f"{game} has {seats} seats but the spec lists only {len(names)} players")
+    pairing = _resolve_pairing(spec, seats)
+    if pairing == "permute" and len(names) != seats:
+        raise SpecError(f"pairing 'permute' needs exactly {seats} players for {game}, the spec lists {len(names)}")
+
+    def shuffled(group: tuple[str, ...], repeat: int) -> tuple[str, ...]:
+        entropy = [spec.seed, int(stable_hash([game, list(group)], 8), 16), repeat]
+        order = np.random.default_rng(np.random.SeedSequence(entropy)).permutation(len(group))
+        return tuple(group[i] for i in order)
+
+    out: list[tuple[int, tuple[str, ...]]] = []
+    for repeat in range(spec.repeats):
+        if pairing == "permute":
+            out.append((repeat, shuffled(tuple(names), repeat)))
+        elif pairing == "round_robin":
+            out.extend((repeat, group) for group in itertools.permutations(names, seats))
+        else:
+            out.extend((repeat, shuffled(group, repeat)) for group in itertools.combinations(names, seats))
+    return out
+
+
+def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
+    """Every match of the experiment, in a deterministic order."""
+    plan: list[PlannedMatch] = []
+    for game_string in spec.games:
+        game = load_game(game_string)
+        canonical = str(game)
+        for repeat, seats in _seatings(spec, canonical, game.num_players()):
+            key = {
+                "game": canonical,
+                "seats": [spec.player(name).identity() for name in seats],
+                "seed": spec.seed,
+                "repeat": repeat,
+            }
+            digest = stable_hash(key, 64)
+            plan.append(
+                PlannedMatch(
+                    match_id=digest[:20],
+                    game=canonical,
+                    seats=seats,
+                    repeat=repeat,
+                    seed=int(digest[20:36], 16) & (2**63 - 1),
+                )
+            )
+    return plan

@@ -1,0 +1,9 @@
+"""The evaluation tasks as OpenSpiel games.
+
+Importing this package registers every task with ``pyspiel`` under a ``deepeval_`` short name, so that
+``pyspiel.load_game("deepeval_public_goods(players=4,mode=2)")`` works.
+"""
+
+from game_defs import public_goods
+
+__all__ = ["public_goods"]

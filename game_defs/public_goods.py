@@ -1,0 +1,322 @@
+"""Public Goods Game (PGG), the DeepEval paper's first symmetric task.
+
+Load string::
+
+    deepeval_public_goods(players=4, rounds=5, endowment=10, alpha=1.6, mode=1)
+
+Rules card
+----------
+* ``players`` (n, 2..10) seats play ``rounds`` rounds. At the start of every round each seat receives
+  ``endowment`` (E) coins.
+* All seats choose at once (a simultaneous-move node, so nobody sees a same-round choice) how many of
+  this round's E coins to put in the common pool: an integer X with 0 <= X <= E. Action id X means
+  "invest X coins".
+* The pool is multiplied by ``alpha`` and split equally among all n seats, investors or not. A seat's
+  round income is therefore ``E - X_i + alpha * sum(X) / n``. (The paper's worked example divides by
+  4 with three players; the rule is to divide by n.)
+* The payoff (return) of a seat is the total number of coins it holds at the end: the sum of its round
+  incomes. Returns are a pure function of the terminal history.
+* Feedback after each round depends on ``mode``:
+  - mode 1: each seat is told its own income from the pool this round, ``alpha * sum(X) / n``;
+  - mode 2: each seat is told the list of all investments of the round, sorted from highest to lowest,
+    with no seat attached to any amount. (The paper's appendix calls this list both descending and
+    ascending; this implementation uses descending.)
+* Referee-only move: action id E + 1 is ``forfeit``. It is never a legal action of a seat; the referee
+  applies it when a bot gave no valid answer after its re-asks. A forfeiting seat loses its E coins of
+  the round (it neither keeps nor invests them) but still receives its pool share, so a forfeit is
+  strictly worse for that seat than any legal move and changes nothing for the others.
+
+With 1 < alpha < n, investing nothing is a dominant strategy (the Nash equilibrium) while everyone
+investing everything is the social optimum.
+
+Payoff bounds: ``min_utility = 0`` (forfeit every round, nobody invests) and
+``max_utility = rounds * max(E + alpha * (n - 1) * E / n, alpha * E)``.
+
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+GAME_VERSION = 1
+
+_DEFAULT_PARAMS: dict[str, Any] = {
+    "players": 4,
+    "rounds": 5,
+    "endowment": 10,
+    "alpha": 1.6,
+    "mode": 1,
+}
+_MAX_PLAYERS = 10
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name="deepeval_public_goods",
+    long_name="DeepEval Public Goods Game",
+    dynamics=pyspiel.GameType.Dynamics.SIMULTANEOUS,
+    chance_mode=pyspiel.GameType.ChanceMode.DETERMINISTIC,
+    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.GENERAL_SUM,
+    reward_model=pyspiel.GameType.RewardModel.REWARDS,
+    max_num_players=_MAX_PLAYERS,
+    min_num_players=2,
+    provides_information_state_string=True,
+    provides_information_state_tensor=False,
+    provides_observation_string=True,
+    provides_observation_tensor=False,
+    provides_factored_observation_string=False,
+    parameter_specification=_DEFAULT_PARAMS,
+)
+
+
+def _format_coins(value: float) -> str:
+    """Coins as a short decimal string: ``6.4``, ``12``, ``3.33``."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return text if text != "-0" else "0"
+
+
+class PublicGoodsGame(pyspiel.Game):
+    """The game: parameters, bounds and the state factory."""
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        merged = {**_DEFAULT_PARAMS, **(params or {})}
+        n, rounds, endowment = int(merged["players"]), int(merged["rounds"]), int(merged["endowment"])
+        alpha, mode = float(merged["alpha"]), int(merged["mode"])
+        _validate(n, rounds, endowment, alpha, mode)
+        best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
+        super().__init__(
+            _GAME_TYPE,
+            pyspiel.GameInfo(
+                num_distinct_actions=endowment + 2,
+                max_chance_outcomes=0,
+                num_players=n,
+                min_utility=0.0,
+                max_utility=float(rounds * best_share),
+                utility_sum=None,
+                max_game_length=rounds,
+            ),
+            merged,
+        )
+
+    def new_initial_state(self) -> PublicGoodsState:
+        """A new game at round 1."""
+        return PublicGoodsState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
+    ) -> PublicGoodsObserver:
+        """The observer behind ``observation_string`` and ``information_state_string``."""
+        return PublicGoodsObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+
+    def rules_text(self) -> str:
+        """The rules in plain words, as the referee broadcasts them to every seat."""
+        p = self.get_parameters()
+        n, endowment, alpha, mode = p["players"], p["endowment"], p["alpha"], p["mode"]
+        feedback = (
+            "After each round you are told how many coins you received from the pool."
+            if mode == 1
+            else "After each round you are told every investment of that round, sorted from highest to lowest."
+        )
+        return (
+            f"Public goods game: {n} players, {p['rounds']} rounds. Each round every player receives "
+            f"{endowment} coins and, at the same time as the others, invests X of them in a common pool "
+            f"(0 <= X <= {endowment}). The pool is multiplied by {_format_coins(alpha)} and shared equally "
+            f"among all {n} players. Coins not invested are kept. {feedback} "
+            "Your payoff is the total number of coins you hold at the end."
+        )
+
+
+def _validate(n: int, rounds: int, endowment: int, alpha: float, mode: int) -> None:
+    if not 2 <= n <= _MAX_PLAYERS:
+        raise ValueError(f"players must be in 2..{_MAX_PLAYERS}, got {n}")
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if endowment < 1:
+        raise ValueError(f"endowment must be >= 1, got {endowment}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if mode not in (1, 2):
+        raise ValueError(f"mode must be 1 or 2, got {mode}")
+
+
+class PublicGoodsState(pyspiel.State):
+    """A PGG in progress: the investments of every finished round."""
+
+    def __init__(self, game: PublicGoodsGame) -> None:
+        super().__init__(game)
+        params = game.get_parameters()
+        self._n = int(params["players"])
+        self._rounds = int(params["rounds"])
+        self._endowment = int(params["endowment"])
+        self._alpha = float(params["alpha"])
+        self._mode = int(params["mode"])
+        self._investments: list[list[int]] = []  # per finished round, action ids per seat
+        self._rewards = np.zeros(self._n)
+        self._returns = np.zeros(self._n)
+
+    # -- OpenSpiel API -------------------------------------------------------------------------------
+
+    def current_player(self) -> int:
+        """SIMULTANEOUS until the last round is played, then TERMINAL."""
+        if self.is_terminal():
+            return pyspiel.PlayerId.TERMINAL
+        return pyspiel.PlayerId.SIMULTANEOUS
+
+    def _legal_actions(self, player: int) -> list[int]:
+        """Investments 0..E; the referee-only forfeit (E + 1) is not legal for a seat."""
+        if self.is_terminal():
+            return []
+        return list(range(self._endowment + 1))
+
+    def _apply_actions(self, actions: Sequence[int]) -> None:
+        if len(actions) != self._n:
+            raise ValueError(f"expected {self._n} actions, got {len(actions)}")
+        for action in actions:
+            if not 0 <= action <= self.forfeit_action():
+                raise ValueError(f"action {action} out of range 0..{self.forfeit_action()}")
+        self._investments.append([int(a) for a in actions])
+        self._rewards = np.array(self.round_incomes(len(self._investments) - 1))
+        self._returns = self._returns + self._rewards
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if action == self.forfeit_action():
+            return "forfeit"
+        return f"invest {action}"
+
+    def is_terminal(self) -> bool:
+        """The game ends after the last round."""
+        return len(self._investments) >= self._rounds
+
+    def rewards(self) -> np.ndarray:
+        """Income of every seat in the last finished round."""
+        return self._rewards
+
+    def returns(self) -> np.ndarray:
+        """Coins every seat holds so far; at the end, the payoff."""
+        return self._returns
+
+    def __str__(self) -> str:
+        rounds = "; ".join(",".join(str(a) for a in r) for r in self._investments)
+        return f"round={len(self._investments) + 1} investments=[{rounds}]"
+
+    # -- DeepEval protocol -----------------------------------------------------------------------
+
+    def forfeit_action(self) -> int:
+        """The referee-only action applied for a seat that gave no valid answer."""
+        return self._endowment + 1
+
+    def penalty_action(self, player: int) -> int:
+        """The task's policy for a seat whose reply stayed invalid after re-asks: forfeit the round."""
+        return self.forfeit_action()
+
+    def invested(self, action: int) -> int:
+        """Coins put in the pool by an action (a forfeit puts in nothing)."""
+        return 0 if action == self.forfeit_action() else int(action)
+
+    def round_incomes(self, round_index: int) -> list[float]:
+        """Each seat's income in a finished round: kept coins plus its pool share."""
+        actions = self._investments[round_index]
+        share = self._alpha * sum(self.invested(a) for a in actions) / self._n
+        kept = [0 if a == self.forfeit_action() else self._endowment - a for a in actions]
+        return [k + share for k in kept]
+
+    def pool_share(self, round_index: int) -> float:
+        """What every seat received from the pool in a finished round (mode-1 feedback)."""
+        actions = self._investments[round_index]
+        return self._alpha * sum(self.invested(a) for a in actions) / self._n
+
+    def sorted_investments(self, round_index: int) -> list[int]:
+        """All investments of a finished round, highest first, with no seats attached (mode-2 feedback)."""
+        return sorted((self.invested(a) for a in self._investments[round_index]), reverse=True)
+
+    def round_number(self) -> int:
+        """The round about to be played, counting from 1 (``rounds + 1`` once the game is over)."""
+        return len(self._investments) + 1
+
+    def observation_fields(self, player: int) -> dict[str, Any]:
+        """What ``player`` may know now, as named values (for prompts and scripted bots)."""
+        fields: dict[str, Any] = {
+            "round": self.round_number(),
+            "rounds": self._rounds,
+            "players": self._n,
+            "endowment": self._endowment,
+            "alpha": self._alpha,
+            "mode": self._mode,
+            "coins": float(self._returns[player]),
+        }
+        if self._investments:
+            last = len(self._investments) - 1
+            fields["last_investment"] = self.invested(self._investments[last][player])
+            if self._mode == 1:
+                fields["last_income"] = self.pool_share(last)
+            else:
+                fields["last_investments"] = self.sorted_investments(last)
+        return fields
+
+    def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
+        """Other joint actions of a round that the rules let ``player`` not tell apart from this one.
+
+        Used by the conformance kit to check that observations hide what the rules hide: in mode 1 any
+        redistribution of the other seats' investments with the same sum; in mode 2 any reordering of
+        the other seats' investments.
+        """
+        others = [i for i in range(self._n) if i != player]
+        variants: list[list[int]] = []
+        if len(others) < 2:
+            return variants
+        a, b = others[0], others[1]
+        swapped = list(joint_action)
+        swapped[a], swapped[b] = joint_action[b], joint_action[a]
+        variants.append(swapped)
+        if self._mode == 1:
+            invest_a, invest_b = self.invested(joint_action[a]), self.invested(joint_action[b])
+            total = invest_a + invest_b
+            moved = list(joint_action)
+            moved[a] = min(total, self._endowment)
+            moved[b] = total - moved[a]
+            variants.append(moved)
+        return variants
+
+
+class PublicGoodsObserver:
+    """Observation strings for a seat; hides the other seats' individual moves as the mode requires."""
+
+    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Mapping[str, Any] | None) -> None:
+        if params:
+            raise ValueError(f"observation parameters not supported: {params}")
+        self.iig_obs_type = iig_obs_type
+        self.tensor = None
+        self.dict: dict[str, Any] = {}
+
+    def set_from(self, state: PublicGoodsState, player: int) -> None:
+        """No tensor observation: the strings are the observation."""
+
+    def string_from(self, state: PublicGoodsState, player: int) -> str:
+        """The seat's view: the feedback of the last round, or of every round with perfect recall."""
+        lines: list[str] = []
+        finished = len(state._investments)
+        first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
+        for r in range(first, finished):
+            own = state.invested(state._investments[r][player])
+            forfeited = state._investments[r][player] == state.forfeit_action()
+            mine = "you forfeited your coins" if forfeited else f"you invested {own}"
+            if state._mode == 1:
+                lines.append(
+                    f"Round {r + 1}: {mine}; you received {_format_coins(state.pool_share(r))} coins from the pool."
+                )
+            else:
+                lines.append(f"Round {r + 1}: {mine}; all investments (highest first): {state.sorted_investments(r)}.")
+        status = (
+            "The game is over."
+            if state.is_terminal()
+            else f"Round {state.round_number()} of {state._rounds}: you receive {state._endowment} coins."
+        )
+        lines.append(f"{status} You hold {_format_coins(float(state._returns[player]))} coins.")
+        return "\n".join(lines)
+
+
+pyspiel.register_game(_GAME_TYPE, PublicGoodsGame)

@@ -1,0 +1,124 @@
+"""Scripted baselines for the Public Goods Game.
+
+Each bot reads only its seat's observation fields (round, endowment, its own last investment, and the
+mode's feedback: its pool income in mode 1, the sorted investments in mode 2), as an LLM seat would.
+
+* ``pgg_free_rider`` — always invests 0: the dominant strategy (Nash) when alpha < n.
+* ``pgg_full_contributor`` — always invests everything: the social optimum when alpha > 1.
+* ``pgg_random`` — a uniform investment in 0..E each round.
+* ``pgg_conditional_cooperator`` — first round ``first`` coins, then last round's mean investment.
+* ``pgg_grim_trigger`` — invests everything until a round's mean investment falls below
+  ``threshold`` x E, then nothing for the rest of the game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from deepeval_games.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.registry import register_bot
+
+__all__ = [
+    "ConditionalCooperator",
+    "FreeRider",
+    "FullContributor",
+    "GrimTrigger",
+    "RandomInvestor",
+    "last_round_mean_investment",
+]
+
+_PGG = ("deepeval_public_goods",)
+
+
+def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
+    """Mean investment of the last round as a seat can infer it, or None before the first round ends.
+
+    Mode 2 shows every investment; mode 1 shows the pool income ``alpha * total / n``, so the mean
+    investment ``total / n`` is ``income / alpha``.
+    """
+    if "last_investments" in fields:
+        amounts = fields["last_investments"]
+        return float(sum(amounts)) / len(amounts)
+    if "last_income" in fields:
+        return float(fields["last_income"]) / float(fields["alpha"])
+    return None
+
+
+class _PGGBot(DeepEvalBot):
+    """Shared plumbing: a decision that invests ``amount`` coins."""
+
+    def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
+        super().__init__(player_id, rng)
+        self.endowment = int(game.get_parameters()["endowment"])
+
+    def invest(self, observation: Observation, amount: int) -> Decision:
+        action = int(min(max(amount, 0), self.endowment))
+        return Decision(action=action, text=observation.action_to_string(action))
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "scripted", "class": type(self).__name__}
+
+
+@register_bot("pgg_free_rider", games=_PGG)
+class FreeRider(_PGGBot):
+    """Always invests nothing (the Nash move when alpha < n)."""
+
+    async def act(self, observation: Observation) -> Decision:
+        return self.invest(observation, 0)
+
+
+@register_bot("pgg_full_contributor", games=_PGG)
+class FullContributor(_PGGBot):
+    """Always invests its whole endowment (the social optimum)."""
+
+    async def act(self, observation: Observation) -> Decision:
+        return self.invest(observation, self.endowment)
+
+
+@register_bot("pgg_random", games=_PGG)
+class RandomInvestor(_PGGBot):
+    """Invests a uniformly random amount in 0..E each round."""
+
+    async def act(self, observation: Observation) -> Decision:
+        return self.invest(observation, int(self.rng.integers(0, self.endowment + 1)))
+
+
+@register_bot("pgg_conditional_cooperator", games=_PGG)
+class ConditionalCooperator(_PGGBot):
+    """Opens with ``first`` coins (default E), then matches last round's mean investment."""
+
+    def __init__(
+        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, first: int | None = None
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        self.first = self.endowment if first is None else int(first)
+        if not 0 <= self.first <= self.endowment:
+            raise ValueError(f"first must be in 0..{self.endowment}, got {self.first}")
+
+    async def act(self, observation: Observation) -> Decision:
+        mean = last_round_mean_investment(observation.fields)
+        return self.invest(observation, self.first if mean is None else int(np.floor(mean + 0.5)))
+
+
+@register_bot("pgg_grim_trigger", games=_PGG)
+class GrimTrigger(_PGGBot):
+    """Invests everything until a round's mean investment drops below ``threshold`` x E, then nothing."""
+
+    def __init__(
+        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, threshold: float = 0.5
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+        self.threshold = float(threshold)
+        self.triggered = False
+
+    async def act(self, observation: Observation) -> Decision:
+        mean = last_round_mean_investment(observation.fields)
+        if mean is not None and mean < self.threshold * self.endowment:
+            self.triggered = True
+        return self.invest(observation, 0 if self.triggered else self.endowment)
