@@ -95,7 +95,8 @@ class ExperimentSpec:
 def _check_type(where: str, key: str, value: Any, expected: type) -> None:
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
     if not ok:
-        raise SpecError(f"{where}: {key!r} must be a {expected.__name__}, got {value!r}")
+        kind = {int: "an integer", str: "a string", list: "a list"}.get(expected, expected.__name__)
+        raise SpecError(f"{where}: {key!r} must be {kind}, got {value!r}")
 
 
 def _parse_player(index: int, raw: Any, *, where: str) -> PlayerSpec:

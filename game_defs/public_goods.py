@@ -82,6 +82,9 @@ def _format_coins(value: float) -> str:
 class PublicGoodsGame(pyspiel.Game):
     """The game: parameters, bounds and the state factory."""
 
+    game_type: pyspiel.GameType = _GAME_TYPE
+    """Registered type; a subclass registered under another name overrides it."""
+
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
         n, rounds, endowment = int(merged["players"]), int(merged["rounds"]), int(merged["endowment"])
@@ -89,7 +92,7 @@ class PublicGoodsGame(pyspiel.Game):
         _validate(n, rounds, endowment, alpha, mode)
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
         super().__init__(
-            _GAME_TYPE,
+            self.game_type,
             pyspiel.GameInfo(
                 num_distinct_actions=endowment + 2,
                 max_chance_outcomes=0,
