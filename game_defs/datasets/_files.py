@@ -1,0 +1,268 @@
+"""Finding the public data files the loaders read.
+
+A data file is named by its path relative to a data folder laid out like ``../shared/data``
+(``mbpp/mbpp.jsonl``, ``mbpp/sanitized-mbpp.json``, ``iwslt2017/<pair>.tgz``). :func:`resolve_data_file`
+looks for it, in this order:
+
+1. an explicit ``path`` given by the caller (the file itself, or a data folder holding ``relpath``);
+   when given, nothing else is tried;
+2. the data folder named by the environment variable ``DEEPEVAL_GAMES_DATA``;
+3. the user cache, ``$XDG_CACHE_HOME/deepeval-games`` (default ``~/.cache/deepeval-games``);
+4. a download from the file's canonical URL into the user cache (written to a temporary file in the same
+   folder, checked, then renamed into place; its sha256 is written beside it as ``<name>.sha256``).
+   Downloads are off when ``DEEPEVAL_GAMES_OFFLINE=1``.
+
+Every file read is hashed; when its expected sha256 is known (:data:`EXPECTED_SHA256`) a mismatch is a
+:class:`DatasetError` naming the path and both hashes, unless the caller passes ``verify=False``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+from deepeval_games.errors import DeepEvalError
+
+__all__ = [
+    "CANONICAL_URLS",
+    "DATA_ENV",
+    "EXPECTED_SHA256",
+    "IWSLT2017_PAIRS",
+    "OFFLINE_ENV",
+    "DatasetError",
+    "ResolvedFile",
+    "cache_dir",
+    "download",
+    "downloads_disabled",
+    "file_sha256",
+    "iwslt2017_relpath",
+    "resolve_data_file",
+]
+
+PathLike: TypeAlias = "str | os.PathLike[str]"
+
+DATA_ENV = "DEEPEVAL_GAMES_DATA"
+OFFLINE_ENV = "DEEPEVAL_GAMES_OFFLINE"
+_CACHE_NAME = "deepeval-games"
+
+
+class DatasetError(DeepEvalError):
+    """A data file is missing, unreadable, corrupt, or not the file it should be."""
+
+
+_MBPP_BASE = "https://raw.githubusercontent.com/google-research/google-research/master/mbpp/"
+_WIT3_BASE = "https://raw.githubusercontent.com/hlt-mt/WIT3/master/archive/2017-01-ted-test/texts/"
+
+#: IWSLT 2017 tarballs, one per direction (``<src>-<tgt>``), as in the WIT3 archive.
+IWSLT2017_PAIRS: tuple[str, ...] = ("de-en", "en-de", "en-fr", "fr-en", "en-zh", "zh-en")
+
+
+def iwslt2017_relpath(pair: str) -> str:
+    """The relative path of the IWSLT 2017 tarball for ``pair`` (e.g. ``"en-zh"``)."""
+    if pair not in IWSLT2017_PAIRS:
+        raise DatasetError(f"unknown IWSLT 2017 pair {pair!r}; known pairs: {', '.join(IWSLT2017_PAIRS)}")
+    return f"iwslt2017/{pair}.tgz"
+
+
+def _wit3_url(pair: str) -> str:
+    src, tgt = pair.split("-")
+    return f"{_WIT3_BASE}{src}/{tgt}/{pair}.tgz"
+
+
+#: Canonical download location of each known file, by relative path. A plain dict on purpose: a mirror
+#: (or a test serving files on 127.0.0.1) may replace entries.
+CANONICAL_URLS: dict[str, str] = {
+    "mbpp/mbpp.jsonl": _MBPP_BASE + "mbpp.jsonl",
+    "mbpp/sanitized-mbpp.json": _MBPP_BASE + "sanitized-mbpp.json",
+    **{iwslt2017_relpath(pair): _wit3_url(pair) for pair in IWSLT2017_PAIRS},
+}
+
+#: The sha256 of each known file (those of ``../shared/data``, identical to the canonical files).
+EXPECTED_SHA256: dict[str, str] = {
+    "mbpp/mbpp.jsonl": "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f",
+    "mbpp/sanitized-mbpp.json": "7fec016546acaee11dbe14f9f0bb670e59f41919f7b522a59fba34871da78551",
+    "iwslt2017/de-en.tgz": "b0034e3c957da26eaf3c573390c3fc669d509ea94c0b398889ad74bddadb4974",
+    "iwslt2017/en-de.tgz": "0c786a6905618af716da365592594473481ba9548a922506aaf6c17f1aee27e4",
+    "iwslt2017/en-fr.tgz": "755b1061ff258686d8c906525dc75035304b292320d59e5a78802b2923c204ad",
+    "iwslt2017/en-zh.tgz": "f1416f28a569f646be16188d7394e783fb0c87d5489a4878c74a84b565b41cd5",
+    "iwslt2017/fr-en.tgz": "8393e55847ba750290180f1fb62684abb8c09b890c52d4ebc5c2376e8e722e93",
+    "iwslt2017/zh-en.tgz": "73a7091216c328cca357644524efb35905f27482676ec5901797832764012a38",
+}
+
+
+@dataclass(frozen=True)
+class ResolvedFile:
+    """A data file found on disk.
+
+    Attributes:
+        path: the file that was found (absolute).
+        sha256: hex sha256 of its bytes.
+        origin: where it came from: ``"explicit"``, ``"env"``, ``"cache"`` or ``"download"``.
+    """
+
+    path: Path
+    sha256: str
+    origin: str
+
+
+def cache_dir() -> Path:
+    """The user cache folder for downloaded data (``$XDG_CACHE_HOME/deepeval-games``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base).expanduser() if base else Path.home() / ".cache"
+    return root / _CACHE_NAME
+
+
+def downloads_disabled() -> bool:
+    """True when ``DEEPEVAL_GAMES_OFFLINE`` is set to a true value (``1``, ``true``, ``yes``)."""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+_sha_memo: dict[tuple[str, int, int, int], str] = {}
+_sha_lock = threading.Lock()
+
+
+def file_sha256(path: PathLike) -> str:
+    """Hex sha256 of a file, memoised per (path, inode, size, mtime) so an unchanged file is read once."""
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _sha_lock:
+        known = _sha_memo.get(key)
+    if known is not None:
+        return known
+    h = hashlib.sha256()
+    with p.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    digest = h.hexdigest()
+    with _sha_lock:
+        _sha_memo[key] = digest
+    return digest
+
+
+def _checked(path: Path, origin: str, expected: str | None) -> ResolvedFile:
+    path = path.resolve()
+    try:
+        digest = file_sha256(path)
+    except OSError as e:
+        raise DatasetError(f"cannot read data file {path}: {e}") from e
+    if expected is not None and digest != expected:
+        hint = " Delete it to download it again." if origin == "cache" else ""
+        raise DatasetError(
+            f"sha256 mismatch for {path}: expected {expected}, got {digest}. The file is corrupt or not the "
+            f"published version.{hint} (Pass verify=False to read it anyway.)"
+        )
+    return ResolvedFile(path=path, sha256=digest, origin=origin)
+
+
+def _missing(relpath: str, looked: list[str], reason: str) -> DatasetError:
+    places = "\n".join(f"  - {place}" for place in looked)
+    return DatasetError(
+        f"data file {relpath!r} not found; looked in:\n{places}\nand {reason}.\n"
+        f"Fix: set {DATA_ENV} to a folder holding {relpath} (laid out like ../shared/data), pass an "
+        f"explicit path, or allow the download (unset {OFFLINE_ENV}, check network access)."
+    )
+
+
+def download(url: str, dest: Path, expected_sha256: str | None = None, *, timeout_s: float = 60.0) -> str:
+    """Download ``url`` to ``dest`` atomically and return the sha256 of the bytes written.
+
+    The bytes go to a temporary file beside ``dest``, are checked against ``expected_sha256`` (when given),
+    then renamed onto ``dest``; ``dest.sha256`` records the hash. On any failure nothing is left behind.
+
+    Raises:
+        DatasetError: the download's sha256 is not ``expected_sha256``.
+        OSError: the download failed (``urllib.error.URLError`` is an ``OSError``).
+    """
+    if not url.startswith(("http://", "https://")):
+        raise DatasetError(f"refusing to download {url!r}: only http(s) URLs are allowed")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            for chunk in iter(lambda: resp.read(1 << 16), b""):
+                h.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        digest = h.hexdigest()
+        if expected_sha256 is not None and digest != expected_sha256:
+            raise DatasetError(
+                f"sha256 mismatch for {url} (to be saved as {dest}): expected {expected_sha256}, "
+                f"got {digest}; nothing was saved."
+            )
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    sidecar = dest.with_name(dest.name + ".sha256")
+    sidecar_tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.part")
+    sidecar_tmp.write_text(f"{digest}  {dest.name}\n", encoding="ascii")
+    os.replace(sidecar_tmp, sidecar)
+    return digest
+
+
+def resolve_data_file(
+    relpath: str,
+    path: PathLike | None = None,
+    *,
+    verify: bool = True,
+    url: str | None = None,
+) -> ResolvedFile:
+    """Find (or fetch) the data file ``relpath`` and check its sha256.
+
+    Args:
+        relpath: path inside a data folder, e.g. ``"mbpp/mbpp.jsonl"``.
+        path: an explicit file, or a data folder holding ``relpath``. When given it is the only place tried.
+        verify: check the sha256 against :data:`EXPECTED_SHA256` (when known for ``relpath``).
+        url: download location; defaults to :data:`CANONICAL_URLS` ``[relpath]``.
+
+    Raises:
+        DatasetError: the file is nowhere and cannot be downloaded (the message names every place looked
+            at and how to fix it), or its sha256 is wrong.
+    """
+    expected = EXPECTED_SHA256.get(relpath) if verify else None
+    if path is not None:
+        p = Path(path).expanduser()
+        if p.is_dir():
+            p = p / relpath
+        if not p.is_file():
+            raise DatasetError(f"data file {relpath!r}: the explicit path {p} is not an existing file")
+        return _checked(p, "explicit", expected)
+
+    looked: list[str] = []
+    env = os.environ.get(DATA_ENV, "")
+    if env:
+        p = Path(env).expanduser() / relpath
+        if p.is_file():
+            return _checked(p, "env", expected)
+        looked.append(f"{p} (from ${DATA_ENV})")
+    else:
+        looked.append(f"${DATA_ENV} (not set)")
+
+    cached = cache_dir() / relpath
+    if cached.is_file():
+        return _checked(cached, "cache", expected)
+    looked.append(f"{cached} (user cache)")
+
+    source = url or CANONICAL_URLS.get(relpath)
+    if downloads_disabled():
+        raise _missing(relpath, looked, f"downloads are disabled (${OFFLINE_ENV}={os.environ[OFFLINE_ENV]})")
+    if source is None:
+        raise _missing(relpath, looked, "no download URL is known for it")
+    try:
+        digest = download(source, cached, expected)
+    except OSError as e:
+        raise _missing(relpath, looked, f"the download from {source} failed ({e})") from e
+    return ResolvedFile(path=cached.resolve(), sha256=digest, origin="download")
