@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -62,8 +63,11 @@ def registered_games() -> list[GameInfo]:
     return sorted(infos, key=lambda info: info.short_name)
 
 
-def load_game(game_string: str) -> pyspiel.Game:
-    """``pyspiel.load_game`` with the tasks registered and a clear :class:`UnknownGameError` on failure."""
+def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> pyspiel.Game:
+    """``pyspiel.load_game`` with the tasks registered and a clear :class:`UnknownGameError` on failure.
+
+    ``overrides`` replace or add parameters of ``game_string`` (used by spec sweeps).
+    """
     _ensure_registered()
     name = game_string.split("(", 1)[0].strip()
     known = {game_type.short_name for game_type in pyspiel.registered_games()}
@@ -73,7 +77,12 @@ def load_game(game_string: str) -> pyspiel.Game:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownGameError(f"unknown game {name!r}.{hint} Registered tasks: {', '.join(ours)}.")
     try:
+        if overrides:
+            params = pyspiel.game_parameters_from_string(game_string)
+            params.pop("name", None)
+            return pyspiel.load_game(name, {**params, **overrides})
         return pyspiel.load_game(game_string)
     except (pyspiel.SpielError, ValueError, TypeError, RuntimeError) as exc:
         message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
-        raise UnknownGameError(f"cannot load {game_string!r}: {message}") from exc
+        where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
+        raise UnknownGameError(f"cannot load {where}: {message}") from exc

@@ -86,8 +86,10 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
 def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
     """Every match of the experiment, in a deterministic order."""
     plan: list[PlannedMatch] = []
-    for game_string in spec.games:
-        game = load_game(game_string)
+    keys = sorted(spec.sweep)
+    variants = [dict(zip(keys, values, strict=True)) for values in itertools.product(*(spec.sweep[k] for k in keys))]
+    for game_string, overrides in itertools.product(spec.games, variants):
+        game = load_game(game_string, overrides)
         canonical = str(game)
         for repeat, seats in _seatings(spec, canonical, game.num_players()):
             key = {

@@ -34,6 +34,7 @@ _EXPERIMENT_KEYS = {
     "pairing": str,
     "max_concurrency": int,
     "max_match_attempts": int,
+    "sweep": dict,
 }
 _PLAYER_KEYS = {"name", "bot", "params", "model"}
 _RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts")
@@ -74,6 +75,8 @@ class ExperimentSpec:
     max_concurrency: int = 8
     max_match_attempts: int = 3
     judge: PlayerSpec | None = None
+    sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Game parameters to vary: every game is played with every combination of these values."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def content_hash(self) -> str:
@@ -95,7 +98,7 @@ class ExperimentSpec:
 def _check_type(where: str, key: str, value: Any, expected: type) -> None:
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
     if not ok:
-        kind = {int: "an integer", str: "a string", list: "a list"}.get(expected, expected.__name__)
+        kind = {int: "an integer", str: "a string", list: "a list", dict: "a table"}.get(expected, expected.__name__)
         raise SpecError(f"{where}: {key!r} must be {kind}, got {value!r}")
 
 
@@ -124,6 +127,23 @@ def _parse_player(index: int, raw: Any, *, where: str) -> PlayerSpec:
     return PlayerSpec(name=name, model=raw["model"], params=settings)
 
 
+def _parse_sweep(key: str, value: Any) -> tuple[Any, ...]:
+    """A sweep value: a list of parameter values, or ``{from = a, to = b}`` for the integers a..b."""
+    if isinstance(value, dict):
+        if set(value) != {"from", "to"} or not all(isinstance(value[k], int) for k in ("from", "to")):
+            raise SpecError(f"[experiment.sweep] {key!r}: a range is written {{from = 11, to = 510}} (both included)")
+        values: tuple[Any, ...] = tuple(range(value["from"], value["to"] + 1))
+    elif isinstance(value, list):
+        values = tuple(value)
+    else:
+        raise SpecError(f"[experiment.sweep] {key!r}: give a list of values or {{from = .., to = ..}}")
+    if not values:
+        raise SpecError(f"[experiment.sweep] {key!r}: no values")
+    if not all(isinstance(v, (int, float, str, bool)) for v in values):
+        raise SpecError(f"[experiment.sweep] {key!r}: values must be numbers, strings or booleans")
+    return values
+
+
 def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
     """Validate a spec already read from TOML."""
     unknown_tables = sorted(set(data) - {"experiment", "players", "judge"})
@@ -150,6 +170,7 @@ def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
     for key in ("max_concurrency", "max_match_attempts"):
         if experiment.get(key, 1) < 1:
             raise SpecError(f"[experiment]: {key!r} must be >= 1")
+    sweep = {key: _parse_sweep(key, value) for key, value in experiment.get("sweep", {}).items()}
     raw_players = data.get("players")
     if not isinstance(raw_players, list) or not raw_players:
         raise SpecError("the spec needs at least one [[players]] entry")
@@ -174,6 +195,7 @@ def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
         max_concurrency=experiment.get("max_concurrency", 8),
         max_match_attempts=experiment.get("max_match_attempts", 3),
         judge=judge,
+        sweep=sweep,
         source=json.loads(json.dumps(data, default=str)),
     )
 

@@ -170,3 +170,22 @@ def test_a_crashing_bot_loses_only_its_match(tmp_path: Path) -> None:
     result = run_experiment(_spec(players, repeats=3), tmp_path / "b")
     assert result.played == 0 and len(result.failed) == 3
     assert "ZeroDivisionError: bug in a bot" in result.failed[0][1]
+
+
+def test_sweep_varies_game_parameters() -> None:
+    spec = _spec(MIXED, repeats=2, sweep={"alpha": [1.2, 2.0], "rounds": {"from": 1, "to": 3}})
+    plan = plan_matches(spec)
+    assert len(plan) == 2 * 3 * 2
+    assert len({m.game for m in plan}) == 6
+    assert any("alpha=1.2" in m.game and "rounds=3" in m.game for m in plan)
+
+
+@pytest.mark.parametrize(
+    "sweep, message",
+    [({"alpha": "x"}, "give a list"), ({"alpha": {"from": 1}}, "a range is written"), ({"alpha": []}, "no values")],
+)
+def test_bad_sweeps_are_spec_errors(sweep, message) -> None:
+    from deepeval_games import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        _spec(MIXED, sweep=sweep)
