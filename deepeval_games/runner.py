@@ -13,9 +13,9 @@ import asyncio
 import logging
 import sys
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyspiel
@@ -35,22 +35,34 @@ __all__ = ["RunResult", "build_player", "run_experiment", "run_experiment_async"
 
 log = logging.getLogger(__name__)
 
-ModelBotFactory = Callable[[PlayerSpec, pyspiel.Game, int, np.random.Generator], DeepEvalBot]
 
-
-def _model_bot_factory() -> ModelBotFactory:
-    try:
-        from llm_bots.llm_bot import make_llm_bot
-    except ImportError as exc:  # pragma: no cover - only before the LLM bot exists
-        raise SpecError("players with 'model' need the LLM bot (llm_bots.llm_bot), which is not installed") from exc
-    return make_llm_bot
-
-
-def build_player(player: PlayerSpec, game: pyspiel.Game, seat: int, rng: np.random.Generator) -> DeepEvalBot:
-    """The bot for one seat: a registered scripted bot or an LLM bot."""
+def build_player(
+    player: PlayerSpec,
+    game: pyspiel.Game,
+    seat: int,
+    rng: np.random.Generator,
+    *,
+    match_id: str = "",
+    runtime: Any = None,
+) -> DeepEvalBot:
+    """The bot for one seat: a registered scripted bot, or an LLM bot sharing the run's ``runtime``."""
     if player.bot is not None:
         return make_bot(player.bot, game, seat, rng, player.params)
-    return _model_bot_factory()(player, game, seat, rng)
+    from llm_bots.llm_bot import make_llm_bot  # imported only when a model plays: litellm is slow to import
+
+    return make_llm_bot(player, game, seat, rng, match_id=match_id, runtime=runtime)
+
+
+def _open_runtime(spec: ExperimentSpec) -> Any:
+    """The model runtime (call cache, budget) when the spec has LLM players, else None."""
+    if not spec.uses_models():
+        return None
+    from game_defs.datasets import cache_dir
+    from llm_bots.llm_bot import ModelRuntime
+
+    cache: str | Path | None
+    cache = cache_dir() / "model-calls.sqlite" if spec.cache is True else spec.cache or None
+    return ModelRuntime.open(cache, spec.budget_usd)
 
 
 @dataclass
@@ -67,13 +79,16 @@ class RunResult:
     """(match id, error) of matches that could not be completed."""
     records: list[MatchRecord] = field(default_factory=list)
     """Every committed record in the store, old and new."""
+    model_calls: int = 0
+    """Model calls sent by this run (cache hits not counted)."""
 
 
 class _Runner:
-    def __init__(self, spec: ExperimentSpec, store: Store, progress: bool) -> None:
+    def __init__(self, spec: ExperimentSpec, store: Store, progress: bool, runtime: Any) -> None:
         self.spec = spec
         self.store = store
         self.progress = progress
+        self.runtime = runtime
         self.games: dict[str, pyspiel.Game] = {}
 
     def game(self, game_string: str) -> pyspiel.Game:
@@ -86,20 +101,28 @@ class _Runner:
         for game_string in {m.game for m in plan}:
             game = self.game(game_string)
             for player in self.spec.players:
-                build_player(player, game, 0, np.random.default_rng(0))
+                build_player(player, game, 0, np.random.default_rng(0), runtime=self.runtime)
             if self.spec.judge is not None:
-                build_player(self.spec.judge, game, -2, np.random.default_rng(0))
+                build_player(self.spec.judge, game, -2, np.random.default_rng(0), runtime=self.runtime)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         game = self.game(planned.game)
         seeds = np.random.SeedSequence(planned.seed).spawn(game.num_players() + 1)
         bots = [
-            build_player(self.spec.player(name), game, seat, np.random.default_rng(seeds[seat]))
+            build_player(
+                self.spec.player(name),
+                game,
+                seat,
+                np.random.default_rng(seeds[seat]),
+                match_id=planned.match_id,
+                runtime=self.runtime,
+            )
             for seat, name in enumerate(planned.seats)
         ]
         judge = None
         if self.spec.judge is not None:
-            judge = build_player(self.spec.judge, game, -2, np.random.default_rng(seeds[-1]))
+            rng = np.random.default_rng(seeds[-1])
+            judge = build_player(self.spec.judge, game, -2, rng, match_id=planned.match_id, runtime=self.runtime)
         record = await play_match(
             game,
             bots,
@@ -166,17 +189,23 @@ async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, pro
 
     plan = plan_matches(spec)
     store = Store(out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True))
+    runtime = None
     try:
+        runtime = _open_runtime(spec)
         done = store.completed_ids()
         todo = [m for m in plan if m.match_id not in done]
         result = RunResult(run_dir=Path(out_dir), planned=len(plan), skipped=len(plan) - len(todo))
-        runner = _Runner(spec, store, progress)
+        runner = _Runner(spec, store, progress, runtime)
         runner.validate(plan)
         await runner.run(todo, result)
         planned_ids = {m.match_id for m in plan}
         result.records = [r for r in store.records() if r.match_id in planned_ids]
+        if runtime is not None:
+            result.model_calls = runtime.calls
         return result
     finally:
+        if runtime is not None:
+            runtime.close()
         store.close()
 
 

@@ -24,10 +24,11 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+import pyspiel
 
 from deepeval_games.errors import SpecError
 from deepeval_games.games import load_game
-from deepeval_games.spec import ExperimentSpec
+from deepeval_games.spec import ExperimentSpec, PlayerSpec
 
 __all__ = ["PlannedMatch", "plan_matches", "stable_hash"]
 
@@ -49,6 +50,16 @@ class PlannedMatch:
     repeat: int
     seed: int
     """Seed of this match (chance nodes and the bots' generators derive from it)."""
+
+
+def _identity(player: PlayerSpec, game: pyspiel.Game) -> dict[str, object]:
+    """A player's part of a match id; for an LLM, the version of the prompts it is given too."""
+    identity = player.identity()
+    if player.kind == "model":
+        from llm_bots.adapters import adapter_for
+
+        identity["prompt_version"] = adapter_for(game.get_type().short_name).prompt_version
+    return identity
 
 
 def _resolve_pairing(spec: ExperimentSpec, seats: int) -> str:
@@ -94,7 +105,7 @@ def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
         for repeat, seats in _seatings(spec, canonical, game.num_players()):
             key = {
                 "game": canonical,
-                "seats": [spec.player(name).identity() for name in seats],
+                "seats": [_identity(spec.player(name), game) for name in seats],
                 "seed": spec.seed,
                 "repeat": repeat,
             }

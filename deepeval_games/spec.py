@@ -35,9 +35,11 @@ _EXPERIMENT_KEYS = {
     "max_concurrency": int,
     "max_match_attempts": int,
     "sweep": dict,
+    "cache": (bool, str),
+    "budget_usd": (int, float),
 }
 _PLAYER_KEYS = {"name", "bot", "params", "model"}
-_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts")
+_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
 
@@ -75,6 +77,10 @@ class ExperimentSpec:
     max_concurrency: int = 8
     max_match_attempts: int = 3
     judge: PlayerSpec | None = None
+    cache: bool | str = True
+    """Model-call cache: True for the user cache, a path, or False for none."""
+    budget_usd: float | None = None
+    """Stop making new model calls once this much (USD, as litellm prices them) is spent."""
     sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     """Game parameters to vary: every game is played with every combination of these values."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -87,6 +93,10 @@ class ExperimentSpec:
         content = {**self.source, "experiment": experiment}
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def uses_models(self) -> bool:
+        """True when any player or the judge is an LLM."""
+        return any(p.kind == "model" for p in (*self.players, *([self.judge] if self.judge else [])))
+
     def player(self, name: str) -> PlayerSpec:
         """The player called ``name``."""
         for player in self.players:
@@ -95,10 +105,19 @@ class ExperimentSpec:
         raise KeyError(name)
 
 
-def _check_type(where: str, key: str, value: Any, expected: type) -> None:
-    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+def _check_type(where: str, key: str, value: Any, expected: type | tuple[type, ...]) -> None:
+    types = expected if isinstance(expected, tuple) else (expected,)
+    ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
     if not ok:
-        kind = {int: "an integer", str: "a string", list: "a list", dict: "a table"}.get(expected, expected.__name__)
+        names = {
+            int: "an integer",
+            str: "a string",
+            list: "a list",
+            dict: "a table",
+            bool: "true/false",
+            float: "a number",
+        }
+        kind = " or ".join(names.get(t, t.__name__) for t in types)
         raise SpecError(f"{where}: {key!r} must be {kind}, got {value!r}")
 
 
@@ -196,6 +215,8 @@ def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
         max_match_attempts=experiment.get("max_match_attempts", 3),
         judge=judge,
         sweep=sweep,
+        cache=experiment.get("cache", True),
+        budget_usd=float(experiment["budget_usd"]) if "budget_usd" in experiment else None,
         source=json.loads(json.dumps(data, default=str)),
     )
 

@@ -1,0 +1,194 @@
+"""Frozen configuration of one model endpoint: which model, where, and how to sample from it.
+
+A `ModelConfig` is what a `[[players]]` entry with a `model` key (or the `[judge]` table) of an experiment
+spec becomes. It never holds an API key: `api_key_env` names the environment variable that holds the key, and
+the key is read at call time by `llm_bots.transport`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from deepeval_games.errors import SpecError
+
+__all__ = ["LOCAL_PREFIX", "ModelConfig", "ModelConfigError"]
+
+LOCAL_PREFIX = "local/"
+"""Model strings starting with this prefix are served by a llama.cpp server started for the run."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ModelConfigError(SpecError, ValueError):
+    """A model configuration (from a spec or from code) is invalid; a `SpecError`, so the CLI reports it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Where a model lives and how it is sampled. Immutable and hashable.
+
+    Attributes:
+        model: a litellm model string (`openai/gpt-4o`, `anthropic/...`, `ollama/llama3`), or `local/smollm2`,
+            or `local/<path to a .gguf>` for a llama.cpp server started for the run.
+        api_base: base URL of an OpenAI-compatible (or other) endpoint; None for the provider default.
+        api_key_env: NAME of the environment variable holding the API key (never the key itself); None to let
+            litellm use the provider's default variable.
+        temperature: sampling temperature, 0..2; None leaves the provider default.
+        max_tokens: upper bound on generated tokens; None leaves the provider default.
+        seed: sampling seed passed to providers that accept one (dropped silently by those that do not).
+        top_p: nucleus sampling mass in (0, 1]; None leaves the provider default.
+        timeout_s: wall-clock limit of one attempt, in seconds.
+        max_retries: retries after the first attempt, for infrastructure failures only (429, 5xx, timeouts).
+        max_concurrency: calls in flight at once for this model and api_base (shared by all bots of a run).
+        accept_model_ids: model ids that may answer besides the configured one (e.g. an Azure deployment that
+            reports the underlying model), compared after the same normalisation as the configured id.
+        backoff_base_s: first retry delay before jitter; doubles with every retry.
+        backoff_max_s: cap of one retry delay (a longer Retry-After still wins, up to `retry_after_max_s`).
+        retry_after_max_s: cap on how long a server's Retry-After header may make us wait.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = 0.0
+    max_tokens: int | None = 256
+    seed: int | None = None
+    top_p: float | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    max_concurrency: int = 4
+    accept_model_ids: tuple[str, ...] = ()
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.accept_model_ids, str):
+            raise ModelConfigError(f"{self.model!r}: accept_model_ids must be a list of model ids, not a string")
+        object.__setattr__(self, "accept_model_ids", tuple(self.accept_model_ids))
+        self._validate()
+
+    # -- validation --
+
+    def _validate(self) -> None:
+        where = f"model config {self.model!r}"
+        if not isinstance(self.model, str) or not self.model.strip() or self.model != self.model.strip():
+            raise ModelConfigError(f"model must be a non-empty string without surrounding spaces, got {self.model!r}")
+        if self.model.startswith(LOCAL_PREFIX) and len(self.model) == len(LOCAL_PREFIX):
+            raise ModelConfigError(f"{where}: 'local/' must be followed by 'smollm2' or a path to a .gguf file")
+        if self.api_base is not None and (
+            not isinstance(self.api_base, str) or not self.api_base.startswith(("http://", "https://"))
+        ):
+            raise ModelConfigError(f"{where}: api_base must be an http(s) URL, got {self.api_base!r}")
+        if self.api_key_env is not None and (
+            not isinstance(self.api_key_env, str) or not _ENV_NAME.match(self.api_key_env)
+        ):
+            raise ModelConfigError(
+                f"{where}: api_key_env must be the NAME of an environment variable (like OPENAI_API_KEY), "
+                "never the key itself"
+            )
+        _check_number(where, "temperature", self.temperature, lo=0.0, hi=2.0, optional=True)
+        _check_number(where, "top_p", self.top_p, lo=0.0, hi=1.0, optional=True, lo_open=True)
+        _check_int(where, "max_tokens", self.max_tokens, lo=1, optional=True)
+        _check_int(where, "seed", self.seed, lo=None, optional=True)
+        _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
+        _check_int(where, "max_retries", self.max_retries, lo=0)
+        _check_int(where, "max_concurrency", self.max_concurrency, lo=1)
+        _check_number(where, "backoff_base_s", self.backoff_base_s, lo=0.0, hi=None)
+        _check_number(where, "backoff_max_s", self.backoff_max_s, lo=0.0, hi=None)
+        _check_number(where, "retry_after_max_s", self.retry_after_max_s, lo=0.0, hi=None)
+        for model_id in self.accept_model_ids:
+            if not isinstance(model_id, str) or not model_id.strip():
+                raise ModelConfigError(f"{where}: accept_model_ids must hold non-empty strings, got {model_id!r}")
+
+    # -- construction --
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The keys `from_mapping` accepts."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> ModelConfig:
+        """Build a config from a spec table (e.g. one `[[players]]` entry, minus non-model keys).
+
+        Raises:
+            ModelConfigError: a missing `model`, an unknown key (listing the accepted keys), or a bad value.
+        """
+        if not isinstance(mapping, Mapping):
+            raise ModelConfigError(f"a model config must be a table/mapping, got {type(mapping).__name__}")
+        allowed = cls.field_names()
+        unknown = sorted(str(k) for k in mapping if k not in allowed)
+        name = mapping.get("model", "<no model>")
+        if unknown:
+            raise ModelConfigError(
+                f"model config {name!r}: unknown key(s) {', '.join(unknown)}; accepted keys: {', '.join(allowed)}"
+            )
+        if "model" not in mapping:
+            raise ModelConfigError("model config: the 'model' key is required (a litellm model string)")
+        values = dict(mapping)
+        if "accept_model_ids" in values and isinstance(values["accept_model_ids"], list):
+            values["accept_model_ids"] = tuple(values["accept_model_ids"])
+        for key in (
+            "temperature",
+            "top_p",
+            "timeout_s",
+            "backoff_base_s",
+            "backoff_max_s",
+            "retry_after_max_s",
+        ):
+            if isinstance(values.get(key), int) and not isinstance(values.get(key), bool):
+                values[key] = float(values[key])
+        return cls(**values)
+
+    # -- views --
+
+    @property
+    def is_local(self) -> bool:
+        """True for `local/...` models, served by a llama.cpp server started for the run."""
+        return self.model.startswith(LOCAL_PREFIX)
+
+    def sampling_params(self) -> dict[str, Any]:
+        """The settings that change what the model generates: part of every model-call cache key.
+
+        Timeouts, retries and concurrency are left out: they change whether a call succeeds, not its content.
+        """
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "top_p": self.top_p,
+        }
+
+
+def _check_number(
+    where: str,
+    name: str,
+    value: object,
+    *,
+    lo: float | None,
+    hi: float | None,
+    optional: bool = False,
+    lo_open: bool = False,
+) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ModelConfigError(f"{where}: {name} must be a finite number, got {value!r}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ModelConfigError(f"{where}: {name} must be {'>' if lo_open else '>='} {lo}, got {value!r}")
+    if hi is not None and value > hi:
+        raise ModelConfigError(f"{where}: {name} must be <= {hi}, got {value!r}")
+
+
+def _check_int(where: str, name: str, value: object, *, lo: int | None, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(f"{where}: {name} must be an integer, got {value!r}")
+    if lo is not None and value < lo:
+        raise ModelConfigError(f"{where}: {name} must be >= {lo}, got {value!r}")

@@ -1,0 +1,65 @@
+"""Reading model replies: normalisation, JSON extraction (the last answer wins), quoting other seats.
+
+Models wrap answers in prose, code fences and full-width characters. :func:`json_objects` finds every
+JSON object in a reply after NFKC normalisation; tasks take the *last* well-formed answer. Text that
+came from another seat is put inside :func:`quote_player_text` delimiters, which the quoted text can
+never close or imitate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+__all__ = ["QUOTE_CLOSE", "QUOTE_OPEN", "json_objects", "looks_like_refusal", "normalize", "quote_player_text"]
+
+QUOTE_OPEN = "<<<"
+QUOTE_CLOSE = ">>>"
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
+_REFUSAL = re.compile(
+    r"^\s*(i(?:'m| am) sorry|i can(?:no|')t|i (?:won't|will not|must decline)|as an ai\b|i'm unable|i am unable)",
+    re.IGNORECASE,
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width digits and punctuation become ASCII) with fences removed and ends stripped."""
+    return _FENCE.sub("", unicodedata.normalize("NFKC", text or "")).strip()
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in ``text``, in order of appearance."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    index = 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            return found
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            index = start + 1
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        index = end
+
+
+def looks_like_refusal(text: str) -> bool:
+    """A reply that declines to play (``I'm sorry, I can't ...``)."""
+    return bool(_REFUSAL.match(normalize(text)))
+
+
+def quote_player_text(label: str, text: str) -> str:
+    """Another seat's words, fenced so that they can never pass for the referee's.
+
+    Delimiter look-alikes inside ``text`` are defused, so the quote cannot be closed early.
+    """
+    safe = text.replace(QUOTE_OPEN, "‹‹‹").replace(QUOTE_CLOSE, "›››")
+    return (
+        f"[{label} wrote the text between {QUOTE_OPEN} and {QUOTE_CLOSE}; it is a player's words, not the referee's]\n"
+        f"{QUOTE_OPEN}\n{safe}\n{QUOTE_CLOSE}"
+    )

@@ -1,0 +1,117 @@
+"""Prompts as data: one TOML file per task, one table per role, versioned.
+
+A template uses ``$name`` / ``${name}`` placeholders (:class:`string.Template`), so JSON braces need no
+escaping. Each role table declares the placeholders its templates may use; :func:`validate_all`
+checks every template against that list (the test suite runs it), and :meth:`PromptSet.render`
+refuses a missing value. The ``version`` of a prompt set goes into every match record.
+
+File layout::
+
+    version = "public_goods-1"
+    [player]                                  # a role
+    placeholders = ["players", "rounds"]      # what its templates may use
+    rules = "... $players ... $rounds ..."    # templates, by name
+"""
+
+from __future__ import annotations
+
+import string
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["PromptError", "PromptSet", "available_prompt_sets", "load_prompts", "validate_all"]
+
+
+class PromptError(ValueError):
+    """A prompt file is malformed, or a template was rendered without one of its values."""
+
+
+def _placeholders(template: str) -> set[str]:
+    names = set()
+    for match in string.Template.pattern.finditer(template):
+        if match.group("invalid") is not None:
+            raise PromptError(f"malformed placeholder near {template[match.start() : match.start() + 20]!r}")
+        name = match.group("named") or match.group("braced")
+        if name:
+            names.add(name)
+    return names
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The templates of one task, by role and name."""
+
+    task: str
+    version: str
+    roles: Mapping[str, Mapping[str, str]]
+    placeholders: Mapping[str, frozenset[str]]
+
+    def template(self, role: str, name: str) -> str:
+        """The raw template text."""
+        try:
+            return self.roles[role][name]
+        except KeyError:
+            raise PromptError(f"prompt set {self.task!r} has no template {role}.{name}") from None
+
+    def render(self, role: str, name: str, **values: Any) -> str:
+        """Fill a template; every placeholder it uses must be given."""
+        text = self.template(role, name)
+        missing = _placeholders(text) - set(values)
+        if missing:
+            raise PromptError(f"{self.task}.{role}.{name} needs {sorted(missing)}")
+        return string.Template(text).substitute({k: str(v) for k, v in values.items()})
+
+    def validate(self) -> None:
+        """Every template uses only the placeholders its role declares."""
+        for role, templates in self.roles.items():
+            declared = self.placeholders.get(role, frozenset())
+            for name, text in templates.items():
+                extra = _placeholders(text) - declared
+                if extra:
+                    raise PromptError(f"{self.task}.{role}.{name} uses undeclared placeholder(s) {sorted(extra)}")
+
+
+def available_prompt_sets() -> list[str]:
+    """Task names that have a prompt file."""
+    return sorted(p.name[:-5] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+
+
+@cache
+def load_prompts(task: str) -> PromptSet:
+    """Load and validate ``llm_bots/prompts/<task>.toml``."""
+    path = resources.files(__name__) / f"{task}.toml"
+    if not path.is_file():
+        raise PromptError(f"no prompt file for task {task!r}; available: {', '.join(available_prompt_sets())}")
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    version = data.pop("version", None)
+    if not isinstance(version, str) or not version:
+        raise PromptError(f"{task}.toml: a 'version' string is required")
+    roles: dict[str, dict[str, str]] = {}
+    declared: dict[str, frozenset[str]] = {}
+    for role, table in data.items():
+        if not isinstance(table, dict):
+            raise PromptError(f"{task}.toml: {role!r} must be a table of templates")
+        names = table.pop("placeholders", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise PromptError(f"{task}.toml: {role}.placeholders must be a list of names")
+        if not all(isinstance(t, str) for t in table.values()):
+            raise PromptError(f"{task}.toml: every template in [{role}] must be a string")
+        roles[role] = dict(table)
+        declared[role] = frozenset(names)
+    prompts = PromptSet(task=task, version=version, roles=roles, placeholders=declared)
+    prompts.validate()
+    return prompts
+
+
+def validate_all() -> list[PromptSet]:
+    """Load and validate every prompt file."""
+    return [load_prompts(task) for task in available_prompt_sets()]

@@ -1,0 +1,618 @@
+"""The one way this project calls a model: `complete(config, messages)` over litellm, robust to failing APIs.
+
+What it guarantees, whatever the provider:
+
+- every attempt has a timeout (litellm's own, plus an asyncio guard a little longer);
+- no hidden retries: litellm's `num_retries=0` and the OpenAI SDK's `max_retries=0`; our single retry loop
+  uses exponential backoff with full jitter and honours `Retry-After` / `retry-after-ms` on 429;
+- every failure is classified (`classify_error`): infrastructure faults (429, 5xx, timeouts, connection
+  errors, unparsable replies) are retried and end in `InfraError`; configuration faults (401, 403, 404, 400,
+  ...) raise `FatalModelError` naming the model at once; a context-window overflow and a provider refusal are
+  *outcomes* of a `Completion`, not exceptions, because they are the model's own result;
+- the model id a response reports is checked against the configured one (`model_id_matches`); a different
+  model raises `ModelMismatchError` unless the config accepts it;
+- cost (USD, 0.0 when litellm does not know the price), tokens, latency and attempts come back in
+  `Completion`;
+- a shared `Budget` stops new calls once spent; a per-(model, api_base) semaphore bounds calls in flight;
+- `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local_server`).
+
+Importing this module sets `LITELLM_LOCAL_MODEL_COST_MAP=True` (unless already set), so litellm prices calls
+from its installed price table instead of fetching one from the internet, and silences litellm's "Give
+Feedback" banners: errors are reported by the exceptions below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import email.utils
+import enum
+import logging
+import os
+import random
+import re
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # the environment variable above must be set before this import
+import openai
+
+from deepeval_games.errors import FatalRunError, InfrastructureError
+from llm_bots.model_config import ModelConfig
+
+litellm.suppress_debug_info = True
+
+__all__ = [
+    "Budget",
+    "BudgetExceeded",
+    "Completion",
+    "ErrorKind",
+    "FatalModelError",
+    "InfraError",
+    "ModelCallError",
+    "ModelMismatchError",
+    "Outcome",
+    "classify_error",
+    "complete",
+    "model_id_matches",
+    "supports_json_schema",
+]
+
+logger = logging.getLogger(__name__)
+
+_GUARD_GRACE_S = 2.0  # the asyncio guard fires this long after litellm's own timeout should have
+_jitter = random.Random()  # jitter only spreads retries in time; it never touches results
+
+
+# ----------------------------------------------------------------------------------------------------------
+# outcomes, error kinds and exceptions
+
+
+class Outcome(str, enum.Enum):
+    """What a finished call produced."""
+
+    OK = "ok"
+    REFUSAL = "refusal"  # the provider's content filter stopped the reply (or the model declined formally)
+    CONTEXT_OVERFLOW = "context_overflow"  # the prompt does not fit the model's context window
+
+
+class ErrorKind(str, enum.Enum):
+    """How a failed attempt is handled."""
+
+    INFRA = "infra"  # 429, 5xx, timeouts, connection errors, unparsable replies: retried
+    FATAL = "fatal"  # 401, 403, 404, 400 and other client errors: the run must stop
+    CONTEXT_OVERFLOW = "context_overflow"
+    REFUSAL = "refusal"
+    UNKNOWN = "unknown"  # not a model-call error at all (a bug): re-raised unchanged
+
+
+class ModelCallError(Exception):
+    """Base of the errors `complete` raises; `model` is the configured model string."""
+
+    def __init__(self, message: str, *, model: str) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class InfraError(ModelCallError, InfrastructureError):
+    """Infrastructure failures outlasted every retry. Never the model's fault: the runner reschedules."""
+
+    def __init__(self, message: str, *, model: str, attempts: int, last_error: BaseException | None) -> None:
+        super().__init__(message, model=model)
+        self.attempts = attempts
+        self.last_error = last_error
+
+
+class FatalModelError(ModelCallError, FatalRunError):
+    """The configuration is wrong (key, permission, model name, request): the runner stops the run."""
+
+    def __init__(self, message: str, *, model: str, status_code: int | None = None) -> None:
+        super().__init__(message, model=model)
+        self.status_code = status_code
+
+
+class ModelMismatchError(FatalModelError):
+    """A response came from another model than the configured one (and the config does not accept it)."""
+
+    def __init__(self, message: str, *, model: str, reported_model: str) -> None:
+        super().__init__(message, model=model)
+        self.reported_model = reported_model
+
+
+class BudgetExceeded(ModelCallError, FatalRunError):
+    """The shared budget is spent; no new call is started and the runner stops (resume with a larger one)."""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# results
+
+
+@dataclasses.dataclass(frozen=True)
+class Completion:
+    """One finished model call.
+
+    Attributes:
+        text: the reply text ("" for a refusal without text, a context overflow, or an empty reply).
+        model: the model id the response reports (the configured one for a context overflow).
+        finish_reason: as reported (`stop`, `length`, `content_filter`, ...); None when there was no response.
+        prompt_tokens / completion_tokens: as reported (0 when unknown).
+        cost_usd: litellm's price of the call; 0.0 when the price is unknown (local and unlisted models).
+        latency_s: duration of the successful attempt.
+        elapsed_s: duration of the whole call, retries and backoff included.
+        attempts: attempts made (1 = no retry).
+        outcome: ok, refusal or context_overflow.
+        usage: the raw usage block of the response.
+        requested_model: the litellm model string actually sent (after `local/...` routing).
+    """
+
+    text: str
+    model: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+    attempts: int
+    outcome: Outcome = Outcome.OK
+    usage: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+    elapsed_s: float = 0.0
+    requested_model: str = ""
+
+
+class Budget:
+    """A spending limit in USD shared by many calls and threads; `complete` refuses to start once spent.
+
+    Calls already in flight finish and are charged, so the total may overshoot by at most their cost.
+    """
+
+    def __init__(self, limit_usd: float) -> None:
+        if not limit_usd >= 0:
+            raise ValueError(f"budget limit must be >= 0 USD, got {limit_usd!r}")
+        self.limit_usd = float(limit_usd)
+        self._spent = 0.0
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def spent_usd(self) -> float:
+        """USD charged so far."""
+        with self._lock:
+            return self._spent
+
+    @property
+    def calls(self) -> int:
+        """Calls charged so far."""
+        with self._lock:
+            return self._calls
+
+    @property
+    def remaining_usd(self) -> float:
+        """USD left (never negative)."""
+        with self._lock:
+            return max(0.0, self.limit_usd - self._spent)
+
+    @property
+    def exhausted(self) -> bool:
+        """True once the spent amount reached the limit."""
+        with self._lock:
+            return self._spent >= self.limit_usd
+
+    def charge(self, cost_usd: float) -> None:
+        """Add the cost of one finished call."""
+        with self._lock:
+            self._spent += max(0.0, float(cost_usd))
+            self._calls += 1
+
+    def check(self, model: str) -> None:
+        """Raise `BudgetExceeded` if no new call may start."""
+        with self._lock:
+            spent = self._spent
+        if spent >= self.limit_usd:
+            raise BudgetExceeded(
+                f"budget of {self.limit_usd:.4f} USD is spent ({spent:.4f} USD); not calling {model}",
+                model=model,
+            )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# model ids
+
+_DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4})$")
+
+
+def _split_model_id(model_id: str) -> tuple[str, str | None]:
+    """Lower-case, drop provider prefixes (`openai/`, `ollama/`...), split off an Ollama-style `:tag`."""
+    name = model_id.strip().lower().rsplit("/", 1)[-1]
+    if ":" in name:
+        name, tag = name.split(":", 1)
+        return name, (tag or None)
+    return name, None
+
+
+def _undated(name: str) -> str:
+    name = name.removesuffix("-latest")
+    return _DATE_SUFFIX.sub("", name)
+
+
+def model_id_matches(configured: str, reported: str, accept: Sequence[str] = ()) -> bool:
+    """True if `reported` is the configured model or one of `accept`, up to prefixes, tags and dates.
+
+    Tolerated: provider prefixes (`openai/foo` vs `foo`), an Ollama `:latest` tag or a tag on one side only,
+    case, and a dated/numbered version of an undated configured id (`gpt-4o` vs `gpt-4o-2024-08-06`,
+    `claude-3-5-sonnet-latest` vs `claude-3-5-sonnet-20241022`). Not tolerated: another model (`gpt-4o` vs
+    `gpt-4o-mini`), another explicit tag (`llama3:70b` vs `llama3:8b`), another date when the config pins one.
+    An empty reported id cannot be checked and matches.
+    """
+    if not reported or not reported.strip():
+        return True
+    rep_name, rep_tag = _split_model_id(reported)
+    for candidate in (configured, *accept):
+        cfg_name, cfg_tag = _split_model_id(candidate)
+        if cfg_tag and rep_tag and cfg_tag != rep_tag and "latest" not in (cfg_tag, rep_tag):
+            continue
+        if rep_name == cfg_name:
+            return True
+        configured_is_undated = _undated(cfg_name) == cfg_name.removesuffix("-latest")
+        if configured_is_undated and _undated(rep_name) == _undated(cfg_name):
+            return True
+    return False
+
+
+def supports_json_schema(model: str) -> bool:
+    """Whether the provider can constrain replies to a JSON schema (`response_format`), per litellm's table.
+
+    `local/...` models are served by llama.cpp, which supports JSON-schema constrained decoding. Never raises:
+    an unknown model is reported as not supporting it.
+    """
+    if model.startswith("local/"):
+        return True
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:
+        return False
+
+
+# ----------------------------------------------------------------------------------------------------------
+# error classification
+
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+def classify_error(exc: BaseException) -> ErrorKind:
+    """Map an exception raised while calling a model to how it is handled (see `ErrorKind`)."""
+    if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
+        return ErrorKind.CONTEXT_OVERFLOW
+    if isinstance(exc, litellm.exceptions.ContentPolicyViolationError):
+        return ErrorKind.REFUSAL
+    if "missing credentials" in str(exc).lower():  # the SDK found no API key: no retry can fix that
+        return ErrorKind.FATAL
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, openai.APITimeoutError, litellm.exceptions.Timeout)):
+        return ErrorKind.INFRA
+    if isinstance(exc, (openai.RateLimitError, litellm.exceptions.RateLimitError)):
+        # A spent account answers 429 forever: retrying cannot help.
+        return ErrorKind.FATAL if "insufficient_quota" in str(exc).lower() else ErrorKind.INFRA
+    if isinstance(exc, openai.APIConnectionError):
+        return ErrorKind.INFRA
+    status = _status_code(exc)
+    if status is not None:
+        if status >= 500 or status in _RETRYABLE_STATUS:
+            return ErrorKind.INFRA
+        if 400 <= status < 500:
+            return ErrorKind.FATAL
+    if isinstance(exc, (openai.APIError, litellm.exceptions.APIError)):
+        return ErrorKind.INFRA  # provider errors without a status: unparsable or truncated replies
+    if type(exc).__module__.startswith(("httpx", "httpcore", "aiohttp")) or isinstance(exc, ConnectionError):
+        return ErrorKind.INFRA
+    return ErrorKind.UNKNOWN
+
+
+def _status_code(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    """Seconds a server asked us to wait (`retry-after-ms`, `Retry-After` as seconds or an HTTP date)."""
+    header_sources: list[Any] = []
+    response = getattr(exc, "response", None)
+    if response is not None and getattr(response, "headers", None) is not None:
+        header_sources.append(response.headers)
+    if isinstance(getattr(exc, "headers", None), Mapping):
+        header_sources.append(exc.headers)  # type: ignore[attr-defined]
+    for headers in header_sources:
+        lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+        if "retry-after-ms" in lowered:
+            try:
+                return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+            except ValueError:
+                pass
+        if "retry-after" in lowered:
+            value = lowered["retry-after"].strip()
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                pass
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                continue
+            return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _retry_delay(config: ModelConfig, attempt: int, exc: BaseException) -> float:
+    """Full-jitter exponential backoff; a Retry-After header is a floor (capped by `retry_after_max_s`)."""
+    ceiling = min(config.backoff_max_s, config.backoff_base_s * (2 ** (attempt - 1)))
+    delay = _jitter.uniform(ceiling / 2, ceiling)
+    retry_after = _retry_after_s(exc)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, config.retry_after_max_s))
+    return delay
+
+
+def _redact(text: str, api_key: str | None) -> str:
+    """Remove the API key from a provider message before it reaches a log or an exception."""
+    return text.replace(api_key, "***") if api_key and len(api_key) >= 4 else text
+
+
+def _fatal_message(config: ModelConfig, exc: BaseException, status: int | None, api_key: str | None) -> str:
+    hints = {
+        401: "authentication failed: check the API key"
+        + (f" in the environment variable {config.api_key_env}" if config.api_key_env else ""),
+        403: "permission denied: this key may not use this model",
+        404: "model or endpoint not found: check the model string and api_base",
+        400: "the provider rejected the request (bad request)",
+        402: "payment required: the account has no credit",
+        422: "the provider could not process the request",
+        429: "the account's quota is spent (insufficient_quota)",
+    }
+    hint = hints.get(status or 0, "the provider rejected the call")
+    where = f" at {config.api_base}" if config.api_base else ""
+    detail = _redact(str(exc).strip(), api_key).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return f"model {config.model!r}{where}: {hint} (HTTP {status}). Provider said: {detail}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# concurrency limits
+
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _limiter(config: ModelConfig) -> asyncio.Semaphore:
+    """The semaphore shared by every call to this model and api_base in the running event loop.
+
+    Sized by the first config seen for the key; later configs with another `max_concurrency` share it.
+    """
+    loop = asyncio.get_running_loop()
+    per_loop = _limiters.setdefault(loop, {})
+    key = (config.model, config.api_base or "")
+    if key not in per_loop:
+        per_loop[key] = asyncio.Semaphore(config.max_concurrency)
+    return per_loop[key]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the call
+
+
+async def _route(config: ModelConfig) -> tuple[ModelConfig, str | None]:
+    """Resolve `local/...` to a running llama.cpp server; read the API key from its environment variable."""
+    if config.is_local:
+        from llm_bots import local_server  # imported lazily: only local runs need it
+
+        return await local_server.route(config)
+    if config.api_key_env is None:
+        return config, None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise FatalModelError(
+            f"model {config.model!r}: the environment variable {config.api_key_env} (api_key_env) is not set or empty",
+            model=config.model,
+        )
+    return config, key
+
+
+def _litellm_kwargs(
+    config: ModelConfig,
+    api_key: str | None,
+    messages: Sequence[Mapping[str, Any]],
+    response_format: Any,
+    mock_response: Any,
+) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": [dict(m) for m in messages],
+        "timeout": config.timeout_s,
+        "num_retries": 0,  # litellm's own retry wrapper: off
+        "max_retries": 0,  # the OpenAI/Azure SDK client's retries: off
+        "drop_params": True,  # providers without e.g. `seed` ignore it rather than fail the run
+    }
+    if config.api_base is not None:
+        kwargs["api_base"] = config.api_base
+    if api_key is not None:
+        kwargs["api_key"] = api_key
+    for name, value in config.sampling_params().items():
+        if value is not None:
+            kwargs[name] = value
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    if mock_response is not None:
+        kwargs["mock_response"] = mock_response
+    return kwargs
+
+
+def _cost_usd(response: Any) -> float:
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:
+        return 0.0
+    try:
+        cost = float(cost)
+    except (TypeError, ValueError):
+        return 0.0
+    return cost if cost >= 0.0 and cost == cost else 0.0
+
+
+def _usage_dict(response: Any) -> dict[str, Any]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    if hasattr(usage, "model_dump"):
+        try:
+            return dict(usage.model_dump())
+        except Exception:
+            pass
+    return dict(usage) if isinstance(usage, Mapping) else {}
+
+
+class _MalformedResponse(Exception):
+    """A 200 response without a usable choice: handled as an infrastructure fault."""
+
+
+def _parse_response(
+    config: ModelConfig, original: ModelConfig, response: Any, latency: float, attempts: int, elapsed: float
+) -> Completion:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise _MalformedResponse(f"model {original.model!r}: response without choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    text = getattr(message, "content", None) or ""
+    refusal_text = getattr(message, "refusal", None)
+    finish_reason = getattr(choice, "finish_reason", None)
+    reported = str(getattr(response, "model", "") or "")
+    if not model_id_matches(config.model, reported, original.accept_model_ids):
+        raise ModelMismatchError(
+            f"model {original.model!r}: the response reports model {reported!r}, which is not the configured "
+            f"model (nor a dated/tagged version of it). Refusing a silent fallback; if this is expected, add "
+            f"{reported!r} to accept_model_ids of this player.",
+            model=original.model,
+            reported_model=reported,
+        )
+    usage = _usage_dict(response)
+    refused = finish_reason == "content_filter" or bool(refusal_text)
+    return Completion(
+        text=text or (refusal_text or ""),
+        model=reported or config.model,
+        finish_reason=finish_reason,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cost_usd=_cost_usd(response),
+        latency_s=latency,
+        attempts=attempts,
+        outcome=Outcome.REFUSAL if refused else Outcome.OK,
+        usage=usage,
+        elapsed_s=elapsed,
+        requested_model=config.model,
+    )
+
+
+def _no_response(config: ModelConfig, outcome: Outcome, latency: float, attempts: int, elapsed: float) -> Completion:
+    return Completion(
+        text="",
+        model=config.model,
+        finish_reason=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        latency_s=latency,
+        attempts=attempts,
+        outcome=outcome,
+        elapsed_s=elapsed,
+        requested_model=config.model,
+    )
+
+
+async def complete(
+    config: ModelConfig,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    response_format: Mapping[str, Any] | type | None = None,
+    budget: Budget | None = None,
+    mock_response: Any = None,
+) -> Completion:
+    """Call the configured model once (with retries for infrastructure faults) and return the result.
+
+    Args:
+        config: which model, where, and how to sample.
+        messages: OpenAI-style chat messages (`{"role": ..., "content": ...}`).
+        response_format: passed to litellm, e.g. a JSON-schema `response_format` (see `supports_json_schema`).
+        budget: a shared spending limit; checked before the call, charged after it.
+        mock_response: litellm's mock (a string, or an exception to raise): no network at all. For tests.
+
+    Returns:
+        A `Completion`; its `outcome` is `ok`, `refusal` (content filter) or `context_overflow`.
+
+    Raises:
+        BudgetExceeded: before any network traffic, if the budget is spent.
+        FatalModelError: 401/403/404/400 and other configuration errors, naming the model (not retried).
+        ModelMismatchError: the response came from another model and the config does not accept it.
+        InfraError: 429/5xx/timeouts/connection errors persisted through `config.max_retries` retries.
+    """
+    if budget is not None:
+        budget.check(config.model)
+    call_config, api_key = await _route(config)
+    kwargs = _litellm_kwargs(call_config, api_key, messages, response_format, mock_response)
+    limiter = _limiter(call_config)
+    guard_s = call_config.timeout_s + _GUARD_GRACE_S
+    started = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        async with limiter:
+            attempt_start = time.monotonic()
+            try:
+                response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard_s)
+                latency = time.monotonic() - attempt_start
+                completion = _parse_response(
+                    call_config, config, response, latency, attempts, time.monotonic() - started
+                )
+            except (ModelMismatchError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                failure: Exception = exc
+            else:
+                if budget is not None:
+                    budget.charge(completion.cost_usd)
+                return completion
+        latency = time.monotonic() - attempt_start
+        kind = ErrorKind.INFRA if isinstance(failure, _MalformedResponse) else classify_error(failure)
+        if kind is ErrorKind.UNKNOWN:
+            raise failure
+        if kind is ErrorKind.CONTEXT_OVERFLOW:
+            return _no_response(call_config, Outcome.CONTEXT_OVERFLOW, latency, attempts, time.monotonic() - started)
+        if kind is ErrorKind.REFUSAL:
+            return _no_response(call_config, Outcome.REFUSAL, latency, attempts, time.monotonic() - started)
+        status = _status_code(failure)
+        if kind is ErrorKind.FATAL:
+            message = _fatal_message(config, failure, status, api_key)
+            raise FatalModelError(message, model=config.model, status_code=status) from failure
+        if attempts > call_config.max_retries:
+            raise InfraError(
+                f"model {config.model!r}: infrastructure failure after {attempts} attempt(s): "
+                f"{type(failure).__name__}: {_redact(str(failure), api_key)[:300]}",
+                model=config.model,
+                attempts=attempts,
+                last_error=failure,
+            ) from failure
+        delay = _retry_delay(call_config, attempts, failure)
+        logger.warning(
+            "model %s: attempt %d failed (%s, HTTP %s); retrying in %.2fs",
+            config.model,
+            attempts,
+            type(failure).__name__,
+            status,
+            delay,
+        )
+        await asyncio.sleep(delay)

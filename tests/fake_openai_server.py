@@ -1,0 +1,274 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for transport tests without keys or internet.
+
+Each POST /v1/chat/completions takes the next `Behaviour` from a queue the test fills
+(`server.script(...)`), or the default behaviour (a normal reply) when the queue is empty. The server counts
+requests, keeps their JSON bodies, runs in a daemon thread, and stops itself (releasing hung connections)
+when the context manager exits.
+
+    with FakeOpenAIServer() as server:
+        server.script(Behaviour.rate_limited(retry_after=1), Behaviour.reply("hi"))
+        config = ModelConfig("openai/fake-model", api_base=server.api_base, ...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Behaviour", "FakeOpenAIServer"]
+
+DEFAULT_MODEL_ID = "fake-model"
+
+
+@dataclasses.dataclass(frozen=True)
+class Behaviour:
+    """What the server does with one request.
+
+    kind: reply | status | hang | malformed_json | empty_body (a refusal is a reply with finish_reason
+    content_filter). `delay_s` holds the answer back that long (bounded by the server's stop).
+    """
+
+    kind: str = "reply"
+    text: str = "ok"
+    model_id: str | None = None  # the model the reply reports; None echoes the requested one
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    finish_reason: str = "stop"
+    error_message: str = "injected error"
+    delay_s: float = 0.0
+
+    @classmethod
+    def reply(cls, text: str = "ok", *, model_id: str | None = None) -> Behaviour:
+        """A normal chat completion carrying `text`, reporting `model_id` (default: the requested model)."""
+        return cls(kind="reply", text=text, model_id=model_id)
+
+    @classmethod
+    def slow_reply(cls, delay_s: float, text: str = "ok") -> Behaviour:
+        """A normal reply sent after `delay_s` seconds."""
+        return cls(kind="reply", text=text, delay_s=delay_s)
+
+    @classmethod
+    def big_reply(cls, size: int = 100_000) -> Behaviour:
+        """A normal reply of `size` characters."""
+        return cls(kind="reply", text=("0123456789" * (size // 10 + 1))[:size])
+
+    @classmethod
+    def empty_content(cls) -> Behaviour:
+        """A well-formed completion whose message content is the empty string."""
+        return cls(kind="reply", text="")
+
+    @classmethod
+    def refusal(cls, text: str = "") -> Behaviour:
+        """A completion stopped by the provider's content filter."""
+        return cls(kind="reply", text=text, finish_reason="content_filter")
+
+    @classmethod
+    def wrong_model(cls, model_id: str, text: str = "ok") -> Behaviour:
+        """A normal reply that reports another model than the one requested."""
+        return cls(kind="reply", text=text, model_id=model_id)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | None = 1) -> Behaviour:
+        """HTTP 429, with a Retry-After header in seconds unless `retry_after` is None."""
+        headers = () if retry_after is None else (("Retry-After", f"{retry_after:g}"),)
+        return cls(kind="status", status=429, headers=headers, error_message="Rate limit reached (injected)")
+
+    @classmethod
+    def error(cls, status: int, message: str = "injected error") -> Behaviour:
+        """An OpenAI-style JSON error with this HTTP status (500, 401, 404, 400...)."""
+        return cls(kind="status", status=status, error_message=message)
+
+    @classmethod
+    def context_overflow(cls) -> Behaviour:
+        """HTTP 400 with the provider message litellm maps to ContextWindowExceededError."""
+        return cls(
+            kind="status",
+            status=400,
+            error_message="This model's maximum context length is 4096 tokens. However, your messages "
+            "resulted in 9000 tokens. Please reduce the length of the messages.",
+        )
+
+    @classmethod
+    def hang(cls) -> Behaviour:
+        """Accept the request and never answer (until the server stops)."""
+        return cls(kind="hang")
+
+    @classmethod
+    def malformed_json(cls) -> Behaviour:
+        """HTTP 200 whose body is not JSON."""
+        return cls(kind="malformed_json")
+
+    @classmethod
+    def empty_body(cls) -> Behaviour:
+        """HTTP 200 with an empty body."""
+        return cls(kind="empty_body")
+
+
+class FakeOpenAIServer:
+    """A threaded OpenAI-compatible server on a free port of 127.0.0.1. Use as a context manager."""
+
+    def __init__(self, *, default: Behaviour | None = None, max_hang_s: float = 30.0) -> None:
+        self.default = default or Behaviour.reply()
+        self.max_hang_s = max_hang_s
+        self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._queue: deque[Behaviour] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting --
+
+    def script(self, *behaviours: Behaviour) -> None:
+        """Queue behaviours for the next requests, in order."""
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    def _next_behaviour(self, body: dict[str, Any]) -> Behaviour:
+        with self._lock:
+            self.requests.append(body)
+            self.request_times.append(time.monotonic())
+            return self._queue.popleft() if self._queue else self.default
+
+    @property
+    def request_count(self) -> int:
+        """How many chat-completion requests arrived so far."""
+        with self._lock:
+            return len(self.requests)
+
+    # -- lifecycle --
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def api_base(self) -> str:
+        """Base URL to give litellm as `api_base` (ends in /v1)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind a free port and serve in a daemon thread."""
+        handler = _make_handler(self)
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Release hung requests, stop serving and close the socket."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, Any]:
+    text = behaviour.text
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": behaviour.model_id or requested_model or DEFAULT_MODEL_ID,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": behaviour.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 11,
+            "completion_tokens": max(1, len(text) // 4),
+            "total_tokens": 11 + max(1, len(text) // 4),
+        },
+    }
+
+
+def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
+            return
+
+        def _send(self, status: int, body: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for key, value in headers:
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (its timeout): nothing to answer
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                data = {"object": "list", "data": [{"id": DEFAULT_MODEL_ID, "object": "model"}]}
+                self._send(200, json.dumps(data).encode())
+            elif self.path.rstrip("/") == "/health":
+                self._send(200, b'{"status":"ok"}')
+            else:
+                self._send(404, b'{"error":{"message":"not found"}}')
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {"_unparsable": raw.decode("utf-8", "replace")}
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                self._send(404, b'{"error":{"message":"unknown path"}}')
+                return
+            behaviour = server._next_behaviour(body)
+            with server._lock:
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                self._answer(behaviour, str(body.get("model", "")))
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _answer(self, behaviour: Behaviour, requested: str) -> None:
+            if behaviour.delay_s > 0:
+                server._stopping.wait(min(behaviour.delay_s, server.max_hang_s))
+            if behaviour.kind == "hang":
+                server._stopping.wait(server.max_hang_s)
+                self.close_connection = True
+                return
+            if behaviour.kind == "malformed_json":
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [ {"message": tru')
+            elif behaviour.kind == "empty_body":
+                self._send(200, b"")
+            elif behaviour.kind == "status":
+                error = {"error": {"message": behaviour.error_message, "type": "fake_error", "code": None}}
+                self._send(behaviour.status, json.dumps(error).encode(), behaviour.headers)
+            else:
+                self._send(200, json.dumps(_completion_body(behaviour, requested)).encode(), behaviour.headers)
+
+    return Handler
