@@ -48,7 +48,7 @@ class BotSettings:
     prompt_style: str = "chat"
     """``chat`` (role messages), ``human_assistant`` or ``user_bot`` (one tagged transcript)."""
     json_mode: str = "auto"
-    """``auto``: use the provider's JSON-schema mode where litellm reports support; ``on``; ``off``."""
+    """``auto``: use JSON-schema mode for local models and where litellm reports provider support; ``on``; ``off``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_reasks, int) or self.max_reasks < 0:
@@ -134,7 +134,8 @@ class LLMBot(DeepEvalBot):
             return None
         if self.settings.json_mode == "on":
             return schema
-        return schema if not self.config.is_local and supports_json_schema(self.config.model) else None
+        # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm
+        return schema if self.config.is_local or supports_json_schema(self.config.model) else None
 
     async def _call(self, response_format: Mapping[str, Any] | None, ask: int) -> Completion:
         messages = _render(self.history, self.settings.prompt_style)

@@ -1,0 +1,392 @@
+"""Idiom Solitaire (成语接龙), the DeepEval paper's second symmetric task.
+
+Load string::
+
+    deepeval_idiom_solitaire(start=一马当先, max_turns=50, match=exact)
+
+Chinese text is a valid game-string value: ``str(game)`` round-trips through ``pyspiel.load_game`` and
+``deepeval_games.load_game``.
+
+Rules card
+----------
+* Two seats take turns; seat 0 ("early") moves first, seat 1 ("late") second. The referee opens the chain
+  with the ``start`` idiom, which counts as already used.
+* A move names one four-character idiom of the dictionary (:mod:`game_defs.datasets.idioms`, 29,502
+  idioms from ``china-idiom-without-tone``). Action id ``k`` (``0 <= k < 29,502``) is the idiom with
+  dictionary id ``k``; every such id is a legal move, including ones that break the rules below (they lose).
+  Action id ``29,502`` (:meth:`IdiomSolitaireState.invalid_action`) means "a reply that names no dictionary
+  idiom"; it is legal too (conceding) and is the referee's penalty for a seat that gave no usable answer.
+  The engine keeps the raw reply text of every turn in the match record (the turn's ``text``).
+* Chain rule, by ``match``:
+  - ``exact``: the idiom's first character is the previous idiom's last character, compared as the
+    dictionary writes them;
+  - ``homophone``: as ``exact``, or the idiom's first syllable sounds like the previous idiom's last one
+    (same toneless pinyin, each idiom read with its own pinyin from the dictionary).
+* No idiom may appear twice in a chain (the start idiom included).
+* A seat that gives a non-idiom, an idiom that breaks the chain rule, or a repeat loses at once: it gets
+  -1 and the other seat +1. The checks run in that order, so ``break_reason`` is the first rule broken.
+* After ``max_turns`` moves (not counting the start) with no rule broken the game is a draw: 0 and 0.
+  Returns are a pure function of the terminal history.
+* Successful hits (``match_metrics()["hits"]``): per seat, the number of idioms it added to the chain
+  under the rules; the losing move is not a hit.
+
+Reply normalisation (for the LLM layer, :func:`reply_to_action`): a free-text reply is mapped to an action
+with :meth:`IdiomDictionary.parse_reply`: Unicode NFKC; whitespace, punctuation and symbols separate or
+vanish; traditional characters are converted to simplified ones (一馬當先 reads as 一马当先); words around
+the idiom are ignored and the *last* dictionary idiom in the reply is the move. A reply naming no dictionary
+idiom maps to the invalid action.
+
+Parameters:
+
+* ``start`` (str, default 一马当先): the opening idiom; any spelling :meth:`IdiomDictionary.id_of` accepts
+  (traditional characters too). It must be a dictionary idiom. The game keeps the dictionary's spelling,
+  so ``start=先聲奪人`` loads as ``start=先声夺人`` and both name the same game (one match id).
+* ``max_turns`` (int >= 1, default 50): moves before a draw.
+* ``match`` (``exact`` or ``homophone``, default ``exact``): the chain rule.
+
+Payoff bounds: ``min_utility = -1``, ``max_utility = 1``, zero-sum.
+
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from game_defs.datasets.idioms import IdiomDictionary, load_idioms
+
+__all__ = [
+    "BREAK_REASONS",
+    "GAME_VERSION",
+    "IdiomSolitaireGame",
+    "IdiomSolitaireState",
+    "dictionary",
+    "reply_to_action",
+]
+
+GAME_VERSION = 1
+SHORT_NAME = "deepeval_idiom_solitaire"
+
+_DEFAULT_PARAMS: dict[str, Any] = {
+    "start": "一马当先",
+    "max_turns": 50,
+    "match": "exact",
+}
+_MATCH_MODES = ("exact", "homophone")
+
+NOT_AN_IDIOM = "not_an_idiom"
+WRONG_FIRST_CHAR = "wrong_first_char"
+REPEAT = "repeat"
+BREAK_REASONS: tuple[str, ...] = (NOT_AN_IDIOM, WRONG_FIRST_CHAR, REPEAT)
+"""Why a chain can break, in the order the rules check them."""
+
+_INVALID_STRING = "<not an idiom>"
+_ARROW = " → "
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=SHORT_NAME,
+    long_name="DeepEval Idiom Solitaire",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.DETERMINISTIC,
+    information=pyspiel.GameType.Information.PERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.ZERO_SUM,
+    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+    max_num_players=2,
+    min_num_players=2,
+    provides_information_state_string=True,
+    provides_information_state_tensor=False,
+    provides_observation_string=True,
+    provides_observation_tensor=False,
+    provides_factored_observation_string=False,
+    parameter_specification=_DEFAULT_PARAMS,
+)
+
+
+def dictionary() -> IdiomDictionary:
+    """The idiom dictionary the game uses (loaded once per process).
+
+    States never hold it (``clone()`` deep-copies a state), they look it up here.
+    """
+    return load_idioms()
+
+
+def _seat(player: int) -> str:
+    return f"Player {player + 1}"
+
+
+class IdiomSolitaireGame(pyspiel.Game):
+    """The game: parameters, bounds and the state factory."""
+
+    game_type: pyspiel.GameType = _GAME_TYPE
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        merged = {**_DEFAULT_PARAMS, **(params or {})}
+        max_turns = _validate(merged)
+        merged["start"] = dictionary().text(_start_id(merged))  # canonical spelling: one game, one string
+        super().__init__(
+            self.game_type,
+            pyspiel.GameInfo(
+                num_distinct_actions=len(dictionary()) + 1,
+                max_chance_outcomes=0,
+                num_players=2,
+                min_utility=-1.0,
+                max_utility=1.0,
+                utility_sum=0.0,
+                max_game_length=max_turns,
+            ),
+            merged,
+        )
+
+    def new_initial_state(self) -> IdiomSolitaireState:
+        """A new chain holding only the start idiom."""
+        return IdiomSolitaireState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
+    ) -> IdiomSolitaireObserver:
+        """The observer behind ``observation_string`` and ``information_state_string``."""
+        return IdiomSolitaireObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+
+    def seat_roles(self) -> list[str]:
+        """Seat 0 moves first ("early"), seat 1 second ("late"), as in the paper's Tables 1 and 2."""
+        return ["early", "late"]
+
+    def rules_text(self) -> str:
+        """The rules in plain words, as the referee broadcasts them to every seat."""
+        p = self.get_parameters()
+        start = dictionary().text(_start_id(p))
+        chain_rule = "its first character must be the last character of the previous idiom"
+        if p["match"] == "homophone":
+            chain_rule += " (or a character with the same pronunciation, tones ignored)"
+        return (
+            "Idiom chain game (成语接龙) for two players, who take turns. Each turn, give one Chinese "
+            f"four-character idiom (成语): {chain_rule}. No idiom may be used twice in a game, the start idiom "
+            "included. A player who gives something that is not a Chinese idiom, an idiom that does not "
+            "connect, or an idiom already used loses at once and the opponent wins. "
+            f"If {p['max_turns']} idioms have been given without a mistake, the game is a draw. "
+            f"The referee starts the chain with {start}; Player 1 moves first. "
+            "Answer with the idiom only."
+        )
+
+
+def _start_id(params: Mapping[str, Any]) -> int:
+    start = str(params["start"])
+    start_id = dictionary().id_of(start)
+    if start_id is None:
+        raise ValueError(f"start idiom {start!r} is not in the idiom dictionary")
+    return start_id
+
+
+def _validate(params: Mapping[str, Any]) -> int:
+    """Check the parameters; return ``max_turns``."""
+    match = str(params["match"])
+    if match not in _MATCH_MODES:
+        raise ValueError(f"match must be one of {', '.join(_MATCH_MODES)}, got {match!r}")
+    max_turns = int(params["max_turns"])
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    _start_id(params)
+    return max_turns
+
+
+class IdiomSolitaireState(pyspiel.State):
+    """A chain in progress: the start idiom, then every move so far."""
+
+    def __init__(self, game: IdiomSolitaireGame) -> None:
+        super().__init__(game)
+        params = game.get_parameters()
+        self._match = str(params["match"])
+        self._max_turns = int(params["max_turns"])
+        self._invalid = game.num_distinct_actions() - 1
+        self._chain: list[int] = [_start_id(params)]  # ids of valid idioms, start first
+        self._used: set[int] = set(self._chain)
+        self._moves: list[int] = []  # every action applied, the breaking one included
+        self._hits = [0, 0]
+        self._broken_by: int | None = None
+        self._break_reason: str | None = None
+        self._game_over = False
+
+    # -- OpenSpiel API -------------------------------------------------------------------------------
+
+    def current_player(self) -> int:
+        """Seats alternate from seat 0; TERMINAL once the chain breaks or the turn cap is reached."""
+        if self._game_over:
+            return pyspiel.PlayerId.TERMINAL
+        return len(self._moves) % 2
+
+    def _legal_actions(self, player: int) -> list[int]:
+        """Every dictionary id and the invalid id (a rule-breaking move is legal; it loses)."""
+        if self._game_over:
+            return []
+        return _all_actions(self._invalid + 1)
+
+    def _apply_action(self, action: int) -> None:
+        if not 0 <= action <= self._invalid:
+            raise ValueError(f"action {action} out of range 0..{self._invalid}")
+        player = len(self._moves) % 2
+        self._moves.append(int(action))
+        reason = self.why_invalid(action)
+        if reason is not None:
+            self._broken_by, self._break_reason = player, reason
+            self._game_over = True
+            return
+        self._chain.append(int(action))
+        self._used.add(int(action))
+        self._hits[player] += 1
+        if len(self._moves) >= self._max_turns:
+            self._game_over = True
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if action == self._invalid:
+            return _INVALID_STRING
+        return dictionary().text(action)
+
+    def is_terminal(self) -> bool:
+        """The chain broke, or ``max_turns`` moves were made."""
+        return self._game_over
+
+    def returns(self) -> np.ndarray:
+        """+1 / -1 once a seat broke the chain (it gets -1); 0 / 0 otherwise (in play, or a draw)."""
+        out = np.zeros(2)
+        if self._broken_by is not None:
+            out[self._broken_by] = -1.0
+            out[1 - self._broken_by] = 1.0
+        return out
+
+    def __str__(self) -> str:
+        chain = _ARROW.join(dictionary().text(i) for i in self._chain)
+        if self._broken_by is None:
+            return chain
+        last = self._moves[-1]
+        return f"{chain} ✗ {self._action_to_string(self._broken_by, last)} [{self._break_reason}]"
+
+    # -- DeepEval protocol -----------------------------------------------------------------------
+
+    def invalid_action(self) -> int:
+        """The id of "a reply that names no dictionary idiom"."""
+        return self._invalid
+
+    def penalty_action(self, player: int) -> int:
+        """The task's policy for a seat that gave no usable answer: the invalid reply, which loses."""
+        return self._invalid
+
+    def why_invalid(self, action: int) -> str | None:
+        """Which rule ``action`` would break as the next move (see :data:`BREAK_REASONS`), or ``None``."""
+        if action == self._invalid:
+            return NOT_AN_IDIOM
+        if not dictionary().follows(self._chain[-1], action, self._match):  # type: ignore[arg-type]
+            return WRONG_FIRST_CHAR
+        if action in self._used:
+            return REPEAT
+        return None
+
+    def chain_ids(self) -> list[int]:
+        """Ids of the valid idioms so far, the start idiom first."""
+        return list(self._chain)
+
+    def chain_texts(self) -> list[str]:
+        """The valid idioms so far, the start idiom first."""
+        d = dictionary()
+        return [d.text(i) for i in self._chain]
+
+    def required_first(self) -> tuple[str, str]:
+        """(character, toneless syllable) the next idiom must start with (the syllable counts in homophone mode)."""
+        last = dictionary()[self._chain[-1]]
+        return last.last_char, last.last_pinyin
+
+    def match_metrics(self) -> dict[str, Any]:
+        """Per-seat successful hits and who broke the chain and why (``None`` for a draw)."""
+        return {
+            "hits": list(self._hits),
+            "broken_by": self._broken_by,
+            "break_reason": self._break_reason,
+            "turns": len(self._moves),
+            "chain": self.chain_texts(),
+            "draw": self._game_over and self._broken_by is None,
+        }
+
+    def observation_fields(self, player: int) -> dict[str, Any]:
+        """What ``player`` may know now, as named values (for prompts and scripted bots)."""
+        char, syllable = self.required_first()
+        return {
+            "chain": self.chain_texts(),
+            "chain_ids": self.chain_ids(),
+            "chain_text": _ARROW.join(self.chain_texts()),
+            "required_char": char,
+            "required_syllable": syllable,
+            "match": self._match,
+            "hits": list(self._hits),
+            "turn": len(self._moves) + 1,
+            "max_turns": self._max_turns,
+            "to_move": None if self._game_over else len(self._moves) % 2,
+            "invalid_action": self._invalid,
+        }
+
+    def status_line(self) -> str:
+        """One line: who moves next and what the idiom must start with, or how the game ended."""
+        if self._broken_by is not None:
+            loser, winner = _seat(self._broken_by), _seat(1 - self._broken_by)
+            given = self._action_to_string(self._broken_by, self._moves[-1])
+            why = {
+                NOT_AN_IDIOM: "did not give a Chinese idiom",
+                WRONG_FIRST_CHAR: f"gave {given}, which does not connect",
+                REPEAT: f"gave {given}, which was already used",
+            }[self._break_reason or NOT_AN_IDIOM]
+            return f"Game over: {loser} {why}. {winner} wins."
+        if self._game_over:
+            return f"Game over: {self._max_turns} idioms without a mistake. A draw."
+        char, syllable = self.required_first()
+        also = f" (or a character read '{syllable}')" if self._match == "homophone" else ""
+        return f"{_seat(len(self._moves) % 2)} to move: the next idiom must start with {char}{also}."
+
+
+_ACTIONS_MEMO: dict[int, list[int]] = {}
+
+
+def _all_actions(count: int) -> list[int]:
+    """``[0, ..., count - 1]``, built once per size (pybind copies it, so sharing is safe)."""
+    actions = _ACTIONS_MEMO.get(count)
+    if actions is None:
+        actions = _ACTIONS_MEMO[count] = list(range(count))
+    return actions
+
+
+class IdiomSolitaireObserver:
+    """Observation strings: the game is one of perfect information, so every seat sees the same text."""
+
+    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Mapping[str, Any] | None) -> None:
+        if params:
+            raise ValueError(f"observation parameters not supported: {params}")
+        self.iig_obs_type = iig_obs_type
+        self.tensor = None
+        self.dict: dict[str, Any] = {}
+
+    def set_from(self, state: IdiomSolitaireState, player: int) -> None:
+        """No tensor observation: the strings are the observation."""
+
+    def string_from(self, state: IdiomSolitaireState, player: int) -> str:
+        """The chain so far joined with →, each seat's hits, and whose turn it is (or the result)."""
+        hits = state._hits
+        return (
+            f"Idiom chain: {_ARROW.join(state.chain_texts())}\n"
+            f"Successful hits: Player 1 {hits[0]}, Player 2 {hits[1]}.\n"
+            f"{state.status_line()}"
+        )
+
+
+def reply_to_action(game_or_state: pyspiel.Game | pyspiel.State, text: str) -> int:
+    """The action a free-text reply names: the dictionary id of the last idiom in it, else the invalid id.
+
+    See the rules card for the normalisation (traditional characters, punctuation, words around the idiom).
+    Legality (chain rule, repeats) is not checked here: the game judges the move.
+    """
+    game = game_or_state.get_game() if isinstance(game_or_state, pyspiel.State) else game_or_state
+    found = dictionary().parse_reply(text).idiom_id
+    return game.num_distinct_actions() - 1 if found is None else int(found)
+
+
+pyspiel.register_game(_GAME_TYPE, IdiomSolitaireGame)

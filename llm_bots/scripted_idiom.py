@@ -1,0 +1,140 @@
+"""Scripted players for Idiom Solitaire (``deepeval_idiom_solitaire``).
+
+Each bot reads only its seat's observation fields (the chain so far as dictionary ids and the chain rule),
+as an LLM seat would read the chain joined with →. A *valid* reply follows the last idiom under the
+game's ``match`` rule and is not in the chain yet.
+
+* ``idiom_dictionary`` — knows every idiom; a uniformly random valid reply. With none left it gives the
+  invalid reply (and loses).
+* ``idiom_strategic`` — knows every idiom; the valid reply that leaves the opponent the fewest valid
+  replies (a dead end wins at once); ties broken at random.
+* ``idiom_limited`` — knows a seeded fraction of the dictionary (``fraction``, default 0.2, drawn with
+  ``vocabulary_seed``, default 0: the same vocabulary in every match); a random valid reply it knows.
+  A tunable weak baseline.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from deepeval_games.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.registry import register_bot
+from game_defs.datasets.idioms import ChainMode, IdiomDictionary, load_idioms
+
+__all__ = [
+    "DictionaryIdiomBot",
+    "LimitedIdiomBot",
+    "StrategicIdiomBot",
+    "known_vocabulary",
+    "opponent_replies",
+    "valid_replies",
+]
+
+_IDIOM = ("deepeval_idiom_solitaire",)
+
+
+def valid_replies(chain_ids: Sequence[int], match: ChainMode, dictionary: IdiomDictionary | None = None) -> list[int]:
+    """Ids that may follow the last idiom of ``chain_ids`` and are not in it yet, ascending."""
+    d = dictionary if dictionary is not None else load_idioms()
+    used = set(chain_ids)
+    return [i for i in d.successors(chain_ids[-1], match) if i not in used]
+
+
+def opponent_replies(
+    candidate: int, used: Collection[int], match: ChainMode, dictionary: IdiomDictionary | None = None
+) -> int:
+    """How many valid replies the opponent has after ``candidate`` is played on a chain holding ``used``."""
+    d = dictionary if dictionary is not None else load_idioms()
+    successors = d.successors(candidate, match)
+    taken = sum(1 for u in used if d.follows(candidate, u, match))  # ``used`` is short: cheaper than a set op
+    return len(successors) - taken - (1 if d.follows(candidate, candidate, match) else 0)
+
+
+@functools.lru_cache(maxsize=16)
+def known_vocabulary(fraction: float, vocabulary_seed: int) -> frozenset[int]:
+    """The dictionary ids a limited player knows: ``round(fraction * N)`` ids drawn with ``vocabulary_seed``."""
+    size = len(load_idioms())
+    count = round(fraction * size)
+    picks = np.random.default_rng(vocabulary_seed).choice(size, size=count, replace=False)
+    return frozenset(int(i) for i in picks)
+
+
+class _IdiomBot(DeepEvalBot):
+    """Shared plumbing: read the chain, answer with an idiom or the invalid reply."""
+
+    def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
+        super().__init__(player_id, rng)
+        self.dictionary = load_idioms()
+
+    def replies(self, fields: Mapping[str, Any]) -> list[int]:
+        """Valid replies this bot can think of."""
+        return valid_replies(fields["chain_ids"], fields["match"], self.dictionary)
+
+    def answer(self, observation: Observation, action: int | None) -> Decision:
+        """The decision for ``action``; ``None`` gives the invalid reply."""
+        if action is None:
+            return Decision(action=int(observation.fields["invalid_action"]), text="我想不出来了。")
+        return Decision(action=int(action), text=self.dictionary.text(action))
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "scripted", "class": type(self).__name__}
+
+
+@register_bot("idiom_dictionary", games=_IDIOM)
+class DictionaryIdiomBot(_IdiomBot):
+    """Knows every idiom; plays a uniformly random valid reply (the invalid reply when none is left)."""
+
+    async def act(self, observation: Observation) -> Decision:
+        options = self.replies(observation.fields)
+        return self.answer(observation, int(self.rng.choice(options)) if options else None)
+
+
+@register_bot("idiom_strategic", games=_IDIOM)
+class StrategicIdiomBot(_IdiomBot):
+    """Knows every idiom; plays the valid reply that leaves the opponent the fewest replies (ties at random)."""
+
+    async def act(self, observation: Observation) -> Decision:
+        fields = observation.fields
+        options = self.replies(fields)
+        if not options:
+            return self.answer(observation, None)
+        used, match = fields["chain_ids"], fields["match"]
+        counts = np.array([opponent_replies(c, used, match, self.dictionary) for c in options])
+        best = np.flatnonzero(counts == counts.min())
+        return self.answer(observation, options[int(self.rng.choice(best))])
+
+
+@register_bot("idiom_limited", games=_IDIOM)
+class LimitedIdiomBot(_IdiomBot):
+    """Knows a seeded ``fraction`` of the idioms; plays a random valid reply among those it knows."""
+
+    def __init__(
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        fraction: float = 0.2,
+        vocabulary_seed: int = 0,
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        self.fraction = float(fraction)
+        self.vocabulary_seed = int(vocabulary_seed)
+        self.vocabulary = known_vocabulary(self.fraction, self.vocabulary_seed)
+
+    def replies(self, fields: Mapping[str, Any]) -> list[int]:
+        return [i for i in super().replies(fields) if i in self.vocabulary]
+
+    async def act(self, observation: Observation) -> Decision:
+        options = self.replies(observation.fields)
+        return self.answer(observation, int(self.rng.choice(options)) if options else None)
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "fraction": self.fraction, "vocabulary_seed": self.vocabulary_seed}
