@@ -27,16 +27,21 @@ from deepeval_games.store import DB_NAME, Store
 __all__ = ["main", "score_report"]
 
 
+def _task(record: MatchRecord) -> str:
+    return record.game.split("(", 1)[0]
+
+
 def score_report(records: Sequence[MatchRecord]) -> str:
-    """Eq. 1 table per game for symmetric games, Eq. 2 (per role) for asymmetric ones."""
+    """Per task (all its game variants pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones."""
     parts = []
-    for game in sorted({r.game for r in records}):
-        subset = [r for r in records if r.game == game]
-        symmetric = all(set(r.roles) <= {"player"} for r in subset)
-        if symmetric:
-            parts.append(format_scores(symmetric_scores(subset), title=f"{game}\nEq. 1 — mean payoff per player"))
+    for task in sorted({_task(r) for r in records}):
+        subset = [r for r in records if _task(r) == task]
+        variants = sorted({r.game for r in subset})
+        title = variants[0] if len(variants) == 1 else f"{task} ({len(variants)} game variants pooled)"
+        if all(set(r.roles) <= {"player"} for r in subset):
+            parts.append(format_scores(symmetric_scores(subset), title=f"{title}\nEq. 1 — mean payoff per player"))
         else:
-            parts.append(format_scores(role_scores(subset), title=f"{game}\nEq. 2 — mean payoff per player and role"))
+            parts.append(format_scores(role_scores(subset), title=f"{title}\nEq. 2 — mean payoff per player and role"))
     return "\n\n".join(parts) if parts else "no completed matches"
 
 

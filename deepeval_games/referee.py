@@ -279,7 +279,7 @@ async def play_match(
         metrics=dict(getattr(match.state, "match_metrics", dict)()),
         started_at=started,
     )
-    for scorer in scorers:
-        record.metrics.update(scorer(match.state, record))
+    for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
+        record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
     record.wall_time_s = time.perf_counter() - clock
     return record
