@@ -20,7 +20,11 @@ def test_hosted_model_plays_one_round_of_public_goods(tmp_path: Path) -> None:
         {
             "experiment": {"name": "live", "game": "deepeval_public_goods(players=2,rounds=1)", "cache": False},
             "players": [
-                {"name": "gpt", "model": os.environ.get("DEEPEVAL_LIVE_MODEL", "openai/gpt-4o-mini"), "max_tokens": 200},
+                {
+                    "name": "gpt",
+                    "model": os.environ.get("DEEPEVAL_LIVE_MODEL", "openai/gpt-4o-mini"),
+                    "max_tokens": 200,
+                },
                 {"name": "free-rider", "bot": "pgg_free_rider"},
             ],
         }
