@@ -5,30 +5,24 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 import pyspiel
 
 from deepeval_games.errors import UnknownGameError
+from deepeval_games.plugins import load_entry_points
 
 __all__ = ["GameInfo", "load_game", "registered_games"]
 
 PREFIX = "deepeval_"
 ENTRY_POINT_GROUP = "deepeval_games.games"
-_loaded_plugins = False
 
 
 def _ensure_registered() -> None:
     """Import the built-in tasks and any installed plugin packages (entry point group above)."""
-    global _loaded_plugins
     import game_defs  # noqa: F401  (registers the built-in tasks)
 
-    if _loaded_plugins:
-        return
-    _loaded_plugins = True
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
+    load_entry_points(ENTRY_POINT_GROUP)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, TypeVar
 
 import numpy as np
@@ -18,12 +17,12 @@ import pyspiel
 
 from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import SpecError, UnknownBotError
+from deepeval_games.plugins import load_entry_points
 
 __all__ = ["BotEntry", "make_bot", "register_bot", "registered_bots"]
 
 ENTRY_POINT_GROUP = "deepeval_games.bots"
 _BOTS: dict[str, BotEntry] = {}
-_loaded_plugins = False
 
 BotClass = TypeVar("BotClass", bound=type)
 
@@ -56,14 +55,9 @@ def register_bot(name: str, *, games: tuple[str, ...] = ()) -> Callable[[BotClas
 
 
 def _ensure_registered() -> None:
-    global _loaded_plugins
     import llm_bots  # noqa: F401  (registers the built-in scripted bots)
 
-    if _loaded_plugins:
-        return
-    _loaded_plugins = True
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
+    load_entry_points(ENTRY_POINT_GROUP)
 
 
 def registered_bots() -> list[BotEntry]:

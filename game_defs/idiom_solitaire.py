@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games.observer import TextObserver
 from game_defs.datasets.idioms import IdiomDictionary, load_idioms
 
 __all__ = [
@@ -149,7 +150,7 @@ class IdiomSolitaireGame(pyspiel.Game):
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
     ) -> IdiomSolitaireObserver:
         """The observer behind ``observation_string`` and ``information_state_string``."""
-        return IdiomSolitaireObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+        return IdiomSolitaireObserver(iig_obs_type, params)
 
     def seat_roles(self) -> list[str]:
         """Seat 0 moves first ("early"), seat 1 second ("late"), as in the paper's Tables 1 and 2."""
@@ -355,18 +356,8 @@ def _all_actions(count: int) -> list[int]:
     return actions
 
 
-class IdiomSolitaireObserver:
+class IdiomSolitaireObserver(TextObserver):
     """Observation strings: the game is one of perfect information, so every seat sees the same text."""
-
-    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Mapping[str, Any] | None) -> None:
-        if params:
-            raise ValueError(f"observation parameters not supported: {params}")
-        self.iig_obs_type = iig_obs_type
-        self.tensor = None
-        self.dict: dict[str, Any] = {}
-
-    def set_from(self, state: IdiomSolitaireState, player: int) -> None:
-        """No tensor observation: the strings are the observation."""
 
     def string_from(self, state: IdiomSolitaireState, player: int) -> str:
         """The chain so far joined with →, each seat's hits, and whose turn it is (or the result)."""

@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games.observer import TextObserver
+
 GAME_VERSION = 1
 
 _DEFAULT_PARAMS: dict[str, Any] = {
@@ -113,7 +115,7 @@ class PublicGoodsGame(pyspiel.Game):
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
     ) -> PublicGoodsObserver:
         """The observer behind ``observation_string`` and ``information_state_string``."""
-        return PublicGoodsObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+        return PublicGoodsObserver(iig_obs_type, params)
 
     def rules_text(self) -> str:
         """The rules in plain words, as the referee broadcasts them to every seat."""
@@ -285,18 +287,8 @@ class PublicGoodsState(pyspiel.State):
         return variants
 
 
-class PublicGoodsObserver:
+class PublicGoodsObserver(TextObserver):
     """Observation strings for a seat; hides the other seats' individual moves as the mode requires."""
-
-    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Mapping[str, Any] | None) -> None:
-        if params:
-            raise ValueError(f"observation parameters not supported: {params}")
-        self.iig_obs_type = iig_obs_type
-        self.tensor = None
-        self.dict: dict[str, Any] = {}
-
-    def set_from(self, state: PublicGoodsState, player: int) -> None:
-        """No tensor observation: the strings are the observation."""
 
     def string_from(self, state: PublicGoodsState, player: int) -> str:
         """The seat's view: the feedback of the last round, or of every round with perfect recall."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games.observer import TextObserver
 from game_defs.public_goods import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
 
 
@@ -47,7 +48,7 @@ class LeakyPublicGoodsGame(PublicGoodsGame):
     game_type = _pgg_type("testkit_leaky_public_goods")
 
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> _LeakyObserver:
-        return _LeakyObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+        return _LeakyObserver(iig_obs_type, params)
 
 
 _SEQ_PARAMS = {"moves": 2, "declared_length": 2, "payout": 1.0, "empty_strings": False}
@@ -98,7 +99,7 @@ class CountingGame(pyspiel.Game):
         return CountingState(self)
 
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> _CountingObserver:
-        return _CountingObserver()
+        return _CountingObserver(iig_obs_type, params)
 
 
 class CountingState(pyspiel.State):
@@ -134,14 +135,7 @@ class CountingState(pyspiel.State):
         return ",".join(map(str, self._said))
 
 
-class _CountingObserver:
-    def __init__(self) -> None:
-        self.tensor = None
-        self.dict: dict[str, Any] = {}
-
-    def set_from(self, state: CountingState, player: int) -> None:
-        pass
-
+class _CountingObserver(TextObserver):
     def string_from(self, state: CountingState, player: int) -> str:
         return str(state)
 
