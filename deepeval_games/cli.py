@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from analysis.convergence import stableness
+from analysis.ratings import bradley_terry
 from analysis.scores import role_scores, symmetric_scores
 from analysis.tables import format_scores
 from deepeval_games.errors import DeepEvalError
@@ -31,8 +33,11 @@ def _task(record: MatchRecord) -> str:
     return record.game.split("(", 1)[0]
 
 
-def score_report(records: Sequence[MatchRecord]) -> str:
-    """Per task (all its game variants pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones."""
+def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
+    """Per task (all its game variants pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
+
+    Two-seat tasks add Bradley–Terry ratings; with ``epsilon`` the stableness check is reported too.
+    """
     parts = []
     for task in sorted({_task(r) for r in records}):
         subset = [r for r in records if _task(r) == task]
@@ -42,13 +47,26 @@ def score_report(records: Sequence[MatchRecord]) -> str:
             parts.append(format_scores(symmetric_scores(subset), title=f"{title}\nEq. 1 — mean payoff per player"))
         else:
             parts.append(format_scores(role_scores(subset), title=f"{title}\nEq. 2 — mean payoff per player and role"))
+        if all(len(r.seats) == 2 for r in subset):
+            ratings = sorted(bradley_terry(subset).items(), key=lambda item: -item[1])
+            parts[-1] += "\nBradley–Terry rating (Elo scale): " + ", ".join(f"{p} {v:+.0f}" for p, v in ratings)
+        if epsilon is not None:
+            check = stableness(subset, epsilon=epsilon)
+            verdict = "stable" if check.stable else "not yet stable"
+            parts[-1] += f"\nStableness (epsilon={epsilon}): {verdict} — {check.reason}"
     return "\n\n".join(parts) if parts else "no completed matches"
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     result = run_experiment(spec, args.out, progress=not args.no_progress)
-    print(score_report(result.records))
+    epsilon = spec.until_stable.epsilon if spec.until_stable else None
+    print(score_report(result.records, epsilon=epsilon))
+    if spec.until_stable:
+        print(
+            f"\nRepeats played: {result.repeats} "
+            f"(stopping rule: until stable, at most {spec.until_stable.max_repeats})."
+        )
     print(
         f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {args.out}, "
         f"{len(result.failed)} failed."
@@ -63,7 +81,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not (Path(args.run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {args.run_dir} (expected {DB_NAME})")
     with Store(args.run_dir) as store:
-        print(score_report(list(store.records())))
+        records = list(store.records())
+    print(score_report(records, epsilon=args.epsilon))
+    if args.plots:
+        from analysis.plots import convergence_plot, payoff_boxplot
+
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        for task in sorted({_task(r) for r in records}):
+            subset = [r for r in records if _task(r) == task]
+            print(f"wrote {payoff_boxplot(subset, out / f'{task}_payoffs.png', title=task)}")
+            print(f"wrote {convergence_plot(subset, out / f'{task}_convergence.png', title=task)}")
     return 0
 
 
@@ -95,6 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     report = sub.add_parser("report", help="print the score tables of a run directory")
     report.add_argument("run_dir")
+    report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
     sub.add_parser("games", help="list registered tasks").set_defaults(func=_cmd_games)
     sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)

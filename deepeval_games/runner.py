@@ -13,7 +13,7 @@ import asyncio
 import logging
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,10 @@ class RunResult:
     """Every committed record in the store, old and new."""
     model_calls: int = 0
     """Model calls sent by this run (cache hits not counted)."""
+    repeats: int = 0
+    """Repeats finally played (grows under ``until_stable``)."""
+    stableness: dict[str, Any] = field(default_factory=dict)
+    """Per task, the stableness check of ``until_stable`` (empty without that rule)."""
 
 
 class _Runner:
@@ -183,8 +187,7 @@ class _Runner:
             raise fatal[0]
 
 
-async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool = False) -> RunResult:
-    """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
+async def _run_once(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool) -> RunResult:
     import json
 
     plan = plan_matches(spec)
@@ -194,7 +197,9 @@ async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, pro
         runtime = _open_runtime(spec)
         done = store.completed_ids()
         todo = [m for m in plan if m.match_id not in done]
-        result = RunResult(run_dir=Path(out_dir), planned=len(plan), skipped=len(plan) - len(todo))
+        result = RunResult(
+            run_dir=Path(out_dir), planned=len(plan), skipped=len(plan) - len(todo), repeats=spec.repeats
+        )
         runner = _Runner(spec, store, progress, runtime)
         runner.validate(plan)
         await runner.run(todo, result)
@@ -207,6 +212,37 @@ async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, pro
         if runtime is not None:
             runtime.close()
         store.close()
+
+
+def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, Any]:
+    from analysis.convergence import stableness
+
+    rule = spec.until_stable
+    assert rule is not None
+    tasks = sorted({r.game.split("(", 1)[0] for r in records})
+    return {
+        task: stableness(records, epsilon=rule.epsilon, batch=rule.batch, window=rule.window, task=task)
+        for task in tasks
+    }
+
+
+async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool = False) -> RunResult:
+    """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
+    rule = spec.until_stable
+    if rule is None:
+        return await _run_once(spec, out_dir, progress=progress)
+    repeats, played, model_calls = spec.repeats, 0, 0
+    while True:
+        result = await _run_once(replace(spec, repeats=repeats), out_dir, progress=progress)
+        played, model_calls = played + result.played, model_calls + result.model_calls
+        result.stableness = _stableness(spec, result.records)
+        stable = bool(result.stableness) and all(check.stable for check in result.stableness.values())
+        if stable or repeats >= rule.max_repeats or result.failed:
+            result.played, result.model_calls, result.repeats = played, model_calls, repeats
+            result.skipped = result.planned - played - len(result.failed)
+            return result
+        repeats = min(repeats + (rule.step or spec.repeats), rule.max_repeats)
+        log.info("results not yet stable; extending to %d repeats", repeats)
 
 
 def run_experiment(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool = False) -> RunResult:

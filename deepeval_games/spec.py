@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PAIRINGS", "ExperimentSpec", "PlayerSpec", "load_spec", "parse_spec"]
+__all__ = ["PAIRINGS", "ExperimentSpec", "PlayerSpec", "StoppingRule", "load_spec", "parse_spec"]
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations")
 
@@ -37,9 +37,10 @@ _EXPERIMENT_KEYS = {
     "sweep": dict,
     "cache": (bool, str),
     "budget_usd": (int, float),
+    "until_stable": dict,
 }
 _PLAYER_KEYS = {"name", "bot", "params", "model"}
-_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd")
+_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
 
@@ -65,6 +66,22 @@ class PlayerSpec:
 
 
 @dataclass(frozen=True)
+class StoppingRule:
+    """``[experiment.until_stable]``: add repeats until the stableness condition holds."""
+
+    epsilon: float
+    """Every player's 95% CI half-width of the mean payoff must fall below this."""
+    step: int = 0
+    """Repeats added per extension (0: the initial ``repeats``)."""
+    max_repeats: int = 50
+    """Give up (results reported as not stable) past this many repeats."""
+    batch: int = 5
+    """Matches per player between two ranking checkpoints."""
+    window: int = 2
+    """Checkpoints over which the ranking must stay the same."""
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     """A parsed and validated experiment spec."""
 
@@ -81,6 +98,7 @@ class ExperimentSpec:
     """Model-call cache: True for the user cache, a path, or False for none."""
     budget_usd: float | None = None
     """Stop making new model calls once this much (USD, as litellm prices them) is spent."""
+    until_stable: StoppingRule | None = None
     sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     """Game parameters to vary: every game is played with every combination of these values."""
     source: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -144,6 +162,23 @@ def _parse_player(index: int, raw: Any, *, where: str) -> PlayerSpec:
         raise SpecError(f"{where} {name!r}: 'model' must be a litellm model string like 'openai/gpt-4o'")
     settings = {k: v for k, v in raw.items() if k not in ("name", "model")}
     return PlayerSpec(name=name, model=raw["model"], params=settings)
+
+
+def _parse_stopping(raw: dict[str, Any]) -> StoppingRule:
+    where = "[experiment.until_stable]"
+    unknown = sorted(set(raw) - {"epsilon", "step", "max_repeats", "batch", "window"})
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown}; known: epsilon, step, max_repeats, batch, window")
+    if "epsilon" not in raw:
+        raise SpecError(f"{where}: 'epsilon' (the largest acceptable CI half-width) is required")
+    _check_type(where, "epsilon", raw["epsilon"], (int, float))
+    for key in ("step", "max_repeats", "batch", "window"):
+        if key in raw:
+            _check_type(where, key, raw[key], int)
+    rule = StoppingRule(epsilon=float(raw["epsilon"]), **{k: v for k, v in raw.items() if k != "epsilon"})
+    if rule.epsilon <= 0 or rule.step < 0 or rule.max_repeats < 1 or rule.batch < 1 or rule.window < 1:
+        raise SpecError(f"{where}: epsilon must be > 0, step >= 0, max_repeats, batch and window >= 1")
+    return rule
 
 
 def _parse_sweep(key: str, value: Any) -> tuple[Any, ...]:
@@ -217,6 +252,7 @@ def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
         sweep=sweep,
         cache=experiment.get("cache", True),
         budget_usd=float(experiment["budget_usd"]) if "budget_usd" in experiment else None,
+        until_stable=_parse_stopping(experiment["until_stable"]) if "until_stable" in experiment else None,
         source=json.loads(json.dumps(data, default=str)),
     )
 

@@ -1,0 +1,88 @@
+"""Convergence, the stableness stopping rule, ratings, figures and the report command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.convergence import running_means, stableness
+from analysis.ratings import bradley_terry, elo
+from deepeval_games import parse_spec, run_experiment
+from deepeval_games.cli import main
+from deepeval_games.records import MatchRecord
+
+
+def _record(seats, returns, repeat=0, game="g(x=1)", match_id="m"):
+    return MatchRecord(match_id=match_id, game=game, seats=list(seats), returns=list(returns), turns=[], repeat=repeat)
+
+
+def test_running_means_follow_repetition_order() -> None:
+    records = [_record(["a", "b"], [4, 0], repeat=1), _record(["a", "b"], [2, 0], repeat=0)]
+    assert running_means(records) == {"a": [2.0, 3.0], "b": [0.0, 0.0]}
+
+
+def test_stableness_needs_narrow_intervals_and_a_steady_ranking() -> None:
+    steady = [_record(["a", "b"], [10 + (r % 2), 5], repeat=r, match_id=str(r)) for r in range(20)]
+    check = stableness(steady, epsilon=1.0, batch=5)
+    assert check.stable and check.matches == 20 and len(check.ranking_history) == 4
+    assert not stableness(steady, epsilon=0.1).stable  # a's interval is wider than 0.1
+    swapping = [_record(["a", "b"], [10, 5] if r < 15 else [0, 50], repeat=r, match_id=str(r)) for r in range(20)]
+    assert "ranking changed" in stableness(swapping, epsilon=100, batch=5).reason
+    assert "fewer than" in stableness(steady[:6], epsilon=5, batch=5).reason
+
+
+def test_bradley_terry_orders_by_strength_and_elo_agrees() -> None:
+    records = []
+    for i in range(10):
+        records += [_record(["s", "m"], [1, -1]), _record(["m", "w"], [1, -1]), _record(["w", "s"], [-1, 1])]
+        if i % 3 == 0:
+            records.append(_record(["m", "s"], [1, -1]))
+    ratings = bradley_terry(records)
+    assert ratings["s"] > ratings["m"] > ratings["w"]
+    assert abs(sum(ratings.values())) < 1e-6
+    by_elo = elo(records)
+    assert by_elo["s"] > by_elo["m"] > by_elo["w"]
+
+
+def _pgg_spec(**experiment) -> dict:
+    return {
+        "experiment": {"name": "s", "game": "deepeval_public_goods(players=3,rounds=2)", "repeats": 4, **experiment},
+        "players": [
+            {"name": "free-rider", "bot": "pgg_free_rider"},
+            {"name": "random", "bot": "pgg_random"},
+            {"name": "full", "bot": "pgg_full_contributor"},
+        ],
+    }
+
+
+def test_until_stable_adds_repeats_until_the_rule_holds(tmp_path: Path) -> None:
+    spec = parse_spec(_pgg_spec(until_stable={"epsilon": 1.5, "max_repeats": 40}))
+    result = run_experiment(spec, tmp_path / "run")
+    check = result.stableness["deepeval_public_goods"]
+    assert check.stable and 4 < result.repeats <= 40
+    assert result.played == len(result.records) == result.repeats
+    narrow = parse_spec(_pgg_spec(until_stable={"epsilon": 0.01, "max_repeats": 12}))
+    capped = run_experiment(narrow, tmp_path / "run2")
+    assert capped.repeats == 12 and not capped.stableness["deepeval_public_goods"].stable
+
+
+@pytest.mark.parametrize(
+    "rule, message",
+    [({"max_repeats": 3}, "'epsilon'"), ({"epsilon": 1, "steps": 2}, "unknown key"), ({"epsilon": -1}, "> 0")],
+)
+def test_bad_stopping_rules_are_spec_errors(rule, message) -> None:
+    from deepeval_games import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        parse_spec(_pgg_spec(until_stable=rule))
+
+
+def test_report_prints_ratings_stableness_and_writes_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _pgg_spec(game="deepeval_public_goods(players=2,rounds=2)", repeats=3)
+    run_experiment(parse_spec(spec), tmp_path / "run")
+    code = main(["report", str(tmp_path / "run"), "--epsilon", "50", "--plots", str(tmp_path / "plots")])
+    out = capsys.readouterr().out
+    assert code == 0 and "Bradley–Terry rating" in out and "Stableness (epsilon=50.0)" in out
+    for name in ("deepeval_public_goods_payoffs.png", "deepeval_public_goods_convergence.png"):
+        assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
