@@ -40,7 +40,7 @@ def bootstrap_ci(
     values: Sequence[float], *, level: float = 0.95, samples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean; a single value gives a zero-width interval."""
-    data = np.asarray(values, dtype=float)
+    data = np.sort(np.asarray(values, dtype=float))  # the same values give the same interval in any order
     if data.size == 0:
         return (float("nan"), float("nan"))
     if data.size == 1 or np.all(data == data[0]):

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyspiel
@@ -31,6 +31,8 @@ from deepeval_games.message_pool import REFEREE, MessagePool
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
 __all__ = ["Scorer", "play_match", "seat_label"]
+
+_T = TypeVar("_T")
 
 Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 """Computes ground-truth metrics from a finished match (e.g. MBPP pass rate) for ``record.metrics``."""
@@ -153,7 +155,7 @@ class _Match:
     async def simultaneous_round(self) -> None:
         seats = [seat for seat in range(self.n) if self.state.legal_actions(seat)]
         observations = {seat: self.observation(seat) for seat in seats}  # all from the same state
-        answers = await asyncio.gather(*(self.ask(self.bots[s], observations[s]) for s in seats))
+        answers = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in seats])
         joint = [pyspiel.INVALID_ACTION] * self.n
         resolved: list[tuple[int, int, Decision, float]] = []
         for seat, (decision, latency) in zip(seats, answers, strict=True):
@@ -230,6 +232,18 @@ class _Match:
             else:
                 await self.sequential_round()
             self.deliver_observations()
+
+
+async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
+    """Run the seats of a round at once; if one fails, cancel the others (no orphan model calls) and re-raise."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _invalid(decision: Decision, reason: str) -> Decision:

@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PAIRINGS", "ExperimentSpec", "PlayerSpec", "StoppingRule", "load_spec", "parse_spec"]
+__all__ = ["DELIVERY_KEYS", "PAIRINGS", "ExperimentSpec", "PlayerSpec", "StoppingRule", "load_spec", "parse_spec"]
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations")
 
@@ -40,6 +40,20 @@ _EXPERIMENT_KEYS = {
     "until_stable": dict,
 }
 _PLAYER_KEYS = {"name", "bot", "params", "model"}
+DELIVERY_KEYS = frozenset(
+    {
+        "api_key_env",
+        "max_concurrency",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "retry_after_max_s",
+        "accept_model_ids",
+    }
+)
+"""Model settings that change how calls are delivered, never what a model is asked."""
+
 _RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
@@ -60,9 +74,14 @@ class PlayerSpec:
         return "model" if self.model is not None else "bot"
 
     def identity(self) -> dict[str, Any]:
-        """What makes this player this player: part of every match id."""
-        secret_free = {k: v for k, v in self.params.items() if k not in ("api_key_env", "max_concurrency")}
-        return {"name": self.name, "bot": self.bot, "model": self.model, "params": secret_free}
+        """What makes this player this player: part of every match id.
+
+        Settings that change only how calls are delivered (timeouts, retries, concurrency, the key's
+        variable, accepted model ids) are left out, so changing them neither renames matches nor misses
+        the model-call cache.
+        """
+        played = {k: v for k, v in self.params.items() if k not in DELIVERY_KEYS}
+        return {"name": self.name, "bot": self.bot, "model": self.model, "params": played}
 
 
 @dataclass(frozen=True)
@@ -108,7 +127,11 @@ class ExperimentSpec:
         experiment = {
             k: v for k, v in self.source.get("experiment", {}).items() if k not in (*_RUN_ONLY_KEYS, "repeats")
         }
-        content = {**self.source, "experiment": experiment}
+        content = {
+            "experiment": experiment,
+            "players": sorted((p.identity() for p in self.players), key=lambda identity: identity["name"]),
+            "judge": self.judge.identity() if self.judge else None,
+        }
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def uses_models(self) -> bool:
@@ -218,6 +241,8 @@ def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
     repeats = experiment.get("repeats", 1)
     if repeats < 1:
         raise SpecError(f"[experiment]: 'repeats' must be >= 1, got {repeats}")
+    if experiment.get("seed", 0) < 0:
+        raise SpecError(f"[experiment]: 'seed' must be >= 0, got {experiment['seed']}")
     pairing = experiment.get("pairing", "auto")
     if pairing not in PAIRINGS:
         raise SpecError(f"[experiment]: 'pairing' must be one of {', '.join(PAIRINGS)}, got {pairing!r}")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from deepeval_games.errors import ResumeMismatchError
+from deepeval_games.errors import DeepEvalError, ResumeMismatchError
 from deepeval_games.records import MatchRecord
 
 __all__ = ["DB_NAME", "JSONL_NAME", "Store"]
@@ -41,6 +41,19 @@ CREATE TABLE IF NOT EXISTS attempts (
 """
 
 
+def _jsonl_ids(text: str) -> list[str] | None:
+    """Match ids of a ``matches.jsonl`` text in order; None if a line is torn or the last one unfinished."""
+    if text and not text.endswith("\n"):
+        return None
+    ids = []
+    for line in text.splitlines():
+        try:
+            ids.append(json.loads(line)["match_id"])
+        except (ValueError, KeyError, TypeError):
+            return None
+    return ids
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -55,12 +68,15 @@ class Store:
         made by another spec raises :class:`ResumeMismatchError`.
         """
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.run_dir / DB_NAME, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.run_dir / DB_NAME, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
         if spec_hash is not None:
             self._bind(spec_hash, spec_text or "")
         self._sync_jsonl()
@@ -120,14 +136,14 @@ class Store:
             yield MatchRecord.from_dict(json.loads(text))
 
     def _sync_jsonl(self) -> None:
-        """Rewrite ``matches.jsonl`` from the database if a crash left them apart."""
+        """Rewrite ``matches.jsonl`` from the database if a crash left them apart (missing or torn lines)."""
         path = self.run_dir / JSONL_NAME
-        rows = list(self._db.execute("SELECT record FROM matches ORDER BY seq"))
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        if len(lines) == len(rows):
+        rows = list(self._db.execute("SELECT match_id, record FROM matches ORDER BY seq"))
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if [match_id for match_id, _ in rows] == _jsonl_ids(text):
             return
         tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(text + "\n" for (text,) in rows), encoding="utf-8")
+        tmp.write_text("".join(record + "\n" for _, record in rows), encoding="utf-8")
         tmp.replace(path)
 
     def close(self) -> None:

@@ -40,7 +40,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             return found
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # malformed, or nested too deeply to decode
             index = start + 1
             continue
         if isinstance(value, dict):

@@ -328,6 +328,9 @@ def _retry_after_s(exc: BaseException) -> float | None:
         header_sources.append(response.headers)
     if isinstance(getattr(exc, "headers", None), Mapping):
         header_sources.append(exc.headers)  # type: ignore[attr-defined]
+    if isinstance(getattr(exc, "litellm_response_headers", None), Mapping):
+        # providers outside the OpenAI SDK (Anthropic, ...): litellm keeps the real headers here
+        header_sources.append(exc.litellm_response_headers)  # type: ignore[attr-defined]
     for headers in header_sources:
         lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
         if "retry-after-ms" in lowered:

@@ -59,6 +59,9 @@ def test_real_model_plays_a_full_public_goods_game(tmp_path: Path) -> None:
         else:
             assert turn.action_string == "forfeit" and turn.error
     assert record.players[seat]["model"] == "local/smollm2"
+    from llm_bots import local_server
+
+    assert not local_server._SHARED and not any(s.running for s in local_server._LIVE)  # stopped with the run
 
 
 def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path: Path) -> None:

@@ -56,6 +56,9 @@ replies = st.one_of(
         lambda v: '{"coins": ' + v + "}", st.sampled_from(["1e400", "NaN", "Infinity", "null", "[]", "{}", "3.5"])
     ),
     st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+    st.builds(lambda n, q: f'{{"coins": {q}{"9" * n}{q}}}', st.integers(300, 6000), st.sampled_from(["", '"'])),
+    st.builds(lambda n: "coins: " + "1" * n, st.integers(300, 6000)),
+    st.builds(lambda n: '{"reason": ' + "[" * n, st.integers(500, 5000)),
 )
 
 
@@ -66,6 +69,12 @@ def test_pgg_parser_never_raises_and_answers_one_defined_outcome(reply: str) -> 
     assert (value is None) != (error is None)
     if value is not None:
         assert isinstance(value, int) and 0 <= value <= 10
+
+
+def test_pathological_replies_are_reasons_not_crashes() -> None:
+    assert parse_coins('{"coins": "' + "9" * 500 + '"}', 10)[1].startswith('"coins" must be between')
+    assert parse_coins("coins: " + "1" * 5000, 10)[0] is None
+    assert parse_coins('{"reason": ' + "[" * 100_000 + '], "coins": 3}', 10) == (3, None)  # read loosely
 
 
 def test_parser_takes_the_last_answer_and_normalises_unicode() -> None:

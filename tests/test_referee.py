@@ -123,3 +123,42 @@ def test_wrong_number_of_bots_is_a_clear_error() -> None:
 
     with pytest.raises(SpecError, match="has 3 seats, got 2 bots"):
         _match("deepeval_public_goods(players=3)", [FirstLegal(0), FirstLegal(1)])
+
+
+class SlowSeat(DeepEvalBot):
+    """Stands for a model call that takes long."""
+
+    finished = 0
+    cancelled = 0
+
+    async def act(self, observation: Observation) -> Decision:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            SlowSeat.cancelled += 1
+            raise
+        SlowSeat.finished += 1
+        return Decision(action=0)
+
+
+class FailingSeat(DeepEvalBot):
+    async def act(self, observation: Observation) -> Decision:
+        from deepeval_games import InfrastructureError
+
+        await asyncio.sleep(0.01)
+        raise InfrastructureError("injected 503")
+
+
+def test_a_failing_seat_cancels_the_other_calls_of_its_round() -> None:
+    from deepeval_games import InfrastructureError
+
+    game = load_game("deepeval_public_goods(players=3,rounds=1)")
+    SlowSeat.finished = SlowSeat.cancelled = 0
+
+    async def scenario() -> None:
+        with pytest.raises(InfrastructureError):
+            await play_match(game, [SlowSeat(0), FailingSeat(1), SlowSeat(2)])
+        await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert (SlowSeat.cancelled, SlowSeat.finished) == (2, 0)

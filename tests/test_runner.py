@@ -189,3 +189,45 @@ def test_bad_sweeps_are_spec_errors(sweep, message) -> None:
 
     with pytest.raises(SpecError, match=message):
         _spec(MIXED, sweep=sweep)
+
+
+def test_delivery_settings_and_listing_order_do_not_block_resume() -> None:
+    base = [{"name": "m", "model": "openai/x", "timeout_s": 10}, {"name": "b", "bot": "pgg_free_rider"}]
+    changed = [
+        {"name": "b", "bot": "pgg_free_rider"},
+        {"name": "m", "model": "openai/x", "timeout_s": 99, "max_concurrency": 2, "api_key_env": "K"},
+    ]
+    game = {"name": "t", "game": "deepeval_public_goods(players=2)"}
+    first = parse_spec({"experiment": game, "players": base})
+    second = parse_spec({"experiment": game, "players": changed})
+    assert first.content_hash() == second.content_hash()
+    assert first.player("m").identity() == second.player("m").identity()
+    hotter = parse_spec({"experiment": game, "players": [{**base[0], "temperature": 1.0}, base[1]]})
+    assert hotter.content_hash() != first.content_hash()
+
+
+def test_negative_seed_is_a_spec_error() -> None:
+    from deepeval_games import SpecError
+
+    with pytest.raises(SpecError, match="'seed' must be >= 0"):
+        _spec(MIXED, seed=-1)
+
+
+def test_out_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    from deepeval_games import DeepEvalError
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(DeepEvalError, match=r"cannot use .* as a run directory"):
+        run_experiment(_spec(MIXED, repeats=1), tmp_path / "afile")
+
+
+def test_a_torn_jsonl_line_is_repaired_on_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run_experiment(_spec(MIXED, repeats=3), out)
+    path = out / JSONL_NAME
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])  # as if killed while writing the last line
+    result = run_experiment(_spec(MIXED, repeats=4), out)
+    lines = path.read_text().splitlines()
+    assert result.played == 1 and len(lines) == 4
+    assert [json.loads(line)["match_id"] for line in lines] == [r.match_id for r in result.records]

@@ -35,6 +35,12 @@ def test_eq2_mean_payoff_per_role() -> None:
     assert "programmer" in format_scores(role_scores(records))
 
 
+def test_intervals_do_not_depend_on_record_order() -> None:
+    records = [_record(["a", "b"], [float(i * i % 7), float(i)]) for i in range(12)]
+    forward = symmetric_scores(records)
+    assert symmetric_scores(list(reversed(records))) == forward
+
+
 def test_bootstrap_interval_contains_the_mean_and_is_seeded() -> None:
     values = [1.0, 2.0, 3.0, 4.0, 10.0]
     low, high = bootstrap_ci(values)

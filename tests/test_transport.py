@@ -349,3 +349,13 @@ def test_errors_fit_the_runner() -> None:
     assert issubclass(FatalModelError, FatalRunError) and issubclass(ModelMismatchError, FatalRunError)
     assert issubclass(BudgetExceeded, FatalRunError)
     assert issubclass(ModelConfigError, SpecError) and issubclass(ModelConfigError, ValueError)
+
+
+def test_retry_after_is_read_from_litellm_provider_headers() -> None:
+    """Providers outside the OpenAI SDK (Anthropic, ...) carry the real headers in litellm_response_headers."""
+    from llm_bots.transport import _retry_after_s
+
+    error = Exception("429 from the provider")
+    error.response = None  # type: ignore[attr-defined]
+    error.litellm_response_headers = {"Retry-After": "7"}  # type: ignore[attr-defined]
+    assert _retry_after_s(error) == 7.0

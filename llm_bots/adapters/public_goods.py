@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,10 @@ def _as_whole(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(\.0+)?\s*", value):
-        return int(float(value))
+        digits = value.strip().split(".", 1)[0]
+        if len(digits.lstrip("-")) > 18:  # far out of range; int() of thousands of digits is refused
+            return -sys.maxsize if digits.startswith("-") else sys.maxsize
+        return int(digits)
     return None
 
 
