@@ -1,0 +1,37 @@
+"""The README's two set-up commands stay true: the specs they name exist and load; CI runs command 2."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from deepeval_games import load_spec
+from deepeval_games.schedule import plan_matches
+
+
+def _setup_commands(repo_root: Path) -> list[str]:
+    text = (repo_root / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Set-up: two commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_two_setup_commands_name_real_specs(repo_root: Path) -> None:
+    demo, tests = _setup_commands(repo_root)
+    spec_path = re.search(r"deepeval-games run (\S+\.toml)", demo).group(1)
+    spec = load_spec(repo_root / spec_path)
+    assert any(p.model == "local/smollm2" for p in spec.players)
+    assert plan_matches(spec)
+    assert tests.endswith("python -m pytest -q")
+
+
+def test_ci_runs_the_readme_install_and_test_command(repo_root: Path) -> None:
+    ci = (repo_root / ".ci" / "run").read_text(encoding="utf-8")
+    _, tests = _setup_commands(repo_root)
+    install = tests.rsplit(" && ", 1)[0]
+    assert (
+        install.replace('python -m pip install -e ".[dev]"', 'python -m pip install -q -e ".[dev]"').replace(
+            "pip install --no-deps", "pip install -q --no-deps"
+        )
+        in ci
+    )
+    assert "ruff check ." in ci and "python -m pytest -q" in ci
