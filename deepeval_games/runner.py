@@ -106,6 +106,10 @@ class _Runner:
             game = self.game(game_string)
             for player in self.spec.players:
                 build_player(player, game, 0, np.random.default_rng(0), runtime=self.runtime)
+            # judged games: a judge is required, and an LLM judge is no player's model unless forced
+            from llm_bots.judge import check_judge
+
+            check_judge(self.spec, game)
             if self.spec.judge is not None:
                 build_player(self.spec.judge, game, -2, np.random.default_rng(0), runtime=self.runtime)
 

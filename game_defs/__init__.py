@@ -4,6 +4,7 @@ Importing this package registers every task with ``pyspiel`` under a ``deepeval_
 ``pyspiel.load_game("deepeval_public_goods(players=4,mode=2)")`` works.
 """
 
+import game_defs.code_review_scorer  # (registers deepeval_code_review and its MBPP scorer)
 import game_defs.idiom_solitaire  # noqa: F401  (registers deepeval_idiom_solitaire)
 from game_defs import public_goods
 

@@ -9,6 +9,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import llm_bots.scripted_code_review  # (registers the code review bots and judges)
 import llm_bots.scripted_idiom  # noqa: F401  (registers the idiom solitaire bots)
 from llm_bots import scripted_pgg
 

@@ -12,6 +12,7 @@ abort the match (it is rescheduled, never scored).
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,8 +24,9 @@ import pyspiel
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
+from deepeval_games.records import JUDGE_SEAT
 from deepeval_games.spec import PlayerSpec
-from llm_bots.adapters import TaskAdapter, adapter_for
+from llm_bots.adapters import Parsed, TaskAdapter, adapter_for
 from llm_bots.call_cache import CallCache, call_key
 from llm_bots.model_config import ModelConfig
 from llm_bots.parsing import looks_like_refusal
@@ -78,9 +80,12 @@ class ModelRuntime:
         )
 
     def close(self) -> None:
-        """Close the cache."""
+        """Close the cache and stop the local model servers this run started."""
         if self.cache is not None:
             self.cache.close()
+        local = sys.modules.get("llm_bots.local_server")  # imported only if a local model was used
+        if local is not None:
+            local.shutdown_all()
 
 
 def _render(messages: Sequence[Mapping[str, str]], style: str) -> list[dict[str, str]]:
@@ -192,12 +197,13 @@ class LLMBot(DeepEvalBot):
                         cost,
                     )
                 replies.append(completion.text)
-                self.history.append({"role": "assistant", "content": completion.text})
+                # some providers reject an empty assistant message on the next call: keep a placeholder
+                self.history.append({"role": "assistant", "content": completion.text or "(no reply)"})
                 if completion.outcome is CallOutcome.REFUSAL:
                     refusals += 1
                     error = "the provider refused to answer (content filter)"
                 else:
-                    parsed = self.adapter.parse(completion.text, observation)
+                    parsed = _safe_parse(self.adapter, completion.text, observation)
                     if parsed.ok:
                         return Decision(
                             action=parsed.action,
@@ -267,6 +273,15 @@ class LLMBot(DeepEvalBot):
         )
 
 
+def _safe_parse(adapter: TaskAdapter, reply: str, observation: Observation) -> Parsed:
+    """The adapter's reading of a reply; a reply that makes the parser fail is an invalid reply, never a crash."""
+    try:
+        return adapter.parse(reply, observation)
+    except Exception as exc:  # a model can send anything: no reply may stop a tournament
+        log.warning("parser %s failed on a reply (%s); treated as invalid", type(adapter).__name__, exc)
+        return Parsed(error="the reply could not be read.")
+
+
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:
     """Separate the bot's own settings from the model settings of a ``[[players]]`` entry."""
     settings = BotSettings(**{k: params[k] for k in _BOT_KEYS if k in params})
@@ -299,6 +314,10 @@ def make_llm_bot(
 ) -> LLMBot:
     """Build the LLM bot of a ``[[players]]`` (or ``[judge]``) entry for one seat."""
     assert player.model is not None
+    if seat == JUDGE_SEAT:  # the judge: temperature 0, no default verdict (llm_bots.judge)
+        from llm_bots.judge import make_llm_judge
+
+        return make_llm_judge(player, game, rng, match_id=match_id, runtime=runtime)
     settings, model_params = split_player_params(player.params)
     config = ModelConfig.from_mapping({"model": player.model, **model_params})
     check_model_string(config.model)

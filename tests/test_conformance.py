@@ -15,6 +15,11 @@ _VARIANTS = {
         "deepeval_public_goods(players=3,mode=2,alpha=2.5,rounds=3)",
         "deepeval_public_goods(players=2,mode=1,alpha=3.0,endowment=5)",
     ],
+    "deepeval_code_review": [
+        "deepeval_code_review",
+        "deepeval_code_review(task_id=123,max_rounds=1)",
+        "deepeval_code_review(task_id=510,max_rounds=4)",
+    ],
     "deepeval_idiom_solitaire": [
         "deepeval_idiom_solitaire",
         "deepeval_idiom_solitaire(start=一马当先,max_turns=4,match=homophone)",

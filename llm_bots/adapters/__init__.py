@@ -89,7 +89,7 @@ def register_adapter(game_short_name: str) -> Callable[[AdapterClass], AdapterCl
 
 def adapter_for(game_short_name: str) -> TaskAdapter:
     """A fresh adapter for a game; :class:`SpecError` if LLMs cannot play it yet."""
-    from llm_bots.adapters import idiom_solitaire, public_goods  # noqa: F401  (registers the built-in adapters)
+    from llm_bots.adapters import code_review, idiom_solitaire, public_goods  # noqa: F401  (registers the built-in adapters)
 
     if game_short_name not in _ADAPTERS:
         raise SpecError(

@@ -1,0 +1,380 @@
+"""The paper's Table 3 for Code Review, the same table of MBPP pass rates, and the judge's agreement with them.
+
+Reads match records only. Rows are the reviewer, columns the programmer (the paper's layout). Each cell
+pools the matches of that ordered pair (every MBPP task and repeat):
+
+* the judge table: the programmer's mean score s_P and the reviewer's mean score s_R (the returns, which
+  are the judge's verdict); the last column is each reviewer's mean s_R over its row, the last row each
+  programmer's mean s_P over its column — unweighted means of cell values, self-play cells (if any) shown
+  but left out of the means, as in the paper;
+* the pass-rate table: the mean MBPP pass rate of the pair's final programs (``metrics["pass_rate"]``,
+  from the sandbox), with the same row and column means. Matches whose pass rate could not be measured
+  (``None``: no sandbox, or a sandbox infrastructure failure) are left out of this table and counted;
+* the judge–ground-truth agreement: Pearson and Spearman correlation (scipy) between the judge's
+  programmer score and the pass rate, over the matches that have both.
+
+Print everything for a run directory, and save the figure::
+
+    python -m analysis.code_review_tables runs/code-review-demo --plot runs/code-review-demo/table3.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deepeval_games.records import MatchRecord
+
+__all__ = [
+    "GAME",
+    "Correlation",
+    "PairCell",
+    "Table3",
+    "code_review_records",
+    "format_correlation",
+    "format_pass_rate_table",
+    "format_score_table",
+    "judge_pass_rate_correlation",
+    "plot_table3",
+    "table3",
+]
+
+GAME = "deepeval_code_review"
+"""Short name of the game whose records these tables read."""
+
+
+@dataclass(frozen=True)
+class PairCell:
+    """One ordered pair (reviewer, programmer)."""
+
+    programmer_score: float
+    """s_P: the judge's mean score of the programmer."""
+    reviewer_score: float
+    """s_R: the judge's mean score of the reviewer."""
+    matches: int
+    pass_rate: float
+    """Mean pass rate of the final programs (NaN when none was measured)."""
+    measured: int
+    """Matches with a measured pass rate."""
+
+
+@dataclass(frozen=True)
+class Table3:
+    """Table 3 and its pass-rate twin: cells keyed by (reviewer, programmer)."""
+
+    players: tuple[str, ...]
+    cells: dict[tuple[str, str], PairCell] = field(default_factory=dict)
+    unmeasured: int = 0
+    """Matches whose pass rate is missing (``None``)."""
+
+    def cell(self, reviewer: str, programmer: str) -> PairCell | None:
+        """The cell of an ordered pair, or ``None`` when no record has it."""
+        return self.cells.get((reviewer, programmer))
+
+    def _mean(self, values: list[float]) -> float:
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else math.nan
+
+    def reviewer_mean(self, player: str) -> float:
+        """Mean s_R over the row of ``player`` (self-play left out)."""
+        return self._mean([c.reviewer_score for (r, p), c in self.cells.items() if r == player and p != player])
+
+    def programmer_mean(self, player: str) -> float:
+        """Mean s_P over the column of ``player`` (self-play left out)."""
+        return self._mean([c.programmer_score for (r, p), c in self.cells.items() if p == player and r != player])
+
+    def pass_rate_row_mean(self, reviewer: str) -> float:
+        """Mean pass rate over the row of ``reviewer`` (self-play left out)."""
+        return self._mean([c.pass_rate for (r, p), c in self.cells.items() if r == reviewer and p != reviewer])
+
+    def pass_rate_column_mean(self, programmer: str) -> float:
+        """Mean pass rate over the column of ``programmer`` (self-play left out)."""
+        return self._mean([c.pass_rate for (r, p), c in self.cells.items() if p == programmer and r != programmer])
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Agreement of the judge's programmer score with the MBPP pass rate."""
+
+    n: int
+    pearson_r: float
+    pearson_p: float
+    spearman_rho: float
+    spearman_p: float
+
+
+def code_review_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
+    """The complete two-seat records of ``game`` (every task pooled)."""
+    return [
+        r for r in records if r.status == "complete" and r.game.split("(", 1)[0].strip() == game and len(r.seats) == 2
+    ]
+
+
+def _seats(record: MatchRecord) -> tuple[int, int]:
+    """(programmer seat, reviewer seat)."""
+    roles = list(record.roles)
+    if "programmer" in roles and "reviewer" in roles:
+        return roles.index("programmer"), roles.index("reviewer")
+    return 0, 1
+
+
+def _pass_rate(record: MatchRecord) -> float | None:
+    value = record.metrics.get("pass_rate")
+    return None if value is None else float(value)
+
+
+def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> Table3:
+    """Pool the code review records per (reviewer, programmer) pair.
+
+    ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
+    """
+    acc: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    unmeasured = 0
+    for record in code_review_records(records):
+        p_seat, r_seat = _seats(record)
+        a = acc[(record.seats[r_seat], record.seats[p_seat])]
+        a[0] += float(record.returns[p_seat])
+        a[1] += float(record.returns[r_seat])
+        a[2] += 1
+        rate = _pass_rate(record)
+        if rate is None:
+            unmeasured += 1
+        else:
+            a[3] += rate
+            a[4] += 1
+    seen = sorted({name for pair in acc for name in pair})
+    order = tuple(players) if players is not None else tuple(seen)
+    cells = {
+        key: PairCell(
+            programmer_score=a[0] / a[2],
+            reviewer_score=a[1] / a[2],
+            matches=int(a[2]),
+            pass_rate=a[3] / a[4] if a[4] else math.nan,
+            measured=int(a[4]),
+        )
+        for key, a in acc.items()
+        if key[0] in order and key[1] in order
+    }
+    return Table3(players=order, cells=cells, unmeasured=unmeasured)
+
+
+def judge_pass_rate_correlation(records: Iterable[MatchRecord]) -> Correlation:
+    """Pearson and Spearman correlation of the judge's programmer score with the pass rate, per match.
+
+    NaN coefficients when fewer than 3 matches have both, or when either side is constant.
+    """
+    pairs = []
+    for record in code_review_records(records):
+        rate = _pass_rate(record)
+        if rate is not None:
+            pairs.append((float(record.returns[_seats(record)[0]]), rate))
+    n = len(pairs)
+    if n < 3 or len({s for s, _ in pairs}) < 2 or len({r for _, r in pairs}) < 2:
+        return Correlation(n, math.nan, math.nan, math.nan, math.nan)
+    from scipy import stats
+
+    scores, rates = zip(*pairs, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pearson = stats.pearsonr(scores, rates)
+        spearman = stats.spearmanr(scores, rates)
+    return Correlation(
+        n,
+        float(pearson.statistic),
+        float(pearson.pvalue),
+        float(spearman.statistic),
+        float(spearman.pvalue),
+    )
+
+
+def _fmt(value: float, digits: int) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _grid(
+    table: Table3,
+    cell_text: Sequence[str],
+    cell: Callable[[PairCell], Sequence[float]],
+    row_mean: Callable[[str], float],
+    col_mean: Callable[[str], float],
+    labels: tuple[str, str],
+    title: str,
+    digits: int,
+) -> str:
+    players = table.players
+    num_width = max(digits + 3, 4)
+    parts = len(cell_text)
+    name_width = max([len("Rev \\ Prog"), len(labels[1]), *(len(p) for p in players)])
+    cell_width = max([parts * num_width + parts - 1, *(len(p) for p in players)])
+
+    def show(reviewer: str, programmer: str) -> str:
+        c = table.cell(reviewer, programmer)
+        values = ["-"] * parts if c is None else [_fmt(v, digits) for v in cell(c)]
+        return " ".join(v.rjust(num_width) for v in values).rjust(cell_width)
+
+    lines = [title] if title else []
+    header = "Rev \\ Prog".ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
+    lines.append((header + "  " + labels[0]).rstrip())
+    sub = " " * name_width + "".join(
+        "  " + " ".join(t.rjust(num_width) for t in cell_text).rjust(cell_width) for _ in players
+    )
+    lines.append(sub.rstrip())
+    for reviewer in players:
+        row = reviewer.ljust(name_width) + "".join("  " + show(reviewer, p) for p in players)
+        lines.append(row + "  " + _fmt(row_mean(reviewer), digits).rjust(len(labels[0])))
+    lines.append(
+        labels[1].ljust(name_width) + "".join("  " + _fmt(col_mean(p), digits).rjust(cell_width) for p in players)
+    )
+    counts = sorted({c.matches for c in table.cells.values()})
+    if counts:
+        span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
+        lines.append(f"(rows: reviewer, columns: programmer; {span} matches per cell)")
+    return "\n".join(lines)
+
+
+def format_score_table(table: Table3, *, title: str = "", digits: int = 2) -> str:
+    """Table 3: per pair the judge's s_P and s_R; last column mean s_R per reviewer, last row mean s_P."""
+    return _grid(
+        table,
+        ("s_P", "s_R"),
+        lambda c: (c.programmer_score, c.reviewer_score),
+        table.reviewer_mean,
+        table.programmer_mean,
+        ("mean s_R", "mean s_P"),
+        title,
+        digits,
+    )
+
+
+def format_pass_rate_table(table: Table3, *, title: str = "", digits: int = 2) -> str:
+    """The pass rate of the final programs per pair, with row (reviewer) and column (programmer) means."""
+    text = _grid(
+        table,
+        ("pass",),
+        lambda c: (c.pass_rate,),
+        table.pass_rate_row_mean,
+        table.pass_rate_column_mean,
+        ("mean", "mean"),
+        title,
+        digits,
+    )
+    if table.unmeasured:
+        text += f"\n({table.unmeasured} match(es) without a measured pass rate left out)"
+    return text
+
+
+def format_correlation(corr: Correlation) -> str:
+    """One line: the judge's programmer score against the pass rate."""
+    if math.isnan(corr.pearson_r):
+        return f"Judge programmer score vs MBPP pass rate: n = {corr.n}, correlation undefined (too few or constant)."
+    return (
+        f"Judge programmer score vs MBPP pass rate: n = {corr.n}, Pearson r = {corr.pearson_r:.3f} "
+        f"(p = {corr.pearson_p:.3g}), Spearman rho = {corr.spearman_rho:.3f} (p = {corr.spearman_p:.3g})"
+    )
+
+
+def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path, *, digits: int = 2) -> Path:
+    """Save three panels to ``path``: judge scores (colour s_P), pass rates, and score vs pass rate per match.
+
+    Uses matplotlib's Agg canvas directly (no pyplot, no global backend change). Returns the path written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(16, 4.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
+    players = table.players
+    n = len(players)
+
+    def scores_text(c: PairCell) -> str:
+        return f"{c.programmer_score:.{digits}f} / {c.reviewer_score:.{digits}f}"
+
+    panels: list[tuple[str, Callable[[PairCell], float], Callable[[PairCell], str], tuple[float, float], str]] = [
+        ("Judge: s_P / s_R", lambda c: c.programmer_score, scores_text, (1.0, 10.0), "s_P (judge)"),
+        (
+            "MBPP pass rate of the final program",
+            lambda c: c.pass_rate,
+            lambda c: _fmt(c.pass_rate, digits),
+            (0.0, 1.0),
+            "pass rate",
+        ),
+    ]
+    for ax, (title, value, text, limits, label) in zip(axes[:2], panels, strict=True):
+        grid = [[math.nan] * n for _ in range(n)]
+        for (reviewer, programmer), cell in table.cells.items():
+            grid[players.index(reviewer)][players.index(programmer)] = value(cell)
+        image = ax.imshow(grid, cmap="viridis", vmin=limits[0], vmax=limits[1])
+        for (reviewer, programmer), cell in table.cells.items():
+            shade = value(cell)
+            dark = not math.isnan(shade) and image.norm(shade) < 0.5
+            ax.text(
+                players.index(programmer),
+                players.index(reviewer),
+                text(cell),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+            )
+        fig.colorbar(image, ax=ax, shrink=0.8, label=label)
+        ax.set_xticks(range(n), list(players), fontsize=8, rotation=20)
+        ax.set_yticks(range(n), list(players), fontsize=8)
+        ax.set_xlabel("programmer")
+        ax.set_ylabel("reviewer")
+        ax.set_title(title, fontsize=10)
+    scatter = axes[2]
+    points = [
+        (_pass_rate(r), float(r.returns[_seats(r)[0]]))
+        for r in code_review_records(records)
+        if _pass_rate(r) is not None
+    ]
+    if points:
+        xs, ys = zip(*points, strict=True)
+        scatter.scatter(xs, ys, alpha=0.5)
+    scatter.set_xlim(-0.05, 1.05)
+    scatter.set_ylim(0.5, 10.5)
+    scatter.set_xlabel("MBPP pass rate of the final program")
+    scatter.set_ylabel("judge's programmer score")
+    corr = judge_pass_rate_correlation(records)
+    scatter.set_title(f"n = {corr.n}, Pearson r = {_fmt(corr.pearson_r, 2)}", fontsize=10)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print Table 3, the pass-rate table and the correlation for a run directory; ``--plot FILE`` saves a figure."""
+    from deepeval_games.store import DB_NAME, Store
+
+    parser = argparse.ArgumentParser(description="Code Review Table 3 (reviewer x programmer) from a run directory.")
+    parser.add_argument("run_dir")
+    parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
+    parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
+    args = parser.parse_args(argv)
+    if not (Path(args.run_dir) / DB_NAME).exists():
+        parser.error(f"no results in {args.run_dir} (expected {DB_NAME})")
+    with Store(args.run_dir) as store:
+        records = code_review_records(store.records())
+    if not records:
+        print(f"no {GAME} matches in {args.run_dir}")
+        return 1
+    table = table3(records, args.players)
+    print(format_score_table(table, title="Table 3. Code Review: judge scores"))
+    print()
+    print(format_pass_rate_table(table, title="Code Review: MBPP pass rate of the final program"))
+    print()
+    print(format_correlation(judge_pass_rate_correlation(records)))
+    if args.plot:
+        print(f"\nfigure: {plot_table3(table, records, args.plot)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

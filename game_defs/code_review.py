@@ -1,0 +1,433 @@
+"""Code Review on MBPP, the DeepEval paper's first asymmetric (writer–editor) task.
+
+Load string::
+
+    deepeval_code_review(task_id=11, max_rounds=3)
+
+Rules card
+----------
+* Two seats with different roles: seat 0 is the **programmer** ("Player 1"), seat 1 the **reviewer**
+  ("Player 2"). The game is sequential and of perfect information: both seats see the whole dialogue.
+* The referee states MBPP problem ``task_id``: its text and, as MBPP prompts usually do, *all* of its
+  ``test_list`` asserts as examples of the expected behaviour (and function name). The same asserts are the
+  ground truth the scorer (:mod:`game_defs.code_review_scorer`) runs the final program against, so a
+  programmer is told exactly what it is tested on, as in MBPP's own evaluation. ``challenge_test_list`` is
+  neither shown nor run.
+* A round: the programmer submits a program (free text: pure Python), then the reviewer comments on it
+  (correctness, clarity, efficiency). If the reviewer's reply, as a whole, is the word ``over``, the
+  reviewer is satisfied: the dialogue ends by **consensus**. Otherwise the programmer revises and a new round
+  starts, until ``max_rounds`` programs have been submitted and reviewed (the **round cap**).
+  "The whole reply is over" is checked after Unicode NFKC, removal of code fences, surrounding white space,
+  quotes, backticks and final ``.``/``!``, and case folding: ``Over.``, ``"OVER"`` and ``over!`` end the
+  dialogue, ``over, but rename x`` does not.
+* The **final program** is the last one the programmer submitted.
+* Then a **verdict node**: a chance node at which :meth:`CodeReviewState.is_judge_turn` is true. Its
+  outcomes are every pair (programmer score, reviewer score), each an integer 1..10, numbered as in
+  :mod:`game_defs.verdicts` (``(p - 1) * 10 + (r - 1)``); the referee asks the judge, whose choice becomes
+  the recorded outcome (sampled uniformly by tools that know no judge, such as OpenSpiel's tests).
+* Returns: the programmer gets the programmer score and the reviewer the reviewer score, a pure function of
+  the terminal history. Before the verdict both are 0.
+
+Free-text moves
+---------------
+A move at a dialogue node is the *id of an utterance in the state's pool* (DESIGN §2):
+:meth:`CodeReviewState.intern_utterance` stores a text and returns its id (the same text always gets the
+same id), :meth:`action_to_string` returns the text, and ``clone()``/pickling/``serialize`` carry the pool,
+so the id history plus the pool replays the game exactly. Id 0 (:data:`EMPTY`) is the empty utterance
+(shown as ``<empty reply>``). It is the only id listed in ``legal_actions`` at a text node (a placeholder,
+so that OpenSpiel's random tests and the conformance kit can play), but every interned id is accepted.
+A blank text interns to id 0.
+
+**Penalty**: a seat that gives no usable answer (invalid after the re-asks, a refusal, a context overflow)
+makes the empty move, id 0: an empty program for the programmer (it passes no test), an empty review for the
+reviewer (which is not ``over``, so the programmer must revise).
+
+Parameters:
+
+* ``task_id`` (int, default 11): the MBPP problem; any id 1..974 (the paper's test split is 11..510).
+* ``max_rounds`` (int >= 1, default 3): programs submitted (each reviewed) before the round cap.
+
+Payoff bounds: ``min_utility = 0`` (the value before the verdict), ``max_utility = 10``; a verdict gives
+1..10 to each seat. General-sum.
+
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from game_defs.datasets.mbpp import MBPPProblem, load_mbpp
+from game_defs.verdicts import decode_scores, verdict_count
+
+__all__ = [
+    "EMPTY",
+    "GAME_VERSION",
+    "PROGRAMMER",
+    "REVIEWER",
+    "ROLES",
+    "SCORE_MAX",
+    "SCORE_MIN",
+    "CodeReviewGame",
+    "CodeReviewState",
+    "is_over",
+    "problem",
+]
+
+GAME_VERSION = 1
+SHORT_NAME = "deepeval_code_review"
+
+_DEFAULT_PARAMS: dict[str, Any] = {"task_id": 11, "max_rounds": 3}
+
+PROGRAMMER, REVIEWER = 0, 1
+ROLES: tuple[str, str] = ("programmer", "reviewer")
+SCORE_MIN, SCORE_MAX = 1, 10
+EMPTY = 0
+"""Utterance id of the empty text: the placeholder legal action and the penalty move."""
+_EMPTY_STRING = "<empty reply>"
+_NUM_VERDICTS = verdict_count(2, SCORE_MIN, SCORE_MAX)
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=SHORT_NAME,
+    long_name="DeepEval Code Review (MBPP)",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    information=pyspiel.GameType.Information.PERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.GENERAL_SUM,
+    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+    max_num_players=2,
+    min_num_players=2,
+    provides_information_state_string=True,
+    provides_information_state_tensor=False,
+    provides_observation_string=True,
+    provides_observation_tensor=False,
+    provides_factored_observation_string=False,
+    parameter_specification=_DEFAULT_PARAMS,
+)
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_+-]*")
+_SURROUNDING = " \t\r\n\"'`“”‘’«».!"
+
+
+def is_over(text: str) -> bool:
+    """Whether a review, as a whole, is the word ``over`` (see the rules card for the normalisation)."""
+    cleaned = _FENCE.sub("", unicodedata.normalize("NFKC", text or "")).strip(_SURROUNDING)
+    return cleaned.casefold() == "over"
+
+
+def problem(task_id: int) -> MBPPProblem:
+    """The MBPP problem a game is about (the dataset is loaded once per process)."""
+    dataset = load_mbpp()
+    if task_id not in dataset:
+        raise ValueError(f"MBPP has no task_id {task_id} (ids 1..974; the test split is 11..510)")
+    return dataset[task_id]
+
+
+def _seat(player: int) -> str:
+    return f"Player {player + 1}"
+
+
+class CodeReviewGame(pyspiel.Game):
+    """The game: parameters, bounds and the state factory."""
+
+    game_type: pyspiel.GameType = _GAME_TYPE
+    judged = True
+    """The game ends in a verdict node: a spec must name a judge."""
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        merged = {**_DEFAULT_PARAMS, **(params or {})}
+        max_rounds = int(merged["max_rounds"])
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+        problem(int(merged["task_id"]))
+        super().__init__(
+            self.game_type,
+            pyspiel.GameInfo(
+                num_distinct_actions=2 * max_rounds + 1,  # the empty utterance and one per move at most
+                max_chance_outcomes=_NUM_VERDICTS,
+                num_players=2,
+                min_utility=0.0,
+                max_utility=float(SCORE_MAX),
+                utility_sum=None,
+                max_game_length=2 * max_rounds + 1,
+            ),
+            merged,
+        )
+
+    def new_initial_state(self) -> CodeReviewState:
+        """A new dialogue: nothing said yet, the programmer to write."""
+        return CodeReviewState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
+    ) -> CodeReviewObserver:
+        """The observer behind ``observation_string`` and ``information_state_string``."""
+        return CodeReviewObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+
+    def seat_roles(self) -> list[str]:
+        """Seat 0 writes the code, seat 1 reviews it (Eq. 2 scores each player per role)."""
+        return list(ROLES)
+
+    def rules_text(self) -> str:
+        """The rules in plain words, as the referee broadcasts them to both seats."""
+        rounds = int(self.get_parameters()["max_rounds"])
+        return (
+            "Code review game for two players. Player 1 is the programmer, Player 2 the reviewer. The referee "
+            "gives a Python programming problem with the tests the solution must pass. The programmer answers "
+            "with a complete Python solution; the reviewer comments on its correctness, clarity and efficiency; "
+            "the programmer then revises the code. When the reviewer is satisfied, the reviewer replies with the "
+            f"single word 'over' and the dialogue ends; otherwise it ends after {rounds} round(s) of code and "
+            "review. A judge then scores the programmer and the reviewer from 1 to 10 each."
+        )
+
+
+class CodeReviewState(pyspiel.State):
+    """A dialogue in progress: the utterance pool, the ids played, and the verdict once given."""
+
+    def __init__(self, game: CodeReviewGame) -> None:
+        super().__init__(game)
+        params = game.get_parameters()
+        self._task_id = int(params["task_id"])
+        self._max_rounds = int(params["max_rounds"])
+        self._capacity = game.num_distinct_actions()
+        self._pool: list[str] = [""]  # utterance id -> text; id 0 is the empty utterance
+        self._moves: list[int] = []  # utterance ids in order: programmer, reviewer, programmer, ...
+        self._consensus = False
+        self._verdict: tuple[int, int] | None = None
+
+    # -- OpenSpiel API -------------------------------------------------------------------------------
+
+    def current_player(self) -> int:
+        """Programmer and reviewer alternate; CHANCE at the verdict node; TERMINAL after it."""
+        if self._verdict is not None:
+            return pyspiel.PlayerId.TERMINAL
+        if self.dialogue_over():
+            return pyspiel.PlayerId.CHANCE
+        return len(self._moves) % 2
+
+    def _legal_actions(self, player: int) -> list[int]:
+        """The placeholder id (the empty utterance); any interned id is accepted too (see the rules card)."""
+        if self.is_terminal() or self.dialogue_over() or player != len(self._moves) % 2:
+            return []
+        return [EMPTY]
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        """Every verdict, uniformly (the referee asks the judge instead of sampling)."""
+        if not self.dialogue_over() or self._verdict is not None:
+            return []
+        return [(action, 1.0 / _NUM_VERDICTS) for action in range(_NUM_VERDICTS)]
+
+    def _apply_action(self, action: int) -> None:
+        if self.dialogue_over():
+            self._verdict = decode_scores(int(action), 2, SCORE_MIN, SCORE_MAX)  # type: ignore[assignment]
+            return
+        if not 0 <= action < len(self._pool):
+            raise ValueError(f"action {action} is not an utterance id of this state (0..{len(self._pool) - 1})")
+        player = len(self._moves) % 2
+        self._moves.append(int(action))
+        if player == REVIEWER and is_over(self._pool[action]):
+            self._consensus = True
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if player < 0:  # the chance player, or the referee's judge seat (-2) naming the same outcome
+            p, r = decode_scores(int(action), 2, SCORE_MIN, SCORE_MAX)
+            return f"verdict: programmer {p}, reviewer {r}"
+        if not 0 <= action < len(self._pool):
+            return f"<utterance {action}>"
+        return self._pool[action] if self._pool[action].strip() else _EMPTY_STRING
+
+    def is_terminal(self) -> bool:
+        """The verdict has been given."""
+        return self._verdict is not None
+
+    def returns(self) -> np.ndarray:
+        """The verdict's (programmer, reviewer) scores; 0 and 0 before it."""
+        if self._verdict is None:
+            return np.zeros(2)
+        return np.asarray(self._verdict, dtype=float)
+
+    def __str__(self) -> str:
+        lines = [f"MBPP task {self._task_id}, {self.submissions()} of {self._max_rounds} round(s)"]
+        for index, text in enumerate(self.dialogue_texts()):
+            lines.append(f"[{ROLES[index % 2]}] {text if text.strip() else _EMPTY_STRING}")
+        if self._verdict is not None:
+            lines.append(f"[verdict] programmer {self._verdict[0]}, reviewer {self._verdict[1]}")
+        return "\n".join(lines)
+
+    # -- DeepEval protocol ---------------------------------------------------------------------------
+
+    def is_free_text_turn(self, player: int) -> bool:
+        """True when ``player`` is to write code or a review."""
+        return not self.dialogue_over() and self._verdict is None and player == len(self._moves) % 2
+
+    def intern_utterance(self, player: int, text: str) -> int:
+        """Store ``text`` in the pool and return its id (blank text is id 0; a known text keeps its id)."""
+        text = "" if not text or not text.strip() else str(text)
+        if text in self._pool:
+            return self._pool.index(text)
+        if len(self._pool) >= self._capacity:
+            raise ValueError(f"the utterance pool is full ({self._capacity} texts): intern only what is played")
+        self._pool.append(text)
+        return len(self._pool) - 1
+
+    def penalty_action(self, player: int) -> int:
+        """The empty utterance: what a seat without a usable answer says (see the rules card)."""
+        return EMPTY
+
+    def is_judge_turn(self) -> bool:
+        """True at the verdict node: the referee asks the judge for the chance outcome."""
+        return self.dialogue_over() and self._verdict is None
+
+    def dialogue_over(self) -> bool:
+        """The reviewer said ``over``, or ``max_rounds`` programs were submitted and reviewed."""
+        return self._consensus or len(self._moves) >= 2 * self._max_rounds
+
+    def submissions(self) -> int:
+        """Programs submitted so far."""
+        return (len(self._moves) + 1) // 2
+
+    def dialogue_texts(self) -> list[str]:
+        """Every move's text in order (programmer first, then alternating)."""
+        return [self._pool[i] for i in self._moves]
+
+    def codes(self) -> list[str]:
+        """Every program submitted, in order."""
+        return self.dialogue_texts()[0::2]
+
+    def reviews(self) -> list[str]:
+        """Every review, in order."""
+        return self.dialogue_texts()[1::2]
+
+    def final_code(self) -> str:
+        """The last program submitted ("" before the first)."""
+        codes = self.codes()
+        return codes[-1] if codes else ""
+
+    def verdict(self) -> tuple[int, int] | None:
+        """(programmer score, reviewer score) once judged."""
+        return self._verdict
+
+    def ended_by(self) -> str | None:
+        """``consensus``, ``round_cap``, or None while the dialogue goes on."""
+        if self._consensus:
+            return "consensus"
+        return "round_cap" if self.dialogue_over() else None
+
+    def problem(self) -> MBPPProblem:
+        """The MBPP problem of this game."""
+        return problem(self._task_id)
+
+    def _dialogue(self) -> list[dict[str, Any]]:
+        return [
+            {"seat": i % 2, "role": ROLES[i % 2], "round": i // 2 + 1, "text": text}
+            for i, text in enumerate(self.dialogue_texts())
+        ]
+
+    def observation_fields(self, player: int) -> dict[str, Any]:
+        """What ``player`` may know now, as named values (for prompts and scripted bots): everything said."""
+        p = self.problem()
+        codes, reviews = self.codes(), self.reviews()
+        to_move = len(self._moves) % 2 if self.is_free_text_turn(len(self._moves) % 2) else None
+        return {
+            "task_id": self._task_id,
+            "problem": p.text,
+            "tests": list(p.test_list),
+            "test_setup_code": p.test_setup_code,
+            "role": ROLES[player],
+            "round": self.submissions() + (1 if to_move == PROGRAMMER else 0),
+            "max_rounds": self._max_rounds,
+            "submissions": len(codes),
+            "code": codes[-1] if codes else None,
+            "review": reviews[-1] if reviews else None,
+            "to_move": to_move,
+            "ended_by": self.ended_by(),
+            "dialogue": self._dialogue(),
+        }
+
+    def judge_fields(self) -> dict[str, Any]:
+        """What the judge is shown: the problem, its tests and the whole dialogue (roles, not names)."""
+        p = self.problem()
+        return {
+            "task": SHORT_NAME,
+            "task_id": self._task_id,
+            "problem": p.text,
+            "tests": list(p.test_list),
+            "test_setup_code": p.test_setup_code,
+            "roles": list(ROLES),
+            "score_min": SCORE_MIN,
+            "score_max": SCORE_MAX,
+            "dialogue": self._dialogue(),
+            "final_code": self.final_code(),
+            "ended_by": self.ended_by(),
+            "max_rounds": self._max_rounds,
+        }
+
+    def match_metrics(self) -> dict[str, Any]:
+        """How the dialogue ended, its length, and the judge's scores per role."""
+        return {
+            "task_id": self._task_id,
+            "rounds": self.submissions(),
+            "ended_by": self.ended_by(),
+            "consensus": self._consensus,
+            "judge_scores": None if self._verdict is None else dict(zip(ROLES, self._verdict, strict=True)),
+            "empty_submissions": sum(1 for code in self.codes() if not code.strip()),
+        }
+
+    def status_line(self) -> str:
+        """Who moves next, or how the game ended."""
+        if self._verdict is not None:
+            return f"Game over. Verdict: programmer {self._verdict[0]}, reviewer {self._verdict[1]}."
+        if self.dialogue_over():
+            how = "the reviewer said over" if self._consensus else f"{self._max_rounds} round(s) were played"
+            return f"The dialogue is over ({how}); the judge scores both players."
+        if len(self._moves) % 2 == PROGRAMMER:
+            verb = "write the code" if not self._moves else "revise the code"
+            return f"Round {self.submissions() + 1} of {self._max_rounds}: {_seat(PROGRAMMER)} (programmer) to {verb}."
+        return f"Round {self.submissions()} of {self._max_rounds}: {_seat(REVIEWER)} (reviewer) to review."
+
+
+class CodeReviewObserver:
+    """Observation strings (perfect information: both seats see the same text).
+
+    The observation shows the problem, the latest code and review and the status; the information state
+    (``perfect_recall=True``) shows the whole dialogue.
+    """
+
+    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Mapping[str, Any] | None) -> None:
+        if params:
+            raise ValueError(f"observation parameters not supported: {params}")
+        self.iig_obs_type = iig_obs_type
+        self.tensor = None
+        self.dict: dict[str, Any] = {}
+
+    def set_from(self, state: CodeReviewState, player: int) -> None:
+        """No tensor observation: the strings are the observation."""
+
+    def string_from(self, state: CodeReviewState, player: int) -> str:
+        """Problem and tests, then the latest code and review (or every move), then the status line."""
+        p = state.problem()
+        tests = "\n".join(p.test_list)
+        parts = [f"Problem (MBPP task {p.task_id}): {p.text}\nTests:\n{tests}"]
+        if self.iig_obs_type.perfect_recall:
+            for index, text in enumerate(state.dialogue_texts()):
+                who = f"{_seat(index % 2)} ({ROLES[index % 2]}), round {index // 2 + 1}"
+                parts.append(f"{who}:\n{text if text.strip() else _EMPTY_STRING}")
+        else:
+            codes, reviews = state.codes(), state.reviews()
+            if codes:
+                parts.append(f"Latest code ({_seat(PROGRAMMER)}):\n{codes[-1] if codes[-1].strip() else _EMPTY_STRING}")
+            if reviews:
+                parts.append(
+                    f"Latest review ({_seat(REVIEWER)}):\n{reviews[-1] if reviews[-1].strip() else _EMPTY_STRING}"
+                )
+        parts.append(state.status_line())
+        return "\n\n".join(parts)
+
+
+pyspiel.register_game(_GAME_TYPE, CodeReviewGame)
