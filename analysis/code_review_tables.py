@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.tables import load_task_records, save_figure, task_records
+from deepeval_games.errors import DeepEvalError
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -110,9 +112,7 @@ class Correlation:
 
 def code_review_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
     """The complete two-seat records of ``game`` (every task pooled)."""
-    return [
-        r for r in records if r.status == "complete" and r.game.split("(", 1)[0].strip() == game and len(r.seats) == 2
-    ]
+    return task_records(records, game)
 
 
 def _seats(record: MatchRecord) -> tuple[int, int]:
@@ -343,25 +343,20 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
     scatter.set_ylabel("judge's programmer score")
     corr = judge_pass_rate_correlation(records)
     scatter.set_title(f"n = {corr.n}, Pearson r = {_fmt(corr.pearson_r, 2)}", fontsize=10)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Table 3, the pass-rate table and the correlation for a run directory; ``--plot FILE`` saves a figure."""
-    from deepeval_games.store import DB_NAME, Store
-
     parser = argparse.ArgumentParser(description="Code Review Table 3 (reviewer x programmer) from a run directory.")
     parser.add_argument("run_dir")
     parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
     parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
     args = parser.parse_args(argv)
-    if not (Path(args.run_dir) / DB_NAME).exists():
-        parser.error(f"no results in {args.run_dir} (expected {DB_NAME})")
-    with Store(args.run_dir) as store:
-        records = code_review_records(store.records())
+    try:
+        records = load_task_records(args.run_dir, GAME)
+    except DeepEvalError as exc:
+        parser.error(str(exc))
     if not records:
         print(f"no {GAME} matches in {args.run_dir}")
         return 1

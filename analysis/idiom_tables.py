@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.tables import load_task_records, save_figure, task_records
+from deepeval_games.errors import DeepEvalError
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -87,9 +89,7 @@ class EarlyLateTable:
 
 def idiom_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
     """The complete two-seat records of ``game`` (any parameters: every start idiom pooled)."""
-    return [
-        r for r in records if r.status == "complete" and r.game.split("(", 1)[0].strip() == game and len(r.seats) == 2
-    ]
+    return task_records(records, game)
 
 
 def _early_late_seats(record: MatchRecord) -> tuple[int, int]:
@@ -220,25 +220,20 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
         ax.set_xlabel("late player")
         ax.set_ylabel("early player")
         ax.set_title(f"Idiom Solitaire: {table.metric} (s_E / s_L)", fontsize=10)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Tables 1 and 2 for a run directory; with ``--plot FILE`` also save the figure."""
-    from deepeval_games.store import DB_NAME, Store
-
     parser = argparse.ArgumentParser(description="Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.")
     parser.add_argument("run_dir")
     parser.add_argument("--plot", metavar="FILE", help="save a figure of both tables (PNG, PDF, SVG ...)")
     parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
     args = parser.parse_args(argv)
-    if not (Path(args.run_dir) / DB_NAME).exists():
-        parser.error(f"no results in {args.run_dir} (expected {DB_NAME})")
-    with Store(args.run_dir) as store:
-        records = idiom_records(store.records())
+    try:
+        records = load_task_records(args.run_dir, GAME)
+    except DeepEvalError as exc:
+        parser.error(str(exc))
     if not records:
         print(f"no {GAME} matches in {args.run_dir}")
         return 1

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 
 from analysis.convergence import running_means
 from analysis.scores import payoffs_by_player
+from analysis.tables import save_figure
 from deepeval_games.records import MatchRecord
 
 __all__ = ["convergence_plot", "payoff_boxplot"]
@@ -26,10 +27,9 @@ def payoff_boxplot(records: Iterable[MatchRecord], path: str | Path, *, title: s
     axes.set_ylabel("payoff")
     axes.set_title(title or "Payoff per player")
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=120)
+    out = save_figure(figure, path)
     plt.close(figure)
-    return path
+    return out
 
 
 def convergence_plot(records: Iterable[MatchRecord], path: str | Path, *, title: str = "") -> Path:
@@ -43,7 +43,6 @@ def convergence_plot(records: Iterable[MatchRecord], path: str | Path, *, title:
     axes.set_title(title or "Convergence of mean payoffs")
     axes.legend(fontsize="small")
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=120)
+    out = save_figure(figure, path)
     plt.close(figure)
-    return path
+    return out

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from analysis.scores import Score
+from deepeval_games.errors import DeepEvalError
+from deepeval_games.records import MatchRecord
 
-__all__ = ["format_scores"]
+__all__ = ["format_scores", "load_task_records", "save_figure", "task_records"]
 
 
 def _fmt(value: float) -> str:
@@ -42,3 +46,28 @@ def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
     out = [title] if title else []
     out += [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
     return "\n".join(out)
+
+
+def task_records(records: Iterable[MatchRecord], game: str) -> list[MatchRecord]:
+    """The complete two-seat records of one task (game short name; every parameter variant pooled)."""
+    return [
+        r for r in records if r.status == "complete" and r.game.split("(", 1)[0].strip() == game and len(r.seats) == 2
+    ]
+
+
+def load_task_records(run_dir: str | Path, game: str) -> list[MatchRecord]:
+    """:func:`task_records` of a run directory; :class:`DeepEvalError` when it holds no results."""
+    from deepeval_games.store import DB_NAME, Store
+
+    if not (Path(run_dir) / DB_NAME).exists():
+        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    with Store(run_dir) as store:
+        return task_records(store.records(), game)
+
+
+def save_figure(figure: Any, path: str | Path) -> Path:
+    """Save a matplotlib figure (the folder is created) and return its path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=120)
+    return out

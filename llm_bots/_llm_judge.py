@@ -7,12 +7,11 @@ player's turn would end in the task's penalty, the judge raises :class:`~llm_bot
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from deepeval_games.bot import Decision, Observation, Outcome
 from llm_bots.judge import JudgeError
-from llm_bots.llm_bot import LLMBot
+from llm_bots.llm_bot import LLMBot, TurnLog
 
 __all__ = ["LLMJudge"]
 
@@ -25,22 +24,10 @@ class LLMJudge(LLMBot):
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "kind": "llm_judge"}
 
-    def _penalty(
-        self,
-        observation: Observation,
-        outcome: Outcome,
-        error: str,
-        replies: list[str],
-        prompt: tuple[Mapping[str, str], ...],
-        retries: int,
-        model: str | None,
-        tokens_in: int,
-        tokens_out: int,
-        cost: float,
-    ) -> Decision:
-        last = replies[-1][:300] if replies else ""
+    def _penalty(self, observation: Observation, outcome: Outcome, error: str, turn: TurnLog) -> Decision:
+        last = turn.replies[-1][:300] if turn.replies else ""
         reason = (
-            f"the judge ({self.config.model}) gave no usable verdict: {outcome.value} after {retries} re-ask(s): "
+            f"the judge ({self.config.model}) gave no usable verdict: {outcome.value} after {turn.retries} re-ask(s): "
             f"{error} Last reply: {last!r}"
         )
         log.error("%s; the match fails (no default score is ever given)", reason)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,7 +50,7 @@ from deepeval_games.registry import register_bot
 from deepeval_games.spec import ExperimentSpec, PlayerSpec
 from game_defs.verdicts import encode_scores
 from llm_bots.adapters import Parsed
-from llm_bots.parsing import json_objects, normalize, quote_player_text
+from llm_bots.parsing import json_objects, normalize, quote_player_text, whole_number
 
 if TYPE_CHECKING:
     from llm_bots.llm_bot import LLMBot, ModelRuntime
@@ -76,7 +75,7 @@ log = logging.getLogger(__name__)
 ALLOW_PLAYER_MODEL = "allow_player_model"
 """``[judge]`` key that lets a player's model judge (self-preference risk; a warning is logged)."""
 _JUDGE_DEFAULTS = {"temperature": 0.0, "max_tokens": 1024}
-_WHOLE = re.compile(r"\s*(\d+)(?:\.0+)?\s*(?:/\s*10\s*)?")
+_OUT_OF_TEN = re.compile(r"\s*/\s*10\s*$")
 
 
 class JudgeError(DeepEvalError):
@@ -105,16 +104,10 @@ def role_labels(roles: Sequence[str]) -> tuple[str, ...]:
 
 
 def _whole(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
+    """A score: a whole number, also written ``"8/10"``."""
     if isinstance(value, str):
-        match = _WHOLE.fullmatch(value)
-        return int(match.group(1)) if match else None
-    return None
+        value = _OUT_OF_TEN.sub("", value)
+    return whole_number(value)
 
 
 def _lookup(obj: Mapping[str, Any], label: str) -> Any:

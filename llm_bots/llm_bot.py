@@ -33,7 +33,7 @@ from llm_bots.parsing import looks_like_refusal
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
 from llm_bots.transport import Outcome as CallOutcome
 
-__all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_bot"]
+__all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "TurnLog", "make_llm_bot"]
 
 log = logging.getLogger(__name__)
 
@@ -168,35 +168,17 @@ class LLMBot(DeepEvalBot):
     async def act(self, observation: Observation) -> Decision:
         """Ask the model for this turn's move, re-asking on invalid replies."""
         self.history.append({"role": "user", "content": self.adapter.turn_prompt(observation, self.turn == 0)})
-        prompt = tuple(_render(self.history, self.settings.prompt_style))
+        turn = TurnLog(prompt=tuple(_render(self.history, self.settings.prompt_style)))
         response_format = self._response_format(observation)
-        replies: list[str] = []
-        tokens_in = tokens_out = 0
-        cost = 0.0
-        model: str | None = None
         error = "no reply"
         refusals = 0
         try:
             for ask in range(self.settings.max_reasks + 1):
                 completion = await self._call(response_format, ask)
-                tokens_in += completion.prompt_tokens
-                tokens_out += completion.completion_tokens
-                cost += completion.cost_usd
-                model = completion.model or model
+                turn.add(completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
-                    return self._penalty(
-                        observation,
-                        Outcome.CONTEXT_OVERFLOW,
-                        "the prompt exceeds the model's context",
-                        replies,
-                        prompt,
-                        ask,
-                        model,
-                        tokens_in,
-                        tokens_out,
-                        cost,
-                    )
-                replies.append(completion.text)
+                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", turn)
+                turn.replies.append(completion.text)
                 # some providers reject an empty assistant message on the next call: keep a placeholder
                 self.history.append({"role": "assistant", "content": completion.text or "(no reply)"})
                 if completion.outcome is CallOutcome.REFUSAL:
@@ -205,52 +187,20 @@ class LLMBot(DeepEvalBot):
                 else:
                     parsed = _safe_parse(self.adapter, completion.text, observation)
                     if parsed.ok:
-                        return Decision(
-                            action=parsed.action,
-                            text=parsed.text or completion.text,
-                            outcome=Outcome.OK if ask == 0 else Outcome.REASKED,
-                            raw_replies=tuple(replies),
-                            prompt=prompt,
-                            retries=ask,
-                            model=model,
-                            tokens_in=tokens_in,
-                            tokens_out=tokens_out,
-                            cost_usd=cost,
-                        )
+                        outcome = Outcome.OK if ask == 0 else Outcome.REASKED
+                        return turn.decision(parsed.action, parsed.text or completion.text, outcome)
                     error = parsed.error or "invalid reply"
                     if looks_like_refusal(completion.text):
                         refusals += 1
                 if ask < self.settings.max_reasks:
                     self.history.append({"role": "user", "content": self.adapter.reask_prompt(observation, error)})
-            outcome = Outcome.REFUSAL if refusals == len(replies) else Outcome.INVALID
-            return self._penalty(
-                observation,
-                outcome,
-                error,
-                replies,
-                prompt,
-                self.settings.max_reasks,
-                model,
-                tokens_in,
-                tokens_out,
-                cost,
-            )
+            outcome = Outcome.REFUSAL if refusals == len(turn.replies) else Outcome.INVALID
+            return self._penalty(observation, outcome, error, turn)
         finally:
             self.turn += 1
 
-    def _penalty(
-        self,
-        observation: Observation,
-        outcome: Outcome,
-        error: str,
-        replies: list[str],
-        prompt: tuple[Mapping[str, str], ...],
-        retries: int,
-        model: str | None,
-        tokens_in: int,
-        tokens_out: int,
-        cost: float,
-    ) -> Decision:
+    def _penalty(self, observation: Observation, outcome: Outcome, error: str, turn: TurnLog) -> Decision:
+        """No valid move this turn: the task's penalty move, with what happened on record."""
         if observation.penalty_action is not None:
             action: int | None = observation.penalty_action
         elif observation.free_text:
@@ -258,17 +208,42 @@ class LLMBot(DeepEvalBot):
         else:
             action = observation.legal_actions[0]
         log.info("seat %d: %s (%s); the task's penalty applies", self.player_id, outcome.value, error)
+        return turn.decision(action, turn.replies[-1] if turn.replies else "", outcome, error=error)
+
+
+@dataclass
+class TurnLog:
+    """What one turn of an LLM bot cost and produced, across its asks."""
+
+    prompt: tuple[Mapping[str, str], ...]
+    replies: list[str] = field(default_factory=list)
+    retries: int = 0
+    model: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, completion: Completion, ask: int) -> None:
+        """Account for one finished call (the ``ask``-th of the turn)."""
+        self.retries = ask
+        self.model = completion.model or self.model
+        self.tokens_in += completion.prompt_tokens
+        self.tokens_out += completion.completion_tokens
+        self.cost_usd += completion.cost_usd
+
+    def decision(self, action: int | None, text: str, outcome: Outcome, *, error: str | None = None) -> Decision:
+        """The turn's :class:`Decision`."""
         return Decision(
             action=action,
-            text=replies[-1] if replies else "",
+            text=text,
             outcome=outcome,
-            raw_replies=tuple(replies),
-            prompt=prompt,
-            retries=retries,
-            model=model,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=cost,
+            raw_replies=tuple(self.replies),
+            prompt=self.prompt,
+            retries=self.retries,
+            model=self.model,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost_usd=self.cost_usd,
             error=error,
         )
 

@@ -9,14 +9,25 @@ never close or imitate.
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 import unicodedata
 from typing import Any
 
-__all__ = ["QUOTE_CLOSE", "QUOTE_OPEN", "json_objects", "looks_like_refusal", "normalize", "quote_player_text"]
+__all__ = [
+    "QUOTE_CLOSE",
+    "QUOTE_OPEN",
+    "json_objects",
+    "looks_like_refusal",
+    "normalize",
+    "quote_player_text",
+    "whole_number",
+]
 
 QUOTE_OPEN = "<<<"
 QUOTE_CLOSE = ">>>"
+_WHOLE = re.compile(r"\s*-?\d+(\.0+)?\s*")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
 _REFUSAL = re.compile(
     r"^\s*(i(?:'m| am) sorry|i can(?:no|')t|i (?:won't|will not|must decline)|as an ai\b|i'm unable|i am unable)",
@@ -46,6 +57,26 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             found.append(value)
         index = end
+
+
+def whole_number(value: Any) -> int | None:
+    """A JSON value read as a whole number (``7``, ``7.0``, ``"7"``), else None; never raises.
+
+    A numeric string of more than 18 digits is far out of any range here: it reads as ``±sys.maxsize``
+    rather than asking ``int()`` for thousands of digits (which Python refuses).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _WHOLE.fullmatch(value):
+        digits = value.strip().split(".", 1)[0]
+        if len(digits.lstrip("-")) > 18:
+            return -sys.maxsize if digits.startswith("-") else sys.maxsize
+        return int(digits)
+    return None
 
 
 def looks_like_refusal(text: str) -> bool:

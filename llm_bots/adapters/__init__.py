@@ -68,6 +68,12 @@ class TaskAdapter:
         """Placeholder values every template of this task may use."""
         return {}
 
+    @staticmethod
+    def seat_label(observation: Observation) -> str:
+        """The anonymous id the referee gave this seat ("Player 2")."""
+        label = next((m.fields.get("seat_label") for m in observation.inbox if m.kind == "rules"), None)
+        return label or f"Player {observation.seat + 1}"
+
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         """A JSON schema for providers that enforce one (None: free text)."""
         return None

@@ -57,10 +57,9 @@ class CodeReviewAdapter(TaskAdapter):
         fields = observation.fields
         if observation.seat == JUDGE_SEAT:
             return {"problem": fields["problem"], "tests": _tests(fields)}
-        rules_label = next((m.fields.get("seat_label") for m in observation.inbox if m.kind == "rules"), None)
         code, review = fields.get("code"), fields.get("review")
         return {
-            "seat_label": rules_label or f"Player {observation.seat + 1}",
+            "seat_label": self.seat_label(observation),
             "problem": fields["problem"],
             "tests": _tests(fields),
             "round": fields["round"],

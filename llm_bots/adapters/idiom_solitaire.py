@@ -40,9 +40,8 @@ class IdiomSolitaireAdapter(TaskAdapter):
 
     def values(self, observation: Observation) -> dict[str, Any]:
         fields = observation.fields
-        rules_label = next((m.fields.get("seat_label") for m in observation.inbox if m.kind == "rules"), None)
         return {
-            "seat_label": rules_label or f"Player {observation.seat + 1}",
+            "seat_label": self.seat_label(observation),
             "start": fields["chain"][0],
             "max_turns": fields["max_turns"],
             "chain": fields["chain_text"],

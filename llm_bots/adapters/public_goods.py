@@ -7,15 +7,13 @@ must be a whole number among the seat's legal investments. Anything else is re-a
 
 from __future__ import annotations
 
-import math
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from deepeval_games.bot import Observation
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
-from llm_bots.parsing import json_objects, normalize
+from llm_bots.parsing import json_objects, normalize, whole_number
 
 __all__ = ["PublicGoodsAdapter", "parse_coins"]
 
@@ -25,21 +23,6 @@ _COINS_FIELD = re.compile(r'"?coins"?\s*[:=]\s*"?(-?\d+(?:\.\d+)?)')
 def _format_number(value: float) -> str:
     text = f"{value:.2f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
-
-
-def _as_whole(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(\.0+)?\s*", value):
-        digits = value.strip().split(".", 1)[0]
-        if len(digits.lstrip("-")) > 18:  # far out of range; int() of thousands of digits is refused
-            return -sys.maxsize if digits.startswith("-") else sys.maxsize
-        return int(digits)
-    return None
 
 
 def parse_coins(reply: str, endowment: int) -> tuple[int | None, str | None]:
@@ -53,7 +36,7 @@ def parse_coins(reply: str, endowment: int) -> tuple[int | None, str | None]:
         if not loose:
             return None, 'no JSON object with a "coins" field was found.'
         candidates = [loose[-1]]
-    value = _as_whole(candidates[-1])
+    value = whole_number(candidates[-1])
     if value is None:
         return None, f'"coins" must be a whole number, got {candidates[-1]!r}.'
     if not 0 <= value <= endowment:
@@ -69,13 +52,12 @@ class PublicGoodsAdapter(TaskAdapter):
 
     def values(self, observation: Observation) -> dict[str, Any]:
         fields = observation.fields
-        rules_label = next((m.fields.get("seat_label") for m in observation.inbox if m.kind == "rules"), None)
         return {
             "players": fields["players"],
             "rounds": fields["rounds"],
             "endowment": fields["endowment"],
             "alpha": _format_number(float(fields["alpha"])),
-            "seat_label": rules_label or f"Player {observation.seat + 1}",
+            "seat_label": self.seat_label(observation),
             "round": fields["round"],
         }
 
