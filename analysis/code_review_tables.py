@@ -20,7 +20,6 @@ Print everything for a run directory, and save the figure::
 
 from __future__ import annotations
 
-import argparse
 import math
 import warnings
 from collections import defaultdict
@@ -28,8 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import load_task_records, save_figure, task_records
-from deepeval_games.errors import DeepEvalError
+from analysis.tables import save_figure, table_command, task_records
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -348,17 +346,8 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Table 3, the pass-rate table and the correlation for a run directory; ``--plot FILE`` saves a figure."""
-    parser = argparse.ArgumentParser(description="Code Review Table 3 (reviewer x programmer) from a run directory.")
-    parser.add_argument("run_dir")
-    parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
-    parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
-    args = parser.parse_args(argv)
-    try:
-        records = load_task_records(args.run_dir, GAME)
-    except DeepEvalError as exc:
-        parser.error(str(exc))
+    args, records = table_command("Code Review Table 3 (reviewer x programmer) from a run directory.", GAME, argv)
     if not records:
-        print(f"no {GAME} matches in {args.run_dir}")
         return 1
     table = table3(records, args.players)
     print(format_score_table(table, title="Table 3. Code Review: judge scores"))

@@ -20,15 +20,13 @@ Print both tables for a run directory, and save the figure::
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import load_task_records, save_figure, task_records
-from deepeval_games.errors import DeepEvalError
+from analysis.tables import save_figure, table_command, task_records
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -225,17 +223,8 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Tables 1 and 2 for a run directory; with ``--plot FILE`` also save the figure."""
-    parser = argparse.ArgumentParser(description="Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.")
-    parser.add_argument("run_dir")
-    parser.add_argument("--plot", metavar="FILE", help="save a figure of both tables (PNG, PDF, SVG ...)")
-    parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
-    args = parser.parse_args(argv)
-    try:
-        records = load_task_records(args.run_dir, GAME)
-    except DeepEvalError as exc:
-        parser.error(str(exc))
+    args, records = table_command("Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.", GAME, argv)
     if not records:
-        print(f"no {GAME} matches in {args.run_dir}")
         return 1
     wins, hits = win_rate_table(records, args.players), hit_table(records, args.players)
     print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))

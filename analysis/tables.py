@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from analysis.scores import Score
 from deepeval_games.errors import DeepEvalError
 from deepeval_games.records import MatchRecord
 
-__all__ = ["format_scores", "load_task_records", "save_figure", "task_records"]
+__all__ = ["format_scores", "load_task_records", "save_figure", "table_command", "task_records"]
 
 
 def _fmt(value: float) -> str:
@@ -71,3 +72,21 @@ def save_figure(figure: Any, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=120)
     return out
+
+
+def table_command(
+    description: str, game: str, argv: Sequence[str] | None
+) -> tuple[argparse.Namespace, list[MatchRecord]]:
+    """The shared command line of the per-task table modules: ``RUN_DIR [--plot FILE] [--players ...]``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("run_dir")
+    parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
+    parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
+    args = parser.parse_args(argv)
+    try:
+        records = load_task_records(args.run_dir, game)
+    except DeepEvalError as exc:
+        parser.error(str(exc))
+    if not records:
+        print(f"no {game} matches in {args.run_dir}")
+    return args, records
