@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import save_figure, table_command, task_records
+from analysis.tables import numbered_path, save_figure, table_command, task_records
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -346,17 +346,22 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Table 3, the pass-rate table and the correlation for a run directory; ``--plot FILE`` saves a figure."""
-    args, records = table_command("Code Review Table 3 (reviewer x programmer) from a run directory.", GAME, argv)
-    if not records:
+    args, groups = table_command("Code Review Table 3 (reviewer x programmer) from a run directory.", GAME, argv)
+    if not groups:
         return 1
-    table = table3(records, args.players)
-    print(format_score_table(table, title="Table 3. Code Review: judge scores"))
-    print()
-    print(format_pass_rate_table(table, title="Code Review: MBPP pass rate of the final program"))
-    print()
-    print(format_correlation(judge_pass_rate_correlation(records)))
-    if args.plot:
-        print(f"\nfigure: {plot_table3(table, records, args.plot)}")
+    for index, (variant, records) in enumerate(groups.items()):
+        if args.players:  # the correlation and its plot cover the same players as the tables
+            records = [r for r in records if set(r.seats) <= set(args.players)]
+        print(f"{variant} ({len(records)} matches)\n")
+        table = table3(records, args.players)
+        print(format_score_table(table, title="Table 3. Code Review: judge scores"))
+        print()
+        print(format_pass_rate_table(table, title="Code Review: MBPP pass rate of the final program"))
+        print()
+        print(format_correlation(judge_pass_rate_correlation(records)))
+        if args.plot:
+            print(f"\nfigure: {plot_table3(table, records, numbered_path(args.plot, index, len(groups)))}")
+        print()
     return 0
 
 

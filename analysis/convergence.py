@@ -15,16 +15,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.scores import bootstrap_ci
+from deepeval_games.games import game_variant
 from deepeval_games.records import MatchRecord
 
 __all__ = ["Stableness", "payoff_sequences", "running_means", "stableness"]
 
 
 def payoff_sequences(records: Iterable[MatchRecord], task: str | None = None) -> dict[str, list[float]]:
-    """Every payoff of every player, ordered by (repeat, game variant, match id): the order of repetition."""
+    """Every payoff of every player, ordered by (repeat, game, match id): the order of repetition.
+
+    ``task`` keeps one game variant (:func:`~deepeval_games.games.game_variant`, data items pooled).
+    """
     rows: dict[str, list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
     for record in records:
-        if record.status != "complete" or (task is not None and record.game.split("(", 1)[0] != task):
+        if record.status != "complete" or (task is not None and game_variant(record.game) != task):
             continue
         key = (record.repeat, record.game, record.match_id)
         for name, payoff in zip(record.seats, record.returns, strict=True):

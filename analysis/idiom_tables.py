@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import save_figure, table_command, task_records
+from analysis.tables import numbered_path, save_figure, table_command, task_records
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -223,15 +223,19 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print Tables 1 and 2 for a run directory; with ``--plot FILE`` also save the figure."""
-    args, records = table_command("Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.", GAME, argv)
-    if not records:
+    args, groups = table_command("Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.", GAME, argv)
+    if not groups:
         return 1
-    wins, hits = win_rate_table(records, args.players), hit_table(records, args.players)
-    print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
-    print()
-    print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
-    if args.plot:
-        print(f"\nfigure: {plot_early_late_tables([wins, hits], args.plot)}")
+    for index, (variant, records) in enumerate(groups.items()):
+        print(f"{variant} ({len(records)} matches)\n")
+        wins, hits = win_rate_table(records, args.players), hit_table(records, args.players)
+        print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
+        print()
+        print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
+        if args.plot:
+            path = numbered_path(args.plot, index, len(groups))
+            print(f"\nfigure: {plot_early_late_tables([wins, hits], path)}")
+        print()
     return 0
 
 

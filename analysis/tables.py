@@ -9,9 +9,18 @@ from typing import Any
 
 from analysis.scores import Score
 from deepeval_games.errors import DeepEvalError
+from deepeval_games.games import game_variant
 from deepeval_games.records import MatchRecord
 
-__all__ = ["format_scores", "load_task_records", "save_figure", "table_command", "task_records"]
+__all__ = [
+    "format_scores",
+    "load_task_records",
+    "numbered_path",
+    "save_figure",
+    "table_command",
+    "task_records",
+    "variant_groups",
+]
 
 
 def _fmt(value: float) -> str:
@@ -74,10 +83,27 @@ def save_figure(figure: Any, path: str | Path) -> Path:
     return out
 
 
+def variant_groups(records: Iterable[MatchRecord]) -> dict[str, list[MatchRecord]]:
+    """Records grouped by game variant (:func:`~deepeval_games.games.game_variant`), in sorted order."""
+    groups: dict[str, list[MatchRecord]] = {}
+    for record in records:
+        groups.setdefault(game_variant(record.game), []).append(record)
+    return dict(sorted(groups.items()))
+
+
+def numbered_path(path: str | Path, index: int, count: int) -> Path:
+    """``path`` itself for a single figure, else ``name-1.png``, ``name-2.png``, ..."""
+    path = Path(path)
+    return path if count == 1 else path.with_name(f"{path.stem}-{index + 1}{path.suffix}")
+
+
 def table_command(
     description: str, game: str, argv: Sequence[str] | None
-) -> tuple[argparse.Namespace, list[MatchRecord]]:
-    """The shared command line of the per-task table modules: ``RUN_DIR [--plot FILE] [--players ...]``."""
+) -> tuple[argparse.Namespace, dict[str, list[MatchRecord]]]:
+    """The shared command line of the per-task table modules: ``RUN_DIR [--plot FILE] [--players ...]``.
+
+    Returns the arguments and the task's records grouped by game variant (one table set per variant).
+    """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("run_dir")
     parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
@@ -89,4 +115,4 @@ def table_command(
         parser.error(str(exc))
     if not records:
         print(f"no {game} matches in {args.run_dir}")
-    return args, records
+    return args, variant_groups(records)

@@ -19,7 +19,7 @@ from analysis.ratings import bradley_terry
 from analysis.scores import role_scores, symmetric_scores
 from analysis.tables import format_scores
 from deepeval_games.errors import DeepEvalError
-from deepeval_games.games import registered_games
+from deepeval_games.games import game_variant, registered_games
 from deepeval_games.records import MatchRecord
 from deepeval_games.registry import registered_bots
 from deepeval_games.runner import run_experiment
@@ -30,11 +30,11 @@ __all__ = ["main", "score_report"]
 
 
 def _task(record: MatchRecord) -> str:
-    return record.game.split("(", 1)[0]
+    return game_variant(record.game)
 
 
 def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
-    """Per task (all its game variants pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
+    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
 
     Two-seat tasks add Bradley–Terry ratings; with ``epsilon`` the stableness check is reported too.
     """
@@ -42,7 +42,7 @@ def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None
     for task in sorted({_task(r) for r in records}):
         subset = [r for r in records if _task(r) == task]
         variants = sorted({r.game for r in subset})
-        title = variants[0] if len(variants) == 1 else f"{task} ({len(variants)} game variants pooled)"
+        title = variants[0] if len(variants) == 1 else f"{task} ({len(variants)} data items pooled)"
         if all(set(r.roles) <= {"player"} for r in subset):
             parts.append(format_scores(symmetric_scores(subset), title=f"{title}\nEq. 1 — mean payoff per player"))
         else:
@@ -88,10 +88,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
-        for task in sorted({_task(r) for r in records}):
-            subset = [r for r in records if _task(r) == task]
-            print(f"wrote {payoff_boxplot(subset, out / f'{task}_payoffs.png', title=task)}")
-            print(f"wrote {convergence_plot(subset, out / f'{task}_convergence.png', title=task)}")
+        variants = sorted({_task(r) for r in records})
+        for variant in variants:
+            subset = [r for r in records if _task(r) == variant]
+            stem = variant.split("(", 1)[0]
+            same_task = [v for v in variants if v.split("(", 1)[0] == stem]
+            if len(same_task) > 1:
+                stem += f"-{same_task.index(variant) + 1}"
+            print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=variant)}")
+            print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=variant)}")
     return 0
 
 

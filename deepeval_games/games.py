@@ -12,10 +12,13 @@ import pyspiel
 from deepeval_games.errors import UnknownGameError
 from deepeval_games.plugins import load_entry_points
 
-__all__ = ["GameInfo", "load_game", "registered_games"]
+__all__ = ["DATA_ITEM_PARAMETERS", "GameInfo", "game_variant", "load_game", "registered_games"]
 
 PREFIX = "deepeval_"
 ENTRY_POINT_GROUP = "deepeval_games.games"
+DATA_ITEM_PARAMETERS = ("start", "task_id", "paragraph")
+"""Game parameters that name a data item (a start idiom, an MBPP task, a paragraph): results over
+different items of one game variant are pooled; any other parameter makes a different game."""
 
 
 def _ensure_registered() -> None:
@@ -80,3 +83,11 @@ def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> p
         message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
         where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
         raise UnknownGameError(f"cannot load {where}: {message}") from exc
+
+
+def game_variant(game_string: str) -> str:
+    """The game string without its data-item parameters: matches of one variant are pooled in tables."""
+    params = pyspiel.game_parameters_from_string(game_string)
+    name = params.pop("name")
+    kept = ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in DATA_ITEM_PARAMETERS)
+    return f"{name}({kept})" if kept else name

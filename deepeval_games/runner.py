@@ -223,7 +223,9 @@ def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, A
 
     rule = spec.until_stable
     assert rule is not None
-    tasks = sorted({r.game.split("(", 1)[0] for r in records})
+    from deepeval_games.games import game_variant
+
+    tasks = sorted({game_variant(r.game) for r in records})
     return {
         task: stableness(records, epsilon=rule.epsilon, batch=rule.batch, window=rule.window, task=task)
         for task in tasks

@@ -164,9 +164,7 @@ _COMPARE: dict[type[ast.cmpop], Callable[[object, object], object]] = {
     ast.NotIn: lambda a, b: not operator.contains(b, a),
 }
 _PURE_FUNCTIONS = (abs, all, any, bool, dict, float, frozenset, int, len, list, max, min, round, set, sorted)
-_PURE_BUILTINS: dict[str, Callable[..., object]] = {
-    f.__name__: f for f in (*_PURE_FUNCTIONS, str, sum, tuple)
-}
+_PURE_BUILTINS: dict[str, Callable[..., object]] = {f.__name__: f for f in (*_PURE_FUNCTIONS, str, sum, tuple)}
 _PURE_MATH: dict[str, Callable[..., object]] = {
     f.__name__: f for f in (math.isclose, math.fabs, math.floor, math.ceil, math.sqrt)
 }
@@ -431,7 +429,12 @@ def _parse_records(data: bytes, nonce: bytes, slots_per_test: list[int]) -> _Res
 
 
 def _short(value: object, limit: int = 300) -> str:
-    text = repr(value)
+    """A bounded description of a child's value; never raises, whatever the child sent."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError, MemoryError):  # e.g. an int of more than 4,300 digits
+        size = f"{value.bit_length()} bits" if isinstance(value, int) else "too large to print"
+        text = f"<{type(value).__name__}, {size}>"
     return text if len(text) <= limit else text[:limit] + "..."
 
 

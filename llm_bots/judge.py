@@ -12,8 +12,9 @@ the task shows its judge (problem, dialogue, ...).
 * temperature 0 and ``max_tokens`` 1024 unless the spec sets them;
 * the reply must be one JSON verdict, ``{"<Role>": {"evaluation": "<why>", "score": <int>}, ...}`` with a
   key per role (e.g. ``Programmer``, ``Reviewer``). :func:`parse_verdict` reads only the judge's own reply:
-  Unicode NFKC, code fences ignored, role keys matched without regard to case, the *last* JSON object that
-  holds every role wins; a score must be a whole number in range and every role needs a non-empty
+  Unicode NFKC, code fences ignored, role keys matched without regard to case, the JSON object that holds
+  every role is the verdict (several that disagree, such as a quoted forgery beside the real one, are
+  re-asked); a score must be a whole number in range and every role needs a non-empty
   explanation. Anything else is re-asked with the reason (``max_reasks``, default 2);
 * after the re-asks (or on a refusal or a context overflow) there is no default score: the judge raises
   :class:`JudgeError`, the match is logged as failed with that reason and is not recorded (a rerun of
@@ -127,11 +128,20 @@ def parse_verdict(reply: str, labels: Sequence[str], low: int, high: int) -> tup
     if not candidates:
         keys = ", ".join(f'"{label}"' for label in labels)
         return None, f"no JSON object with the keys {keys} was found."
-    chosen = candidates[-1]
+    read = [_read_verdict(obj, labels, low, high) for obj in candidates]
+    distinct = {verdict.scores for verdict, _ in read if verdict is not None}
+    if len(distinct) > 1:  # e.g. its own verdict plus a forged one it quoted from a player's text
+        return None, "the reply holds more than one verdict with different scores; give exactly one."
+    return read[-1]
+
+
+def _read_verdict(
+    obj: Mapping[str, Any], labels: Sequence[str], low: int, high: int
+) -> tuple[Verdict | None, str | None]:
     scores: list[int] = []
     explanations: list[str] = []
     for label in labels:
-        entry = _lookup(chosen, label)
+        entry = _lookup(obj, label)
         if not isinstance(entry, Mapping):
             return None, f'"{label}" must be an object with "evaluation" and "score".'
         score = _whole(_lookup(entry, "score"))

@@ -149,9 +149,12 @@ class _CodeReviewPlayer(DeepEvalBot):
         """The review of the latest code."""
         if self.reviewer == "over":
             return "over"
-        report = await asyncio.to_thread(
-            run_program, fields.get("code") or "", fields["tests"], fields.get("test_setup_code", "")
-        )
+        try:
+            report = await asyncio.to_thread(
+                run_program, fields.get("code") or "", fields["tests"], fields.get("test_setup_code", "")
+            )
+        except Exception as exc:  # the sandbox itself failed: say so, never crash the match
+            return f"The tests could not be run (sandbox error: {type(exc).__name__}). Please submit the code again."
         if report.status == "passed":
             return "over"
         if report.status == "infra_error":

@@ -59,12 +59,13 @@ def _pgg_spec(**experiment) -> dict:
 def test_until_stable_adds_repeats_until_the_rule_holds(tmp_path: Path) -> None:
     spec = parse_spec(_pgg_spec(until_stable={"epsilon": 1.5, "max_repeats": 40}))
     result = run_experiment(spec, tmp_path / "run")
-    check = result.stableness["deepeval_public_goods"]
+    [(variant, check)] = result.stableness.items()
+    assert variant.startswith("deepeval_public_goods(") and "players=3" in variant
     assert check.stable and 4 < result.repeats <= 40
     assert result.played == len(result.records) == result.repeats
     narrow = parse_spec(_pgg_spec(until_stable={"epsilon": 0.01, "max_repeats": 12}))
     capped = run_experiment(narrow, tmp_path / "run2")
-    assert capped.repeats == 12 and not capped.stableness["deepeval_public_goods"].stable
+    assert capped.repeats == 12 and not next(iter(capped.stableness.values())).stable
 
 
 @pytest.mark.parametrize(
@@ -86,3 +87,27 @@ def test_report_prints_ratings_stableness_and_writes_plots(tmp_path: Path, capsy
     assert code == 0 and "Bradley–Terry rating" in out and "Stableness (epsilon=50.0)" in out
     for name in ("deepeval_public_goods_payoffs.png", "deepeval_public_goods_convergence.png"):
         assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tables_pool_data_items_but_never_different_games(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from analysis import idiom_tables
+    from deepeval_games.games import game_variant
+
+    assert game_variant("deepeval_code_review(max_rounds=3,task_id=12)") == "deepeval_code_review(max_rounds=3)"
+    spec = {
+        "experiment": {
+            "name": "v",
+            "game": "deepeval_idiom_solitaire(max_turns=8)",
+            "pairing": "round_robin",
+            "sweep": {"match": ["exact", "homophone"], "start": ["一马当先", "先声夺人"]},
+        },
+        "players": [{"name": "d", "bot": "idiom_dictionary"}, {"name": "s", "bot": "idiom_strategic"}],
+    }
+    run_experiment(parse_spec(spec), tmp_path / "run")
+    assert main(["report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("(2 data items pooled)") == 2 and "match=exact" in out and "match=homophone" in out
+    assert idiom_tables.main([str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Table 1.") == 2 and "(4 matches)" in out
+    assert (tmp_path / "t-1.png").exists() and (tmp_path / "t-2.png").exists()

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games import parse_spec, run_experiment
+from deepeval_games import load_game, parse_spec, run_experiment
+from game_defs.idiom_solitaire import reply_to_action
 from llm_bots.local_server import local_model_available
 
 _REASON = local_model_available("local/smollm2")
@@ -76,8 +77,16 @@ def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path
         seat = record.seats.index("smollm2")
         turns = [t for t in record.turns if t.seat == seat]
         assert turns, "the model never moved"
+        game = load_game(record.game)
+        invalid = game.new_initial_state().invalid_action()
         for turn in turns:
             assert turn.raw_replies and turn.outcome in ("ok", "reasked", "invalid", "refusal")
-            if turn.outcome in ("invalid", "refusal"):
-                assert turn.error and turn.text == turn.raw_replies[-1]
+            if turn.outcome in ("invalid", "refusal"):  # no candidate at all after the re-asks
+                assert turn.error and turn.text == turn.raw_replies[-1] and turn.action == invalid
+            else:  # the move is exactly what the dictionary reads in the reply; a non-idiom is "not an idiom"
+                assert turn.action == reply_to_action(game, turn.raw_replies[-1])
+                if turn.action == invalid:
+                    assert turn.action_string.startswith("<")
+        if record.metrics["broken_by"] == seat and record.metrics["break_reason"] == "not_an_idiom":
+            assert turns[-1].action == invalid
         assert record.metrics["hits"] is not None
