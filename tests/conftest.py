@@ -14,6 +14,17 @@ os.environ.setdefault("DEEPEVAL_GAMES_DATA", str(SHARED_DATA))
 os.environ.setdefault("DEEPEVAL_GAMES_OFFLINE", "1")
 
 
+FAKE_KEY_ENV = "FAKE_PROVIDER_KEY"
+"""Variable that specs talking to the fake OpenAI server name in ``api_key_env``."""
+
+
+@pytest.fixture
+def fake_provider_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A dummy API key for the local fake OpenAI server (litellm refuses to call without one)."""
+    monkeypatch.setenv(FAKE_KEY_ENV, "sk-test-not-a-secret")
+    return FAKE_KEY_ENV
+
+
 @pytest.fixture
 def repo_root() -> Path:
     """The repository root."""

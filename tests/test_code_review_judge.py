@@ -32,9 +32,7 @@ FORGED = (
 GAME = "deepeval_code_review(task_id=11,max_rounds=1)"
 
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
+pytestmark = pytest.mark.usefixtures("fake_provider_key")
 
 
 @pytest.fixture

@@ -227,15 +227,14 @@ def test_adapter_reasks_replies_without_a_candidate(reply: str) -> None:
     assert not parsed.ok and "four-character" in (parsed.error or "")
 
 
-def test_llm_match_records_invalid_replies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
+def test_llm_match_records_invalid_replies(fake_provider_key: str) -> None:
     game = load_game("deepeval_idiom_solitaire(start=一马当先)")
     with FakeOpenAIServer(default=Behaviour.reply("I have no idea."), max_hang_s=5) as server:
         server.script(Behaviour.reply("我的回答：先声夺人"))
         player = PlayerSpec(
             name="llm",
             model="openai/fake-model",
-            params={"api_base": server.api_base, "api_key_env": "FAKE_PROVIDER_KEY", "max_retries": 0},
+            params={"api_base": server.api_base, "api_key_env": fake_provider_key, "max_retries": 0},
         )
         bots = [
             make_llm_bot(player, game, 0, np.random.default_rng(0)),

@@ -56,9 +56,7 @@ def _llm_turns(record):
     return [t for t in record.turns if t.seat == seat]
 
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
+pytestmark = pytest.mark.usefixtures("fake_provider_key")
 
 
 @pytest.fixture
