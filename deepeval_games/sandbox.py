@@ -84,6 +84,7 @@ __all__ = [
     "TestReport",
     "TestResult",
     "bubblewrap_usable",
+    "parse_python",
     "run_tests",
 ]
 
@@ -207,6 +208,26 @@ class _Call:
 _Plan = Union[_Lit, _Child, _Compare, _Not, _BoolOp, _Call]  # noqa: UP007 - a runtime alias on 3.10
 
 
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse`` behind a lock.
+
+    CPython 3.11's AST builder keeps its recursion depth in module state shared by all threads; when a
+    garbage collection inside one parse lets another thread parse too, the first fails with
+    ``SystemError: AST constructor recursion depth mismatch`` (seen in the full test suite, where the 500
+    reference solutions are sandboxed from a thread pool; several matches scored at once do the same).
+    """
+    with _AST_LOCK:
+        return ast.parse(source)
+
+
+def _literal(text: str) -> object:
+    with _AST_LOCK:
+        return ast.literal_eval(text)
+
+
 def _bound_names(sources: Sequence[str]) -> frozenset[str]:
     """Every name the program might bind (over-approximated; ``import math`` does not count for math)."""
     names: set[str] = set()
@@ -214,7 +235,7 @@ def _bound_names(sources: Sequence[str]) -> frozenset[str]:
         try:
             with warnings.catch_warnings():  # e.g. invalid escape sequences: the child will warn, if anyone
                 warnings.simplefilter("ignore")
-                tree = ast.parse(source)
+                tree = parse_python(source)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return frozenset(_PURE_BUILTINS) | {"math"}
         for node in ast.walk(tree):
@@ -280,7 +301,7 @@ def _plan_test(test: str, bound: frozenset[str]) -> tuple[_Plan, list[str]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            statements = ast.parse(test).body
+            statements = parse_python(test).body
     except SyntaxError as exc:
         raise ValueError(f"test is not valid Python: {test!r}") from exc
     if len(statements) != 1 or not isinstance(statements[0], ast.Assert):
@@ -395,7 +416,7 @@ def _parse_records(data: bytes, nonce: bytes, slots_per_test: list[int]) -> _Res
         if results.done or results.load_error:
             raise _ProtocolError("record after the harness finished")
         try:
-            record = ast.literal_eval(body.decode("utf-8", "surrogatepass"))
+            record = _literal(body.decode("utf-8", "surrogatepass"))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError) as exc:
             raise _ProtocolError("undecodable record") from exc
         if type(record) is not tuple or not record or type(record[0]) is not str:

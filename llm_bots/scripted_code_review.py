@@ -39,7 +39,7 @@ import pyspiel
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.registry import register_bot
-from deepeval_games.sandbox import TestReport, bubblewrap_usable
+from deepeval_games.sandbox import TestReport, bubblewrap_usable, parse_python
 from game_defs.code_review import PROGRAMMER, ROLES, is_over, problem
 from game_defs.code_review_scorer import UNSAFE_ENV, run_program
 from llm_bots.judge import JudgeError, verdict_decision
@@ -66,7 +66,7 @@ def called_function(tests: Sequence[str]) -> str | None:
     """The name of the first non-builtin function the tests call (the function a solution must define)."""
     for test in tests:
         try:
-            tree = ast.parse(test)
+            tree = parse_python(test)
         except SyntaxError:
             continue
         for node in ast.walk(tree):

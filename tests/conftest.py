@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 os.environ.setdefault("DEEPEVAL_GAMES_DATA", str(SHARED_DATA))
 os.environ.setdefault("DEEPEVAL_GAMES_OFFLINE", "1")
+# a private user cache: no test reads or fills the real model-call or data cache
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="deepeval-games-test-cache-")
 
 
 FAKE_KEY_ENV = "FAKE_PROVIDER_KEY"

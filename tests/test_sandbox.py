@@ -360,3 +360,4 @@ def test_a_value_too_large_to_print_is_a_failed_test_not_a_crash() -> None:
     report = run_tests("def f(x):\n    return 10 ** 5000\n", ["assert f(1) == 2"], timeout_s=30)
     assert report.status == "failed" and report.tests[0].status == "failed"
     assert "bits>" in report.tests[0].detail
+
