@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -247,8 +248,6 @@ async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
 
 
 def _invalid(decision: Decision, reason: str) -> Decision:
-    from dataclasses import replace
-
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 

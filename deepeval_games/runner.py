@@ -10,6 +10,7 @@ any other error in one match is logged and the tournament goes on.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import traceback
@@ -192,8 +193,6 @@ class _Runner:
 
 
 async def _run_once(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool) -> RunResult:
-    import json
-
     plan = plan_matches(spec)
     store = Store(out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True))
     runtime = None
