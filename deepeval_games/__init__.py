@@ -1,8 +1,14 @@
 """deepeval-games: evaluate LLMs by making them play OpenSpiel games (the DeepEval method).
 
-The core: the referee (:func:`play_match`, the paper's Algorithm 1), the message pool, match records,
-the durable store, the experiment runner and the conformance kit (:mod:`deepeval_games.testing`).
+The core: the referee (:func:`play_match`, the paper's Algorithm 1), the message pool, match records, the
+task contract (:mod:`deepeval_games.task`), the registries and the conformance kit
+(:mod:`deepeval_games.testing`). The application (spec, schedule, runner, store, CLI) sits above the tasks
+and players; its names exported here (``run_experiment``, ``load_spec``, ...) are imported on first use,
+so importing the core never imports the layers above it.
 """
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
 from deepeval_games.errors import (
@@ -20,8 +26,9 @@ from deepeval_games.message_pool import Message, MessagePool
 from deepeval_games.records import MatchRecord, TurnRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, register_bot, register_scorer, registered_bots
-from deepeval_games.runner import RunResult, run_experiment, run_experiment_async
-from deepeval_games.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
+if TYPE_CHECKING:
+    from deepeval_games.runner import RunResult, run_experiment, run_experiment_async
+    from deepeval_games.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
 
 __version__ = "0.1.0"
 
@@ -58,3 +65,20 @@ __all__ = [
     "run_experiment",
     "run_experiment_async",
 ]
+
+_APPLICATION = {
+    "RunResult": "deepeval_games.runner",
+    "run_experiment": "deepeval_games.runner",
+    "run_experiment_async": "deepeval_games.runner",
+    "ExperimentSpec": "deepeval_games.spec",
+    "PlayerSpec": "deepeval_games.spec",
+    "load_spec": "deepeval_games.spec",
+    "parse_spec": "deepeval_games.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The application layer's names, imported on first use (the core never imports them itself)."""
+    if name in _APPLICATION:
+        return getattr(import_module(_APPLICATION[name]), name)
+    raise AttributeError(f"module 'deepeval_games' has no attribute {name!r}")

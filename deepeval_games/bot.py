@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.message_pool import Message
 
-__all__ = ["Decision", "DeepEvalBot", "Observation", "Outcome", "observe"]
+__all__ = ["Decision", "DeepEvalBot", "Observation", "Outcome", "Prompt", "observe"]
 
 
 class Outcome(str, enum.Enum):
@@ -55,34 +56,49 @@ class Observation:
     round: int
     """Round of Algorithm 1 (1 = first move)."""
     text: str
-    """The game's observation string for this seat."""
+    """The game's observation string for this seat (its information-state string where it has no other)."""
     fields: Mapping[str, Any]
-    """Structured values of the same observation (``observation_fields``), may be empty."""
+    """Structured values of the same observation (the task's ``observation_fields``), may be empty."""
     legal_actions: tuple[int, ...]
-    """Actions the seat may take; empty for a free-text move."""
+    """Actions the seat may take; for a free-text move, a placeholder (any utterance is accepted)."""
     inbox: tuple[Message, ...]
-    """Every pool message this seat may read, in order, its own moves included."""
+    """Every pool message this seat may read, in order, its own moves included: what the referee delivered."""
     penalty_action: int | None = None
-    """What the referee applies if the seat gives no valid answer (None: the first legal action)."""
+    """The task's move for a seat without a valid answer (None: the referee draws a random legal move)."""
     free_text: bool = False
     """True when the move is an utterance rather than a choice among ``legal_actions``."""
     action_to_string: Callable[[int], str] = field(default=str, repr=False, compare=False)
     """Names an action for this seat (e.g. ``invest 3``)."""
 
+    def action_names(self) -> dict[str, int]:
+        """Every legal action by its name (the first action of a name wins)."""
+        names: dict[str, int] = {}
+        for action in self.legal_actions:
+            names.setdefault(self.action_to_string(action), action)
+        return names
+
+
+Prompt = tuple[Mapping[str, str], ...]
+"""The chat messages of one request, exactly as sent."""
+
 
 @dataclass(frozen=True)
 class Decision:
-    """A bot's answer to one :class:`Observation`, with what it cost."""
+    """A bot's answer to one :class:`Observation`, with what it cost.
+
+    The fields after ``text`` are the turn's exchange with a model; the match record copies them as they are
+    (:meth:`exchange`), so they are named once, here.
+    """
 
     action: int | None
-    """The chosen action; None for a free-text move (then ``text`` is the utterance)."""
+    """The chosen action; None for a free-text move (then ``text`` is the utterance) or for no valid move."""
     text: str = ""
     """The utterance put in the message pool (a reply, or the action's name for scripted bots)."""
     outcome: Outcome = Outcome.OK
     raw_replies: tuple[str, ...] = ()
     """Every raw model reply of this turn, re-asks included."""
-    prompt: tuple[Mapping[str, str], ...] = ()
-    """The chat messages sent for the first ask."""
+    prompts: tuple[Prompt, ...] = ()
+    """The chat messages sent at each ask of this turn (the first ask, then every re-ask)."""
     retries: int = 0
     """Re-asks after invalid replies (not infrastructure retries)."""
     model: str | None = None
@@ -93,13 +109,24 @@ class Decision:
     error: str | None = None
     """Why the turn was not ``ok``."""
 
+    def exchange(self) -> dict[str, Any]:
+        """The fields a turn record copies: outcome, replies, prompts per ask, re-asks, model, tokens, cost, error."""
+        return {
+            "outcome": Outcome(self.outcome),
+            "raw_replies": list(self.raw_replies),
+            "prompts": [[dict(m) for m in ask] for ask in self.prompts],
+            "retries": self.retries,
+            "model": self.model,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "error": self.error,
+        }
+
 
 def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), round: int = 0) -> Observation:
     """Build the :class:`Observation` of ``seat`` from a state; only what the seat may see goes in."""
     game = state.get_game()
-    fields_fn = getattr(state, "observation_fields", None)
-    penalty_fn = getattr(state, "penalty_action", None)
-    free_fn = getattr(state, "is_free_text_turn", None)
     view = state.clone()
     legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
     return Observation(
@@ -108,12 +135,12 @@ def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), ro
         game=game.get_type().short_name,
         params=dict(game.get_parameters()),
         round=round,
-        text=state.observation_string(seat) if game.get_type().provides_observation_string else "",
-        fields=dict(fields_fn(seat)) if fields_fn else {},
+        text=task.observation_text(state, seat),
+        fields=task.observation_fields(state, seat),
         legal_actions=legal,
         inbox=inbox,
-        penalty_action=penalty_fn(seat) if penalty_fn else None,
-        free_text=bool(free_fn(seat)) if free_fn else False,
+        penalty_action=task.penalty_action(state, seat),
+        free_text=task.is_free_text_turn(state, seat),
         action_to_string=lambda action: view.action_to_string(seat, action),
     )
 
@@ -122,12 +149,20 @@ class DeepEvalBot(pyspiel.Bot):
     """Base class of every player: scripted baselines and LLM bots alike.
 
     Subclasses implement :meth:`act`. ``rng`` is the bot's own generator (never a global seed).
+
+    **Constructor contract.** A registered bot is built as ``cls(player_id, rng, game=game, **params)``:
+    ``player_id`` is its seat (``-2`` for a judge), ``rng`` its generator, ``game`` the ``pyspiel.Game`` it
+    plays (kept as ``self.game``), ``params`` the keyword parameters of its ``[[players]]`` entry. A subclass
+    with parameters of its own declares them keyword-only after ``game``; one without needs no ``__init__``.
     """
 
-    def __init__(self, player_id: int, rng: np.random.Generator | None = None) -> None:
+    def __init__(
+        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
+    ) -> None:
         pyspiel.Bot.__init__(self)
         self.player_id = player_id
         self.rng = rng if rng is not None else np.random.default_rng()
+        self.game = game
 
     async def act(self, observation: Observation) -> Decision:
         """Choose a move for ``observation``."""
@@ -143,10 +178,7 @@ class DeepEvalBot(pyspiel.Bot):
         """OpenSpiel entry point: the action for this bot's seat in ``state``."""
         decision = asyncio.run(self.act(observe(state, self.player_id)))
         if decision.action is None:
-            intern = getattr(state, "intern_utterance", None)
-            if intern is None:
-                raise ValueError("free-text decision for a game without utterances")
-            return int(intern(self.player_id, decision.text))
+            return task.intern_utterance(state, self.player_id, decision.text)
         return int(decision.action)
 
     def restart_at(self, state: pyspiel.State) -> None:

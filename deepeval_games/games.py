@@ -22,9 +22,7 @@ different items of one game variant are pooled; any other parameter makes a diff
 
 
 def _ensure_registered() -> None:
-    """Import the built-in tasks and any installed plugin packages (entry point group above)."""
-    import game_defs  # noqa: F401  (registers the built-in tasks)
-
+    """Import every package that registers games (entry point group above), the built-in tasks included."""
     load_entry_points(ENTRY_POINT_GROUP)
 
 

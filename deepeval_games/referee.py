@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import REFEREE, MessagePool
@@ -44,11 +45,6 @@ def seat_label(seat: int) -> str:
     return f"Player {seat + 1}"
 
 
-def _rules_text(game: pyspiel.Game) -> str:
-    rules = getattr(game, "rules_text", None)
-    return rules() if callable(rules) else f"You are playing {game.get_type().long_name}."
-
-
 class _Match:
     """State of one match in progress (kept apart from :func:`play_match` for readability)."""
 
@@ -64,6 +60,7 @@ class _Match:
         self.judge = judge
         self.state = game.new_initial_state()
         self.rng = np.random.default_rng(seed)
+        self.penalty_rng = np.random.default_rng([seed, 1])  # its own stream: penalties never shift chance draws
         self.pool = MessagePool()
         self.turns: list[TurnRecord] = []
         self.round = 0
@@ -73,7 +70,7 @@ class _Match:
     # -- messages ------------------------------------------------------------------------------
 
     def broadcast_rules(self) -> None:
-        rules = _rules_text(self.game)
+        rules = task.rules_text(self.game)
         for seat in range(self.n):
             self.pool.add(
                 round=0,
@@ -86,15 +83,12 @@ class _Match:
 
     def deliver_observations(self) -> None:
         """Send each seat its observation if it changed since the last delivery."""
-        if not self.game.get_type().provides_observation_string:
-            return
-        fields_fn = getattr(self.state, "observation_fields", None)
         for seat in range(self.n):
-            text = self.state.observation_string(seat)
-            if self._delivered.get(seat) == text:
+            text = task.observation_text(self.state, seat)
+            if not text or self._delivered.get(seat) == text:
                 continue
             self._delivered[seat] = text
-            fields = dict(fields_fn(seat)) if fields_fn else {}
+            fields = task.observation_fields(self.state, seat)
             self.pool.add(
                 round=self.round, sender=REFEREE, recipients=(seat,), kind="observation", text=text, fields=fields
             )
@@ -110,46 +104,43 @@ class _Match:
         return decision, time.perf_counter() - start
 
     def resolve(self, seat: int, observation: Observation, decision: Decision) -> tuple[int, Decision]:
-        """The action to apply for a decision; an illegal one becomes the task's penalty, recorded."""
+        """The action to apply for a decision; a missing or illegal one becomes the penalty, recorded."""
         if decision.action is None:
-            intern = getattr(self.state, "intern_utterance", None)
-            if intern is None or not observation.free_text:
-                return self.penalty(observation), _invalid(decision, "free-text answer where a move was expected")
-            return int(intern(seat, decision.text)), decision
+            if observation.free_text and decision.outcome in (Outcome.OK, Outcome.REASKED):
+                return task.intern_utterance(self.state, seat, decision.text), decision
+            if decision.outcome in (Outcome.OK, Outcome.REASKED):
+                decision = _invalid(decision, "free-text answer where a move was expected")
+            return self.penalty(seat, observation, decision)
         if observation.free_text or decision.action in observation.legal_actions:
             return int(decision.action), decision
         if decision.outcome is not Outcome.OK and decision.action == observation.penalty_action:
             return int(decision.action), decision
-        return self.penalty(observation), _invalid(decision, f"illegal action {decision.action}")
+        return self.penalty(seat, observation, _invalid(decision, f"illegal action {decision.action}"))
 
-    @staticmethod
-    def penalty(observation: Observation) -> int:
+    def penalty(self, seat: int, observation: Observation, decision: Decision) -> tuple[int, Decision]:
+        """The task's penalty move; without one, a seeded uniformly random legal move (the turn stays invalid)."""
         if observation.penalty_action is not None:
-            return int(observation.penalty_action)
-        return int(observation.legal_actions[0])
+            return int(observation.penalty_action), decision
+        if observation.free_text and task.can_intern(self.state):
+            return task.intern_utterance(self.state, seat, ""), decision
+        action = int(self.penalty_rng.choice(observation.legal_actions))
+        note = f"a random legal move ({observation.action_to_string(action)}) was played for the seat"
+        return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
 
     def record_move(self, seat: int, action: int, decision: Decision, latency: float) -> None:
         action_string = self.state.action_to_string(seat, action)
         text = decision.text or action_string
         self.pool.add(round=self.round, sender=seat, recipients=(), kind="move", text=text, action=action)
         self.turns.append(
-            TurnRecord(
+            TurnRecord.model_construct(
                 index=len(self.turns),
                 round=self.round,
                 seat=seat,
                 action=action,
                 action_string=action_string,
                 text=text,
-                outcome=Outcome(decision.outcome).value,
-                raw_replies=list(decision.raw_replies),
-                prompt=[dict(m) for m in decision.prompt],
-                retries=decision.retries,
-                model=decision.model,
-                tokens_in=decision.tokens_in,
-                tokens_out=decision.tokens_out,
-                cost_usd=decision.cost_usd,
                 latency_s=latency,
-                error=decision.error,
+                **decision.exchange(),
             )
         )
 
@@ -176,14 +167,13 @@ class _Match:
         self.state.apply_action(action)
 
     async def chance_or_judge(self) -> None:
-        judge_turn = getattr(self.state, "is_judge_turn", None)
-        if judge_turn is not None and judge_turn():
+        if task.is_judge_turn(self.state):
             await self.judge_round()
             return
         outcomes, probs = zip(*self.state.chance_outcomes(), strict=True)
         action = int(self.rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
         self.turns.append(
-            TurnRecord(
+            TurnRecord.model_construct(
                 index=len(self.turns),
                 round=self.round,
                 seat=CHANCE_SEAT,
@@ -198,16 +188,19 @@ class _Match:
             raise SpecError(f"{self.game} needs a judge, and none is configured (add a [judge] table to the spec)")
         legal = tuple(action for action, _ in self.state.chance_outcomes())
         view = self.state.clone()
+        brief = task.judge_text(self.state)
+        fields = task.judge_fields(self.state)
+        self.pool.add(round=self.round, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields)
         observation = Observation(
             seat=JUDGE_SEAT,
             num_seats=self.n,
             game=self.game.get_type().short_name,
             params=dict(self.game.get_parameters()),
             round=self.round,
-            text=str(self.state),
-            fields=dict(getattr(self.state, "judge_fields", dict)()),
+            text=brief,
+            fields=fields,
             legal_actions=legal,
-            inbox=tuple(self.pool),
+            inbox=self.pool.visible_to(JUDGE_SEAT),
             action_to_string=lambda action: view.action_to_string(CHANCE_SEAT, action),
         )
         decision, latency = await self.ask(self.judge, observation)
@@ -251,11 +244,6 @@ def _invalid(decision: Decision, reason: str) -> Decision:
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
-def _seat_roles(game: pyspiel.Game) -> list[str]:
-    roles = getattr(game, "seat_roles", None)
-    return list(roles()) if callable(roles) else ["player"] * game.num_players()
-
-
 async def play_match(
     game: pyspiel.Game,
     bots: Sequence[DeepEvalBot],
@@ -287,9 +275,9 @@ async def play_match(
         turns=match.turns,
         seed=seed,
         players=[bot.identity() for bot in bots],
-        roles=_seat_roles(game),
+        roles=task.seat_roles(game),
         messages=[m.to_dict() for m in match.pool],
-        metrics=dict(getattr(match.state, "match_metrics", dict)()),
+        metrics=task.match_metrics(match.state),
         started_at=started,
     )
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free

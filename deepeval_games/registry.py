@@ -1,7 +1,9 @@
-"""Registry of bots that specs name by string (``bot = "pgg_free_rider"``).
+"""Registry of bots that specs name by string (``bot = "pgg_free_rider"``), and of scorers.
 
-Register a bot class with the :func:`register_bot` decorator. Outside packages can add bots through
-the ``deepeval_games.bots`` entry point group (each entry point is a module to import).
+Register a bot class with the :func:`register_bot` decorator, a scorer with :func:`register_scorer`. Every
+package, the built-in ones included, makes its modules known through entry points (each entry point is a
+module to import, which registers): ``deepeval_games.bots`` for bots, ``deepeval_games.games`` for games
+and the scorers beside them. This module names no built-in bot.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from deepeval_games.plugins import load_entry_points
 __all__ = ["BotEntry", "make_bot", "register_bot", "registered_bots"]
 
 ENTRY_POINT_GROUP = "deepeval_games.bots"
+GAMES_ENTRY_POINT_GROUP = "deepeval_games.games"
 _BOTS: dict[str, BotEntry] = {}
 
 BotClass = TypeVar("BotClass", bound=type)
@@ -55,9 +58,9 @@ def register_bot(name: str, *, games: tuple[str, ...] = ()) -> Callable[[BotClas
 
 
 def _ensure_registered() -> None:
-    import llm_bots  # noqa: F401  (registers the built-in scripted bots)
-
+    """Load every package that registers bots or scorers, built-in or not, through their entry points."""
     load_entry_points(ENTRY_POINT_GROUP)
+    load_entry_points(GAMES_ENTRY_POINT_GROUP)  # scorers live beside their games
 
 
 def registered_bots() -> list[BotEntry]:

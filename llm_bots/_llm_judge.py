@@ -11,7 +11,7 @@ from typing import Any
 
 from deepeval_games.bot import Decision, Observation, Outcome
 from llm_bots.judge import JudgeError
-from llm_bots.llm_bot import LLMBot, TurnLog
+from llm_bots.llm_bot import LLMBot
 
 __all__ = ["LLMJudge"]
 
@@ -24,8 +24,8 @@ class LLMJudge(LLMBot):
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "kind": "llm_judge"}
 
-    def _penalty(self, observation: Observation, outcome: Outcome, error: str, turn: TurnLog) -> Decision:
-        last = turn.replies[-1][:300] if turn.replies else ""
+    def _penalty(self, observation: Observation, outcome: Outcome, error: str, turn: Decision) -> Decision:
+        last = turn.raw_replies[-1][:300] if turn.raw_replies else ""
         reason = (
             f"the judge ({self.config.model}) gave no usable verdict: {outcome.value} after {turn.retries} re-ask(s): "
             f"{error} Last reply: {last!r}"

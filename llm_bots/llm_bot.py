@@ -24,8 +24,10 @@ import pyspiel
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
+from deepeval_games.message_pool import REFEREE
+from deepeval_games.quoting import quote_player_text
+from deepeval_games.referee import seat_label
 from deepeval_games.records import JUDGE_SEAT
-from deepeval_games.spec import PlayerSpec
 from llm_bots.adapters import Parsed, TaskAdapter, adapter_for
 from llm_bots.call_cache import CallCache, call_key
 from llm_bots.model_config import ModelConfig
@@ -33,7 +35,7 @@ from llm_bots.parsing import looks_like_refusal
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
 from llm_bots.transport import Outcome as CallOutcome
 
-__all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "TurnLog", "make_llm_bot"]
+__all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_bot"]
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ class LLMBot(DeepEvalBot):
         self.match_id = match_id
         self.history: list[dict[str, str]] = []
         self.turn = 0
+        self._seen = 0  # pool messages already put in the chat
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -142,8 +145,7 @@ class LLMBot(DeepEvalBot):
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm
         return schema if self.config.is_local or supports_json_schema(self.config.model) else None
 
-    async def _call(self, response_format: Mapping[str, Any] | None, ask: int) -> Completion:
-        messages = _render(self.history, self.settings.prompt_style)
+    async def _call(self, messages: list[dict[str, str]], response_format: Mapping[str, Any] | None, ask: int) -> Completion:
         cache = self.runtime.cache
         key = ""
         if cache is not None:
@@ -165,20 +167,37 @@ class LLMBot(DeepEvalBot):
             cache.put(key, completion)
         return completion
 
+    def turn_message(self, observation: Observation) -> str:
+        """This turn's user message: what the referee delivered since the last turn, then the answer format.
+
+        Pool messages are taken as delivered: the referee's verbatim, another seat's quoted (it can never pass
+        for the referee's words); the seat's own moves are already in the chat as its replies.
+        """
+        parts = []
+        for message in observation.inbox[self._seen :]:
+            if message.sender == self.player_id:
+                continue
+            parts.append(
+                message.text if message.sender == REFEREE else quote_player_text(seat_label(message.sender), message.text)
+            )
+        self._seen = len(observation.inbox)
+        parts.append(self.adapter.format_text(observation))
+        return "\n\n".join(parts)
+
     async def act(self, observation: Observation) -> Decision:
         """Ask the model for this turn's move, re-asking on invalid replies."""
-        self.history.append({"role": "user", "content": self.adapter.turn_prompt(observation, self.turn == 0)})
-        turn = TurnLog(prompt=tuple(_render(self.history, self.settings.prompt_style)))
+        self.history.append({"role": "user", "content": self.turn_message(observation)})
+        decision = Decision(action=None)
         response_format = self._response_format(observation)
         error = "no reply"
         refusals = 0
         try:
             for ask in range(self.settings.max_reasks + 1):
-                completion = await self._call(response_format, ask)
-                turn.add(completion, ask)
+                messages = _render(self.history, self.settings.prompt_style)
+                completion = await self._call(messages, response_format, ask)
+                decision = _account(decision, messages, completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
-                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", turn)
-                turn.replies.append(completion.text)
+                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", decision)
                 # some providers reject an empty assistant message on the next call: keep a placeholder
                 self.history.append({"role": "assistant", "content": completion.text or "(no reply)"})
                 if completion.outcome is CallOutcome.REFUSAL:
@@ -188,64 +207,37 @@ class LLMBot(DeepEvalBot):
                     parsed = _safe_parse(self.adapter, completion.text, observation)
                     if parsed.ok:
                         outcome = Outcome.OK if ask == 0 else Outcome.REASKED
-                        return turn.decision(parsed.action, parsed.text or completion.text, outcome)
+                        return replace(decision, action=parsed.action, text=parsed.text or completion.text, outcome=outcome)
                     error = parsed.error or "invalid reply"
                     if looks_like_refusal(completion.text):
                         refusals += 1
                 if ask < self.settings.max_reasks:
-                    self.history.append({"role": "user", "content": self.adapter.reask_prompt(observation, error)})
-            outcome = Outcome.REFUSAL if refusals == len(turn.replies) else Outcome.INVALID
-            return self._penalty(observation, outcome, error, turn)
+                    self.history.append({"role": "user", "content": self.adapter.reask_text(observation, error)})
+            outcome = Outcome.REFUSAL if refusals == len(decision.raw_replies) else Outcome.INVALID
+            return self._penalty(observation, outcome, error, decision)
         finally:
             self.turn += 1
 
-    def _penalty(self, observation: Observation, outcome: Outcome, error: str, turn: TurnLog) -> Decision:
-        """No valid move this turn: the task's penalty move, with what happened on record."""
-        if observation.penalty_action is not None:
-            action: int | None = observation.penalty_action
-        elif observation.free_text:
-            action = None
-        else:
-            action = observation.legal_actions[0]
-        log.info("seat %d: %s (%s); the task's penalty applies", self.player_id, outcome.value, error)
-        return turn.decision(action, turn.replies[-1] if turn.replies else "", outcome, error=error)
+    def _penalty(self, observation: Observation, outcome: Outcome, error: str, decision: Decision) -> Decision:
+        """No valid move this turn: no action, so the referee applies the task's penalty (or a random legal move)."""
+        log.info("seat %d: %s (%s); the penalty applies", self.player_id, outcome.value, error)
+        last = decision.raw_replies[-1] if decision.raw_replies else ""
+        return replace(decision, action=None, text=last, outcome=outcome, error=error)
 
 
-@dataclass
-class TurnLog:
-    """What one turn of an LLM bot cost and produced, across its asks."""
-
-    prompt: tuple[Mapping[str, str], ...]
-    replies: list[str] = field(default_factory=list)
-    retries: int = 0
-    model: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, completion: Completion, ask: int) -> None:
-        """Account for one finished call (the ``ask``-th of the turn)."""
-        self.retries = ask
-        self.model = completion.model or self.model
-        self.tokens_in += completion.prompt_tokens
-        self.tokens_out += completion.completion_tokens
-        self.cost_usd += completion.cost_usd
-
-    def decision(self, action: int | None, text: str, outcome: Outcome, *, error: str | None = None) -> Decision:
-        """The turn's :class:`Decision`."""
-        return Decision(
-            action=action,
-            text=text,
-            outcome=outcome,
-            raw_replies=tuple(self.replies),
-            prompt=self.prompt,
-            retries=self.retries,
-            model=self.model,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost_usd=self.cost_usd,
-            error=error,
-        )
+def _account(decision: Decision, messages: Sequence[Mapping[str, str]], completion: Completion, ask: int) -> Decision:
+    """The turn so far plus one finished call (the ``ask``-th): its prompt, reply, model, tokens and cost."""
+    overflow = completion.outcome is CallOutcome.CONTEXT_OVERFLOW
+    return replace(
+        decision,
+        prompts=(*decision.prompts, tuple(dict(m) for m in messages)),
+        raw_replies=decision.raw_replies if overflow else (*decision.raw_replies, completion.text),
+        retries=ask,
+        model=completion.model or decision.model,
+        tokens_in=decision.tokens_in + completion.prompt_tokens,
+        tokens_out=decision.tokens_out + completion.completion_tokens,
+        cost_usd=decision.cost_usd + completion.cost_usd,
+    )
 
 
 def _safe_parse(adapter: TaskAdapter, reply: str, observation: Observation) -> Parsed:
@@ -279,7 +271,8 @@ def check_model_string(model: str) -> None:
 
 
 def make_llm_bot(
-    player: PlayerSpec,
+    model: str,
+    params: Mapping[str, Any],
     game: pyspiel.Game,
     seat: int,
     rng: np.random.Generator,
@@ -287,16 +280,18 @@ def make_llm_bot(
     match_id: str = "",
     runtime: ModelRuntime | None = None,
 ) -> LLMBot:
-    """Build the LLM bot of a ``[[players]]`` (or ``[judge]``) entry for one seat."""
-    assert player.model is not None
+    """Build the LLM bot of a ``[[players]]`` (or ``[judge]``) entry for one seat.
+
+    ``model`` is the entry's model string and ``params`` its other keys (model and bot settings).
+    """
     if seat == JUDGE_SEAT:  # the judge: temperature 0, no default verdict (llm_bots.judge)
         from llm_bots.judge import make_llm_judge
 
-        return make_llm_judge(player, game, rng, match_id=match_id, runtime=runtime)
-    settings, model_params = split_player_params(player.params)
-    config = ModelConfig.from_mapping({"model": player.model, **model_params})
+        return make_llm_judge(model, params, game, rng, match_id=match_id, runtime=runtime)
+    settings, model_params = split_player_params(params)
+    config = ModelConfig.from_mapping({"model": model, **model_params})
     check_model_string(config.model)
-    adapter = adapter_for(game.get_type().short_name)
+    adapter = adapter_for(game)
     return LLMBot(
         seat, rng, game=game, config=config, adapter=adapter, settings=settings, runtime=runtime, match_id=match_id
     )

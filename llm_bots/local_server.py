@@ -363,13 +363,11 @@ def get_shared_server(model: str, *, seed: int | None = None) -> LocalModelServe
 
 
 async def route(config: ModelConfig) -> tuple[ModelConfig, str]:
-    """Point a `local/...` config at the shared server; returns (config for litellm, placeholder key)."""
-    try:
-        server = await asyncio.to_thread(get_shared_server, config.model, seed=config.seed)
-    except LocalModelError as exc:
-        from llm_bots.transport import FatalModelError  # a missing local model stops the run like a bad key
+    """Point a `local/...` config at the shared server; returns (config for litellm, placeholder key).
 
-        raise FatalModelError(str(exc), model=config.model) from exc
+    Raises :class:`LocalModelError` when the model cannot be served (the transport turns it into a fatal error).
+    """
+    server = await asyncio.to_thread(get_shared_server, config.model, seed=config.seed)
     routed = dataclasses.replace(config, model=server.litellm_model, api_base=server.api_base, api_key_env=None)
     return routed, LOCAL_API_KEY
 

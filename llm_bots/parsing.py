@@ -15,6 +15,8 @@ import sys
 import unicodedata
 from typing import Any
 
+from deepeval_games.quoting import QUOTE_CLOSE, QUOTE_OPEN, quote_player_text
+
 __all__ = [
     "QUOTE_CLOSE",
     "QUOTE_OPEN",
@@ -25,8 +27,6 @@ __all__ = [
     "whole_number",
 ]
 
-QUOTE_OPEN = "<<<"
-QUOTE_CLOSE = ">>>"
 _WHOLE = re.compile(r"\s*-?\d+(\.0+)?\s*")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
 _REFUSAL = re.compile(
@@ -82,15 +82,3 @@ def whole_number(value: Any) -> int | None:
 def looks_like_refusal(text: str) -> bool:
     """A reply that declines to play (``I'm sorry, I can't ...``)."""
     return bool(_REFUSAL.match(normalize(text)))
-
-
-def quote_player_text(label: str, text: str) -> str:
-    """Another seat's words, fenced so that they can never pass for the referee's.
-
-    Delimiter look-alikes inside ``text`` are defused, so the quote cannot be closed early.
-    """
-    safe = text.replace(QUOTE_OPEN, "‹‹‹").replace(QUOTE_CLOSE, "›››")
-    return (
-        f"[{label} wrote the text between {QUOTE_OPEN} and {QUOTE_CLOSE}; it is a player's words, not the referee's]\n"
-        f"{QUOTE_OPEN}\n{safe}\n{QUOTE_CLOSE}"
-    )

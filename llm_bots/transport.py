@@ -414,7 +414,10 @@ async def _route(config: ModelConfig) -> tuple[ModelConfig, str | None]:
     if config.is_local:
         from llm_bots import local_server  # imported lazily: only local runs need it
 
-        return await local_server.route(config)
+        try:
+            return await local_server.route(config)
+        except local_server.LocalModelError as exc:  # a missing local model stops the run like a bad key
+            raise FatalModelError(str(exc), model=config.model) from exc
     if config.api_key_env is None:
         return config, None
     key = os.environ.get(config.api_key_env)

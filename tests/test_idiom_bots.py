@@ -12,7 +12,6 @@ import pytest
 
 from deepeval_games import (
     Observation,
-    PlayerSpec,
     SpecError,
     load_game,
     load_spec,
@@ -231,13 +230,9 @@ def test_llm_match_records_invalid_replies(fake_provider_key: str) -> None:
     game = load_game("deepeval_idiom_solitaire(start=一马当先)")
     with FakeOpenAIServer(default=Behaviour.reply("I have no idea."), max_hang_s=5) as server:
         server.script(Behaviour.reply("我的回答：先声夺人"))
-        player = PlayerSpec(
-            name="llm",
-            model="openai/fake-model",
-            params={"api_base": server.api_base, "api_key_env": fake_provider_key, "max_retries": 0},
-        )
+        params = {"api_base": server.api_base, "api_key_env": fake_provider_key, "max_retries": 0}
         bots = [
-            make_llm_bot(player, game, 0, np.random.default_rng(0)),
+            make_llm_bot("openai/fake-model", params, game, 0, np.random.default_rng(0)),
             make_bot("idiom_dictionary", game, 1, np.random.default_rng(1)),
         ]
         record = asyncio.run(play_match(game, bots, seed=0, seat_names=["llm", "dictionary"]))

@@ -1,23 +1,50 @@
-"""Task adapters: how an LLM plays one task.
+"""Task adapters: how an LLM answers in one task.
 
-An adapter turns a seat's :class:`~deepeval_games.bot.Observation` into the words of this turn (from
-the task's prompt templates), and a model's reply back into a move, or into the reason it is not one.
-It never sees the game state, only the observation, so it cannot leak what the rules hide.
+An LLM seat reads the rules and its observations from the message pool (what the referee delivered to it);
+the adapter adds only what a model needs to *answer*: the answer ``format`` appended to each turn's
+message and the ``reask`` text after an unusable reply (both from the task's prompt file), a JSON schema
+for providers that enforce one, and the parser that turns a reply into a move or into the reason it is not
+one. It never sees the game state, only the observation, so it cannot leak what the rules hide.
 
-Register an adapter class for a game short name with :func:`register_adapter`.
+:class:`GenericAdapter` plays any OpenSpiel game with no task code: the legal moves by their
+``action_to_string`` names, a reply read back by name, a JSON schema listing the names. A task whose
+answers need more registers its own adapter class for its game's short name with :func:`register_adapter`
+(built-in and outside packages alike, through the ``deepeval_games.adapters`` entry point group).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+import pyspiel
+
+from deepeval_games import task
 from deepeval_games.bot import Observation
 from deepeval_games.errors import SpecError
-from llm_bots.prompts import PromptSet, load_prompts
+from deepeval_games.plugins import load_entry_points
+from deepeval_games.referee import seat_label
+from llm_bots.parsing import json_objects, normalize
+from llm_bots.prompts import PromptSet, load_prompt_file, load_prompts
 
-__all__ = ["Parsed", "TaskAdapter", "adapter_for", "register_adapter"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "GenericAdapter",
+    "Parsed",
+    "TaskAdapter",
+    "adapter_for",
+    "register_adapter",
+    "registered_adapters",
+]
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "deepeval_games.adapters"
 
 
 @dataclass(frozen=True)
@@ -35,48 +62,127 @@ class Parsed:
 
 
 class TaskAdapter:
-    """Base class: prompts of one task and the parser of its replies."""
+    """Base class: the answer texts of one task and the parser of its replies.
+
+    The prompt file is ``llm_bots/prompts/<task>.toml`` or, when ``prompt_path`` is set, that file.
+    """
 
     task: str = ""
-    """Name of the prompt file (``llm_bots/prompts/<task>.toml``)."""
+    """Name of a built-in prompt file (``llm_bots/prompts/<task>.toml``)."""
+    prompt_path: Path | None = None
+    """A prompt file anywhere (a task's own, beside its game); overrides ``task``."""
 
-    def __init__(self) -> None:
-        self.prompts: PromptSet = load_prompts(self.task)
+    def __init__(self, game: pyspiel.Game | None = None) -> None:
+        self.game = game
+        self.prompts: PromptSet = load_prompt_file(self.prompt_path) if self.prompt_path else load_prompts(self.task)
 
     @property
     def prompt_version(self) -> str:
-        """Version of the prompt set, recorded with every match."""
+        """Version of the prompt set, recorded with every match and part of its id."""
         return self.prompts.version
 
     def role(self, observation: Observation) -> str:
         """The prompt role of this seat (a table of the prompt file)."""
         return "player"
 
-    def turn_prompt(self, observation: Observation, first_turn: bool) -> str:
-        """The user message of this turn (the rules too on the first turn)."""
-        raise NotImplementedError
+    def values(self, observation: Observation) -> dict[str, Any]:
+        """Placeholder values every template of this task may use."""
+        return {}
+
+    def format_text(self, observation: Observation) -> str:
+        """How to answer this turn: appended to the turn's pool messages."""
+        return self.prompts.render(self.role(observation), "format", **self.values(observation)).strip()
+
+    def reask_text(self, observation: Observation, error: str) -> str:
+        """Ask again, saying what was wrong."""
+        return self.prompts.render(self.role(observation), "reask", reason=error, **self.values(observation)).strip()
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
         """Read a reply as a move."""
         raise NotImplementedError
 
-    def reask_prompt(self, observation: Observation, error: str) -> str:
-        """Ask again, saying what was wrong."""
-        return self.prompts.render(self.role(observation), "reask", reason=error, **self.values(observation))
-
-    def values(self, observation: Observation) -> dict[str, Any]:
-        """Placeholder values every template of this task may use."""
-        return {}
-
     @staticmethod
     def seat_label(observation: Observation) -> str:
         """The anonymous id the referee gave this seat ("Player 2")."""
         label = next((m.fields.get("seat_label") for m in observation.inbox if m.kind == "rules"), None)
-        return label or f"Player {observation.seat + 1}"
+        return str(label) if label else seat_label(observation.seat)
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         """A JSON schema for providers that enforce one (None: free text)."""
         return None
+
+
+_TRIM = " \t\r\n\"'`.“”‘’"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"\s+", " ", normalize(name)).strip(_TRIM).casefold()
+
+
+class GenericAdapter(TaskAdapter):
+    """Any game, no task code: legal moves by name, replies read back by name (see the module docs).
+
+    A reply is read after NFKC normalisation: the ``"move"`` of its last JSON object that has one, else the
+    whole reply; it must name a legal move, exactly or up to case, spacing, quotes and a final period.
+    """
+
+    task = "generic"
+
+    def __init__(self, game: pyspiel.Game | None = None) -> None:
+        own = task.prompt_file(game) if game is not None else None
+        if own is not None:
+            self.prompt_path = own
+        super().__init__(game)
+
+    def values(self, observation: Observation) -> dict[str, Any]:
+        names = list(observation.action_names())
+        return {"seat_label": self.seat_label(observation), "moves": json.dumps(names, ensure_ascii=False)}
+
+    def format_text(self, observation: Observation) -> str:
+        name = "free_text_format" if observation.free_text else "format"
+        return self.prompts.render(self.role(observation), name, **self.values(observation)).strip()
+
+    def reask_text(self, observation: Observation, error: str) -> str:
+        name = "free_text_reask" if observation.free_text else "reask"
+        return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
+
+    def parse(self, reply: str, observation: Observation) -> Parsed:
+        if observation.free_text:
+            text = (reply or "").strip()
+            return Parsed(text=text) if text else Parsed(error="the reply was empty.")
+        text = normalize(reply)
+        if not text:
+            return Parsed(error="the reply was empty.")
+        moves = [obj["move"] for obj in json_objects(text) if isinstance(obj.get("move"), (str, int))]
+        said = str(moves[-1]) if moves else text
+        names = observation.action_names()
+        if said in names:
+            return Parsed(action=names[said], text=reply)
+        by_key: dict[str, list[int]] = {}
+        for name, action in names.items():
+            by_key.setdefault(_key(name), []).append(action)
+        found = by_key.get(_key(said), [])
+        if len(found) == 1:
+            return Parsed(action=found[0], text=reply)
+        shown = said if len(said) <= 60 else said[:57] + "..."
+        return Parsed(error=f"{shown!r} is not one of the legal moves.")
+
+    def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
+        if observation.free_text:
+            return None
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "move",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"move": {"type": "string", "enum": list(observation.action_names())}},
+                    "required": ["move"],
+                    "additionalProperties": False,
+                },
+            },
+        }
 
 
 _ADAPTERS: dict[str, type[TaskAdapter]] = {}
@@ -84,7 +190,7 @@ AdapterClass = TypeVar("AdapterClass", bound=type[TaskAdapter])
 
 
 def register_adapter(game_short_name: str) -> Callable[[AdapterClass], AdapterClass]:
-    """Class decorator: the adapter LLM bots use for ``game_short_name``."""
+    """Class decorator: the adapter LLM bots use for ``game_short_name`` (instead of the generic one)."""
 
     def decorate(cls: AdapterClass) -> AdapterClass:
         _ADAPTERS[game_short_name] = cls
@@ -93,13 +199,24 @@ def register_adapter(game_short_name: str) -> Callable[[AdapterClass], AdapterCl
     return decorate
 
 
-def adapter_for(game_short_name: str) -> TaskAdapter:
-    """A fresh adapter for a game; :class:`SpecError` if LLMs cannot play it yet."""
-    from llm_bots.adapters import code_review, idiom_solitaire, public_goods  # noqa: F401  (registers the built-in adapters)
+def registered_adapters() -> dict[str, type[TaskAdapter]]:
+    """Every registered task adapter, by game short name (entry points loaded)."""
+    load_entry_points(ENTRY_POINT_GROUP)
+    return dict(_ADAPTERS)
 
-    if game_short_name not in _ADAPTERS:
-        raise SpecError(
-            f"LLM bots cannot play {game_short_name} yet: no task adapter is registered for it "
-            f"(adapters exist for {', '.join(sorted(_ADAPTERS))})"
-        )
-    return _ADAPTERS[game_short_name]()
+
+def adapter_for(game: pyspiel.Game | str) -> TaskAdapter:
+    """A fresh adapter for a game: its task adapter, else the generic one.
+
+    :class:`SpecError` when an LLM cannot play the game through text (the probe's reason says what is missing).
+    """
+    short = game if isinstance(game, str) else game.get_type().short_name
+    cls = registered_adapters().get(short)
+    if cls is not None:
+        return cls(None if isinstance(game, str) else game)
+    if not isinstance(game, str):
+        playable = task.playability(game)
+        if not playable.ok:
+            raise SpecError(f"an LLM cannot play {game}: {playable.reason}")
+        return GenericAdapter(game)
+    return GenericAdapter()

@@ -1,5 +1,11 @@
 """Prompts as data: one TOML file per task, one table per role, versioned.
 
+A task's rules are not here: the referee broadcasts them (they are the game's) and an LLM seat reads them
+from the message pool. A prompt file holds only what the LLM players add: per role, the answer ``format``
+appended to every turn's message and the ``reask`` text sent after an unusable reply. Built-in prompt
+files live in this package; a task's own file may live anywhere, beside its game
+(:func:`load_prompt_file`, the game's ``prompt_file()`` hook).
+
 A template uses ``$name`` / ``${name}`` placeholders (:class:`string.Template`), so JSON braces need no
 escaping. Each role table declares the placeholders its templates may use; :func:`validate_all`
 checks every template against that list (the test suite runs it), and :meth:`PromptSet.render`
@@ -7,10 +13,11 @@ refuses a missing value. The ``version`` of a prompt set goes into every match r
 
 File layout::
 
-    version = "public_goods-1"
+    version = "public_goods-2"
     [player]                                  # a role
-    placeholders = ["players", "rounds"]      # what its templates may use
-    rules = "... $players ... $rounds ..."    # templates, by name
+    placeholders = ["endowment", "reason"]    # what its templates may use
+    format = "... $endowment ..."             # templates, by name
+    reask = "... $reason ..."
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -28,7 +36,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PromptError", "PromptSet", "available_prompt_sets", "load_prompts", "validate_all"]
+__all__ = ["PromptError", "PromptSet", "available_prompt_sets", "load_prompt_file", "load_prompts", "validate_all"]
 
 
 class PromptError(ValueError):
@@ -91,20 +99,39 @@ def load_prompts(task: str) -> PromptSet:
     path = resources.files(__name__) / f"{task}.toml"
     if not path.is_file():
         raise PromptError(f"no prompt file for task {task!r}; available: {', '.join(available_prompt_sets())}")
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return _parse(task, path.read_text(encoding="utf-8"))
+
+
+@cache
+def load_prompt_file(path: str | Path) -> PromptSet:
+    """Load and validate a prompt file anywhere (a task's own, beside its game); the task is its stem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PromptError(f"cannot read prompt file {path}: {exc}") from exc
+    return _parse(path.name.split(".", 1)[0], text, where=str(path))
+
+
+def _parse(task: str, text: str, where: str = "") -> PromptSet:
+    where = where or f"{task}.toml"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptError(f"{where} is not valid TOML: {exc}") from exc
     version = data.pop("version", None)
     if not isinstance(version, str) or not version:
-        raise PromptError(f"{task}.toml: a 'version' string is required")
+        raise PromptError(f"{where}: a 'version' string is required")
     roles: dict[str, dict[str, str]] = {}
     declared: dict[str, frozenset[str]] = {}
     for role, table in data.items():
         if not isinstance(table, dict):
-            raise PromptError(f"{task}.toml: {role!r} must be a table of templates")
+            raise PromptError(f"{where}: {role!r} must be a table of templates")
         names = table.pop("placeholders", [])
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise PromptError(f"{task}.toml: {role}.placeholders must be a list of names")
+            raise PromptError(f"{where}: {role}.placeholders must be a list of names")
         if not all(isinstance(t, str) for t in table.values()):
-            raise PromptError(f"{task}.toml: every template in [{role}] must be a string")
+            raise PromptError(f"{where}: every template in [{role}] must be a string")
         roles[role] = dict(table)
         declared[role] = frozenset(names)
     prompts = PromptSet(task=task, version=version, roles=roles, placeholders=declared)

@@ -1,0 +1,327 @@
+"""The task contract: what a game may offer beyond OpenSpiel's API, and what happens without it.
+
+Every evaluation task is a ``pyspiel.Game``. A game may add the optional hooks below; the referee, the
+players and the conformance kit read them only through the functions of this module, never with a
+``getattr`` of their own, so each hook's default is written down once, here. Any OpenSpiel game with no
+hook at all can be played (its rules come from a registered rules card, its observations from its
+observation or information-state string, its moves by their ``action_to_string`` names).
+
+:class:`TaskGame` (on the game):
+
+==================================  ===============================================================
+hook                                without it
+==================================  ===============================================================
+``rules_text() -> str``             the rules card registered with :func:`register_rules_card`,
+                                    else one line naming the game
+``seat_roles() -> list[str]``       every seat plays the role ``player`` (a symmetric task, Eq. 1)
+``judged: bool``                    False: the game has no verdict node and needs no judge
+``prompt_file() -> Path``           the LLM players use the generic answer format and re-ask texts
+==================================  ===============================================================
+
+:class:`TaskState` (on the state):
+
+==========================================  =======================================================
+hook                                        without it
+==========================================  =======================================================
+``observation_fields(player)``              no structured fields (``{}``); prompts use the text
+``penalty_action(player) -> int``           a seeded, uniformly random legal move, recorded as
+                                            ``invalid`` and counted against the seat
+``is_free_text_turn(player) -> bool``       False: every move is one of ``legal_actions``
+``intern_utterance(player, text) -> int``   free-text answers are refused (an invalid turn)
+``is_judge_turn() -> bool``                 False: chance nodes are sampled from the match seed
+``judge_fields() -> Mapping``               the judge gets no structured fields
+``judge_text() -> str``                     the judge is shown the state's string
+``match_metrics() -> Mapping``              no task metrics
+``indistinguishable_variants(p, joint)``    the conformance kit checks no hidden-move variants
+==========================================  =======================================================
+
+:func:`observation_text` decides which string a seat is shown by what the game really provides: some
+OpenSpiel games misreport their capability flags (``liars_dice`` has only an information-state string;
+``python_iterated_prisoners_dilemma`` reports none but has one), so :func:`playability` probes a playout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
+
+import numpy as np
+import pyspiel
+
+__all__ = [
+    "Playability",
+    "TaskGame",
+    "TaskState",
+    "can_intern",
+    "intern_utterance",
+    "is_free_text_turn",
+    "is_judge_turn",
+    "is_judged",
+    "judge_fields",
+    "judge_text",
+    "match_metrics",
+    "observation_fields",
+    "observation_text",
+    "penalty_action",
+    "playability",
+    "prompt_file",
+    "register_rules_card",
+    "rules_card",
+    "rules_text",
+    "seat_roles",
+]
+
+
+class TaskGame(Protocol):
+    """Optional hooks of a game (see the module docs for the defaults)."""
+
+    judged: bool
+
+    def rules_text(self) -> str:
+        """The rules in plain words; the referee broadcasts them to every seat before the first move."""
+        ...
+
+    def seat_roles(self) -> list[str]:
+        """The role of every seat, in seat order (``["programmer", "reviewer"]``)."""
+        ...
+
+    def prompt_file(self) -> Path:
+        """The task's prompt file (answer format and re-ask texts per role), beside the game."""
+        ...
+
+
+class TaskState(Protocol):
+    """Optional hooks of a state (see the module docs for the defaults)."""
+
+    def observation_fields(self, player: int) -> Mapping[str, Any]:
+        """Structured values of ``player``'s observation (a per-task ``TypedDict``)."""
+        ...
+
+    def penalty_action(self, player: int) -> int:
+        """The move the referee applies when ``player`` gave no valid answer (may be referee-only)."""
+        ...
+
+    def is_free_text_turn(self, player: int) -> bool:
+        """True when ``player``'s move is an utterance, not a choice among legal actions."""
+        ...
+
+    def intern_utterance(self, player: int, text: str) -> int:
+        """Store an utterance in the state's pool and return its id (the action)."""
+        ...
+
+    def is_judge_turn(self) -> bool:
+        """True at the verdict node: the referee asks the judge for the chance outcome."""
+        ...
+
+    def judge_fields(self) -> Mapping[str, Any]:
+        """What a judge needs as values: at least ``roles``, ``score_min`` and ``score_max``."""
+        ...
+
+    def judge_text(self) -> str:
+        """The judge's brief (rubric and the quoted dialogue), delivered to it through the pool."""
+        ...
+
+    def match_metrics(self) -> Mapping[str, Any]:
+        """Task metrics of a finished match (hits, who broke the chain, ...)."""
+        ...
+
+    def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
+        """Other joint actions of a round that ``player`` may not tell apart (for the conformance kit)."""
+        ...
+
+
+# -- rules ----------------------------------------------------------------------------------------------
+
+_RULES_CARDS: dict[str, str] = {}
+
+
+def register_rules_card(short_name: str, text: str) -> None:
+    """Give ``short_name`` (e.g. ``kuhn_poker``) a rules card: what the referee broadcasts as its rules."""
+    if not text.strip():
+        raise ValueError(f"empty rules card for {short_name}")
+    _RULES_CARDS[short_name] = text.strip()
+
+
+def rules_card(short_name: str) -> str | None:
+    """The registered rules card of a game, if any."""
+    return _RULES_CARDS.get(short_name)
+
+
+def rules_text(game: pyspiel.Game) -> str:
+    """The rules every seat is sent first: the game's own, else its rules card, else one line."""
+    own = getattr(game, "rules_text", None)
+    if callable(own):
+        return str(own())
+    card = rules_card(game.get_type().short_name)
+    if card is not None:
+        return card
+    return f"You are playing {game.get_type().long_name} ({game})."
+
+
+def seat_roles(game: pyspiel.Game) -> list[str]:
+    """Each seat's role; ``player`` for every seat of a symmetric game."""
+    roles = getattr(game, "seat_roles", None)
+    return [str(r) for r in roles()] if callable(roles) else ["player"] * game.num_players()
+
+
+def is_judged(game: pyspiel.Game) -> bool:
+    """True when the game ends in a verdict node, so a spec must name a judge."""
+    return bool(getattr(game, "judged", False))
+
+
+def prompt_file(game: pyspiel.Game) -> Path | None:
+    """The task's own prompt file, or None (the generic prompts apply)."""
+    hook = getattr(game, "prompt_file", None)
+    return Path(hook()) if callable(hook) else None
+
+
+# -- observations ---------------------------------------------------------------------------------------
+
+ObservationKind = Literal["observation", "information_state"]
+
+
+@dataclass(frozen=True)
+class Playability:
+    """Whether a seat played through text can play a game, found by probing a playout."""
+
+    observation: ObservationKind | None
+    """Which string shows a seat its view (None: neither works)."""
+    action_names: bool
+    """Every legal move met in the probe has a non-empty name."""
+    reason: str = ""
+    """What is missing, when the game cannot be played through text."""
+
+    @property
+    def ok(self) -> bool:
+        """True when a text player can play the game."""
+        return self.observation is not None and self.action_names
+
+
+def _string_or_none(fn: Any, player: int) -> str | None:
+    try:
+        return str(fn(player))
+    except (pyspiel.SpielError, RuntimeError, NotImplementedError, AttributeError, TypeError):
+        return None
+
+
+_PROBED: dict[str, Playability] = {}
+
+
+def _probe(game: pyspiel.Game) -> Playability:
+    rng = np.random.default_rng(0)
+    state = game.new_initial_state()
+    kinds: dict[str, bool] = {"observation": True, "information_state": True}
+    names_ok = True
+    steps = 0
+    while not state.is_terminal() and steps < 64:
+        steps += 1
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
+            continue
+        seats = (
+            [p for p in range(game.num_players()) if state.legal_actions(p)]
+            if state.is_simultaneous_node()
+            else [state.current_player()]
+        )
+        for seat in seats:
+            kinds["observation"] &= _string_or_none(state.observation_string, seat) is not None
+            kinds["information_state"] &= _string_or_none(state.information_state_string, seat) is not None
+            for action in state.legal_actions(seat)[:64]:
+                names_ok &= bool(str(state.action_to_string(seat, action)).strip())
+        if state.is_simultaneous_node():
+            joint = [int(rng.choice(state.legal_actions(p))) if p in seats else 0 for p in range(game.num_players())]
+            state.apply_actions(joint)
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions(seats[0]))))
+    kind: ObservationKind | None = (
+        "observation" if kinds["observation"] else "information_state" if kinds["information_state"] else None
+    )
+    missing = []
+    if kind is None:
+        missing.append("neither an observation string nor an information-state string")
+    if not names_ok:
+        missing.append("a name (action_to_string) for every legal move")
+    reason = f"{game.get_type().short_name} provides {' and '.join(missing)}" if missing else ""
+    return Playability(kind, names_ok, reason)
+
+
+def playability(game: pyspiel.Game) -> Playability:
+    """Probe a seeded random playout of ``game``: which string to show a seat, and whether moves have names."""
+    key = str(game)
+    if key not in _PROBED:
+        _PROBED[key] = _probe(game)
+    return _PROBED[key]
+
+
+def observation_text(state: pyspiel.State, seat: int) -> str:
+    """What ``seat`` is shown of ``state``: its observation string, else its information-state string."""
+    kind = playability(state.get_game()).observation
+    if kind == "observation":
+        return str(state.observation_string(seat))
+    if kind == "information_state":
+        return str(state.information_state_string(seat))
+    return ""
+
+
+def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:
+    """Structured values of ``seat``'s observation (``{}`` for a game without them)."""
+    fn = getattr(state, "observation_fields", None)
+    return dict(fn(seat)) if callable(fn) else {}
+
+
+# -- moves ----------------------------------------------------------------------------------------------
+
+
+def penalty_action(state: pyspiel.State, seat: int) -> int | None:
+    """The game's own penalty move for ``seat``; None when the game has none (the referee draws one)."""
+    fn = getattr(state, "penalty_action", None)
+    return int(fn(seat)) if callable(fn) else None
+
+
+def is_free_text_turn(state: pyspiel.State, seat: int) -> bool:
+    """True when ``seat`` is to make an utterance."""
+    fn = getattr(state, "is_free_text_turn", None)
+    return bool(fn(seat)) if callable(fn) else False
+
+
+def can_intern(state: pyspiel.State) -> bool:
+    """True when the game takes free-text moves."""
+    return callable(getattr(state, "intern_utterance", None))
+
+
+def intern_utterance(state: pyspiel.State, seat: int, text: str) -> int:
+    """The action id of an utterance; :class:`ValueError` for a game without free-text moves."""
+    fn = getattr(state, "intern_utterance", None)
+    if not callable(fn):
+        raise ValueError(f"{state.get_game().get_type().short_name} takes no free-text moves")
+    return int(cast(TaskState, state).intern_utterance(seat, text))
+
+
+# -- judging and metrics --------------------------------------------------------------------------------
+
+
+def is_judge_turn(state: pyspiel.State) -> bool:
+    """True at a verdict node."""
+    fn = getattr(state, "is_judge_turn", None)
+    return bool(fn()) if callable(fn) else False
+
+
+def judge_fields(state: pyspiel.State) -> dict[str, Any]:
+    """The judge's structured values (``{}`` without the hook)."""
+    fn = getattr(state, "judge_fields", None)
+    return dict(fn()) if callable(fn) else {}
+
+
+def judge_text(state: pyspiel.State) -> str:
+    """The judge's brief: the game's own, else the state's string."""
+    fn = getattr(state, "judge_text", None)
+    return str(fn()) if callable(fn) else str(state)
+
+
+def match_metrics(state: pyspiel.State) -> dict[str, Any]:
+    """Task metrics of a finished match (``{}`` without the hook)."""
+    fn = getattr(state, "match_metrics", None)
+    return dict(fn()) if callable(fn) else {}

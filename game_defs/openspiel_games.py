@@ -1,0 +1,33 @@
+"""OpenSpiel's own games, made playable by LLM seats: rules cards, and OpenSpiel's Python games registered.
+
+Some OpenSpiel games show a seat strings that mean nothing without a key (kuhn_poker's ``"011"``). Each file
+``rules_cards/<short_name>.md`` beside this module is such a game's rules card, in plain words with the key to
+its observation strings and move names; the referee broadcasts it as the game's rules
+(:func:`deepeval_games.task.rules_text`). Importing this module registers every card and OpenSpiel's Python
+games (``python_iterated_prisoners_dilemma``, ...), so that specs can name them.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import open_spiel.python.games  # noqa: F401  (registers OpenSpiel's Python games with pyspiel)
+
+from deepeval_games.task import register_rules_card
+
+__all__ = ["rules_card_names"]
+
+
+def rules_card_names() -> list[str]:
+    """Short names of the games that ship a rules card here."""
+    folder = resources.files(__package__ or "game_defs") / "rules_cards"
+    return sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".md"))
+
+
+def _register_all() -> None:
+    folder = resources.files(__package__ or "game_defs") / "rules_cards"
+    for name in rules_card_names():
+        register_rules_card(name, (folder / f"{name}.md").read_text(encoding="utf-8"))
+
+
+_register_all()
