@@ -29,9 +29,10 @@ def test_ci_runs_the_readme_install_and_test_command(repo_root: Path) -> None:
     _, tests = _setup_commands(repo_root)
     install = tests.rsplit(" && ", 1)[0]
     assert (
-        install.replace('python -m pip install -e ".[dev]"', 'python -m pip install -q -e ".[dev]"').replace(
+        install.replace("python -m pip install -e", "python -m pip install -q -e").replace(
             "pip install --no-deps", "pip install -q --no-deps"
         )
         in ci
     )
     assert "ruff check ." in ci and "python -m pytest -q" in ci
+    assert "lint-imports" in ci and "\nmypy" in ci
