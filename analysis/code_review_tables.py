@@ -15,19 +15,30 @@ pools the matches of that ordered pair (every MBPP task and repeat):
 
 Print everything for a run directory, and save the figure::
 
-    python -m analysis.code_review_tables runs/code-review-demo --plot runs/code-review-demo/table3.png
+    deepeval-games tables code-review runs/code-review-demo --plot runs/code-review-demo/table3.png
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import numbered_path, save_figure, table_command, task_records
+from analysis.tables import (
+    column_mean,
+    format_number,
+    format_pair_table,
+    numbered_path,
+    pair_heatmap,
+    pool_pairs,
+    role_seats,
+    row_mean,
+    save_figure,
+    task_groups,
+    task_records,
+)
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -41,6 +52,7 @@ __all__ = [
     "format_score_table",
     "judge_pass_rate_correlation",
     "plot_table3",
+    "print_tables",
     "table3",
 ]
 
@@ -76,25 +88,21 @@ class Table3:
         """The cell of an ordered pair, or ``None`` when no record has it."""
         return self.cells.get((reviewer, programmer))
 
-    def _mean(self, values: list[float]) -> float:
-        values = [v for v in values if not math.isnan(v)]
-        return sum(values) / len(values) if values else math.nan
-
     def reviewer_mean(self, player: str) -> float:
         """Mean s_R over the row of ``player`` (self-play left out)."""
-        return self._mean([c.reviewer_score for (r, p), c in self.cells.items() if r == player and p != player])
+        return row_mean(self.cells, player, lambda c: c.reviewer_score)
 
     def programmer_mean(self, player: str) -> float:
         """Mean s_P over the column of ``player`` (self-play left out)."""
-        return self._mean([c.programmer_score for (r, p), c in self.cells.items() if p == player and r != player])
+        return column_mean(self.cells, player, lambda c: c.programmer_score)
 
     def pass_rate_row_mean(self, reviewer: str) -> float:
         """Mean pass rate over the row of ``reviewer`` (self-play left out)."""
-        return self._mean([c.pass_rate for (r, p), c in self.cells.items() if r == reviewer and p != reviewer])
+        return row_mean(self.cells, reviewer, lambda c: c.pass_rate)
 
     def pass_rate_column_mean(self, programmer: str) -> float:
         """Mean pass rate over the column of ``programmer`` (self-play left out)."""
-        return self._mean([c.pass_rate for (r, p), c in self.cells.items() if p == programmer and r != programmer])
+        return column_mean(self.cells, programmer, lambda c: c.pass_rate)
 
 
 @dataclass(frozen=True)
@@ -115,10 +123,7 @@ def code_review_records(records: Iterable[MatchRecord], game: str = GAME) -> lis
 
 def _seats(record: MatchRecord) -> tuple[int, int]:
     """(programmer seat, reviewer seat)."""
-    roles = list(record.roles)
-    if "programmer" in roles and "reviewer" in roles:
-        return roles.index("programmer"), roles.index("reviewer")
-    return 0, 1
+    return role_seats(record, "programmer", "reviewer")
 
 
 def _pass_rate(record: MatchRecord) -> float | None:
@@ -131,34 +136,28 @@ def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None)
 
     ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
     """
-    acc: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
-    unmeasured = 0
-    for record in code_review_records(records):
-        p_seat, r_seat = _seats(record)
-        a = acc[(record.seats[r_seat], record.seats[p_seat])]
-        a[0] += float(record.returns[p_seat])
-        a[1] += float(record.returns[r_seat])
-        a[2] += 1
-        rate = _pass_rate(record)
-        if rate is None:
-            unmeasured += 1
-        else:
-            a[3] += rate
-            a[4] += 1
-    seen = sorted({name for pair in acc for name in pair})
-    order = tuple(players) if players is not None else tuple(seen)
+    task = code_review_records(records)
+    order, pooled = pool_pairs(
+        task,
+        lambda r: role_seats(r, "reviewer", "programmer"),  # rows: the reviewer
+        lambda r, reviewer, programmer: (
+            float(r.returns[programmer]),
+            float(r.returns[reviewer]),
+            _pass_rate(r),
+        ),
+        players,
+    )
     cells = {
         key: PairCell(
-            programmer_score=a[0] / a[2],
-            reviewer_score=a[1] / a[2],
-            matches=int(a[2]),
-            pass_rate=a[3] / a[4] if a[4] else math.nan,
-            measured=int(a[4]),
+            programmer_score=s.means[0],
+            reviewer_score=s.means[1],
+            matches=s.matches,
+            pass_rate=s.means[2],
+            measured=s.counts[2],
         )
-        for key, a in acc.items()
-        if key[0] in order and key[1] in order
+        for key, s in pooled.items()
     }
-    return Table3(players=order, cells=cells, unmeasured=unmeasured)
+    return Table3(players=order, cells=cells, unmeasured=sum(_pass_rate(r) is None for r in task))
 
 
 def judge_pass_rate_correlation(records: Iterable[MatchRecord]) -> Correlation:
@@ -190,59 +189,37 @@ def judge_pass_rate_correlation(records: Iterable[MatchRecord]) -> Correlation:
     )
 
 
-def _fmt(value: float, digits: int) -> str:
-    return "-" if math.isnan(value) else f"{value:.{digits}f}"
-
-
 def _grid(
     table: Table3,
-    cell_text: Sequence[str],
-    cell: Callable[[PairCell], Sequence[float]],
-    row_mean: Callable[[str], float],
-    col_mean: Callable[[str], float],
-    labels: tuple[str, str],
+    values: Callable[[PairCell], Sequence[float]],
+    labels: Sequence[str],
+    means: tuple[Callable[[str], float], Callable[[str], float]],
+    mean_labels: tuple[str, str],
     title: str,
     digits: int,
 ) -> str:
-    players = table.players
-    num_width = max(digits + 3, 4)
-    parts = len(cell_text)
-    name_width = max([len("Rev \\ Prog"), len(labels[1]), *(len(p) for p in players)])
-    cell_width = max([parts * num_width + parts - 1, *(len(p) for p in players)])
-
-    def show(reviewer: str, programmer: str) -> str:
-        c = table.cell(reviewer, programmer)
-        values = ["-"] * parts if c is None else [_fmt(v, digits) for v in cell(c)]
-        return " ".join(v.rjust(num_width) for v in values).rjust(cell_width)
-
-    lines = [title] if title else []
-    header = "Rev \\ Prog".ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
-    lines.append((header + "  " + labels[0]).rstrip())
-    sub = " " * name_width + "".join(
-        "  " + " ".join(t.rjust(num_width) for t in cell_text).rjust(cell_width) for _ in players
+    return format_pair_table(
+        table.players,
+        table.cells,
+        values,
+        labels,
+        means,
+        corner="Rev \\ Prog",
+        mean_labels=mean_labels,
+        caption="rows: reviewer, columns: programmer",
+        matches=lambda c: c.matches,
+        title=title,
+        digits=digits,
     )
-    lines.append(sub.rstrip())
-    for reviewer in players:
-        row = reviewer.ljust(name_width) + "".join("  " + show(reviewer, p) for p in players)
-        lines.append(row + "  " + _fmt(row_mean(reviewer), digits).rjust(len(labels[0])))
-    lines.append(
-        labels[1].ljust(name_width) + "".join("  " + _fmt(col_mean(p), digits).rjust(cell_width) for p in players)
-    )
-    counts = sorted({c.matches for c in table.cells.values()})
-    if counts:
-        span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
-        lines.append(f"(rows: reviewer, columns: programmer; {span} matches per cell)")
-    return "\n".join(lines)
 
 
 def format_score_table(table: Table3, *, title: str = "", digits: int = 2) -> str:
     """Table 3: per pair the judge's s_P and s_R; last column mean s_R per reviewer, last row mean s_P."""
     return _grid(
         table,
-        ("s_P", "s_R"),
         lambda c: (c.programmer_score, c.reviewer_score),
-        table.reviewer_mean,
-        table.programmer_mean,
+        ("s_P", "s_R"),
+        (table.reviewer_mean, table.programmer_mean),
         ("mean s_R", "mean s_P"),
         title,
         digits,
@@ -253,10 +230,9 @@ def format_pass_rate_table(table: Table3, *, title: str = "", digits: int = 2) -
     """The pass rate of the final programs per pair, with row (reviewer) and column (programmer) means."""
     text = _grid(
         table,
-        ("pass",),
         lambda c: (c.pass_rate,),
-        table.pass_rate_row_mean,
-        table.pass_rate_column_mean,
+        ("pass",),
+        (table.pass_rate_row_mean, table.pass_rate_column_mean),
         ("mean", "mean"),
         title,
         digits,
@@ -288,7 +264,6 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 3)
     players = table.players
-    n = len(players)
 
     def scores_text(c: PairCell) -> str:
         return f"{c.programmer_score:.{digits}f} / {c.reviewer_score:.{digits}f}"
@@ -298,34 +273,25 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
         (
             "MBPP pass rate of the final program",
             lambda c: c.pass_rate,
-            lambda c: _fmt(c.pass_rate, digits),
+            lambda c: format_number(c.pass_rate, digits),
             (0.0, 1.0),
             "pass rate",
         ),
     ]
     for ax, (title, value, text, limits, label) in zip(axes[:2], panels, strict=True):
-        grid = [[math.nan] * n for _ in range(n)]
-        for (reviewer, programmer), cell in table.cells.items():
-            grid[players.index(reviewer)][players.index(programmer)] = value(cell)
-        image = ax.imshow(grid, cmap="viridis", vmin=limits[0], vmax=limits[1])
-        for (reviewer, programmer), cell in table.cells.items():
-            shade = value(cell)
-            dark = not math.isnan(shade) and image.norm(shade) < 0.5
-            ax.text(
-                players.index(programmer),
-                players.index(reviewer),
-                text(cell),
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white" if dark else "black",
-            )
-        fig.colorbar(image, ax=ax, shrink=0.8, label=label)
-        ax.set_xticks(range(n), list(players), fontsize=8, rotation=20)
-        ax.set_yticks(range(n), list(players), fontsize=8)
-        ax.set_xlabel("programmer")
-        ax.set_ylabel("reviewer")
-        ax.set_title(title, fontsize=10)
+        pair_heatmap(
+            fig,
+            ax,
+            players,
+            table.cells,
+            value,
+            text,
+            limits=limits,
+            colorbar=label,
+            axis_labels=("programmer", "reviewer"),
+            title=title,
+            rotation=20,
+        )
     scatter = axes[2]
     points = [
         (_pass_rate(r), float(r.returns[_seats(r)[0]]))
@@ -340,30 +306,29 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
     scatter.set_xlabel("MBPP pass rate of the final program")
     scatter.set_ylabel("judge's programmer score")
     corr = judge_pass_rate_correlation(records)
-    scatter.set_title(f"n = {corr.n}, Pearson r = {_fmt(corr.pearson_r, 2)}", fontsize=10)
+    scatter.set_title(f"n = {corr.n}, Pearson r = {format_number(corr.pearson_r, 2)}", fontsize=10)
     return save_figure(fig, path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print Table 3, the pass-rate table and the correlation for a run directory; ``--plot FILE`` saves a figure."""
-    args, groups = table_command("Code Review Table 3 (reviewer x programmer) from a run directory.", GAME, argv)
+def print_tables(
+    records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
+) -> int:
+    """Print Table 3, the pass-rate table and the correlation (per game variant); ``plot`` saves a figure."""
+    groups = task_groups(records, GAME)
     if not groups:
         return 1
     for index, (variant, records) in enumerate(groups.items()):
-        if args.players:  # the correlation and its plot cover the same players as the tables
-            records = [r for r in records if set(r.seats) <= set(args.players)]
+        if players:  # the correlation and its plot cover the same players as the tables
+            records = [r for r in records if set(r.seats) <= set(players)]
         print(f"{variant} ({len(records)} matches)\n")
-        table = table3(records, args.players)
+        table = table3(records, players)
         print(format_score_table(table, title="Table 3. Code Review: judge scores"))
         print()
         print(format_pass_rate_table(table, title="Code Review: MBPP pass rate of the final program"))
         print()
         print(format_correlation(judge_pass_rate_correlation(records)))
-        if args.plot:
-            print(f"\nfigure: {plot_table3(table, records, numbered_path(args.plot, index, len(groups)))}")
+        if plot:
+            print(f"\nfigure: {plot_table3(table, records, numbered_path(plot, index, len(groups)))}")
         print()
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

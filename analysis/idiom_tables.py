@@ -15,18 +15,28 @@ means of cell values. Self-play cells (same player both seats), if any, are show
 
 Print both tables for a run directory, and save the figure::
 
-    python -m analysis.idiom_tables runs/idiom-demo --plot runs/idiom-demo/idiom_tables.png
+    deepeval-games tables idiom runs/idiom-demo --plot runs/idiom-demo/idiom_tables.png
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.tables import numbered_path, save_figure, table_command, task_records
+from analysis.tables import (
+    column_mean,
+    format_number,
+    format_pair_table,
+    numbered_path,
+    pair_heatmap,
+    pool_pairs,
+    role_seats,
+    row_mean,
+    save_figure,
+    task_groups,
+    task_records,
+)
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -38,6 +48,7 @@ __all__ = [
     "hit_table",
     "idiom_records",
     "plot_early_late_tables",
+    "print_tables",
     "win_rate_table",
 ]
 
@@ -76,13 +87,11 @@ class EarlyLateTable:
 
     def early_mean(self, player: str) -> float:
         """Mean of s_E over the row of ``player`` (self-play left out); NaN when the row is empty."""
-        values = [c.early for (e, late), c in self.cells.items() if e == player and late != player]
-        return sum(values) / len(values) if values else math.nan
+        return row_mean(self.cells, player, lambda c: c.early)
 
     def late_mean(self, player: str) -> float:
         """Mean of s_L over the column of ``player`` (self-play left out); NaN when the column is empty."""
-        values = [c.late for (early, lt), c in self.cells.items() if lt == player and early != player]
-        return sum(values) / len(values) if values else math.nan
+        return column_mean(self.cells, player, lambda c: c.late)
 
 
 def idiom_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
@@ -91,10 +100,7 @@ def idiom_records(records: Iterable[MatchRecord], game: str = GAME) -> list[Matc
 
 
 def _early_late_seats(record: MatchRecord) -> tuple[int, int]:
-    roles = list(record.roles)
-    if "early" in roles and "late" in roles:
-        return roles.index("early"), roles.index("late")
-    return 0, 1
+    return role_seats(record, "early", "late")
 
 
 def early_late_table(
@@ -104,21 +110,10 @@ def early_late_table(
 
     ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
     """
-    sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for record in idiom_records(records):
-        e_seat, l_seat = _early_late_seats(record)
-        key = (record.seats[e_seat], record.seats[l_seat])
-        acc = sums[key]
-        acc[0] += score(record, e_seat)
-        acc[1] += score(record, l_seat)
-        acc[2] += 1
-    seen = sorted({name for pair in sums for name in pair})
-    order = tuple(players) if players is not None else tuple(seen)
-    cells = {
-        key: Cell(early=acc[0] / acc[2], late=acc[1] / acc[2], matches=int(acc[2]))
-        for key, acc in sums.items()
-        if key[0] in order and key[1] in order
-    }
+    order, pooled = pool_pairs(
+        idiom_records(records), _early_late_seats, lambda r, e, late: (score(r, e), score(r, late)), players
+    )
+    cells = {key: Cell(early=s.means[0], late=s.means[1], matches=s.matches) for key, s in pooled.items()}
     return EarlyLateTable(metric=metric, players=order, cells=cells)
 
 
@@ -143,44 +138,21 @@ def hit_table(records: Iterable[MatchRecord], players: Sequence[str] | None = No
     return early_late_table(records, _hits, "successful hits", players)
 
 
-def _fmt(value: float, digits: int) -> str:
-    return "-" if math.isnan(value) else f"{value:.{digits}f}"
-
-
 def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: int = 2) -> str:
     """Fixed-width text: a row per early player, a pair of columns (s_E, s_L) per late player, and the means."""
-    players = table.players
-    num_width = max(digits + 3, 4)
-    name_width = max([len("early \\ late"), len("mean s_L"), *(len(p) for p in players)])
-    pair_width = max([2 * num_width + 1, *(len(p) for p in players)])
-
-    def pair(early: str, late: str) -> str:
-        c = table.cell(early, late)
-        if c is None:
-            text = "-".rjust(num_width) + " " + "-".rjust(num_width)
-        else:
-            text = _fmt(c.early, digits).rjust(num_width) + " " + _fmt(c.late, digits).rjust(num_width)
-        return text.rjust(pair_width)
-
-    header = "early \\ late".ljust(name_width) + "".join("  " + p.rjust(pair_width) for p in players)
-    header += "  " + "mean s_E"
-    sub = " " * name_width + "".join(
-        "  " + ("s_E".rjust(num_width) + " " + "s_L".rjust(num_width)).rjust(pair_width) for _ in players
+    return format_pair_table(
+        table.players,
+        table.cells,
+        lambda c: (c.early, c.late),
+        ("s_E", "s_L"),
+        (table.early_mean, table.late_mean),
+        corner="early \\ late",
+        mean_labels=("mean s_E", "mean s_L"),
+        caption=f"{table.metric}; rows: early player, columns: late player",
+        matches=lambda c: c.matches,
+        title=title,
+        digits=digits,
     )
-    lines = [title] if title else []
-    lines += [header.rstrip(), sub.rstrip()]
-    for early in players:
-        row = early.ljust(name_width) + "".join("  " + pair(early, late) for late in players)
-        lines.append(row + "  " + _fmt(table.early_mean(early), digits).rjust(len("mean s_E")))
-    means = "mean s_L".ljust(name_width) + "".join(
-        "  " + _fmt(table.late_mean(p), digits).rjust(pair_width) for p in players
-    )
-    lines.append(means)
-    counts = sorted({c.matches for c in table.cells.values()})
-    if counts:
-        span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
-        lines.append(f"({table.metric}; rows: early player, columns: late player; {span} matches per cell)")
-    return "\n".join(lines)
 
 
 def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *, digits: int = 2) -> Path:
@@ -195,49 +167,42 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(tables), squeeze=False)[0]
     for ax, table in zip(axes, tables, strict=True):
-        players = table.players
-        n = len(players)
-        grid = [[math.nan] * n for _ in range(n)]
-        for (early, late), cell in table.cells.items():
-            grid[players.index(early)][players.index(late)] = cell.early
-        image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0 if table.metric == "win rate" else None)
-        for (early, late), cell in table.cells.items():
-            dark = image.norm(cell.early) < 0.5  # light text on the dark end of viridis
-            ax.text(
-                players.index(late),
-                players.index(early),
-                f"{cell.early:.{digits}f} / {cell.late:.{digits}f}",
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="white" if dark else "black",
-            )
-        fig.colorbar(image, ax=ax, shrink=0.8, label=f"s_E ({table.metric})")
-        ax.set_xticks(range(n), [f"{p}\nmean s_L {_fmt(table.late_mean(p), digits)}" for p in players], fontsize=8)
-        ax.set_yticks(range(n), [f"{p}\nmean s_E {_fmt(table.early_mean(p), digits)}" for p in players], fontsize=8)
-        ax.set_xlabel("late player")
-        ax.set_ylabel("early player")
-        ax.set_title(f"Idiom Solitaire: {table.metric} (s_E / s_L)", fontsize=10)
+        pair_heatmap(
+            fig,
+            ax,
+            table.players,
+            table.cells,
+            lambda c: c.early,
+            lambda c: f"{c.early:.{digits}f} / {c.late:.{digits}f}",
+            limits=(0.0, 1.0 if table.metric == "win rate" else None),
+            colorbar=f"s_E ({table.metric})",
+            axis_labels=("late player", "early player"),
+            title=f"Idiom Solitaire: {table.metric} (s_E / s_L)",
+            tick_labels=(
+                [f"{p}\nmean s_L {format_number(table.late_mean(p), digits)}" for p in table.players],
+                [f"{p}\nmean s_E {format_number(table.early_mean(p), digits)}" for p in table.players],
+            ),
+            fontsize=9,
+        )
     return save_figure(fig, path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print Tables 1 and 2 for a run directory; with ``--plot FILE`` also save the figure."""
-    args, groups = table_command("Idiom Solitaire Tables 1 and 2 (early/late) from a run directory.", GAME, argv)
+def print_tables(
+    records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
+) -> int:
+    """Print Tables 1 and 2 of the idiom records (per game variant); with ``plot`` also save the figure."""
+    groups = task_groups(records, GAME)
     if not groups:
         return 1
     for index, (variant, records) in enumerate(groups.items()):
         print(f"{variant} ({len(records)} matches)\n")
-        wins, hits = win_rate_table(records, args.players), hit_table(records, args.players)
+        wins, hits = win_rate_table(records, players), hit_table(records, players)
         print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
         print()
         print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
-        if args.plot:
-            path = numbered_path(args.plot, index, len(groups))
+        if plot:
+            path = numbered_path(plot, index, len(groups))
             print(f"\nfigure: {plot_early_late_tables([wins, hits], path)}")
         print()
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

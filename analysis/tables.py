@@ -1,26 +1,46 @@
-"""Plain-text tables of scores, as the CLI prints them."""
+"""Plain-text tables of scores, as the CLI prints them, and the pairwise tables of the paper.
+
+A pairwise table (Tables 1–3: early × late, reviewer × programmer) pools per-match values per ordered pair
+of players (:func:`pool_pairs`), shows each pair's cell with the row and column means (:func:`row_mean`,
+:func:`column_mean`: unweighted means of cell values, self-play cells left out) and prints as fixed-width
+text (:func:`format_pair_table`). The task modules (:mod:`analysis.idiom_tables`,
+:mod:`analysis.code_review_tables`) say which seats are the row and the column and which values to pool.
+"""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from analysis.scores import Score
-from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import game_variant
 from deepeval_games.records import MatchRecord
 
 __all__ = [
+    "PairKey",
+    "PairStats",
+    "column_mean",
+    "format_number",
+    "format_pair_table",
     "format_scores",
-    "load_task_records",
     "numbered_path",
+    "pair_heatmap",
+    "pool_pairs",
+    "role_seats",
+    "row_mean",
     "save_figure",
-    "table_command",
+    "task_groups",
     "task_records",
     "variant_groups",
 ]
+
+C = TypeVar("C")
+
+PairKey = tuple[str, str]
+"""An ordered pair of players: (row player, column player)."""
 
 
 def _fmt(value: float) -> str:
@@ -65,16 +85,6 @@ def task_records(records: Iterable[MatchRecord], game: str) -> list[MatchRecord]
     ]
 
 
-def load_task_records(run_dir: str | Path, game: str) -> list[MatchRecord]:
-    """:func:`task_records` of a run directory; :class:`DeepEvalError` when it holds no results."""
-    from deepeval_games.store import DB_NAME, Store
-
-    if not (Path(run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
-    with Store(run_dir) as store:
-        return task_records(store.records(), game)
-
-
 def save_figure(figure: Any, path: str | Path) -> Path:
     """Save a matplotlib figure (the folder is created) and return its path."""
     out = Path(path)
@@ -97,22 +107,210 @@ def numbered_path(path: str | Path, index: int, count: int) -> Path:
     return path if count == 1 else path.with_name(f"{path.stem}-{index + 1}{path.suffix}")
 
 
-def table_command(
-    description: str, game: str, argv: Sequence[str] | None
-) -> tuple[argparse.Namespace, dict[str, list[MatchRecord]]]:
-    """The shared command line of the per-task table modules: ``RUN_DIR [--plot FILE] [--players ...]``.
+def task_groups(records: Iterable[MatchRecord], game: str, *, title: str = "") -> dict[str, list[MatchRecord]]:
+    """The task's records grouped by game variant (one table set per variant); says so when there are none."""
+    groups = variant_groups(task_records(records, game))
+    if not groups:
+        print(f"no {game} matches{' in ' + title if title else ''}")
+    return groups
 
-    Returns the arguments and the task's records grouped by game variant (one table set per variant).
+
+# -- pairwise tables ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """The pooled values of one ordered pair of players."""
+
+    matches: int
+    """Matches of the pair."""
+    means: tuple[float, ...]
+    """Mean of each value over the matches that have it (NaN when none has)."""
+    counts: tuple[int, ...]
+    """How many matches had each value (``None`` is no value)."""
+
+
+def role_seats(record: MatchRecord, first: str, second: str) -> tuple[int, int]:
+    """The seats of roles ``first`` and ``second`` in a two-seat record; ``(0, 1)`` when it has no such roles."""
+    roles = list(record.roles)
+    if first in roles and second in roles:
+        return roles.index(first), roles.index(second)
+    return 0, 1
+
+
+def pool_pairs(
+    records: Iterable[MatchRecord],
+    seats: Callable[[MatchRecord], tuple[int, int]],
+    values: Callable[[MatchRecord, int, int], Sequence[float | None]],
+    players: Sequence[str] | None = None,
+) -> tuple[tuple[str, ...], dict[PairKey, PairStats]]:
+    """Pool per-match values per ordered pair of players.
+
+    Args:
+        records: the records to pool (already filtered to one task).
+        seats: a record's (row seat, column seat); the pair is the players in those seats.
+        values: a record's values, given its row and column seats (the same number for every record);
+            ``None`` is a value the match does not have.
+        players: the row/column order (other players are dropped); by default every player seen, sorted.
+
+    Returns:
+        The row/column order and the cells of the pairs seen, keyed by (row player, column player).
     """
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("run_dir")
-    parser.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
-    parser.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
-    args = parser.parse_args(argv)
-    try:
-        records = load_task_records(args.run_dir, game)
-    except DeepEvalError as exc:
-        parser.error(str(exc))
-    if not records:
-        print(f"no {game} matches in {args.run_dir}")
-    return args, variant_groups(records)
+    sums: dict[PairKey, list[float]] = {}
+    counts: dict[PairKey, list[int]] = {}
+    matches: dict[PairKey, int] = {}
+    for record in records:
+        row, column = seats(record)
+        key = (record.seats[row], record.seats[column])
+        pooled = values(record, row, column)
+        acc = sums.setdefault(key, [0.0] * len(pooled))
+        seen = counts.setdefault(key, [0] * len(pooled))
+        matches[key] = matches.get(key, 0) + 1
+        for i, value in enumerate(pooled):
+            if value is not None:
+                acc[i] += value
+                seen[i] += 1
+    order = tuple(players) if players is not None else tuple(sorted({name for pair in sums for name in pair}))
+    cells = {
+        key: PairStats(
+            matches=matches[key],
+            means=tuple(s / n if n else math.nan for s, n in zip(acc, counts[key], strict=True)),
+            counts=tuple(counts[key]),
+        )
+        for key, acc in sums.items()
+        if key[0] in order and key[1] in order
+    }
+    return order, cells
+
+
+def _mean(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
+def row_mean(cells: Mapping[PairKey, C], player: str, value: Callable[[C], float]) -> float:
+    """Mean of ``value`` over the row of ``player`` (self-play and NaN left out); NaN when nothing is left."""
+    return _mean([value(c) for (row, column), c in cells.items() if row == player and column != player])
+
+
+def column_mean(cells: Mapping[PairKey, C], player: str, value: Callable[[C], float]) -> float:
+    """Mean of ``value`` over the column of ``player`` (self-play and NaN left out); NaN when nothing is left."""
+    return _mean([value(c) for (row, column), c in cells.items() if column == player and row != player])
+
+
+def format_number(value: float, digits: int) -> str:
+    """A table entry: ``-`` for NaN, else ``digits`` decimals."""
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def format_pair_table(
+    players: Sequence[str],
+    cells: Mapping[PairKey, C],
+    values: Callable[[C], Sequence[float]],
+    labels: Sequence[str],
+    means: tuple[Callable[[str], float], Callable[[str], float]],
+    *,
+    corner: str,
+    mean_labels: tuple[str, str],
+    caption: str,
+    matches: Callable[[C], int],
+    title: str = "",
+    digits: int = 2,
+) -> str:
+    """A pairwise table as fixed-width text: a row per row player, a group of columns per column player.
+
+    Args:
+        players: the row/column order.
+        cells: the cells, keyed by (row player, column player); a missing pair shows ``-``.
+        values: the numbers a cell shows, one per entry of ``labels`` (the sub-header).
+        means: the row mean and the column mean of a player (last column, last row).
+        corner: the top-left label (``early \\ late``).
+        mean_labels: the header of the last column and the label of the last row.
+        caption: said in the last line, before the number of matches per cell.
+        matches: the matches of a cell.
+        title: a first line, if any.
+        digits: decimals.
+    """
+    row_means, column_means = means
+    num_width = max(digits + 3, 4)
+    parts = len(labels)
+    name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
+    cell_width = max([parts * num_width + parts - 1, *(len(p) for p in players)])
+
+    def show(row: str, column: str) -> str:
+        cell = cells.get((row, column))
+        shown = ["-"] * parts if cell is None else [format_number(v, digits) for v in values(cell)]
+        return " ".join(v.rjust(num_width) for v in shown).rjust(cell_width)
+
+    lines = [title] if title else []
+    header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
+    lines.append((header + "  " + mean_labels[0]).rstrip())
+    sub = " " * name_width + "".join(
+        "  " + " ".join(label.rjust(num_width) for label in labels).rjust(cell_width) for _ in players
+    )
+    lines.append(sub.rstrip())
+    for row in players:
+        text = row.ljust(name_width) + "".join("  " + show(row, column) for column in players)
+        lines.append(text + "  " + format_number(row_means(row), digits).rjust(len(mean_labels[0])))
+    lines.append(
+        mean_labels[1].ljust(name_width)
+        + "".join("  " + format_number(column_means(p), digits).rjust(cell_width) for p in players)
+    )
+    counts = sorted({matches(c) for c in cells.values()})
+    if counts:
+        span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
+        lines.append(f"({caption}; {span} matches per cell)")
+    return "\n".join(lines)
+
+
+def pair_heatmap(
+    fig: Any,
+    ax: Any,
+    players: Sequence[str],
+    cells: Mapping[PairKey, C],
+    value: Callable[[C], float],
+    text: Callable[[C], str],
+    *,
+    limits: tuple[float | None, float | None],
+    colorbar: str,
+    axis_labels: tuple[str, str],
+    title: str,
+    tick_labels: tuple[Sequence[str], Sequence[str]] | None = None,
+    fontsize: int = 8,
+    rotation: float = 0,
+) -> None:
+    """Draw a pairwise table as one heat-map panel of a matplotlib figure: rows down, columns across.
+
+    Args:
+        fig: the figure (for the colour bar); ``ax``: its panel.
+        players: the row/column order; ``cells`` keyed by (row player, column player).
+        value: a cell's colour (NaN: blank); ``text``: the words written in it.
+        limits: the colour scale's (min, max); None lets matplotlib choose.
+        colorbar: the colour bar's label; ``axis_labels``: (x label, y label); ``title``: the panel's.
+        tick_labels: (column ticks, row ticks); by default the players' names.
+        fontsize: of the cell texts; ``rotation``: of the column ticks.
+    """
+    n = len(players)
+    grid = [[math.nan] * n for _ in range(n)]
+    for (row, column), cell in cells.items():
+        grid[players.index(row)][players.index(column)] = value(cell)
+    image = ax.imshow(grid, cmap="viridis", vmin=limits[0], vmax=limits[1])
+    for (row, column), cell in cells.items():
+        shade = value(cell)
+        dark = not math.isnan(shade) and image.norm(shade) < 0.5  # light text on the dark end of viridis
+        ax.text(
+            players.index(column),
+            players.index(row),
+            text(cell),
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color="white" if dark else "black",
+        )
+    fig.colorbar(image, ax=ax, shrink=0.8, label=colorbar)
+    column_ticks, row_ticks = tick_labels or (players, players)
+    ax.set_xticks(range(n), list(column_ticks), fontsize=8, rotation=rotation)
+    ax.set_yticks(range(n), list(row_ticks), fontsize=8)
+    ax.set_xlabel(axis_labels[0])
+    ax.set_ylabel(axis_labels[1])
+    ax.set_title(title, fontsize=10)

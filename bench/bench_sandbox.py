@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deepeval_games.sandbox import _interpreter, bubblewrap_usable, run_tests
+from game_defs.sandbox import bubblewrap_usable, run_tests
+from game_defs.sandbox.bwrap import interpreter
 
 Record = dict[str, object]
 TIMEOUT_S = 30.0  # task 123 alone needs a few CPU seconds; both sides get the same limit
@@ -44,7 +45,7 @@ def sandboxed(record: Record) -> bool:
 def plain(record: Record) -> bool:
     tests = "\n".join(record["test_list"])  # type: ignore[arg-type]
     program = f"{record['code']}\n{record['test_setup_code']}\n{tests}\n"
-    argv = [_interpreter(), "-I", "-S", "-c", program]
+    argv = [interpreter(), "-I", "-S", "-c", program]
     try:
         return subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S).returncode == 0
     except subprocess.TimeoutExpired:

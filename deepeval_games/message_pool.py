@@ -11,10 +11,15 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["REFEREE", "Message", "MessagePool"]
+__all__ = ["REFEREE", "Message", "MessagePool", "seat_label"]
 
 REFEREE = -1
 """Sender id of the referee (seats are 0..n-1)."""
+
+
+def seat_label(seat: int) -> str:
+    """The anonymous id of a seat as players see it (``Player 1`` for seat 0)."""
+    return f"Player {seat + 1}"
 
 
 @dataclass(frozen=True)

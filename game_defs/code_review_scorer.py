@@ -9,7 +9,7 @@ Metrics:
 * ``pass_rate`` — fraction of the problem's ``test_list`` asserts that pass, or ``None`` when it could not
   be measured (sandbox infrastructure failure, or no sandbox here);
 * ``tests_passed`` / ``tests_total`` — the counts (``tests_passed`` is ``None`` with ``pass_rate``);
-* ``sandbox_status`` — :data:`deepeval_games.sandbox.Status` (``passed``, ``failed``, ``error``,
+* ``sandbox_status`` — :data:`game_defs.sandbox.Status` (``passed``, ``failed``, ``error``,
   ``timeout``, ``memory``, ``output_limit``, ``infra_error``), or ``unavailable`` when bubblewrap cannot run
   here; ``sandbox_detail`` says why.
 
@@ -24,7 +24,6 @@ Importing this module registers the game too (it imports :mod:`game_defs.code_re
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,30 +31,24 @@ import pyspiel
 
 from deepeval_games.records import MatchRecord
 from deepeval_games.registry import register_scorer
-from deepeval_games.sandbox import SandboxUnavailable, TestReport, run_tests
 from game_defs.code_review import SHORT_NAME, CodeReviewState
+from game_defs.sandbox import UNSAFE_ENV, SandboxUnavailable, TestReport, run_tests, unsafe_opt_in
 
-__all__ = ["TIMEOUT_S", "UNSAFE_ENV", "mbpp_pass_rate", "run_program", "score_program"]
+__all__ = ["TIMEOUT_S", "mbpp_pass_rate", "run_program", "score_program"]
 
 log = logging.getLogger(__name__)
 
-UNSAFE_ENV = "DEEPEVAL_GAMES_UNSAFE_SANDBOX"
-"""Set to ``1`` to run programs without bubblewrap (rlimits only) where it is unusable. Unsafe."""
 TIMEOUT_S = 30.0
 """Wall-clock (and CPU) limit of one sandboxed run: generous, as a few MBPP tasks are slow under load."""
-
-
-def _unsafe_opt_in() -> bool:
-    return os.environ.get(UNSAFE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def run_program(code: str, tests: Sequence[str], setup: str = "", *, timeout_s: float = TIMEOUT_S) -> TestReport:
     """Run ``code`` against ``tests`` in the sandbox (honouring :data:`UNSAFE_ENV`).
 
-    Raises :class:`~deepeval_games.sandbox.SandboxUnavailable` when bubblewrap is unusable and the unsafe
+    Raises :class:`~game_defs.sandbox.SandboxUnavailable` when bubblewrap is unusable and the unsafe
     opt-in is not set.
     """
-    return run_tests(code, list(tests), setup, timeout_s=timeout_s, unsafe=_unsafe_opt_in())
+    return run_tests(code, list(tests), setup, timeout_s=timeout_s, unsafe=unsafe_opt_in())
 
 
 def score_program(code: str, tests: Sequence[str], setup: str = "", *, timeout_s: float = TIMEOUT_S) -> dict[str, Any]:

@@ -17,7 +17,7 @@ Programmer behaviours: ``reference`` — MBPP's own solution, every round; ``emp
 submission; ``broken`` — a function with the name the tests call that returns ``None``.
 Reviewer behaviours: ``over`` — accepts at once; ``tests`` — runs the problem's tests on the code in the
 sandbox and reports the first failing test (``over`` when all pass). ``tests`` needs bubblewrap (or the
-unsafe opt-in of :mod:`game_defs.code_review_scorer`); without it the bot refuses to be built.
+unsafe opt-in of :mod:`game_defs.sandbox`); without it the bot refuses to be built.
 
 ``judge_pass_rate`` — a scripted judge from ground truth: programmer score ``1 + round(9 * p)`` with ``p``
 the final program's pass rate; reviewer score ``1 + round(9 * a)`` with ``a`` the fraction of its reviews
@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,9 +38,9 @@ import pyspiel
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.registry import register_bot
-from deepeval_games.sandbox import TestReport, bubblewrap_usable, parse_python
 from game_defs.code_review import PROGRAMMER, ROLES, is_over, problem
-from game_defs.code_review_scorer import UNSAFE_ENV, run_program
+from game_defs.code_review_scorer import run_program
+from game_defs.sandbox import UNSAFE_ENV, TestReport, bubblewrap_usable, parse_python, unsafe_opt_in
 from llm_bots.judge import JudgeError, verdict_decision
 
 __all__ = [
@@ -82,7 +81,7 @@ def broken_program(tests: Sequence[str]) -> str:
 
 
 def _sandbox_ready() -> bool:
-    return bubblewrap_usable() or os.environ.get(UNSAFE_ENV, "").strip().lower() in ("1", "true", "yes")
+    return bubblewrap_usable() or unsafe_opt_in()
 
 
 def _first_failure(report: TestReport) -> str:

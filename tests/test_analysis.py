@@ -90,7 +90,6 @@ def test_report_prints_ratings_stableness_and_writes_plots(tmp_path: Path, capsy
 
 
 def test_tables_pool_data_items_but_never_different_games(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from analysis import idiom_tables
     from deepeval_games.games import game_variant
 
     assert game_variant("deepeval_code_review(max_rounds=3,task_id=12)") == "deepeval_code_review(max_rounds=3)"
@@ -107,7 +106,7 @@ def test_tables_pool_data_items_but_never_different_games(tmp_path: Path, capsys
     assert main(["report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert out.count("(2 data items pooled)") == 2 and "match=exact" in out and "match=homophone" in out
-    assert idiom_tables.main([str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
+    assert main(["tables", "idiom", str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
     out = capsys.readouterr().out
     assert out.count("Table 1.") == 2 and "(4 matches)" in out
     assert (tmp_path / "t-1.png").exists() and (tmp_path / "t-2.png").exists()

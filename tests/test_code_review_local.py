@@ -15,8 +15,8 @@ import pytest
 from deepeval_games import load_game, play_match
 from deepeval_games.registry import scorers_for
 from deepeval_games.runner import build_player
-from deepeval_games.sandbox import bubblewrap_usable
 from deepeval_games.spec import PlayerSpec
+from game_defs.sandbox import bubblewrap_usable
 from llm_bots.local_server import local_model_available
 
 _REASON = local_model_available("local/smollm2")

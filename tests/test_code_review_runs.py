@@ -17,8 +17,8 @@ from analysis.code_review_tables import (
     table3,
 )
 from deepeval_games import SpecError, parse_spec, run_experiment
-from deepeval_games.sandbox import SandboxUnavailable, TestReport, TestResult, bubblewrap_usable
 from game_defs import code_review_scorer
+from game_defs.sandbox import UNSAFE_ENV, SandboxUnavailable, TestReport, TestResult, bubblewrap_usable
 
 needs_sandbox = pytest.mark.skipif(not bubblewrap_usable(), reason="bubblewrap cannot create sandboxes here")
 TASKS = [11, 17, 42]
@@ -129,12 +129,12 @@ def test_scorer_runs_nothing_without_a_sandbox(monkeypatch, caplog) -> None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
 
     monkeypatch.setattr(code_review_scorer, "run_tests", unavailable)
-    monkeypatch.delenv(code_review_scorer.UNSAFE_ENV, raising=False)
+    monkeypatch.delenv(UNSAFE_ENV, raising=False)
     with caplog.at_level(logging.WARNING):
         metrics = code_review_scorer.score_program("import os", ["assert 1 == 1"])
     assert calls == [False]  # never asked to run unsandboxed without the explicit opt-in
     assert metrics["pass_rate"] is None and metrics["sandbox_status"] == "unavailable"
-    assert "no sandbox here" in caplog.text and code_review_scorer.UNSAFE_ENV in caplog.text
+    assert "no sandbox here" in caplog.text and UNSAFE_ENV in caplog.text
 
 
 @needs_sandbox

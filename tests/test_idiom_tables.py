@@ -12,11 +12,11 @@ from analysis.idiom_tables import (
     format_early_late_table,
     hit_table,
     idiom_records,
-    main,
     plot_early_late_tables,
     win_rate_table,
 )
 from deepeval_games import parse_spec, run_experiment
+from deepeval_games.cli import main
 from deepeval_games.records import MatchRecord
 
 _GAME = "deepeval_idiom_solitaire(match=exact,max_turns=50,start=一马当先)"
@@ -121,9 +121,9 @@ def test_command_line_on_a_run_directory(tmp_path: Path, capsys: pytest.CaptureF
         }
     )
     run_experiment(spec, tmp_path / "run")
-    assert main([str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
+    assert main(["tables", "idiom", str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
     out = capsys.readouterr().out
     assert "Table 1. Idiom Solitaire: win rate" in out and "Table 2. Idiom Solitaire: successful hits" in out
     assert "2 matches per cell" in out and (tmp_path / "t.png").exists()
-    with pytest.raises(SystemExit):
-        main([str(tmp_path / "nothing")])
+    assert main(["tables", "idiom", str(tmp_path / "nothing")]) == 2  # a clear error, no traceback
+    assert "no results in" in capsys.readouterr().err

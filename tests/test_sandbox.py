@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games import sandbox
-from deepeval_games.sandbox import SandboxLimits, SandboxUnavailable, run_tests
+from game_defs import sandbox
+from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, run_tests
 
-needs_bwrap = pytest.mark.skipif(
-    not sandbox.bubblewrap_usable(), reason=f"bubblewrap unusable here: {sandbox._probe()}"
-)
+needs_bwrap = pytest.mark.skipif(not sandbox.bubblewrap_usable(), reason=f"bubblewrap unusable here: {bwrap.probe()}")
 HARNESS_MARK = "_deepeval_sandbox_boot"  # in the argv of every harness process, forked copies included
 
 
@@ -30,14 +28,12 @@ def sandbox_processes() -> list[int]:
     Ours are descendants of this process (a pid namespace's orphans are reparented to its init, which
     is) or, as root, run with a uid from this process's block; forked copies keep the harness's argv.
     """
-    uids = sandbox._uid_block()
+    uids = bwrap.uid_block()
     procs: dict[int, tuple[int, int, bool]] = {}  # pid -> (ppid, uid, is a live harness process)
     for entry in Path("/proc").iterdir():
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            fields = dict(
-                line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line
-            )
+            fields = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
             procs[int(entry.name)] = (
                 int(fields["PPid"]),
                 int(fields["Uid"].split()[0]),
@@ -331,8 +327,8 @@ def test_killing_its_parent_leaves_the_host_alone(no_leftovers: None) -> None:
 
 @needs_bwrap
 def test_bwrap_failing_at_run_time_is_an_infra_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sandbox._bwrap_argv
-    monkeypatch.setattr(sandbox, "_bwrap_argv", lambda *a: [*real(*a)[:-1], "--no-such-option", "--"])
+    real = bwrap.bwrap_argv
+    monkeypatch.setattr(bwrap, "bwrap_argv", lambda *a: [*real(*a)[:-1], "--no-such-option", "--"])
     report = run_tests("def f():\n    return 1\n", ["assert f() == 1"])
     assert report.status == "infra_error" and "no-such-option" in report.detail
 
@@ -340,10 +336,10 @@ def test_bwrap_failing_at_run_time_is_an_infra_error(monkeypatch: pytest.MonkeyP
 def test_without_bubblewrap_it_refuses_unless_unsafe(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sandbox, "_probe", lambda: "bubblewrap (bwrap) is not installed")
+    monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(SandboxUnavailable, match="not installed"):
         run_tests("def f():\n    return 1\n", ["assert f() == 1"])
-    with caplog.at_level(logging.WARNING, logger="deepeval_games.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="game_defs.sandbox"):
         report = run_tests("def f():\n    return 1\n", ["assert f() == 1", "assert f() == 2"], unsafe=True)
     assert report.status == "failed" and [t.status for t in report.tests] == ["passed", "failed"]
     assert "WITHOUT a sandbox" in caplog.text
@@ -360,4 +356,3 @@ def test_a_value_too_large_to_print_is_a_failed_test_not_a_crash() -> None:
     report = run_tests("def f(x):\n    return 10 ** 5000\n", ["assert f(1) == 2"], timeout_s=30)
     assert report.status == "failed" and report.tests[0].status == "failed"
     assert "bits>" in report.tests[0].detail
-

@@ -1,0 +1,75 @@
+"""How each player's turns went: counts of ``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow``.
+
+A turn that is not ``ok`` or ``reasked`` gave no valid move: the referee applied the task's penalty move, or
+for a game without one a seeded random legal move. Those turns count against the model that sat there, so a
+report shows them beside the scores. Reads :attr:`MatchRecord.turns` only (the players' seats; chance
+outcomes and the judge's verdicts are not counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from deepeval_games.bot import Outcome
+from deepeval_games.records import MatchRecord
+
+__all__ = ["TurnOutcomes", "format_turn_outcomes", "turn_outcomes"]
+
+_ORDER = [outcome.value for outcome in Outcome]
+
+
+@dataclass(frozen=True)
+class TurnOutcomes:
+    """The turn outcomes of one player over a set of matches."""
+
+    player: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """Turns per outcome value (``{"ok": 3, "invalid": 2}``); outcomes that never happened are absent."""
+
+    @property
+    def total(self) -> int:
+        """Every turn the player took."""
+        return sum(self.counts.values())
+
+    @property
+    def valid(self) -> int:
+        """Turns that ended in a valid move of the player's own (``ok`` or ``reasked``)."""
+        return self.counts.get(Outcome.OK.value, 0) + self.counts.get(Outcome.REASKED.value, 0)
+
+    @property
+    def all_ok(self) -> bool:
+        """True when every turn was valid at the first ask."""
+        return self.counts.get(Outcome.OK.value, 0) == self.total
+
+    def describe(self) -> str:
+        """``ok 3, invalid 2 (of 5)``: each outcome that happened, in the order of :class:`Outcome`."""
+        parts = [f"{name} {self.counts[name]}" for name in _ORDER if self.counts.get(name)]
+        return f"{', '.join(parts) or 'no turns'} (of {self.total})"
+
+
+def _value(outcome: Outcome | str) -> str:
+    return Outcome(outcome).value
+
+
+def turn_outcomes(records: Iterable[MatchRecord]) -> dict[str, TurnOutcomes]:
+    """Per player name (in order of first appearance), how its turns went over ``records``."""
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        for name in record.seats:
+            counts.setdefault(name, {})
+        for turn in record.turns:
+            if 0 <= turn.seat < len(record.seats):
+                tally = counts[record.seats[turn.seat]]
+                key = _value(turn.outcome)
+                tally[key] = tally.get(key, 0) + 1
+    return {player: TurnOutcomes(player, tally) for player, tally in counts.items()}
+
+
+def format_turn_outcomes(outcomes: Mapping[str, TurnOutcomes]) -> str:
+    """One line per player: ``Turn outcomes:`` then ``  gpt  ok 3, invalid 2 (of 5)``."""
+    if not outcomes:
+        return "Turn outcomes: no turns"
+    width = max(len(name) for name in outcomes)
+    lines = [f"  {name.ljust(width)}  {tally.describe()}" for name, tally in outcomes.items()]
+    return "\n".join(["Turn outcomes:", *lines])

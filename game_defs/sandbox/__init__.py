@@ -1,0 +1,78 @@
+"""Run untrusted Python (an LLM's MBPP solution) against ``assert`` tests, and decide the verdict here.
+
+How a run works
+---------------
+Each call to :func:`run_tests` starts one ``bwrap`` (bubblewrap) sandbox running this interpreter's base
+``python -I -S`` (standard library only) with the harness :mod:`game_defs.sandbox.child`:
+
+* namespaces: new mount, pid, network (just its own loopback), IPC, UTS and cgroup namespaces,
+  ``--die-with-parent``, ``--new-session``; a cleared environment (``PATH``, ``HOME``, ``LANG`` only);
+* files: read-only binds of ``/usr`` (plus the ``/bin``, ``/lib*`` links), ``/etc/ld.so.cache`` and the
+  interpreter's prefix, nothing else: not the repository, the data sets, ``/home``, ``/root`` or the rest
+  of ``/etc``; a fresh ``/proc``, bwrap's minimal ``/dev``, a private size-capped tmpfs on ``/tmp``;
+* identity: never root. As an ordinary user, bwrap maps the caller to uid 65534 in a new user namespace
+  and forbids nested ones. As root, a uid mapped to host root would be exempt from ``RLIMIT_NPROC``, so
+  bwrap runs privileged without a user namespace (keeping only CAP_SETUID/CAP_SETGID) and the harness,
+  before anything else, switches to an unused uid/gid from a per-process block, with no groups and no
+  capabilities left (no_new_privs is set by bwrap). Nested user namespaces stay possible in that mode;
+* limits, set by the harness before the program loads: CPU seconds, address space, processes (per
+  sandbox: the uid is the sandbox's own), file size, open files, no core files; here: a wall-clock
+  deadline and byte caps on stdout+stderr and on the result channel, whose breach kills the sandbox;
+* cleanup: the sandbox's pid 1 is killed on every early exit (the kernel then kills its whole pid
+  namespace) and bwrap is reaped, so no process it started outlives :func:`run_tests`.
+
+Verdicts, and what is guaranteed
+--------------------------------
+The parent never reads the child's exit code or any claim of success. Each test is parsed here with
+:mod:`ast`: literals (``ast.literal_eval``), comparisons, ``not``, ``and``/``or`` and calls to a few pure
+functions (``sorted``, ``set``, ``len``, ``math.isclose``, ...; only if the program never binds the name)
+are evaluated *here*, and a test passes if the result is truthy. The child evaluates only the remaining
+sub-expressions (in MBPP, the call to the candidate's function) with pristine builtins, and reports each
+value as a tagged tree of strings, built only for exact builtin types (no subclasses, so no custom
+``__eq__``/``__bool__``; ``Counter``/``OrderedDict``/``defaultdict`` are sent as their plain dict
+contents), which the parent rebuilds with its own constructors. Records travel on an inherited pipe, not
+stdout, framed with a random per-run nonce given on stdin; a malformed, unframed, duplicate or missing
+record makes the run ``error``.
+
+Threat model, honestly: the program shares its process with the harness, so a program written *to attack
+the harness* (finding the nonce through frame introspection, ``gc`` or ``ctypes`` and writing records
+itself) can make the child report any values it likes. It still cannot make the parent compare anything
+else: for ``lhs == <literal>`` tests (all 1,500 asserts of the MBPP test split) the expected value is
+computed here and never enters the sandbox, so a forged report passes only if the program knew the right
+answer, which is no more than hard-coding it. Sub-expressions that are not literals (both sides of a
+non-literal ``==``, a bare ``assert f(x)``) are only as honest as the child. Exception names (``memory``,
+per-test errors) are the child's word too, but only choose among failing statuses. Escaping the sandbox
+is left to bubblewrap and the kernel. Memory is bounded per process (address space) times the process
+limit, not by a cgroup.
+
+Without a usable bwrap, :func:`run_tests` raises :class:`SandboxUnavailable`, unless ``unsafe=True``: then
+the harness runs in a plain subprocess with the same rlimits (as root, ``RLIMIT_NPROC`` does not apply and
+the uid is not changed), and a warning is logged. Once bwrap is usable, a run whose sandbox fails to start
+is reported as ``infra_error``, never as a failed test.
+
+Modules, one concern each: :mod:`~game_defs.sandbox.planning` (which sub-expressions the parent evaluates
+itself), :mod:`~game_defs.sandbox.protocol` (starting the child and reading its records),
+:mod:`~game_defs.sandbox.child` (the harness program, run inside), :mod:`~game_defs.sandbox.bwrap`
+(limits, the bwrap command line, uids, the probe), :mod:`~game_defs.sandbox.process` (feeding, watching
+and killing the child), :mod:`~game_defs.sandbox.report` (the report and its verdict) and
+:mod:`~game_defs.sandbox.run` (:func:`run_tests` and the unsafe opt-in, :data:`UNSAFE_ENV`).
+"""
+
+from game_defs.sandbox.bwrap import SandboxLimits, SandboxUnavailable, bubblewrap_usable
+from game_defs.sandbox.planning import parse_python
+from game_defs.sandbox.report import Status, TestReport, TestResult, TestStatus
+from game_defs.sandbox.run import UNSAFE_ENV, run_tests, unsafe_opt_in
+
+__all__ = [
+    "UNSAFE_ENV",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "Status",
+    "TestReport",
+    "TestResult",
+    "TestStatus",
+    "bubblewrap_usable",
+    "parse_python",
+    "run_tests",
+    "unsafe_opt_in",
+]

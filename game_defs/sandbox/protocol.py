@@ -1,0 +1,146 @@
+"""The parent's side of the child protocol: how the harness is started, and how its records are read.
+
+The child (:mod:`game_defs.sandbox.child`, compiled here once and never imported) is started as
+``python -I -S -B -c BOOTSTRAP``; it reads ``(harness code, payload)``, marshalled, from its stdin and
+answers on an inherited pipe, one record a line, framed with the run's random nonce. Values travel as
+tagged trees of strings that :func:`parse_records` rebuilds with the parent's own constructors, checking
+exact types: anything the harness does not write is a :class:`ProtocolError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from game_defs.sandbox.planning import literal_eval
+
+__all__ = ["BOOTSTRAP", "HARNESS", "ProtocolError", "Results", "parse_records"]
+
+_HARNESS_PATH = Path(__file__).with_name("child.py")
+HARNESS = compile(_HARNESS_PATH.read_text(encoding="utf-8"), str(_HARNESS_PATH), "exec")
+"""The child program (:mod:`game_defs.sandbox.child`), compiled once; sent marshalled on the child's stdin."""
+# Reads (harness code, payload) from stdin, which is then at EOF. Compiling the harness here once saves
+# every run ~2 ms; the child is the same interpreter version (the base of this one), so marshal fits.
+BOOTSTRAP = """\
+import marshal, posix
+def _deepeval_sandbox_boot():
+    data = b""
+    while chunk := posix.read(0, 1 << 16):
+        data += chunk
+    code, payload = marshal.loads(data)
+    namespace = {"__name__": "_deepeval_sandbox_harness"}
+    exec(code, namespace)
+    namespace["_harness"](payload)
+_deepeval_sandbox_boot()
+"""
+"""The ``python -c`` program of the child: it runs :data:`HARNESS` on the payload read from stdin."""
+
+
+class ProtocolError(Exception):
+    """The result channel carried something the harness does not write."""
+
+
+def _leaf(tree: tuple[object, ...], size: int) -> tuple[str, ...]:
+    if len(tree) != size or any(type(x) is not str for x in tree):
+        raise ProtocolError("malformed leaf")
+    return tree  # type: ignore[return-value]
+
+
+def _decode(tree: object) -> object:
+    """Rebuild a value from the harness's tagged tree, with the parent's own constructors."""
+    if type(tree) is not tuple or not tree or type(tree[0]) is not str:
+        raise ProtocolError("malformed value")
+    tag, items = tree[0], tree[1:]
+    try:
+        if tag == "n":
+            _leaf(tree, 1)
+            return None
+        if tag == "b" and _leaf(tree, 2)[1] in ("0", "1"):
+            return tree[1] == "1"
+        if tag == "i":
+            return int(_leaf(tree, 2)[1], 16)
+        if tag == "f":
+            return float.fromhex(_leaf(tree, 2)[1])
+        if tag == "c":
+            _, real, imag = _leaf(tree, 3)
+            return complex(float.fromhex(real), float.fromhex(imag))
+        if tag == "s":
+            return _leaf(tree, 2)[1]
+        if tag == "y":
+            return bytes.fromhex(_leaf(tree, 2)[1])
+        if tag == "l":
+            return [_decode(x) for x in items]
+        if tag == "t":
+            return tuple(_decode(x) for x in items)
+        if tag == "S":
+            return {_decode(x) for x in items}
+        if tag == "F":
+            return frozenset(_decode(x) for x in items)
+        if tag == "d":
+            pairs: list[tuple[object, ...]] = [x if type(x) is tuple and len(x) == 2 else () for x in items]
+            return {_decode(k): _decode(v) for k, v in pairs}
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ProtocolError(f"malformed value: {exc}") from exc
+    raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def _int_field(value: object) -> int:
+    if type(value) is not int:
+        raise ProtocolError("malformed index")
+    return value
+
+
+@dataclass
+class Results:
+    """The child's records, validated."""
+
+    ready: bool = False
+    done: bool = False
+    load_error: tuple[str, str, str] | None = None
+    slots: dict[tuple[int, int], tuple[str, object]] = field(default_factory=dict)
+
+
+def parse_records(data: bytes, nonce: bytes, slots_per_test: list[int]) -> Results:
+    """Validate the records of one run (``slots_per_test``: child values per test); :class:`ProtocolError` if bad."""
+    results = Results()
+    lines = data.split(b"\n")
+    if lines[-1]:
+        raise ProtocolError("unterminated record")
+    for line in lines[:-1]:
+        head, sep, body = line.partition(b" ")
+        if head != nonce or not sep:
+            raise ProtocolError("record without this run's framing")
+        if results.done or results.load_error:
+            raise ProtocolError("record after the harness finished")
+        try:
+            record = literal_eval(body.decode("utf-8", "surrogatepass"))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError) as exc:
+            raise ProtocolError("undecodable record") from exc
+        if type(record) is not tuple or not record or type(record[0]) is not str:
+            raise ProtocolError("malformed record")
+        kind = record[0]
+        if kind == "ready" and len(record) == 1 and not results.ready:
+            results.ready = True
+            continue
+        if not results.ready:
+            raise ProtocolError("record before the harness was ready")
+        if kind == "done" and len(record) == 1:
+            results.done = True
+        elif kind == "load_error" and len(record) == 4:
+            results.load_error = _leaf(record[1:], 3)  # type: ignore[assignment]
+        elif kind in ("value", "raised", "unsupported") and len(record) in (4, 5):
+            key = (_int_field(record[1]), _int_field(record[2]))
+            expected = 0 <= key[0] < len(slots_per_test) and 0 <= key[1] < slots_per_test[key[0]]
+            if key in results.slots or not expected:
+                raise ProtocolError("duplicate or unexpected result")
+            if kind == "value" and len(record) == 4:
+                results.slots[key] = ("value", _decode(record[3]))
+            elif kind != "value" and len(record) == 5:
+                results.slots[key] = (kind, _leaf(record[3:], 2))
+            else:
+                raise ProtocolError("malformed result")
+        else:
+            raise ProtocolError(f"unexpected record {kind!r}")
+    if results.done and len(results.slots) != sum(slots_per_test):
+        raise ProtocolError("results missing")
+    return results
