@@ -189,7 +189,7 @@ class Playability:
     observation: ObservationKind | None
     """Which string shows a seat its view (None: neither works)."""
     action_names: bool
-    """Every legal move met in the probe has a non-empty name."""
+    """Every legal move met in the probe has a name of its own: non-empty, and distinct among the moves of its node."""
     reason: str = ""
     """What is missing, when the game cannot be played through text."""
 
@@ -199,57 +199,108 @@ class Playability:
         return self.observation is not None and self.action_names
 
 
+_PROBE_STEPS = 64
+"""Moves of the probe playout (a long game is probed on its opening)."""
+_PROBE_MOVES = 256
+"""Legal moves per node whose names the probe reads."""
+
+
 def _string_or_none(fn: Any, player: int) -> str | None:
     try:
         return str(fn(player))
-    except (pyspiel.SpielError, RuntimeError, NotImplementedError, AttributeError, TypeError):
+    except Exception:  # a C++ SpielError, or whatever a Python game's observer raises: "not provided"
         return None
+
+
+def _probe_playout(game: pyspiel.Game) -> tuple[list[pyspiel.State], list[tuple[pyspiel.State, int]]]:
+    """A seeded random playout: every state met (chance and terminal included), and each (state, seat) to move."""
+    rng = np.random.default_rng(0)
+    state = game.new_initial_state()
+    states: list[pyspiel.State] = []
+    decisions: list[tuple[pyspiel.State, int]] = []
+    for _ in range(_PROBE_STEPS):
+        states.append(state.clone())
+        if state.is_terminal():
+            break
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
+            continue
+        if state.is_simultaneous_node():
+            seats = [p for p in range(game.num_players()) if state.legal_actions(p)]
+            decisions.extend((states[-1], seat) for seat in seats)
+            joint = [
+                int(rng.choice(state.legal_actions(p))) if p in seats else pyspiel.INVALID_ACTION
+                for p in range(game.num_players())
+            ]
+            state.apply_actions(joint)
+        else:
+            decisions.append((states[-1], state.current_player()))
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    else:
+        states.append(state.clone())
+    return states, decisions
+
+
+def _names_missing(decisions: Sequence[tuple[pyspiel.State, int]]) -> str | None:
+    """What is wrong with the move names met in the probe (None: every move has a name of its own)."""
+    for state, seat in decisions:
+        names: dict[str, int] = {}
+        for action in state.legal_actions(seat)[:_PROBE_MOVES]:
+            name = _action_name(state, seat, action)
+            if name is None or not name.strip():
+                return f"a name (action_to_string) for every legal move (move {action} has none)"
+            if name in names:
+                return f"a distinct name for every legal move (moves {names[name]} and {action} are both {name!r})"
+            names[name] = action
+    return None
+
+
+def _action_name(state: pyspiel.State, seat: int, action: int) -> str | None:
+    try:
+        return str(state.action_to_string(seat, action))
+    except Exception:
+        return None
+
+
+_STRINGS: dict[ObservationKind, str] = {
+    "observation": "observation_string",
+    "information_state": "information_state_string",
+}
+
+
+def _probe(game: pyspiel.Game) -> Playability:
+    try:
+        states, decisions = _probe_playout(game)
+    except Exception as exc:  # a game that breaks on a random playout would break in a match: say so up front
+        detail = f"{type(exc).__name__}: {exc}".strip()
+        return Playability(None, False, f"{game.get_type().short_name} fails a random playout ({detail[:300]})")
+    seats = range(game.num_players())
+    kind: ObservationKind | None = None
+    for candidate, method in _STRINGS.items():  # in order of preference; stop at the first that always works
+        if all(_string_or_none(getattr(state, method), seat) is not None for state in states for seat in seats):
+            kind = candidate
+            break
+    names_missing = _names_missing(decisions)
+    missing = []
+    if kind is None:
+        missing.append("neither an observation string nor an information-state string for every seat")
+    if names_missing:
+        missing.append(names_missing)
+    reason = f"{game.get_type().short_name} provides {' and '.join(missing)}" if missing else ""
+    return Playability(kind, names_missing is None, reason)
 
 
 _PROBED: dict[str, Playability] = {}
 
 
-def _probe(game: pyspiel.Game) -> Playability:
-    rng = np.random.default_rng(0)
-    state = game.new_initial_state()
-    kinds: dict[str, bool] = {"observation": True, "information_state": True}
-    names_ok = True
-    steps = 0
-    while not state.is_terminal() and steps < 64:
-        steps += 1
-        if state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
-            state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
-            continue
-        seats = (
-            [p for p in range(game.num_players()) if state.legal_actions(p)]
-            if state.is_simultaneous_node()
-            else [state.current_player()]
-        )
-        for seat in seats:
-            kinds["observation"] &= _string_or_none(state.observation_string, seat) is not None
-            kinds["information_state"] &= _string_or_none(state.information_state_string, seat) is not None
-            for action in state.legal_actions(seat)[:64]:
-                names_ok &= bool(str(state.action_to_string(seat, action)).strip())
-        if state.is_simultaneous_node():
-            joint = [int(rng.choice(state.legal_actions(p))) if p in seats else 0 for p in range(game.num_players())]
-            state.apply_actions(joint)
-        else:
-            state.apply_action(int(rng.choice(state.legal_actions(seats[0]))))
-    kind: ObservationKind | None = (
-        "observation" if kinds["observation"] else "information_state" if kinds["information_state"] else None
-    )
-    missing = []
-    if kind is None:
-        missing.append("neither an observation string nor an information-state string")
-    if not names_ok:
-        missing.append("a name (action_to_string) for every legal move")
-    reason = f"{game.get_type().short_name} provides {' and '.join(missing)}" if missing else ""
-    return Playability(kind, names_ok, reason)
-
-
 def playability(game: pyspiel.Game) -> Playability:
-    """Probe a seeded random playout of ``game``: which string to show a seat, and whether moves have names."""
+    """Probe a seeded random playout of ``game``: which string to show a seat, and whether moves have names.
+
+    The strings are tried for every seat at every state of the playout (chance and terminal states
+    included, since the referee delivers each seat its view after every move), the observation string
+    first; the capability flags of the game type are not trusted. The result is cached per game string.
+    """
     key = str(game)
     if key not in _PROBED:
         _PROBED[key] = _probe(game)
@@ -257,13 +308,14 @@ def playability(game: pyspiel.Game) -> Playability:
 
 
 def observation_text(state: pyspiel.State, seat: int) -> str:
-    """What ``seat`` is shown of ``state``: its observation string, else its information-state string."""
+    """What ``seat`` is shown of ``state``: its observation string, else its information-state string.
+
+    The probe (:func:`playability`) decides which; "" for a game that provides neither.
+    """
     kind = playability(state.get_game()).observation
-    if kind == "observation":
-        return str(state.observation_string(seat))
-    if kind == "information_state":
-        return str(state.information_state_string(seat))
-    return ""
+    if kind is None:
+        return ""
+    return str(getattr(state, _STRINGS[kind])(seat))
 
 
 def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:

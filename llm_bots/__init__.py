@@ -1,13 +1,49 @@
 """Players: LLM bots that call any model through litellm, and scripted baselines.
 
-Importing this package registers the built-in scripted bots by name (see
-:func:`deepeval_games.registry.registered_bots`). litellm is imported only through
-:mod:`llm_bots.transport`, which first tells it to use its bundled model price list rather than fetch one
-from the internet.
+The built-in scripted bots, judges and task adapters register through the entry points in ``setup.cfg``
+(``deepeval_games.bots``, ``deepeval_games.adapters``), like any outside package's; importing this package
+imports none of them. The names below are imported on first use: :class:`LLMBot` and the model runtime need
+litellm, which is slow to import and is loaded only through :mod:`llm_bots.transport` (which first tells it
+to use its bundled model price list rather than fetch one from the internet).
 """
 
-import llm_bots.scripted_code_review  # (registers the code review bots and judges)
-import llm_bots.scripted_idiom  # noqa: F401  (registers the idiom solitaire bots)
-from llm_bots import scripted_pgg
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["scripted_pgg"]
+if TYPE_CHECKING:
+    from llm_bots.adapters import GenericAdapter, Parsed, TaskAdapter, adapter_for, register_adapter
+    from llm_bots.llm_bot import BotSettings, LLMBot, ModelRuntime, make_llm_bot
+    from llm_bots.model_config import ModelConfig
+
+__all__ = [
+    "BotSettings",
+    "GenericAdapter",
+    "LLMBot",
+    "ModelConfig",
+    "ModelRuntime",
+    "Parsed",
+    "TaskAdapter",
+    "adapter_for",
+    "make_llm_bot",
+    "register_adapter",
+]
+
+_WHERE = {
+    "BotSettings": "llm_bots.llm_bot",
+    "LLMBot": "llm_bots.llm_bot",
+    "ModelRuntime": "llm_bots.llm_bot",
+    "make_llm_bot": "llm_bots.llm_bot",
+    "ModelConfig": "llm_bots.model_config",
+    "GenericAdapter": "llm_bots.adapters",
+    "Parsed": "llm_bots.adapters",
+    "TaskAdapter": "llm_bots.adapters",
+    "adapter_for": "llm_bots.adapters",
+    "register_adapter": "llm_bots.adapters",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public names on first use (litellm loads only when a model plays)."""
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'llm_bots' has no attribute {name!r}")

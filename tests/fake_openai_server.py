@@ -1,7 +1,9 @@
 """A scripted OpenAI-compatible HTTP server on 127.0.0.1, for transport tests without keys or internet.
 
 Each POST /v1/chat/completions takes the next `Behaviour` from a queue the test fills
-(`server.script(...)`), or the default behaviour (a normal reply) when the queue is empty. The server counts
+(`server.script(...)`), or the default behaviour (a normal reply) when the queue is empty. A
+`Behaviour.responder(fn)` answers with `fn(body)`, the reply text computed from the request's JSON body
+(e.g. the first legal move named in the last user message: `first_legal_move`). The server counts
 requests, keeps their JSON bodies, runs in a daemon thread, and stops itself (releasing hung connections)
 when the context manager exits.
 
@@ -17,10 +19,11 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Behaviour", "FakeOpenAIServer"]
+__all__ = ["Behaviour", "FakeOpenAIServer", "first_legal_move", "last_user_message"]
 
 DEFAULT_MODEL_ID = "fake-model"
 
@@ -41,6 +44,12 @@ class Behaviour:
     finish_reason: str = "stop"
     error_message: str = "injected error"
     delay_s: float = 0.0
+    respond: Callable[[dict[str, Any]], str] | None = None  # computes the reply text from the request body
+
+    @classmethod
+    def responder(cls, fn: Callable[[dict[str, Any]], str]) -> Behaviour:
+        """A normal reply whose text is ``fn(body)``, ``body`` being the request's JSON body."""
+        return cls(kind="reply", respond=fn)
 
     @classmethod
     def reply(cls, text: str = "ok", *, model_id: str | None = None) -> Behaviour:
@@ -184,6 +193,31 @@ class FakeOpenAIServer:
         self.stop()
 
 
+def last_user_message(body: dict[str, Any]) -> str:
+    """The text of the last ``user`` message of a chat request body ("" when there is none)."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+_MOVES = "Your legal moves now: "
+
+
+def first_legal_move(body: dict[str, Any]) -> str:
+    """A reply naming the first legal move listed in the last user message (``Your legal moves now: [...]``).
+
+    The generic adapter's prompt lists the moves as a JSON array; the reply is ``{"move": "<first>"}``.
+    """
+    text = last_user_message(body)
+    start = text.rfind(_MOVES)
+    if start < 0:
+        return "no legal moves were listed"
+    moves, _ = json.JSONDecoder().raw_decode(text, start + len(_MOVES))
+    return json.dumps({"move": moves[0]})
+
+
 def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, Any]:
     text = behaviour.text
     return {
@@ -248,6 +282,8 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             with server._lock:
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            if behaviour.respond is not None:
+                behaviour = dataclasses.replace(behaviour, text=behaviour.respond(body), respond=None)
             try:
                 self._answer(behaviour, str(body.get("model", "")))
             finally:

@@ -18,7 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +38,7 @@ __all__ = [
     "Parsed",
     "TaskAdapter",
     "adapter_for",
+    "read_move_name",
     "register_adapter",
     "registered_adapters",
 ]
@@ -115,15 +116,65 @@ class TaskAdapter:
 _TRIM = " \t\r\n\"'`.“”‘’"
 
 
-def _key(name: str) -> str:
+def _loose(name: str) -> str:
+    """A name up to case, runs of spaces, surrounding quotes or backticks and a final period."""
     return re.sub(r"\s+", " ", normalize(name)).strip(_TRIM).casefold()
+
+
+def _spaceless(name: str) -> str:
+    """A name up to case, quotes, a final period and every space (``x(0, 0)`` is ``x(0,0)``)."""
+    return re.sub(r"\s+", "", _loose(name))
+
+
+_MATCHERS: tuple[Callable[[str], str], ...] = (normalize, _loose, _spaceless)
+"""Ever looser readings of a name; the first that matches exactly one legal move decides."""
+
+
+def read_move_name(said: str, names: Mapping[str, int]) -> Parsed:
+    """The legal move ``said`` names (``names``: every legal move by its name), or why it names none.
+
+    ``said`` is compared with every name under ever looser readings (:data:`_MATCHERS`): exactly, then up to
+    case, spacing, quotes and a final period, then ignoring spaces altogether. The first reading that matches
+    exactly one move decides; one that matches several moves is ambiguous, and the reply is re-asked.
+    """
+    for match in _MATCHERS:
+        want = match(said)
+        found: dict[int, str] = {}
+        for name, action in names.items():
+            if match(name) == want:
+                found.setdefault(action, name)
+        if len(found) == 1:
+            return Parsed(action=next(iter(found)))
+        if len(found) > 1:
+            listed = ", ".join(json.dumps(n, ensure_ascii=False) for n in found.values())
+            return Parsed(error=f"{_shown(said)} could mean any of {listed}; write one exactly as listed.")
+    return Parsed(error=f"{_shown(said)} is not one of the legal moves.")
+
+
+def _shown(said: str) -> str:
+    return json.dumps(said if len(said) <= 60 else said[:57] + "...", ensure_ascii=False)
+
+
+def _said_move(text: str) -> str | None:
+    """What a normalised reply names as its move: the ``"move"`` of its last JSON object that has one, else the
+    whole reply; None when that ``"move"`` is no text or number (a list, an object, null)."""
+    moves = [obj["move"] for obj in json_objects(text) if "move" in obj]
+    if not moves:
+        return text
+    last = moves[-1]
+    if isinstance(last, str):
+        return last
+    if isinstance(last, (int, float)) and not isinstance(last, bool):
+        return str(last)
+    return None
 
 
 class GenericAdapter(TaskAdapter):
     """Any game, no task code: legal moves by name, replies read back by name (see the module docs).
 
     A reply is read after NFKC normalisation: the ``"move"`` of its last JSON object that has one, else the
-    whole reply; it must name a legal move, exactly or up to case, spacing, quotes and a final period.
+    whole reply; it must name a legal move, exactly, else up to case, spacing, quotes and a final period, else
+    ignoring spaces (:func:`read_move_name`). An unknown or ambiguous name is re-asked with the reason.
     """
 
     task = "generic"
@@ -147,25 +198,18 @@ class GenericAdapter(TaskAdapter):
         return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
+        """Read a reply as a legal move by its name (see the class docs); a free-text turn takes the whole reply."""
         if observation.free_text:
             text = (reply or "").strip()
             return Parsed(text=text) if text else Parsed(error="the reply was empty.")
         text = normalize(reply)
         if not text:
             return Parsed(error="the reply was empty.")
-        moves = [obj["move"] for obj in json_objects(text) if isinstance(obj.get("move"), (str, int))]
-        said = str(moves[-1]) if moves else text
-        names = observation.action_names()
-        if said in names:
-            return Parsed(action=names[said], text=reply)
-        by_key: dict[str, list[int]] = {}
-        for name, action in names.items():
-            by_key.setdefault(_key(name), []).append(action)
-        found = by_key.get(_key(said), [])
-        if len(found) == 1:
-            return Parsed(action=found[0], text=reply)
-        shown = said if len(said) <= 60 else said[:57] + "..."
-        return Parsed(error=f"{shown!r} is not one of the legal moves.")
+        said = _said_move(text)
+        if said is None:
+            return Parsed(error='the last JSON answer has no "move" naming a legal move as text.')
+        parsed = read_move_name(said, observation.action_names())
+        return replace(parsed, text=reply) if parsed.ok else parsed
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         if observation.free_text:
