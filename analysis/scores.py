@@ -37,7 +37,7 @@ class Score:
 
 
 def bootstrap_ci(
-    values: Sequence[float], *, level: float = 0.95, samples: int = 2000, seed: int = 0
+    values: Sequence[float] | np.ndarray, *, level: float = 0.95, samples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean; a single value gives a zero-width interval."""
     data = np.sort(np.asarray(values, dtype=float))  # the same values give the same interval in any order

@@ -29,7 +29,7 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
 from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import REFEREE, MessagePool
+from deepeval_games.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
 __all__ = ["Scorer", "play_match", "seat_label"]
@@ -38,11 +38,6 @@ _T = TypeVar("_T")
 
 Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 """Computes ground-truth metrics from a finished match (e.g. MBPP pass rate) for ``record.metrics``."""
-
-
-def seat_label(seat: int) -> str:
-    """The anonymous id of a seat as players see it."""
-    return f"Player {seat + 1}"
 
 
 class _Match:
@@ -204,13 +199,12 @@ class _Match:
             action_to_string=lambda action: view.action_to_string(CHANCE_SEAT, action),
         )
         decision, latency = await self.ask(self.judge, observation)
-        if decision.action not in legal:
-            raise SpecError(f"the judge returned {decision.action}, which is not a verdict of {self.game}")
-        self.pool.add(
-            round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=decision.action
-        )
-        self.record_move(JUDGE_SEAT, int(decision.action), decision, latency)
-        self.state.apply_action(int(decision.action))
+        verdict = decision.action
+        if verdict is None or verdict not in legal:
+            raise SpecError(f"the judge returned {verdict}, which is not a verdict of {self.game}")
+        self.pool.add(round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict)
+        self.record_move(JUDGE_SEAT, verdict, decision, latency)
+        self.state.apply_action(verdict)
 
     async def run(self, max_rounds: int) -> None:
         self.broadcast_rules()

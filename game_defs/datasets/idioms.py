@@ -385,7 +385,7 @@ def _csv_bytes() -> tuple[bytes, str]:
             f"module {_IMPORT_PACKAGE!r} was not found"
         )
     loader = spec.loader
-    reader = loader.get_resource_reader(_IMPORT_PACKAGE) if hasattr(loader, "get_resource_reader") else None
+    reader = loader.get_resource_reader(_IMPORT_PACKAGE) if loader and hasattr(loader, "get_resource_reader") else None
     if reader is not None and hasattr(reader, "files"):
         resource = reader.files().joinpath(_CSV_NAME)
     else:  # unusual loaders: let importlib.resources import the package
