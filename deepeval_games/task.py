@@ -61,6 +61,7 @@ __all__ = [
     "is_judged",
     "judge_fields",
     "judge_text",
+    "indistinguishable_variants",
     "match_metrics",
     "observation_fields",
     "observation_text",
@@ -371,6 +372,12 @@ def judge_text(state: pyspiel.State) -> str:
     """The judge's brief: the game's own, else the state's string."""
     fn = getattr(state, "judge_text", None)
     return str(fn()) if callable(fn) else str(state)
+
+
+def indistinguishable_variants(state: pyspiel.State, player: int, joint_action: Sequence[int]) -> list[list[int]]:
+    """Joint actions that ``player`` may not tell apart from ``joint_action`` (``[]`` without the hook)."""
+    fn = getattr(state, "indistinguishable_variants", None)
+    return [list(v) for v in fn(player, list(joint_action))] if callable(fn) else []
 
 
 def match_metrics(state: pyspiel.State) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.errors import ConformanceError
 from deepeval_games.games import load_game
 
@@ -65,8 +66,7 @@ def _seat_view(state: pyspiel.State, seat: int) -> tuple[Any, ...]:
     game_type = state.get_game().get_type()
     obs = state.observation_string(seat) if game_type.provides_observation_string else None
     info = state.information_state_string(seat) if game_type.provides_information_state_string else None
-    fields_fn = getattr(state, "observation_fields", None)
-    return (obs, info, repr(sorted(fields_fn(seat).items())) if fields_fn else None)
+    return (obs, info, repr(sorted(task.observation_fields(state, seat).items())))
 
 
 def _snapshot(state: pyspiel.State) -> tuple[Any, ...]:
@@ -89,9 +89,9 @@ class _Checker:
         sample = list(actions)
         if len(sample) > _MAX_STRINGS_CHECKED:
             sample = list(rng.choice(sample, size=_MAX_STRINGS_CHECKED, replace=False))
-        penalty_fn = getattr(state, "penalty_action", None)
-        if penalty_fn is not None and player >= 0:
-            sample.append(int(penalty_fn(player)))
+        penalty = task.penalty_action(state, player) if player >= 0 else None
+        if penalty is not None:
+            sample.append(penalty)
         for action in sample:
             try:
                 text = state.action_to_string(player, int(action))
@@ -128,13 +128,10 @@ class _Checker:
                         return
 
     def check_hidden(self, state: pyspiel.State, joint: Sequence[int]) -> None:
-        variants_fn = getattr(state, "indistinguishable_variants", None)
-        if variants_fn is None:
-            return
         for seat in range(self.n):
             base = state.clone()
             base.apply_actions(list(joint))
-            for variant in variants_fn(seat, list(joint)):
+            for variant in task.indistinguishable_variants(state, seat, joint):
                 self.report.count("no_leak")
                 other = state.clone()
                 other.apply_actions(list(variant))
@@ -149,12 +146,11 @@ class _Checker:
     def choose(self, state: pyspiel.State, player: int, rng: np.random.Generator) -> int:
         legal = state.legal_actions(player)
         self.check_strings(state, player, legal, rng)
-        penalty_fn = getattr(state, "penalty_action", None)
-        if penalty_fn is not None and rng.random() < 0.1:
-            return int(penalty_fn(player))
-        free_fn = getattr(state, "is_free_text_turn", None)
-        if free_fn is not None and free_fn(player):
-            return int(state.intern_utterance(player, f"utterance {int(rng.integers(1_000_000))}"))
+        penalty = task.penalty_action(state, player)
+        if penalty is not None and rng.random() < 0.1:
+            return penalty
+        if task.is_free_text_turn(state, player):
+            return task.intern_utterance(state, player, f"utterance {int(rng.integers(1_000_000))}")
         return int(rng.choice(legal))
 
     def playout(self, rng: np.random.Generator) -> list[tuple[Any, ...]]:
