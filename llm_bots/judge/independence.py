@@ -12,6 +12,7 @@ from typing import Any
 
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.errors import SpecError
 
 __all__ = ["ALLOW_PLAYER_MODEL", "check_judge"]
@@ -47,7 +48,7 @@ def check_judge(
     Raises :class:`~deepeval_games.errors.SpecError`; with ``allow_player_model = true`` logs a warning instead.
     """
     if not judge_configured:
-        if getattr(game, "judged", False):
+        if task.is_judged(game):
             raise SpecError(
                 f"{game.get_type().short_name} is judged: add a [judge] table to the spec "
                 '(model = "..." for an LLM judge, or bot = "judge_fixed" / "judge_pass_rate" for a scripted one)'

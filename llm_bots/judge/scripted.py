@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.registry import register_bot
 from game_defs.verdicts import encode_scores
@@ -44,7 +45,7 @@ class FixedJudge(DeepEvalBot):
         scores: Sequence[int] | None = None,
     ) -> None:
         super().__init__(player_id, rng)
-        if not getattr(game, "judged", False):
+        if not task.is_judged(game):
             raise ValueError(f"{game.get_type().short_name} has no verdict to give")
         self.scores = tuple(int(s) for s in (scores if scores is not None else [7] * game.num_players()))
         if len(self.scores) != game.num_players():
