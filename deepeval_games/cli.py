@@ -4,6 +4,7 @@
 ``deepeval-games report DIR``               print the score tables of a run directory
 ``deepeval-games games``                    list the registered tasks and their parameters
 ``deepeval-games bots``                     list the registered scripted bots
+``deepeval-games schema [--record]``         print the JSON Schema of the experiment spec (or of a match record)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.convergence import stableness
+from analysis.outcomes import format_turn_outcomes, turn_outcomes
 from analysis.ratings import bradley_terry
 from analysis.scores import role_scores, symmetric_scores
 from analysis.tables import format_scores
@@ -36,7 +38,9 @@ def _task(record: MatchRecord) -> str:
 def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
 
-    Two-seat tasks add Bradley–Terry ratings; with ``epsilon`` the stableness check is reported too.
+    Two-seat tasks add Bradley–Terry ratings; with ``epsilon`` the stableness check is reported too. When any
+    turn was not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
+    task's penalty or a seeded random legal move was played for the seat).
     """
     parts = []
     for task in sorted({_task(r) for r in records}):
@@ -54,6 +58,9 @@ def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None
             check = stableness(subset, epsilon=epsilon)
             verdict = "stable" if check.stable else "not yet stable"
             parts[-1] += f"\nStableness (epsilon={epsilon}): {verdict} — {check.reason}"
+        outcomes = turn_outcomes(subset)
+        if not all(tally.all_ok for tally in outcomes.values()):  # some turns were re-asked or given no valid move
+            parts[-1] += "\n" + format_turn_outcomes(outcomes)
     return "\n\n".join(parts) if parts else "no completed matches"
 
 
@@ -77,11 +84,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
+def _read_run(run_dir: str) -> list[MatchRecord]:
+    """Every committed record of a run directory; a clear error when it holds none."""
+    if not (Path(run_dir) / DB_NAME).exists():
+        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    with Store(run_dir) as store:
+        return list(store.records())
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
-    if not (Path(args.run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {args.run_dir} (expected {DB_NAME})")
-    with Store(args.run_dir) as store:
-        records = list(store.records())
+    records = _read_run(args.run_dir)
     print(score_report(records, epsilon=args.epsilon))
     if args.plots:
         from analysis.plots import convergence_plot, payoff_boxplot
@@ -98,6 +110,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=variant)}")
             print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=variant)}")
     return 0
+
+
+_TABLES = {
+    "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
+    "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
+}
+"""The per-task pairwise tables: ``deepeval-games tables NAME RUN_DIR``; each module has ``print_tables``."""
+
+
+def _cmd_tables(args: argparse.Namespace) -> int:
+    from importlib import import_module
+
+    module = import_module(_TABLES[args.table])
+    return int(module.print_tables(_read_run(args.run_dir), players=args.players, plot=args.plot))
 
 
 def _cmd_games(args: argparse.Namespace) -> int:
@@ -117,6 +143,25 @@ def _cmd_bots(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    if args.record:
+        from deepeval_games.records import SCHEMA_VERSION
+
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **MatchRecord.model_json_schema(),
+            "x-schema-version": SCHEMA_VERSION,
+        }
+    else:
+        from deepeval_games.spec import spec_json_schema
+
+        schema = spec_json_schema()
+    print(json.dumps(schema, indent=2, ensure_ascii=False))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deepeval-games", description="Evaluate LLMs by making them play games.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -131,8 +176,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
+    tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-3) of a run directory")
+    tables.add_argument("table", choices=sorted(_TABLES), help="idiom: Tables 1 and 2; code-review: Table 3")
+    tables.add_argument("run_dir")
+    tables.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
+    tables.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
+    tables.set_defaults(func=_cmd_tables)
     sub.add_parser("games", help="list registered tasks").set_defaults(func=_cmd_games)
     sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)
+    schema = sub.add_parser("schema", help="print the JSON Schema of the experiment spec (draft 2020-12)")
+    schema.add_argument("--record", action="store_true", help="print the schema of a match record instead")
+    schema.set_defaults(func=_cmd_schema)
     return parser
 
 

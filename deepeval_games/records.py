@@ -1,56 +1,116 @@
-"""The match record: one typed, versioned document per match.
+"""The match record: one typed, versioned document per match (pydantic models).
 
 A record holds what is needed to audit and re-score a match without replaying it: the game string,
-who sat where, every turn (prompt, raw replies, action, outcome, re-asks, latency, tokens, cost), the
-message pool, and the returns. ``matches.jsonl`` in a run directory holds one record per line.
+who sat where, every turn (the prompts of every ask, raw replies, action, outcome, re-asks, latency,
+tokens, cost), the message pool, and the returns. ``matches.jsonl`` in a run directory holds one record
+per line (:meth:`MatchRecord.to_dict`); the store's ``results.sqlite`` holds the same text.
 
-Schema version history: 1 — first version.
+Records are built on the hot path without validation (the referee uses ``TurnRecord.model_construct``)
+and validated when they are read back (:meth:`MatchRecord.from_dict`). A record is mutable: the runner
+sets ``experiment``, ``repeat`` and ``metrics`` after the referee made it.
+
+**Versions.** ``schema_version`` names the layout of a record. Reading a record runs the migrations from
+its version up to :data:`SCHEMA_VERSION` (:data:`MIGRATIONS`), then validates it; a record of a newer
+version is refused. The rule: *a change to the record bumps its version, adds a migration here and a small
+checked-in run-directory fixture of the old version* (``tests/fixtures/v<N>/``), whose loading is tested.
+
+History:
+
+* 0 — records without ``schema_version`` (read as version 1).
+* 1 — first version: ``TurnRecord.prompt``, the chat messages of the first ask only.
+* 2 — ``TurnRecord.prompts``: the chat messages of every ask of a turn (first ask, then each re-ask);
+  ``outcome`` is an :class:`~deepeval_games.bot.Outcome` and ``status`` is ``complete`` or ``aborted``.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
-__all__ = ["SCHEMA_VERSION", "TIMING_FIELDS", "MatchRecord", "TurnRecord"]
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-SCHEMA_VERSION = 1
+from deepeval_games.bot import Outcome
+from deepeval_games.errors import DeepEvalError
+
+__all__ = [
+    "CHANCE_SEAT",
+    "JUDGE_SEAT",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "TIMING_FIELDS",
+    "MatchRecord",
+    "RecordError",
+    "TurnRecord",
+    "migrate",
+]
+
+SCHEMA_VERSION = 2
+"""The version of the records this code writes."""
 TIMING_FIELDS = ("latency_s", "wall_time_s", "started_at")
 """Fields that measure wall-clock time; :meth:`MatchRecord.canonical` leaves them out."""
 
 CHANCE_SEAT = -1
+"""The seat of chance outcomes in :attr:`TurnRecord.seat`."""
 JUDGE_SEAT = -2
+"""The seat of the judge's verdicts in :attr:`TurnRecord.seat`."""
 
 
-@dataclass
-class TurnRecord:
+class RecordError(DeepEvalError, ValueError):
+    """A stored record cannot be read: a newer schema version, or a record that does not validate."""
+
+
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class TurnRecord(BaseModel):
     """One move: a seat's action, a chance outcome (seat -1) or the judge's verdict (seat -2)."""
+
+    model_config = _CONFIG
 
     index: int
     """Position in the game's history, from 0."""
     round: int
     """Round of Algorithm 1 (a simultaneous node is one round for all its seats)."""
     seat: int
+    """The seat that moved, from 0; -1 for a chance outcome, -2 for the judge."""
     action: int
+    """The action applied to the game (for a free-text move: the utterance's id in the message pool)."""
     action_string: str
+    """The game's name of ``action`` for this seat."""
     text: str = ""
     """The utterance added to the message pool."""
-    outcome: str = "ok"
+    outcome: Outcome = Outcome.OK
     """``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow`` or ``infra_error``."""
-    raw_replies: list[str] = field(default_factory=list)
-    prompt: list[dict[str, str]] = field(default_factory=list)
+    raw_replies: list[str] = Field(default_factory=list)
+    """Every raw model reply of the turn, in order (one per ask)."""
+    prompts: list[list[dict[str, str]]] = Field(default_factory=list)
+    """The chat messages sent at each ask of the turn (the first ask, then every re-ask), exactly as in the
+    request's ``messages``; empty for scripted bots and chance."""
     retries: int = 0
+    """Re-asks after replies that were not a valid move (not infrastructure retries)."""
     model: str | None = None
+    """The model id the provider reported; None for scripted bots."""
     tokens_in: int = 0
+    """Prompt tokens of all asks of the turn."""
     tokens_out: int = 0
+    """Completion tokens of all asks of the turn."""
     cost_usd: float = 0.0
+    """Cost of the turn's calls, as litellm prices them (USD)."""
     latency_s: float = 0.0
+    """Wall-clock time the seat took to answer, in seconds."""
     error: str | None = None
+    """Why the turn was not ``ok`` (and what the referee played instead), if it was not."""
+
+    @field_serializer("outcome", when_used="json")
+    def _outcome_value(self, outcome: Outcome | str) -> str:
+        """The outcome's string value (also for a plain string given to ``model_construct``)."""
+        return Outcome(outcome).value
 
 
-@dataclass
-class MatchRecord:
+class MatchRecord(BaseModel):
     """Everything about one match."""
+
+    model_config = _CONFIG
 
     match_id: str
     """Stable id: a hash of the game string, the seating, the players, the seed and the repeat."""
@@ -61,37 +121,53 @@ class MatchRecord:
     returns: list[float]
     """Payoff of every seat, in seat order."""
     turns: list[TurnRecord]
+    """Every move of the match, in order (chance outcomes and verdicts included)."""
     experiment: str = ""
+    """The ``name`` of the experiment spec that planned the match."""
     repeat: int = 0
+    """The repeat number (from 0) of this seating."""
     seed: int = 0
-    players: list[dict[str, Any]] = field(default_factory=list)
+    """The match seed: chance nodes and the bots' generators derive from it."""
+    players: list[dict[str, Any]] = Field(default_factory=list)
     """Per seat: what played there (scripted bot name or model id, prompt version), never shown to seats."""
-    roles: list[str] = field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
     """Per seat: the role it plays (``player`` in symmetric games)."""
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
     """The message pool, in order."""
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)
     """Task metrics from scorers (successful hits, MBPP pass rate, ...)."""
-    status: str = "complete"
+    status: Literal["complete", "aborted"] = "complete"
     """``complete`` or ``aborted``."""
     error: str | None = None
+    """Why the match was aborted, if it was."""
     schema_version: int = SCHEMA_VERSION
+    """The layout version of this record (see the module documentation)."""
     wall_time_s: float = 0.0
+    """Wall-clock duration of the match, in seconds."""
     started_at: str = ""
+    """When the match started (ISO 8601, UTC)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form."""
-        return asdict(self)
+        """Plain JSON-able form (enums as their string values)."""
+        return self.model_dump(mode="json")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MatchRecord:
-        """Inverse of :meth:`to_dict`; refuses records of a newer schema."""
-        version = int(data.get("schema_version", 0))
-        if version > SCHEMA_VERSION:
-            raise ValueError(f"record schema {version} is newer than this version of deepeval-games ({SCHEMA_VERSION})")
-        data = dict(data)
-        data["turns"] = [TurnRecord(**turn) for turn in data.get("turns", [])]
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchRecord:
+        """Inverse of :meth:`to_dict`: migrate a record of an older version, then validate it.
+
+        Raises:
+            RecordError: the record is of a newer version than this code, or does not validate.
+        """
+        return cls._validated(migrate(data))
+
+    @classmethod
+    def _validated(cls, data: dict[str, Any]) -> MatchRecord:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            match_id = data.get("match_id", "?")
+            message = f"match record {match_id!r} is not a valid record (version {SCHEMA_VERSION}): {exc}"
+            raise RecordError(message) from exc
 
     def canonical(self) -> dict[str, Any]:
         """The record without wall-clock measurements: equal for equal seeds."""
@@ -102,3 +178,54 @@ class MatchRecord:
             for key in TIMING_FIELDS:
                 turn.pop(key, None)
         return data
+
+
+# -- migrations ------------------------------------------------------------------------------------------
+
+
+def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 (no ``schema_version``) has the layout of version 1."""
+    return data
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """``TurnRecord.prompt`` (the first ask's messages) becomes ``prompts`` (one list of messages per ask).
+
+    Version 1 kept only the first ask, so a migrated turn has at most one prompt.
+    """
+    turns = []
+    for turn in data.get("turns", []):
+        turn = dict(turn)
+        prompt = turn.pop("prompt", None)
+        turn["prompts"] = [prompt] if prompt else []
+        turns.append(turn)
+    return {**data, "turns": turns}
+
+
+MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
+    (0, _v0_to_v1),
+    (1, _v1_to_v2),
+)
+"""``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
+
+
+def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain record of any known version brought to :data:`SCHEMA_VERSION` (not validated).
+
+    Raises:
+        RecordError: the record is of a newer version than this code, or its version is not a whole number.
+    """
+    version = data.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise RecordError(f"match record {data.get('match_id', '?')!r}: bad schema_version {version!r}")
+    if version > SCHEMA_VERSION:
+        raise RecordError(
+            f"match record {data.get('match_id', '?')!r} has schema version {version}, newer than this version of "
+            f"deepeval-games reads ({SCHEMA_VERSION}): upgrade deepeval-games to read it"
+        )
+    record = dict(data)
+    for from_version, step in MIGRATIONS:
+        if from_version >= version:
+            record = step(record)
+    record["schema_version"] = SCHEMA_VERSION
+    return record

@@ -14,7 +14,8 @@ import json
 import logging
 import sys
 import traceback
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,11 @@ from tqdm import tqdm
 from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
 from deepeval_games.games import load_game
-from deepeval_games.records import MatchRecord
+from deepeval_games.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, scorers_for
 from deepeval_games.schedule import PlannedMatch, plan_matches
-from deepeval_games.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
 from deepeval_games.store import Store
 
 __all__ = ["RunResult", "build_player", "run_experiment", "run_experiment_async"]
@@ -49,9 +50,14 @@ def build_player(
     """The bot for one seat: a registered scripted bot, or an LLM bot sharing the run's ``runtime``."""
     if player.bot is not None:
         return make_bot(player.bot, game, seat, rng, player.params)
+    assert player.model is not None
+    if seat == JUDGE_SEAT:  # the judge: temperature 0, no default verdict (llm_bots.judge)
+        from llm_bots.judge.llm import make_llm_judge  # imported only when a model judges: litellm is slow
+
+        return make_llm_judge(player.model, player.params, game, rng, match_id=match_id, runtime=runtime)
     from llm_bots.llm_bot import make_llm_bot  # imported only when a model plays: litellm is slow to import
 
-    return make_llm_bot(player, game, seat, rng, match_id=match_id, runtime=runtime)
+    return make_llm_bot(player.model, player.params, game, seat, rng, match_id=match_id, runtime=runtime)
 
 
 def _open_runtime(spec: ExperimentSpec) -> Any:
@@ -110,7 +116,14 @@ class _Runner:
             # judged games: a judge is required, and an LLM judge is no player's model unless forced
             from llm_bots.judge import check_judge
 
-            check_judge(self.spec, game)
+            judge = self.spec.judge
+            check_judge(
+                game,
+                judge_configured=judge is not None,
+                judge_model=judge.model if judge is not None else None,
+                judge_params=judge.params if judge is not None else None,
+                player_models={p.name: p.model for p in self.spec.players if p.model is not None},
+            )
             if self.spec.judge is not None:
                 build_player(self.spec.judge, game, -2, np.random.default_rng(0), runtime=self.runtime)
 
@@ -231,14 +244,17 @@ def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, A
     }
 
 
-async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool = False) -> RunResult:
+async def run_experiment_async(
+    spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path, *, progress: bool = False
+) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
+    spec = as_spec(spec)
     rule = spec.until_stable
     if rule is None:
         return await _run_once(spec, out_dir, progress=progress)
     repeats, played, model_calls = spec.repeats, 0, 0
     while True:
-        result = await _run_once(replace(spec, repeats=repeats), out_dir, progress=progress)
+        result = await _run_once(spec.with_experiment(repeats=repeats), out_dir, progress=progress)
         played, model_calls = played + result.played, model_calls + result.model_calls
         result.stableness = _stableness(spec, result.records)
         stable = bool(result.stableness) and all(check.stable for check in result.stableness.values())
@@ -250,8 +266,13 @@ async def run_experiment_async(spec: ExperimentSpec, out_dir: str | Path, *, pro
         log.info("results not yet stable; extending to %d repeats", repeats)
 
 
-def run_experiment(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool = False) -> RunResult:
+def run_experiment(
+    spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path, *, progress: bool = False
+) -> RunResult:
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
+
+    ``spec`` is an :class:`ExperimentSpec`, a spec document as a mapping (validated by
+    :func:`~deepeval_games.spec.parse_spec`) or the path of a TOML spec file.
 
     Resumes: matches already committed there are skipped. Raises
     :class:`~deepeval_games.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec.

@@ -1,7 +1,17 @@
 """Experiment specs: the TOML file that names the game(s), the players, the judge and the repeats.
 
-See the README's "Spec reference" for every key. Parsing is strict: an unknown key, a wrong type or a
-missing value is a :class:`~deepeval_games.errors.SpecError` that names the key.
+The spec is a pydantic model of the document itself (:class:`ExperimentSpec`: an ``[experiment]`` table,
+``[[players]]`` entries and an optional ``[judge]`` table), so every key is documented once, here, and
+``deepeval-games schema`` prints the JSON Schema of the whole document. The keys of an LLM player's table
+are those of :class:`llm_bots.model_config.ModelSettings`.
+
+Parsing is strict: an unknown key, a wrong type or a missing value is a
+:class:`~deepeval_games.errors.SpecError` that names the table and the key (:func:`parse_spec`,
+:func:`load_spec`); pydantic's own errors never reach the user.
+
+A spec is identified by :meth:`ExperimentSpec.content_hash` (guards resuming a run directory) and each
+player by :meth:`PlayerSpec.identity` (part of every match id): both are computed from the document as
+written, so the same document always gives the same hash and the same match ids.
 """
 
 from __future__ import annotations
@@ -9,37 +19,57 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError, core_schema
 
 from deepeval_games.errors import SpecError
+from llm_bots.model_config import ModelSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["DELIVERY_KEYS", "PAIRINGS", "ExperimentSpec", "PlayerSpec", "StoppingRule", "load_spec", "parse_spec"]
+__all__ = [
+    "DELIVERY_KEYS",
+    "PAIRINGS",
+    "BotJudge",
+    "BotPlayer",
+    "ExperimentSpec",
+    "ExperimentTable",
+    "ModelJudge",
+    "ModelPlayer",
+    "PlayerSpec",
+    "StoppingRule",
+    "SweepRange",
+    "as_spec",
+    "load_spec",
+    "parse_spec",
+    "spec_json_schema",
+]
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations")
+"""The values of ``[experiment] pairing`` (see :mod:`deepeval_games.schedule`)."""
 
-_EXPERIMENT_KEYS = {
-    "name": str,
-    "game": str,
-    "games": list,
-    "repeats": int,
-    "seed": int,
-    "pairing": str,
-    "max_concurrency": int,
-    "max_match_attempts": int,
-    "sweep": dict,
-    "cache": (bool, str),
-    "budget_usd": (int, float),
-    "until_stable": dict,
-}
-_PLAYER_KEYS = {"name", "bot", "params", "model"}
 DELIVERY_KEYS = frozenset(
     {
         "api_key_env",
@@ -57,16 +87,228 @@ DELIVERY_KEYS = frozenset(
 _RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
+_ALLOW_PLAYER_MODEL = "allow_player_model"  # llm_bots.judge's key; a test checks they agree
 
-@dataclass(frozen=True)
-class PlayerSpec:
-    """One entry of ``[[players]]``: a scripted bot (``bot``) or an LLM bot (``model``)."""
+_TABLE = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+
+Name = Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
+"""A non-blank string."""
+SweepValue = StrictBool | StrictInt | StrictFloat | StrictStr
+
+
+def _spec_error(message: str) -> PydanticCustomError:
+    """A validation error whose message is shown as it is (it names its table itself)."""
+    return PydanticCustomError("spec", "{message}", {"message": message})
+
+
+# -- the [experiment] table ------------------------------------------------------------------------------
+
+
+class StoppingRule(BaseModel):
+    """``[experiment.until_stable]``: add repeats until the stableness condition holds."""
+
+    model_config = _TABLE
+
+    epsilon: float = Field(gt=0)
+    """Required: every player's 95% CI half-width of the mean payoff must fall below this."""
+    step: int = Field(default=0, ge=0)
+    """Repeats added per extension (0: the initial ``repeats``)."""
+    max_repeats: int = Field(default=50, ge=1)
+    """Give up (results reported as not stable) past this many repeats."""
+    batch: int = Field(default=5, ge=1)
+    """Matches per player between two ranking checkpoints."""
+    window: int = Field(default=2, ge=1)
+    """Checkpoints over which the ranking must stay the same."""
+
+
+class SweepRange(BaseModel):
+    """A range of integers in ``[experiment.sweep]``: ``{from = 11, to = 510}``, both ends included."""
+
+    model_config = ConfigDict(**_TABLE, populate_by_name=True)
+
+    from_: int = Field(alias="from")
+    """The first value."""
+    to: int
+    """The last value (included)."""
+
+    def values(self) -> tuple[int, ...]:
+        """Every integer of the range."""
+        return tuple(range(self.from_, self.to + 1))
+
+
+def _check_sweep(value: Any) -> Any:
+    """The old, precise messages for a bad ``[experiment.sweep]`` (checked before the types)."""
+    if not isinstance(value, Mapping):
+        return value  # the type check says it
+    for key, values in value.items():
+        where = f"[experiment.sweep] {key!r}"
+        if isinstance(values, SweepRange):
+            values = values.model_dump(by_alias=True)
+        if isinstance(values, Mapping):
+            if set(values) != {"from", "to"} or not all(
+                isinstance(values[k], int) and not isinstance(values[k], bool) for k in ("from", "to")
+            ):
+                raise _spec_error(f"{where}: a range is written {{from = 11, to = 510}} (both included)")
+            if values["from"] > values["to"]:
+                raise _spec_error(f"{where}: no values (from > to)")
+        elif isinstance(values, (list, tuple)):
+            if not values:
+                raise _spec_error(f"{where}: no values")
+            if not all(isinstance(v, (int, float, str, bool)) for v in values):
+                raise _spec_error(f"{where}: values must be numbers, strings or booleans")
+        else:
+            raise _spec_error(f"{where}: give a list of values or {{from = .., to = ..}}")
+    return value
+
+
+class ExperimentTable(BaseModel):
+    """``[experiment]``: what is played, how often, and how the run executes.
+
+    Give exactly one of ``game`` and ``games``.
+    """
+
+    model_config = ConfigDict(
+        **_TABLE,
+        json_schema_extra={"oneOf": [{"required": ["game"]}, {"required": ["games"]}]},
+    )
+
+    name: StrictStr = "experiment"
+    """The experiment's name, written into every match record."""
+    game: Name | None = None
+    """A game string, e.g. ``deepeval_public_goods(players=4,mode=1)`` (``deepeval-games games`` lists them)."""
+    games: Annotated[list[Name], Field(min_length=1, strict=False)] | None = None
+    """Several game strings: every one is played."""
+    repeats: int = Field(default=1, ge=1)
+    """How many times each seating is played (seats are re-drawn each repeat). Not part of the spec hash:
+    raising it and rerunning into the same directory adds matches."""
+    seed: int = Field(default=0, ge=0)
+    """The experiment seed: match seeds and seatings derive from it."""
+    pairing: Literal["auto", "permute", "round_robin", "combinations"] = "auto"
+    """How players are seated: ``permute``, ``round_robin``, ``combinations`` or ``auto`` (see the README)."""
+    max_concurrency: int = Field(default=8, ge=1)
+    """Matches played at once. Run setting: not part of the spec hash."""
+    max_match_attempts: int = Field(default=3, ge=1)
+    """Attempts of a match whose model infrastructure fails before it is given up. Run setting."""
+    sweep: Annotated[dict[str, list[SweepValue] | SweepRange], Field(strict=False)] = Field(default_factory=dict)
+    """Game parameters to vary: every game is played with every combination of these values. A value is a
+    list (``alpha = [1.2, 1.6]``) or an integer range (``task_id = {from = 11, to = 510}``)."""
+    cache: StrictBool | StrictStr = True
+    """Model-call cache: true for the user cache, a path (a SQLite file), or false for none. Run setting."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Stop making new model calls once this much (USD, as litellm prices them) is spent. Run setting."""
+    until_stable: StoppingRule | None = None
+    """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _sweep_messages(cls, value: Any) -> Any:
+        return _check_sweep(value)
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache_type(cls, value: Any) -> Any:
+        if not isinstance(value, (bool, str)):
+            raise PydanticCustomError("spec_type", "true/false or a path")
+        return value
+
+    @model_validator(mode="after")
+    def _one_game_key(self) -> ExperimentTable:
+        if (self.game is None) == (self.games is None):
+            raise _spec_error("[experiment]: give exactly one of 'game' (a game string) or 'games' (a list of them)")
+        return self
+
+
+# -- players and the judge -------------------------------------------------------------------------------
+
+
+class BotPlayer(BaseModel):
+    """A ``[[players]]`` entry played by a registered scripted bot (``deepeval-games bots`` lists them)."""
+
+    model_config = _TABLE
+
+    name: Name
+    """The player's name in tables and match records (unique in the spec)."""
+    bot: Name
+    """The registered name of the scripted bot, e.g. ``pgg_free_rider``."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The bot's parameters (``[players.params]``), checked by the bot."""
+
+
+class ModelPlayer(ModelSettings):
+    """A ``[[players]]`` entry played by a language model: ``model`` plus the model settings, side by side."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+
+    name: Name
+    """The player's name in tables and match records (unique in the spec)."""
+    model: StrictStr
+    """A litellm model string (``openai/gpt-4o``, ``anthropic/...``, ``ollama/llama3``), ``local/smollm2`` or
+    ``local/<path to a .gguf>`` (a llama.cpp server started for the run)."""
+
+    @field_validator("model")
+    @classmethod
+    def _model_string(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("'model' must be a litellm model string like 'openai/gpt-4o'")
+        return value
+
+
+class BotJudge(BotPlayer):
+    """``[judge]`` with ``bot``: a registered scripted judge (``judge_fixed``, ``judge_pass_rate``)."""
+
+    name: Name = "judge"
+    """The judge's name (default ``judge``)."""
+
+
+class ModelJudge(ModelPlayer):
+    """``[judge]`` with ``model``: an LLM judge. It samples at temperature 0 with up to 1024 tokens unless
+    set otherwise, and may not be a player's model unless ``allow_player_model`` is true."""
+
+    name: Name = "judge"
+    """The judge's name (default ``judge``)."""
+    allow_player_model: StrictBool = False
+    """Let a model that also plays judge (a warning about self-preference is logged)."""
+
+
+def _kind(value: Any) -> str | None:
+    """``bot`` or ``model`` for a player table with exactly one of these keys; None otherwise."""
+    if isinstance(value, PlayerSpec):
+        return value.kind
+    if not isinstance(value, Mapping) or ("bot" in value) == ("model" in value):
+        return None
+    return "bot" if "bot" in value else "model"
+
+
+_KIND_ERROR = "give exactly one of 'bot' (a scripted bot) or 'model' (a litellm model)"
+
+PlayerTable = Annotated[
+    Annotated[BotPlayer, Tag("bot")] | Annotated[ModelPlayer, Tag("model")],
+    Discriminator(_kind, custom_error_type="player_kind", custom_error_message=_KIND_ERROR),
+]
+"""One ``[[players]]`` entry as written."""
+JudgeTable = Annotated[
+    Annotated[BotJudge, Tag("bot")] | Annotated[ModelJudge, Tag("model")],
+    Discriminator(_kind, custom_error_type="player_kind", custom_error_message=_KIND_ERROR),
+]
+"""The ``[judge]`` table as written."""
+
+
+class PlayerSpec(BaseModel):
+    """A player (or the judge) as the runner uses it: a scripted bot (``bot``) or an LLM bot (``model``).
+
+    Made from a ``[[players]]`` entry by :func:`parse_spec`, or directly in Python.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: str
+    """The player's name."""
     bot: str | None = None
+    """The scripted bot's registered name; None for an LLM."""
     model: str | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Bot parameters (``[players.params]``) or, for a model, the model settings (every other key)."""
+    """The litellm model string; None for a scripted bot."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Bot parameters (``[players.params]``) or, for a model, the model settings (every other key), as written."""
 
     @property
     def kind(self) -> str:
@@ -83,44 +325,145 @@ class PlayerSpec:
         played = {k: v for k, v in self.params.items() if k not in DELIVERY_KEYS}
         return {"name": self.name, "bot": self.bot, "model": self.model, "params": played}
 
-
-@dataclass(frozen=True)
-class StoppingRule:
-    """``[experiment.until_stable]``: add repeats until the stableness condition holds."""
-
-    epsilon: float
-    """Every player's 95% CI half-width of the mean payoff must fall below this."""
-    step: int = 0
-    """Repeats added per extension (0: the initial ``repeats``)."""
-    max_repeats: int = 50
-    """Give up (results reported as not stable) past this many repeats."""
-    batch: int = 5
-    """Matches per player between two ranking checkpoints."""
-    window: int = 2
-    """Checkpoints over which the ranking must stay the same."""
+    def to_table(self) -> dict[str, Any]:
+        """The spec table that describes this player."""
+        if self.kind == "model":
+            return {"name": self.name, "model": self.model, **self.params}
+        return {"name": self.name, "bot": self.bot, "params": dict(self.params)}
 
 
-@dataclass(frozen=True)
-class ExperimentSpec:
-    """A parsed and validated experiment spec."""
+class _FromTable:
+    """Annotation: validate the value as a spec table of ``table``, keep a :class:`PlayerSpec` of it.
 
-    name: str
-    games: tuple[str, ...]
-    players: tuple[PlayerSpec, ...]
-    repeats: int = 1
-    seed: int = 0
-    pairing: str = "auto"
-    max_concurrency: int = 8
-    max_match_attempts: int = 3
-    judge: PlayerSpec | None = None
-    cache: bool | str = True
-    """Model-call cache: True for the user cache, a path, or False for none."""
-    budget_usd: float | None = None
-    """Stop making new model calls once this much (USD, as litellm prices them) is spent."""
-    until_stable: StoppingRule | None = None
-    sweep: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    """Game parameters to vary: every game is played with every combination of these values."""
-    source: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    The JSON Schema shows the table; the values of a model's settings are kept as written (so ``1`` and
+    ``1.0`` stay apart in :meth:`PlayerSpec.identity`, as they always did).
+    """
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(
+            self._resolve,
+            handler.generate_schema(self.table),
+            serialization=core_schema.plain_serializer_function_ser_schema(PlayerSpec.to_table),
+        )
+
+    @staticmethod
+    def _resolve(value: Any, validate: Callable[[Any], Any]) -> PlayerSpec:
+        if isinstance(value, PlayerSpec):
+            return value
+        table = validate(value)
+        raw = dict(value) if isinstance(value, Mapping) else table.model_dump(exclude_unset=True)
+        if isinstance(table, BotPlayer):
+            return PlayerSpec(name=table.name, bot=table.bot, params=dict(raw.get("params", {})))
+        settings = {k: v for k, v in raw.items() if k not in ("name", "model")}
+        return PlayerSpec(name=table.name, model=table.model, params=settings)
+
+
+# -- the spec ---------------------------------------------------------------------------------------------
+
+
+class ExperimentSpec(BaseModel):
+    """A deepeval-games experiment spec: the ``[experiment]`` table, ``[[players]]`` and an optional ``[judge]``."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, title="deepeval-games experiment spec"
+    )
+
+    experiment: ExperimentTable
+    """What is played and how the run executes."""
+    players: Annotated[tuple[Annotated[PlayerSpec, _FromTable(PlayerTable)], ...], Field(min_length=1)]
+    """The players: each entry has ``bot`` (a scripted bot) or ``model`` (an LLM), never both."""
+    judge: Annotated[PlayerSpec, _FromTable(JudgeTable)] | None = None
+    """The judge of judged games (code review): a scripted judge (``bot``) or an LLM (``model``)."""
+
+    _source: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_source(cls, data: Any, handler: Callable[[Any], ExperimentSpec]) -> ExperimentSpec:
+        spec = handler(data)
+        if isinstance(data, Mapping):
+            spec._source = _plain(data)
+        elif not spec._source:
+            spec._source = _plain(spec.model_dump(mode="json", by_alias=True, exclude_unset=True))
+        return spec
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ExperimentSpec:
+        names = [p.name for p in self.players]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise _spec_error(f"[[players]]: names must be unique; repeated: {duplicates}")
+        return self
+
+    # -- the [experiment] table, as attributes --
+
+    @property
+    def name(self) -> str:
+        """``[experiment] name``."""
+        return self.experiment.name
+
+    @property
+    def games(self) -> tuple[str, ...]:
+        """The game strings (``game`` or ``games``)."""
+        return (self.experiment.game,) if self.experiment.game is not None else tuple(self.experiment.games or ())
+
+    @property
+    def repeats(self) -> int:
+        """``[experiment] repeats``."""
+        return self.experiment.repeats
+
+    @property
+    def seed(self) -> int:
+        """``[experiment] seed``."""
+        return self.experiment.seed
+
+    @property
+    def pairing(self) -> str:
+        """``[experiment] pairing``."""
+        return self.experiment.pairing
+
+    @property
+    def max_concurrency(self) -> int:
+        """``[experiment] max_concurrency``."""
+        return self.experiment.max_concurrency
+
+    @property
+    def max_match_attempts(self) -> int:
+        """``[experiment] max_match_attempts``."""
+        return self.experiment.max_match_attempts
+
+    @property
+    def cache(self) -> bool | str:
+        """Model-call cache: True for the user cache, a path, or False for none."""
+        return self.experiment.cache
+
+    @property
+    def budget_usd(self) -> float | None:
+        """Stop making new model calls once this much (USD) is spent; None for no budget."""
+        return self.experiment.budget_usd
+
+    @property
+    def until_stable(self) -> StoppingRule | None:
+        """``[experiment.until_stable]``, if given."""
+        return self.experiment.until_stable
+
+    @property
+    def sweep(self) -> dict[str, tuple[Any, ...]]:
+        """Game parameters to vary, each with its values (ranges spelled out)."""
+        return {
+            key: values.values() if isinstance(values, SweepRange) else tuple(values)
+            for key, values in self.experiment.sweep.items()
+        }
+
+    @property
+    def source(self) -> dict[str, Any]:
+        """The spec document as given (JSON-able): what the run directory stores and the hash reads."""
+        return self._source
+
+    # -- identity and look-ups --
 
     def content_hash(self) -> str:
         """Hash of what the spec measures (not ``repeats`` or run-only knobs): guards resuming a run."""
@@ -145,141 +488,154 @@ class ExperimentSpec:
                 return player
         raise KeyError(name)
 
-
-def _check_type(where: str, key: str, value: Any, expected: type | tuple[type, ...]) -> None:
-    types = expected if isinstance(expected, tuple) else (expected,)
-    ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
-    if not ok:
-        names = {
-            int: "an integer",
-            str: "a string",
-            list: "a list",
-            dict: "a table",
-            bool: "true/false",
-            float: "a number",
-        }
-        kind = " or ".join(names.get(t, t.__name__) for t in types)
-        raise SpecError(f"{where}: {key!r} must be {kind}, got {value!r}")
+    def with_experiment(self, **changes: Any) -> ExperimentSpec:
+        """A copy with some ``[experiment]`` keys changed (e.g. ``repeats=40``), validated again."""
+        source = {**self.source, "experiment": {**self.source.get("experiment", {}), **changes}}
+        return parse_spec(source)
 
 
-def _parse_player(index: int, raw: Any, *, where: str) -> PlayerSpec:
-    if not isinstance(raw, dict):
-        raise SpecError(f"{where}: each entry must be a table with 'name' and 'bot' or 'model'")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise SpecError(f"{where} #{index + 1}: 'name' is required and must be a non-empty string")
-    has_bot, has_model = "bot" in raw, "model" in raw
-    if has_bot == has_model:
-        raise SpecError(f"{where} {name!r}: give exactly one of 'bot' (a scripted bot) or 'model' (a litellm model)")
-    if has_bot:
-        unknown = sorted(set(raw) - _PLAYER_KEYS - {"model"})
-        if unknown:
-            raise SpecError(f"{where} {name!r}: unknown key(s) {unknown}; a scripted bot takes name, bot, params")
-        if not isinstance(raw["bot"], str):
-            raise SpecError(f"{where} {name!r}: 'bot' must be a string")
-        params = raw.get("params", {})
-        if not isinstance(params, dict):
-            raise SpecError(f"{where} {name!r}: 'params' must be a table")
-        return PlayerSpec(name=name, bot=raw["bot"], params=dict(params))
-    if not isinstance(raw["model"], str) or not raw["model"].strip():
-        raise SpecError(f"{where} {name!r}: 'model' must be a litellm model string like 'openai/gpt-4o'")
-    settings = {k: v for k, v in raw.items() if k not in ("name", "model")}
-    return PlayerSpec(name=name, model=raw["model"], params=settings)
+def _plain(data: Any) -> dict[str, Any]:
+    """A JSON round trip of a spec document (models as their tables, anything else as a string)."""
+
+    def default(value: Any) -> Any:
+        if isinstance(value, PlayerSpec):
+            return value.to_table()
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return str(value)
+
+    return json.loads(json.dumps(data, default=default))
 
 
-def _parse_stopping(raw: dict[str, Any]) -> StoppingRule:
-    where = "[experiment.until_stable]"
-    unknown = sorted(set(raw) - {"epsilon", "step", "max_repeats", "batch", "window"})
-    if unknown:
-        raise SpecError(f"{where}: unknown key(s) {unknown}; known: epsilon, step, max_repeats, batch, window")
-    if "epsilon" not in raw:
-        raise SpecError(f"{where}: 'epsilon' (the largest acceptable CI half-width) is required")
-    _check_type(where, "epsilon", raw["epsilon"], (int, float))
-    for key in ("step", "max_repeats", "batch", "window"):
-        if key in raw:
-            _check_type(where, key, raw[key], int)
-    rule = StoppingRule(epsilon=float(raw["epsilon"]), **{k: v for k, v in raw.items() if k != "epsilon"})
-    if rule.epsilon <= 0 or rule.step < 0 or rule.max_repeats < 1 or rule.batch < 1 or rule.window < 1:
-        raise SpecError(f"{where}: epsilon must be > 0, step >= 0, max_repeats, batch and window >= 1")
-    return rule
+# -- errors -------------------------------------------------------------------------------------------------
+
+_TYPE_NAMES = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "string_type": "a string",
+    "bool_type": "true/false",
+    "bool_parsing": "true/false",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+    "list_type": "a list",
+    "tuple_type": "a list",
+}
+_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+_BOUND_KEYS = {"greater_than": "gt", "greater_than_equal": "ge", "less_than": "lt", "less_than_equal": "le"}
+_TOP_LEVEL = ("experiment", "players", "judge")
 
 
-def _parse_sweep(key: str, value: Any) -> tuple[Any, ...]:
-    """A sweep value: a list of parameter values, or ``{from = a, to = b}`` for the integers a..b."""
-    if isinstance(value, dict):
-        if set(value) != {"from", "to"} or not all(isinstance(value[k], int) for k in ("from", "to")):
-            raise SpecError(f"[experiment.sweep] {key!r}: a range is written {{from = 11, to = 510}} (both included)")
-        values: tuple[Any, ...] = tuple(range(value["from"], value["to"] + 1))
-    elif isinstance(value, list):
-        values = tuple(value)
-    else:
-        raise SpecError(f"[experiment.sweep] {key!r}: give a list of values or {{from = .., to = ..}}")
-    if not values:
-        raise SpecError(f"[experiment.sweep] {key!r}: no values")
-    if not all(isinstance(v, (int, float, str, bool)) for v in values):
-        raise SpecError(f"[experiment.sweep] {key!r}: values must be numbers, strings or booleans")
-    return values
+def _table_class(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The table model an error location points into (for the list of known keys)."""
+    head = loc[0] if loc else None
+    if head == "experiment":
+        if len(loc) > 2 and loc[1] == "until_stable":
+            return StoppingRule
+        if len(loc) > 3 and loc[1] == "sweep":
+            return SweepRange
+        return ExperimentTable
+    tag = loc[2] if head == "players" and len(loc) > 2 else loc[1] if head == "judge" and len(loc) > 1 else None
+    tables: dict[tuple[Any, Any], type[BaseModel]] = {
+        ("players", "bot"): BotPlayer,
+        ("players", "model"): ModelPlayer,
+        ("judge", "bot"): BotJudge,
+        ("judge", "model"): ModelJudge,
+    }
+    return tables.get((head, tag))
+
+
+def _place(loc: tuple[Any, ...], data: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """Where an error is (``[experiment]``, ``[[players]] 'name'``, ...) and the key path inside that table."""
+    head = loc[0] if loc else None
+    if head == "experiment":
+        if len(loc) > 2 and loc[1] == "until_stable":
+            return "[experiment.until_stable]", loc[2:]
+        if len(loc) > 2 and loc[1] == "sweep":
+            return f"[experiment.sweep] {loc[2]!r}", loc[3:]
+        return "[experiment]", loc[1:]
+    if head == "players" and len(loc) > 1:
+        index = loc[1]
+        raw = data.get("players")
+        entry = raw[index] if isinstance(raw, list) and isinstance(index, int) and index < len(raw) else None
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        where = f"[[players]] {name!r}" if isinstance(name, str) and name.strip() else f"[[players]] #{index + 1}"
+        return where, loc[3:]  # loc[2] is the table's kind (bot or model)
+    if head == "judge":
+        return "[judge]", loc[2:]
+    return "", loc
+
+
+def _message(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """One pydantic error as a sentence that names the table and the key."""
+    loc, kind, value = tuple(error["loc"]), error["type"], error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind == "spec":
+        return str(ctx.get("message", error["msg"]))
+    if len(loc) == 1 and loc[0] not in _TOP_LEVEL and kind == "extra_forbidden":
+        unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL)
+        return f"unknown top-level table(s) {unknown}; expected [experiment], [[players]], [judge]"
+    if loc == ("experiment",) and kind in ("missing", "model_type", "dict_type"):
+        return "the spec needs an [experiment] table"
+    if loc == ("players",) and kind in ("missing", "too_short", "tuple_type", "list_type"):
+        if kind == "too_short" and value:
+            return ""  # pydantic counts the valid entries only: the entries' own errors say what is wrong
+        return "the spec needs at least one [[players]] entry"
+    where, path = _place(loc, data)
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+    subject = f"{where}: {key!r}" if key else where
+    if kind == "player_kind":
+        if not isinstance(value, Mapping):
+            return f"{where}: each entry must be a table with 'name' and 'bot' or 'model'"
+        return f"{where}: {_KIND_ERROR}"
+    if kind == "extra_forbidden":
+        table = _table_class(loc)
+        known = ", ".join(sorted(f.alias or n for n, f in table.model_fields.items())) if table else ""
+        return f"{where}: unknown key {key!r}" + (f"; known keys: {known}" if known else "")
+    if kind == "missing":
+        return f"{where}: {key!r} is required"
+    if kind in _TYPE_NAMES:
+        return f"{subject} must be {_TYPE_NAMES[kind]}, got {value!r}"
+    if kind == "spec_type":
+        return f"{subject} must be {error['msg']}, got {value!r}"
+    if kind in _BOUNDS:
+        return f"{subject} must be {_BOUNDS[kind]} {ctx.get(_BOUND_KEYS[kind])}, got {value!r}"
+    if kind == "literal_error":
+        return f"{subject} must be one of {ctx.get('expected')}, got {value!r}"
+    if kind in ("string_too_short", "string_pattern_mismatch"):
+        return f"{subject} must be a non-empty string, got {value!r}"
+    if kind == "too_short":
+        return f"{subject} must not be empty"
+    if kind == "value_error":
+        text = str(error["msg"]).removeprefix("Value error, ")
+        return f"{where}: {text}" if where else text
+    return f"{subject}: {error['msg']}" if subject else str(error["msg"])
+
+
+def spec_error(exc: ValidationError, data: Mapping[str, Any]) -> SpecError:
+    """A :class:`SpecError` listing every problem of a spec document, one per line."""
+    messages = [m for m in dict.fromkeys(_message(error, data) for error in exc.errors()) if m]
+    return SpecError("\n".join(messages))
+
+
+# -- entry points -------------------------------------------------------------------------------------------
 
 
 def parse_spec(data: Mapping[str, Any]) -> ExperimentSpec:
-    """Validate a spec already read from TOML."""
-    unknown_tables = sorted(set(data) - {"experiment", "players", "judge"})
-    if unknown_tables:
-        raise SpecError(f"unknown top-level table(s) {unknown_tables}; expected [experiment], [[players]], [judge]")
-    experiment = data.get("experiment")
-    if not isinstance(experiment, dict):
-        raise SpecError("the spec needs an [experiment] table")
-    for key, value in experiment.items():
-        if key not in _EXPERIMENT_KEYS:
-            raise SpecError(f"[experiment]: unknown key {key!r}; known keys: {', '.join(sorted(_EXPERIMENT_KEYS))}")
-        _check_type("[experiment]", key, value, _EXPERIMENT_KEYS[key])
-    if ("game" in experiment) == ("games" in experiment):
-        raise SpecError("[experiment]: give exactly one of 'game' (a game string) or 'games' (a list of them)")
-    games = [experiment["game"]] if "game" in experiment else list(experiment["games"])
-    if not games or not all(isinstance(g, str) and g.strip() for g in games):
-        raise SpecError("[experiment]: 'games' must be a non-empty list of game strings")
-    repeats = experiment.get("repeats", 1)
-    if repeats < 1:
-        raise SpecError(f"[experiment]: 'repeats' must be >= 1, got {repeats}")
-    if experiment.get("seed", 0) < 0:
-        raise SpecError(f"[experiment]: 'seed' must be >= 0, got {experiment['seed']}")
-    pairing = experiment.get("pairing", "auto")
-    if pairing not in PAIRINGS:
-        raise SpecError(f"[experiment]: 'pairing' must be one of {', '.join(PAIRINGS)}, got {pairing!r}")
-    for key in ("max_concurrency", "max_match_attempts"):
-        if experiment.get(key, 1) < 1:
-            raise SpecError(f"[experiment]: {key!r} must be >= 1")
-    sweep = {key: _parse_sweep(key, value) for key, value in experiment.get("sweep", {}).items()}
-    raw_players = data.get("players")
-    if not isinstance(raw_players, list) or not raw_players:
-        raise SpecError("the spec needs at least one [[players]] entry")
-    players = tuple(_parse_player(i, raw, where="[[players]]") for i, raw in enumerate(raw_players))
-    names = [p.name for p in players]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise SpecError(f"[[players]]: names must be unique; repeated: {duplicates}")
-    judge = None
-    if "judge" in data:
-        raw_judge = data["judge"]
-        if isinstance(raw_judge, dict) and "name" not in raw_judge:
-            raw_judge = {**raw_judge, "name": "judge"}
-        judge = _parse_player(0, raw_judge, where="[judge]")
-    return ExperimentSpec(
-        name=experiment.get("name", "experiment"),
-        games=tuple(games),
-        players=players,
-        repeats=repeats,
-        seed=experiment.get("seed", 0),
-        pairing=pairing,
-        max_concurrency=experiment.get("max_concurrency", 8),
-        max_match_attempts=experiment.get("max_match_attempts", 3),
-        judge=judge,
-        sweep=sweep,
-        cache=experiment.get("cache", True),
-        budget_usd=float(experiment["budget_usd"]) if "budget_usd" in experiment else None,
-        until_stable=_parse_stopping(experiment["until_stable"]) if "until_stable" in experiment else None,
-        source=json.loads(json.dumps(data, default=str)),
-    )
+    """Validate a spec document (as read from TOML, or a plain dict) into an :class:`ExperimentSpec`.
+
+    Raises:
+        SpecError: the document is not a valid spec; the message names the table and the key.
+    """
+    if not isinstance(data, Mapping):
+        raise SpecError(f"a spec is a table (a mapping), got {type(data).__name__}")
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error(exc, data) from None
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -296,3 +652,23 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path} is not valid TOML: {exc}") from exc
     return parse_spec(data)
+
+
+def as_spec(spec: ExperimentSpec | Mapping[str, Any] | str | Path) -> ExperimentSpec:
+    """An :class:`ExperimentSpec` from a spec, a spec document (a mapping) or the path of a TOML spec file.
+
+    Raises:
+        SpecError: the document or file is not a valid spec.
+    """
+    if isinstance(spec, ExperimentSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_spec(spec)
+    if isinstance(spec, (str, Path)):
+        return load_spec(spec)
+    raise SpecError(f"a spec is an ExperimentSpec, a mapping or the path of a TOML file, got {type(spec).__name__}")
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a spec document, with a description of every key."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **ExperimentSpec.model_json_schema()}

@@ -1,7 +1,9 @@
 """Durable results: a SQLite store (WAL) plus ``matches.jsonl`` in the run directory.
 
 A match is committed once, whole, in one transaction, keyed by its stable id; a killed run resumes
-with only the missing ids. The store remembers the hash of the spec that created it and refuses to
+with only the missing ids. Records are stored as written (``MatchRecord.to_dict``) and read back through
+``MatchRecord.from_dict``, which migrates records of an older schema version: the run directory of an older
+version still loads, reports and resumes. The store remembers the hash of the spec that created it and refuses to
 mix in results of a different spec. Aborted attempts (infrastructure failures, bugs) are logged in a
 table of their own and never appear among the results.
 """
@@ -16,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from deepeval_games.errors import DeepEvalError, ResumeMismatchError
-from deepeval_games.records import MatchRecord
+from deepeval_games.records import MatchRecord, RecordError
 
 __all__ = ["DB_NAME", "JSONL_NAME", "Store"]
 
@@ -131,9 +133,16 @@ class Store:
         return list(self._db.execute("SELECT match_id, kind, error FROM attempts ORDER BY id"))
 
     def records(self) -> Iterator[MatchRecord]:
-        """Every committed match, in commit order."""
+        """Every committed match, in commit order, migrated to the current record version and validated.
+
+        Raises:
+            RecordError: a stored record is of a newer version than this code, or does not validate.
+        """
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
-            yield MatchRecord.from_dict(json.loads(text))
+            try:
+                yield MatchRecord.from_dict(json.loads(text))
+            except RecordError as exc:
+                raise RecordError(f"{self.run_dir}: {exc}") from exc
 
     def _sync_jsonl(self) -> None:
         """Rewrite ``matches.jsonl`` from the database if a crash left them apart (missing or torn lines)."""

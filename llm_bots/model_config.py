@@ -11,11 +11,13 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deepeval_games.errors import SpecError
 
-__all__ = ["LOCAL_PREFIX", "ModelConfig", "ModelConfigError"]
+__all__ = ["BOT_SETTING_KEYS", "LOCAL_PREFIX", "ModelConfig", "ModelConfigError", "ModelSettings"]
 
 LOCAL_PREFIX = "local/"
 """Model strings starting with this prefix are served by a llama.cpp server started for the run."""
@@ -27,6 +29,78 @@ class ModelConfigError(SpecError, ValueError):
     """A model configuration (from a spec or from code) is invalid; a `SpecError`, so the CLI reports it."""
 
 
+class ModelSettings(BaseModel):
+    """The settings of an LLM player: every key of its spec table beside `name` and `model`.
+
+    This model is the one documentation of these keys (the experiment spec's JSON Schema shows it). Most
+    become a :class:`ModelConfig` (how the model is reached and sampled); `max_reasks`, `prompt_style` and
+    `json_mode` (:data:`BOT_SETTING_KEYS`) set how the bot talks to it. Unset keys take the defaults shown
+    (an LLM judge samples at temperature 0 unless told otherwise). Validating here gives early, typed
+    errors; `ModelConfig.from_mapping` checks the same rules again when the bot is built.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+    api_base: str | None = Field(default=None, json_schema_extra={"pattern": "^https?://"})
+    """Base URL of an OpenAI-compatible (or other) endpoint; unset for the provider's default."""
+    api_key_env: str | None = Field(default=None, json_schema_extra={"pattern": _ENV_NAME.pattern})
+    """NAME of the environment variable holding the API key (never the key itself); unset to let litellm use
+    the provider's default variable. Delivery only: not part of match ids."""
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = 0.0
+    """Sampling temperature, 0..2."""
+    max_tokens: Annotated[int, Field(ge=1)] | None = 256
+    """Upper bound on generated tokens per reply."""
+    seed: int | None = None
+    """Sampling seed for providers that accept one (dropped silently by the others); unset: one drawn from the
+    match seed, so a rerun asks the same question."""
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    """Nucleus sampling mass in (0, 1]; unset for the provider's default."""
+    timeout_s: float = Field(default=60.0, gt=0.0)
+    """Wall-clock limit of one attempt, in seconds. Delivery only: not part of match ids."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after the first attempt, for infrastructure failures only (429, 5xx, timeouts). Delivery only."""
+    max_concurrency: int = Field(default=4, ge=1)
+    """Calls in flight at once for this model and api_base (shared by all bots of a run). Delivery only."""
+    accept_model_ids: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, strict=False)
+    """Model ids that may answer besides the configured one (e.g. an Azure deployment that reports the
+    underlying model), compared after the same normalisation as the configured id. Delivery only."""
+    backoff_base_s: float = Field(default=1.0, ge=0.0)
+    """First retry delay before jitter, in seconds; doubles with every retry. Delivery only."""
+    backoff_max_s: float = Field(default=60.0, ge=0.0)
+    """Cap of one retry delay, in seconds (a longer Retry-After still wins, up to `retry_after_max_s`).
+    Delivery only."""
+    retry_after_max_s: float = Field(default=300.0, ge=0.0)
+    """Cap on how long a server's Retry-After header may make us wait, in seconds. Delivery only."""
+    max_reasks: int = Field(default=2, ge=0)
+    """Re-asks after a reply that is not a valid move, before the task's penalty applies."""
+    prompt_style: Literal["chat", "human_assistant", "user_bot"] = "chat"
+    """`chat` (role messages), `human_assistant` or `user_bot` (one tagged transcript, for completion-style
+    models)."""
+    json_mode: Literal["auto", "on", "off"] = "auto"
+    """`auto`: ask for JSON-schema output for local models and where litellm reports provider support; `on`;
+    `off`."""
+
+    @field_validator("api_base")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"'api_base' must be an http(s) URL, got {value!r}")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                "'api_key_env' must be the NAME of an environment variable (like OPENAI_API_KEY), never the key itself"
+            )
+        return value
+
+
+BOT_SETTING_KEYS = ("max_reasks", "prompt_style", "json_mode")
+"""The :class:`ModelSettings` keys that configure the LLM bot rather than the model endpoint."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Where a model lives and how it is sampled. Immutable and hashable.
@@ -34,21 +108,8 @@ class ModelConfig:
     Attributes:
         model: a litellm model string (`openai/gpt-4o`, `anthropic/...`, `ollama/llama3`), or `local/smollm2`,
             or `local/<path to a .gguf>` for a llama.cpp server started for the run.
-        api_base: base URL of an OpenAI-compatible (or other) endpoint; None for the provider default.
-        api_key_env: NAME of the environment variable holding the API key (never the key itself); None to let
-            litellm use the provider's default variable.
-        temperature: sampling temperature, 0..2; None leaves the provider default.
-        max_tokens: upper bound on generated tokens; None leaves the provider default.
-        seed: sampling seed passed to providers that accept one (dropped silently by those that do not).
-        top_p: nucleus sampling mass in (0, 1]; None leaves the provider default.
-        timeout_s: wall-clock limit of one attempt, in seconds.
-        max_retries: retries after the first attempt, for infrastructure failures only (429, 5xx, timeouts).
-        max_concurrency: calls in flight at once for this model and api_base (shared by all bots of a run).
-        accept_model_ids: model ids that may answer besides the configured one (e.g. an Azure deployment that
-            reports the underlying model), compared after the same normalisation as the configured id.
-        backoff_base_s: first retry delay before jitter; doubles with every retry.
-        backoff_max_s: cap of one retry delay (a longer Retry-After still wins, up to `retry_after_max_s`).
-        retry_after_max_s: cap on how long a server's Retry-After header may make us wait.
+
+    Every other attribute is a key of a model player's spec table, documented once, in :class:`ModelSettings`.
     """
 
     model: str

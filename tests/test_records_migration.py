@@ -1,0 +1,171 @@
+"""Match records: schema version 2 round-trips, and run directories of version 1 still load and report.
+
+The rule (deepeval_games.records): a change to the record bumps its version, adds a migration and a small
+checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from deepeval_games.bot import Outcome
+from deepeval_games.cli import main
+from deepeval_games.records import MIGRATIONS, SCHEMA_VERSION, MatchRecord, RecordError, TurnRecord, migrate
+from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    """A writable copy of a fixture run directory (the store writes: WAL, jsonl repair)."""
+    return Path(shutil.copytree(FIXTURES / name, tmp_path / name.replace("/", "-")))
+
+
+def _v1_lines(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name / JSONL_NAME).read_text(encoding="utf-8").splitlines()]
+
+
+def test_every_old_version_has_a_migration_and_a_fixture() -> None:
+    assert SCHEMA_VERSION == 2
+    assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
+    for version in range(1, SCHEMA_VERSION):
+        runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
+        assert runs, f"no run-directory fixture of record version {version}"
+
+
+@pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm"])
+def test_v1_run_directories_load_migrated_and_validated(name: str, tmp_path: Path) -> None:
+    old = _v1_lines(name)
+    assert {line["schema_version"] for line in old} == {1}
+    with Store(_copy(name, tmp_path)) as store:
+        records = list(store.records())
+    assert [r.match_id for r in records] == [line["match_id"] for line in old]
+    for record, line in zip(records, old, strict=True):
+        assert record.schema_version == SCHEMA_VERSION and record.status == "complete"
+        assert MatchRecord.model_validate(record.to_dict()) == record
+        for turn, v1 in zip(record.turns, line["turns"], strict=True):
+            assert isinstance(turn.outcome, Outcome) and turn.outcome == v1["outcome"]
+            assert turn.prompts == ([v1["prompt"]] if v1["prompt"] else [])
+            assert "prompt" not in turn.model_dump()
+
+
+def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
+    [line] = _v1_lines("v1/pgg_llm")
+    with Store(_copy("v1/pgg_llm", tmp_path)) as store:
+        [record] = list(store.records())
+    seat = record.seats.index("llm")
+    first, second = [t for t in record.turns if t.seat == seat]
+    v1_first = next(t for t in line["turns"] if t["seat"] == seat)
+    assert first.outcome == "reasked" and first.retries == 1 and len(first.raw_replies) == 2
+    assert first.prompts and first.prompts[0] == v1_first["prompt"]  # version 1 kept the first ask only
+    assert first.prompts[0][-1]["role"] == "user" and second.outcome == Outcome.OK
+
+
+@pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm"])
+def test_report_reads_v1_run_directories(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = _copy(name, tmp_path)
+    assert main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "Eq. 1" in out and "deepeval_public_goods" in out
+    for seat in _v1_lines(name)[0]["seats"]:
+        assert seat in out
+
+
+def _v2_record() -> MatchRecord:
+    ask = [{"role": "user", "content": "How many coins?"}]
+    reask = [*ask, {"role": "assistant", "content": "many"}, {"role": "user", "content": "A number, please."}]
+    turns = [
+        TurnRecord.model_construct(
+            index=0,
+            round=1,
+            seat=0,
+            action=3,
+            action_string="invest 3",
+            text="3",
+            outcome=Outcome.REASKED,
+            raw_replies=["many", "3"],
+            prompts=[ask, reask],
+            retries=1,
+            model="fake-model",
+            tokens_in=20,
+            tokens_out=2,
+            cost_usd=0.001,
+            latency_s=0.5,
+        ),
+        TurnRecord.model_construct(index=1, round=1, seat=-1, action=0, action_string="chance"),
+    ]
+    return MatchRecord(match_id="m", game="g()", seats=["a"], returns=[1.5], turns=turns, seed=3, wall_time_s=1.0)
+
+
+def test_v2_round_trip() -> None:
+    record = _v2_record()
+    data = record.to_dict()
+    assert data["schema_version"] == 2 and data["turns"][0]["outcome"] == "reasked"
+    assert data["turns"][0]["prompts"][1][-1]["content"] == "A number, please."
+    text = json.dumps(data, sort_keys=True)
+    back = MatchRecord.from_dict(json.loads(text))
+    assert back == record and back.to_dict() == data
+    assert back.turns[0].outcome is Outcome.REASKED and back.turns[1].outcome == "ok"
+    assert "latency_s" not in back.canonical()["turns"][0] and "wall_time_s" not in back.canonical()
+    back.experiment, back.repeat = "e", 2  # records are mutable: the runner fills these in
+    assert back.to_dict()["experiment"] == "e"
+
+
+def test_a_newer_record_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = {**_v2_record().to_dict(), "schema_version": SCHEMA_VERSION + 1}
+    with pytest.raises(RecordError, match=r"schema version 3, newer than .* reads \(2\)"):
+        MatchRecord.from_dict(data)
+    run_dir = _copy("v1/pgg_scripted", tmp_path)
+    with sqlite3.connect(run_dir / DB_NAME) as db:
+        db.execute("UPDATE matches SET record = ? WHERE seq = 1", (json.dumps(data),))
+    assert main(["report", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "newer" in err and "Traceback" not in err
+
+
+def test_invalid_records_and_versions_are_clear_errors() -> None:
+    data = _v2_record().to_dict()
+    with pytest.raises(RecordError, match="not a valid record"):
+        MatchRecord.from_dict({**data, "status": "done"})
+    with pytest.raises(RecordError, match="bad schema_version"):
+        MatchRecord.from_dict({**data, "schema_version": "2"})
+    unversioned = {k: v for k, v in data.items() if k != "schema_version"}  # version 0: the layout of version 1
+    unversioned["turns"] = [{**{k: v for k, v in t.items() if k != "prompts"}, "prompt": []} for t in data["turns"]]
+    assert migrate(unversioned)["schema_version"] == SCHEMA_VERSION
+    assert MatchRecord.from_dict(unversioned).turns[0].prompts == []
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
+    from deepeval_games.runner import run_experiment
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+
+    good = '{"reason": "r", "coins": 3}'
+    with FakeOpenAIServer(default=Behaviour.reply(good), max_hang_s=5) as server:
+        server.script(Behaviour.reply("nonsense"))
+        llm = {
+            "name": "llm",
+            "model": "openai/fake-model",
+            "api_base": server.api_base,
+            "api_key_env": "FAKE_PROVIDER_KEY",
+            "max_retries": 0,
+            "timeout_s": 5,
+        }
+        spec = {
+            "experiment": {"game": "deepeval_public_goods(players=2,rounds=2)", "cache": False},
+            "players": [{"name": "free", "bot": "pgg_free_rider"}, llm],
+        }
+        result = run_experiment(spec, tmp_path / "run")
+        requests = [body["messages"] for body in server.requests]
+    [record] = result.records
+    seat = record.seats.index("llm")
+    turns = [t for t in record.turns if t.seat == seat]
+    assert turns[0].outcome == "reasked" and len(turns[0].prompts) == 2 and len(turns[1].prompts) == 1
+    assert [ask for t in turns for ask in t.prompts] == requests  # exactly what was sent, ask by ask
+    with Store(tmp_path / "run") as store:
+        assert [r.to_dict() for r in store.records()] == [record.to_dict()]
