@@ -26,6 +26,7 @@ from deepeval_games.message_pool import Message, MessagePool
 from deepeval_games.records import MatchRecord, TurnRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, register_bot, register_scorer, registered_bots
+
 if TYPE_CHECKING:
     from deepeval_games.runner import RunResult, run_experiment, run_experiment_async
     from deepeval_games.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec

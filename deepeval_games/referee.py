@@ -185,7 +185,9 @@ class _Match:
         view = self.state.clone()
         brief = task.judge_text(self.state)
         fields = task.judge_fields(self.state)
-        self.pool.add(round=self.round, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields)
+        self.pool.add(
+            round=self.round, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields
+        )
         observation = Observation(
             seat=JUDGE_SEAT,
             num_seats=self.n,
@@ -202,7 +204,9 @@ class _Match:
         verdict = decision.action
         if verdict is None or verdict not in legal:
             raise SpecError(f"the judge returned {verdict}, which is not a verdict of {self.game}")
-        self.pool.add(round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict)
+        self.pool.add(
+            round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict
+        )
         self.record_move(JUDGE_SEAT, verdict, decision, latency)
         self.state.apply_action(verdict)
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import litellm
 import numpy as np
 import pyspiel
 
@@ -27,10 +26,9 @@ from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import REFEREE
 from deepeval_games.quoting import quote_player_text
 from deepeval_games.referee import seat_label
-from deepeval_games.records import JUDGE_SEAT
 from llm_bots.adapters import Parsed, TaskAdapter, adapter_for
 from llm_bots.call_cache import CallCache, call_key
-from llm_bots.model_config import ModelConfig
+from llm_bots.model_config import BOT_SETTING_KEYS, ModelConfig
 from llm_bots.parsing import looks_like_refusal
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
 from llm_bots.transport import Outcome as CallOutcome
@@ -40,7 +38,6 @@ __all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_b
 log = logging.getLogger(__name__)
 
 PROMPT_STYLES = {"chat": None, "human_assistant": ("Human", "Assistant"), "user_bot": ("User", "Bot")}
-_BOT_KEYS = ("max_reasks", "prompt_style", "json_mode")
 
 
 @dataclass(frozen=True)
@@ -145,7 +142,9 @@ class LLMBot(DeepEvalBot):
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm
         return schema if self.config.is_local or supports_json_schema(self.config.model) else None
 
-    async def _call(self, messages: list[dict[str, str]], response_format: Mapping[str, Any] | None, ask: int) -> Completion:
+    async def _call(
+        self, messages: list[dict[str, str]], response_format: Mapping[str, Any] | None, ask: int
+    ) -> Completion:
         cache = self.runtime.cache
         key = ""
         if cache is not None:
@@ -178,7 +177,9 @@ class LLMBot(DeepEvalBot):
             if message.sender == self.player_id:
                 continue
             parts.append(
-                message.text if message.sender == REFEREE else quote_player_text(seat_label(message.sender), message.text)
+                message.text
+                if message.sender == REFEREE
+                else quote_player_text(seat_label(message.sender), message.text)
             )
         self._seen = len(observation.inbox)
         parts.append(self.adapter.format_text(observation))
@@ -197,7 +198,9 @@ class LLMBot(DeepEvalBot):
                 completion = await self._call(messages, response_format, ask)
                 decision = _account(decision, messages, completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
-                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", decision)
+                    return self._penalty(
+                        observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", decision
+                    )
                 # some providers reject an empty assistant message on the next call: keep a placeholder
                 self.history.append({"role": "assistant", "content": completion.text or "(no reply)"})
                 if completion.outcome is CallOutcome.REFUSAL:
@@ -207,7 +210,9 @@ class LLMBot(DeepEvalBot):
                     parsed = _safe_parse(self.adapter, completion.text, observation)
                     if parsed.ok:
                         outcome = Outcome.OK if ask == 0 else Outcome.REASKED
-                        return replace(decision, action=parsed.action, text=parsed.text or completion.text, outcome=outcome)
+                        return replace(
+                            decision, action=parsed.action, text=parsed.text or completion.text, outcome=outcome
+                        )
                     error = parsed.error or "invalid reply"
                     if looks_like_refusal(completion.text):
                         refusals += 1
@@ -251,14 +256,16 @@ def _safe_parse(adapter: TaskAdapter, reply: str, observation: Observation) -> P
 
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:
     """Separate the bot's own settings from the model settings of a ``[[players]]`` entry."""
-    settings = BotSettings(**{k: params[k] for k in _BOT_KEYS if k in params})
-    return settings, {k: v for k, v in params.items() if k not in _BOT_KEYS}
+    settings = BotSettings(**{k: params[k] for k in BOT_SETTING_KEYS if k in params})
+    return settings, {k: v for k, v in params.items() if k not in BOT_SETTING_KEYS}
 
 
 def check_model_string(model: str) -> None:
     """A clear error for a model string litellm cannot route."""
     if model.startswith("local/"):
         return
+    import litellm  # only after llm_bots.transport (imported above), which keeps litellm's price map offline
+
     try:
         litellm.get_llm_provider(model)
     except Exception as exc:
@@ -284,10 +291,6 @@ def make_llm_bot(
 
     ``model`` is the entry's model string and ``params`` its other keys (model and bot settings).
     """
-    if seat == JUDGE_SEAT:  # the judge: temperature 0, no default verdict (llm_bots.judge)
-        from llm_bots.judge import make_llm_judge
-
-        return make_llm_judge(model, params, game, rng, match_id=match_id, runtime=runtime)
     settings, model_params = split_player_params(params)
     config = ModelConfig.from_mapping({"model": model, **model_params})
     check_model_string(config.model)
