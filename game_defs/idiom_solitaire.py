@@ -52,17 +52,19 @@ Version history: 1 — first version.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pyspiel
 
+from deepeval_games.message_pool import seat_label
 from deepeval_games.observer import TextObserver
 from game_defs.datasets.idioms import IdiomDictionary, load_idioms
 
 __all__ = [
     "BREAK_REASONS",
     "GAME_VERSION",
+    "IdiomFields",
     "IdiomSolitaireGame",
     "IdiomSolitaireState",
     "dictionary",
@@ -115,8 +117,30 @@ def dictionary() -> IdiomDictionary:
     return load_idioms()
 
 
-def _seat(player: int) -> str:
-    return f"Player {player + 1}"
+class IdiomFields(TypedDict):
+    """A seat's observation as named values (:meth:`IdiomSolitaireState.observation_fields`)."""
+
+    chain: list[str]
+    """The valid idioms so far, the start idiom first."""
+    chain_ids: list[int]
+    """Their dictionary ids."""
+    chain_text: str
+    """The chain joined with →."""
+    required_char: str
+    """The character the next idiom must start with."""
+    required_syllable: str
+    """Its toneless pinyin (a same-sounding first character is allowed in ``homophone`` mode)."""
+    match: str
+    """The chain rule: ``exact`` or ``homophone``."""
+    hits: list[int]
+    """Per seat, the idioms it added to the chain."""
+    turn: int
+    """The move about to be made, from 1."""
+    max_turns: int
+    to_move: int | None
+    """The seat to move, None once the game is over."""
+    invalid_action: int
+    """The action id of "a reply that names no dictionary idiom"."""
 
 
 class IdiomSolitaireGame(pyspiel.Game):
@@ -160,17 +184,17 @@ class IdiomSolitaireGame(pyspiel.Game):
         """The rules in plain words, as the referee broadcasts them to every seat."""
         p = self.get_parameters()
         start = dictionary().text(_start_id(p))
-        chain_rule = "its first character must be the last character of the previous idiom"
-        if p["match"] == "homophone":
-            chain_rule += " (or a character with the same pronunciation, tones ignored)"
+        sound = ", or is pronounced the same way (tones do not matter)" if p["match"] == "homophone" else ""
         return (
-            "Idiom chain game (成语接龙) for two players, who take turns. Each turn, give one Chinese "
-            f"four-character idiom (成语): {chain_rule}. No idiom may be used twice in a game, the start idiom "
-            "included. A player who gives something that is not a Chinese idiom, an idiom that does not "
-            "connect, or an idiom already used loses at once and the opponent wins. "
-            f"If {p['max_turns']} idioms have been given without a mistake, the game is a draw. "
-            f"The referee starts the chain with {start}; Player 1 moves first. "
-            "Answer with the idiom only."
+            "This is an idiom chain game (成语接龙) for two players, who take turns; Player 1 moves first.\n"
+            "On your turn, answer with one Chinese four-character idiom (成语) whose first character is the same "
+            f"as the last character of the idiom before it{sound}.\n"
+            f"The referee opens the chain with {start}. An idiom may be used only once per game; the starting "
+            "idiom counts as used.\n"
+            "If you answer with something that is not a Chinese idiom, with an idiom whose first character does "
+            "not match, or with an idiom that was already used, you lose at once and your opponent wins.\n"
+            f"If {p['max_turns']} idioms are given without a mistake, the game is a draw. Try to win.\n"
+            "Before each of your turns you will see the chain so far, its idioms joined by →."
         )
 
 
@@ -310,27 +334,27 @@ class IdiomSolitaireState(pyspiel.State):
             "draw": self._game_over and self._broken_by is None,
         }
 
-    def observation_fields(self, player: int) -> dict[str, Any]:
+    def observation_fields(self, player: int) -> IdiomFields:
         """What ``player`` may know now, as named values (for prompts and scripted bots)."""
         char, syllable = self.required_first()
-        return {
-            "chain": self.chain_texts(),
-            "chain_ids": self.chain_ids(),
-            "chain_text": _ARROW.join(self.chain_texts()),
-            "required_char": char,
-            "required_syllable": syllable,
-            "match": self._match,
-            "hits": list(self._hits),
-            "turn": len(self._moves) + 1,
-            "max_turns": self._max_turns,
-            "to_move": None if self._game_over else len(self._moves) % 2,
-            "invalid_action": self._invalid,
-        }
+        return IdiomFields(
+            chain=self.chain_texts(),
+            chain_ids=self.chain_ids(),
+            chain_text=_ARROW.join(self.chain_texts()),
+            required_char=char,
+            required_syllable=syllable,
+            match=self._match,
+            hits=list(self._hits),
+            turn=len(self._moves) + 1,
+            max_turns=self._max_turns,
+            to_move=None if self._game_over else len(self._moves) % 2,
+            invalid_action=self._invalid,
+        )
 
     def status_line(self) -> str:
         """One line: who moves next and what the idiom must start with, or how the game ended."""
         if self._broken_by is not None:
-            loser, winner = _seat(self._broken_by), _seat(1 - self._broken_by)
+            loser, winner = seat_label(self._broken_by), seat_label(1 - self._broken_by)
             given = self._action_to_string(self._broken_by, self._moves[-1])
             why = {
                 NOT_AN_IDIOM: "did not give a Chinese idiom",
@@ -341,8 +365,8 @@ class IdiomSolitaireState(pyspiel.State):
         if self._game_over:
             return f"Game over: {self._max_turns} idioms without a mistake. A draw."
         char, syllable = self.required_first()
-        also = f" (or a character read '{syllable}')" if self._match == "homophone" else ""
-        return f"{_seat(len(self._moves) % 2)} to move: the next idiom must start with {char}{also}."
+        also = f" (or a character read '{syllable}', tones ignored)" if self._match == "homophone" else ""
+        return f"{seat_label(len(self._moves) % 2)} to move: the next idiom must start with {char}{also}."
 
 
 _ACTIONS_MEMO: dict[int, list[int]] = {}
@@ -363,8 +387,8 @@ class IdiomSolitaireObserver(TextObserver):
         """The chain so far joined with →, each seat's hits, and whose turn it is (or the result)."""
         hits = state._hits
         return (
-            f"Idiom chain: {_ARROW.join(state.chain_texts())}\n"
-            f"Successful hits: Player 1 {hits[0]}, Player 2 {hits[1]}.\n"
+            f"The chain so far: {_ARROW.join(state.chain_texts())}\n"
+            f"Successful hits: {seat_label(0)} {hits[0]}, {seat_label(1)} {hits[1]}.\n"
             f"{state.status_line()}"
         )
 

@@ -38,7 +38,7 @@ Version history: 1 — first version.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pyspiel
@@ -81,6 +81,36 @@ def _format_coins(value: float) -> str:
     return text if text != "-0" else "0"
 
 
+class _RoundFields(TypedDict):
+    round: int
+    """The round about to be played, from 1 (``rounds + 1`` once the game is over)."""
+    rounds: int
+    players: int
+    endowment: int
+    """Coins every seat receives at the start of a round (E)."""
+    alpha: float
+    """The pool's multiplier."""
+    mode: int
+    """1: a seat is told its pool income; 2: the sorted investments of the round."""
+    coins: float
+    """Coins the seat holds so far."""
+
+
+class PublicGoodsFields(_RoundFields, total=False):
+    """A seat's observation as named values (:meth:`PublicGoodsState.observation_fields`).
+
+    The ``last_*`` keys are present once a round has been played, ``last_income`` in mode 1 and
+    ``last_investments`` in mode 2.
+    """
+
+    last_investment: int
+    """What the seat put in the pool last round (0 for a forfeit)."""
+    last_income: float
+    """Mode 1: what every seat received from the pool last round."""
+    last_investments: list[int]
+    """Mode 2: every investment of last round, highest first, no seats attached."""
+
+
 class PublicGoodsGame(pyspiel.Game):
     """The game: parameters, bounds and the state factory."""
 
@@ -120,18 +150,22 @@ class PublicGoodsGame(pyspiel.Game):
     def rules_text(self) -> str:
         """The rules in plain words, as the referee broadcasts them to every seat."""
         p = self.get_parameters()
-        n, endowment, alpha, mode = p["players"], p["endowment"], p["alpha"], p["mode"]
+        n, rounds, endowment = p["players"], p["rounds"], p["endowment"]
         feedback = (
-            "After each round you are told how many coins you received from the pool."
-            if mode == 1
-            else "After each round you are told every investment of that round, sorted from highest to lowest."
+            "After each round you will be told how many coins you received from the pool."
+            if p["mode"] == 1
+            else "After each round you will see how much every participant put in during that round, as a list "
+            "sorted from the largest amount to the smallest (it does not say who gave what)."
         )
         return (
-            f"Public goods game: {n} players, {p['rounds']} rounds. Each round every player receives "
-            f"{endowment} coins and, at the same time as the others, invests X of them in a common pool "
-            f"(0 <= X <= {endowment}). The pool is multiplied by {_format_coins(alpha)} and shared equally "
-            f"among all {n} players. Coins not invested are kept. {feedback} "
-            "Your payoff is the total number of coins you hold at the end."
+            f"This game has {n} participants and lasts {rounds} rounds.\n"
+            f"At the start of every round each participant receives {endowment} coins and decides, without seeing "
+            "the others' choices, how many of them to put into a shared pool: any whole number X with "
+            f"0 <= X <= {endowment}. Coins you do not put in are yours to keep.\n"
+            f"When the round ends, the pool is multiplied by {_format_coins(float(p['alpha']))} and split equally "
+            f"among all {n} participants, whether or not they contributed.\n"
+            f"{feedback}\n"
+            "Your aim is to hold as many coins as possible when the game ends."
         )
 
 
@@ -242,17 +276,17 @@ class PublicGoodsState(pyspiel.State):
         """The round about to be played, counting from 1 (``rounds + 1`` once the game is over)."""
         return len(self._investments) + 1
 
-    def observation_fields(self, player: int) -> dict[str, Any]:
+    def observation_fields(self, player: int) -> PublicGoodsFields:
         """What ``player`` may know now, as named values (for prompts and scripted bots)."""
-        fields: dict[str, Any] = {
-            "round": self.round_number(),
-            "rounds": self._rounds,
-            "players": self._n,
-            "endowment": self._endowment,
-            "alpha": self._alpha,
-            "mode": self._mode,
-            "coins": float(self._returns[player]),
-        }
+        fields = PublicGoodsFields(
+            round=self.round_number(),
+            rounds=self._rounds,
+            players=self._n,
+            endowment=self._endowment,
+            alpha=self._alpha,
+            mode=self._mode,
+            coins=float(self._returns[player]),
+        )
         if self._investments:
             last = len(self._investments) - 1
             fields["last_investment"] = self.invested(self._investments[last][player])
@@ -291,26 +325,37 @@ class PublicGoodsObserver(TextObserver):
     """Observation strings for a seat; hides the other seats' individual moves as the mode requires."""
 
     def string_from(self, state: PublicGoodsState, player: int) -> str:
-        """The seat's view: the feedback of the last round, or of every round with perfect recall."""
+        """The seat's view: the feedback of the last round (of every round with perfect recall), then the status.
+
+        Mode 1: ``In round 1 you invested 5 coins, and you received 6 coins from the pool.``; mode 2:
+        ``In round 1 the amounts put into the pool were [10, 7, 3, 0] (largest first); you invested 3 coins.``;
+        then the coins the seat holds and ``Round 2 of 3: a new round begins and you receive 10 coins.`` (or
+        ``The game is over.``).
+        """
         lines: list[str] = []
         finished = len(state._investments)
         first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
         for r in range(first, finished):
-            own = state.invested(state._investments[r][player])
             forfeited = state._investments[r][player] == state.forfeit_action()
-            mine = "you forfeited your coins" if forfeited else f"you invested {own}"
-            if state._mode == 1:
-                lines.append(
-                    f"Round {r + 1}: {mine}; you received {_format_coins(state.pool_share(r))} coins from the pool."
-                )
+            if forfeited:
+                mine = f"you gave no valid answer and forfeited your {state._endowment} coins"
             else:
-                lines.append(f"Round {r + 1}: {mine}; all investments (highest first): {state.sorted_investments(r)}.")
-        status = (
-            "The game is over."
-            if state.is_terminal()
-            else f"Round {state.round_number()} of {state._rounds}: you receive {state._endowment} coins."
-        )
-        lines.append(f"{status} You hold {_format_coins(float(state._returns[player]))} coins.")
+                mine = f"you invested {state.invested(state._investments[r][player])} coins"
+            if state._mode == 1:
+                share = _format_coins(state.pool_share(r))
+                lines.append(f"In round {r + 1} {mine}, and you received {share} coins from the pool.")
+            else:
+                amounts = state.sorted_investments(r)
+                lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}.")
+        if finished:
+            lines.append(f"You now hold {_format_coins(float(state._returns[player]))} coins.")
+        if state.is_terminal():
+            lines.append("The game is over.")
+        else:
+            lines.append(
+                f"Round {state.round_number()} of {state._rounds}: a new round begins and you receive "
+                f"{state._endowment} coins."
+            )
         return "\n".join(lines)
 
 

@@ -190,17 +190,23 @@ def _observation(game_string: str, moves: tuple[str, ...] = ()) -> Observation:
     return observe(state, state.current_player())
 
 
-def test_adapter_prompts_carry_the_rules_and_the_chain() -> None:
+def test_the_rules_and_the_chain_are_the_games_and_the_prompt_only_says_how_to_answer() -> None:
     adapter = IdiomSolitaireAdapter()
-    assert adapter.prompt_version == "idiom_solitaire-1"
+    assert adapter.prompt_version == "idiom_solitaire-2"
+    game = load_game("deepeval_idiom_solitaire(start=一马当先,max_turns=9)")
+    rules = game.rules_text()
+    assert "成语接龙" in rules and "一马当先" in rules and "9 idioms" in rules and "pronounced" not in rules
     obs = _observation("deepeval_idiom_solitaire(start=一马当先,max_turns=9)", ("先声夺人",))
-    first = adapter.turn_prompt(obs, first_turn=True)
-    assert "成语接龙" in first and "一马当先 → 先声夺人" in first and "start with 人" in first and "9 idioms" in first
-    later = adapter.turn_prompt(obs, first_turn=False)
-    assert "成语接龙" not in later and "一马当先 → 先声夺人" in later
+    assert "一马当先 → 先声夺人" in obs.text and "start with 人" in obs.text  # the referee delivers the chain
+    answer = adapter.format_text(obs)
+    assert "start with 人" in answer and "idiom only" in answer
+    assert "成语接龙" not in answer and "一马当先" not in answer  # no rules, no chain: they are pool messages
     homophone = _observation("deepeval_idiom_solitaire(start=一马当先,match=homophone)")
-    assert 'pronounced "xian"' in adapter.turn_prompt(homophone, first_turn=True)
-    assert "start with 先" in adapter.reask_prompt(homophone, "no idiom.")
+    assert "pronounced the same way" in load_game("deepeval_idiom_solitaire(match=homophone)").rules_text()
+    assert "read 'xian'" in homophone.text
+    assert 'pronounced "xian"' in adapter.format_text(homophone)
+    reask = adapter.reask_text(homophone, "no idiom.")
+    assert "could not be used: no idiom." in reask and "start with 先" in reask
 
 
 @pytest.mark.parametrize(
@@ -241,4 +247,4 @@ def test_llm_match_records_invalid_replies(fake_provider_key: str) -> None:
     assert last.outcome == "invalid" and last.action_string == "<not an idiom>"
     assert last.raw_replies == ["I have no idea."] * 3 and last.text == "I have no idea."
     assert record.metrics["break_reason"] == "not_an_idiom" and record.metrics["hits"] == [1, 1]
-    assert record.returns == [-1.0, 1.0] and record.players[0]["prompt_version"] == "idiom_solitaire-1"
+    assert record.returns == [-1.0, 1.0] and record.players[0]["prompt_version"] == "idiom_solitaire-2"

@@ -73,12 +73,17 @@ def test_full_match_records_replies_actions_tokens(server: FakeOpenAIServer, tmp
     for turn in turns:
         assert turn.outcome == "ok" and turn.action == 3 and turn.raw_replies == [GOOD]
         assert turn.model == "fake-model" and turn.tokens_in == 11 and turn.tokens_out > 0
-        assert turn.latency_s > 0 and turn.prompt and turn.prompt[-1]["role"] == "user"
-    assert result.records[0].players[result.records[0].seats.index("llm-player")]["prompt_version"] == "public_goods-1"
+        assert turn.latency_s > 0 and len(turn.prompts) == 1 and turn.prompts[0][-1]["role"] == "user"
+    assert result.records[0].players[result.records[0].seats.index("llm-player")]["prompt_version"] == "public_goods-2"
     # the paper's chat layout: own replies as assistant, the referee's words as user
     last = server.requests[-1]["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
-    assert "0 <= X <= 10" in last[0]["content"] and "1.6" in last[0]["content"]
+    record = result.records[0]
+    rules = next(
+        m for m in record.messages if m["kind"] == "rules" and m["recipients"] == [record.seats.index("llm-player")]
+    )
+    assert "0 <= X <= 10" in rules["text"] and "1.6" in rules["text"]  # the rules: the referee's pool message
+    assert last[0]["content"].startswith(rules["text"] + "\n\n")
     assert '"coins"' in last[0]["content"] and "largest first" in last[2]["content"]
 
 

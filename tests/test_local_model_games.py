@@ -54,7 +54,7 @@ def test_real_model_plays_a_full_public_goods_game(tmp_path: Path) -> None:
         assert turn.raw_replies and all(isinstance(r, str) for r in turn.raw_replies)
         assert turn.outcome in ("ok", "reasked", "invalid", "refusal")
         assert turn.tokens_in > 0 and turn.tokens_out > 0 and turn.latency_s > 0
-        assert turn.model and turn.prompt
+        assert turn.model and turn.prompts and all(turn.prompts)
         if turn.outcome in ("ok", "reasked"):
             assert 0 <= turn.action <= 10 and '"coins"' in turn.raw_replies[-1].replace(" ", "")
         else:

@@ -26,24 +26,33 @@ def test_undeclared_placeholder_is_rejected() -> None:
     with pytest.raises(PromptError, match="undeclared placeholder"):
         bad.validate()
     with pytest.raises(PromptError, match="needs"):
-        load_prompts("public_goods").render("player", "first_round", round=1)
+        load_prompts("public_goods").render("player", "format", reason="x")
 
 
 @pytest.mark.parametrize("mode", [1, 2])
-def test_pgg_prompts_carry_the_rules(mode: int) -> None:
+def test_pgg_rules_are_the_games_and_the_prompt_file_only_says_how_to_answer(mode: int) -> None:
     game = load_game(f"deepeval_public_goods(players=3,mode={mode},alpha=1.5)")
+    rules = game.rules_text()
+    for fragment in ("3 participants", "5 rounds", "10 coins", "0 <= X <= 10", "1.5"):
+        assert fragment in rules
+    assert ("how many coins you received" in rules) == (mode == 1) and ("largest amount" in rules) == (mode == 2)
     state = game.new_initial_state()
     adapter = adapter_for("deepeval_public_goods")
-    first = adapter.turn_prompt(observe(state, 0), first_turn=True)
-    for fragment in ("3 participants", "5 rounds", "10 coins", "0 <= X <= 10", "1.5", '"coins"'):
-        assert fragment in first
+    assert adapter.prompt_version == "public_goods-2"
+    answer = adapter.format_text(observe(state, 0))
+    assert '"coins"' in answer and "from 0 to 10" in answer
+    for fragment in ("participants", "multiplied", "1.5", "Round"):  # no rules, no per-turn facts
+        assert fragment not in answer
+    reask = adapter.reask_text(observe(state, 0), "the reply was empty.")
+    assert "could not be used: the reply was empty." in reask and '"coins"' in reask
+    assert observe(state, 0).text == "Round 1 of 5: a new round begins and you receive 10 coins."
     state.apply_actions([10, 4, 0])
-    later = adapter.turn_prompt(observe(state, 0), first_turn=False)
+    later = observe(state, 0).text  # the per-turn facts: the game's observation, delivered by the referee
     if mode == 1:
         assert "you received 7 coins from the pool" in later  # 14 * 1.5 / 3
     else:
         assert "[10, 4, 0] (largest first)" in later
-    assert "Round 2 of 5" in later
+    assert "Round 2 of 5" in later and "You now hold 7 coins" in later
 
 
 replies = st.one_of(
@@ -81,6 +90,14 @@ def test_parser_takes_the_last_answer_and_normalises_unicode() -> None:
     assert parse_coins('{"coins": 2} ... on reflection {"coins": 9}', 10) == (9, None)
     assert parse_coins('{"coins": ８}', 10) == (8, None)
     assert parse_coins("Final Answer: 0", 10)[0] is None
+
+
+def test_parser_reasons_come_from_the_prompt_file() -> None:
+    reasons = load_prompts("public_goods").roles["reasons"]
+    assert parse_coins("", 10)[1] == reasons["empty"]
+    assert parse_coins("five", 10)[1] == reasons["no_json"]
+    assert parse_coins('{"coins": "x"}', 10)[1] == "\"coins\" must be a whole number, got 'x'."
+    assert parse_coins('{"coins": 12}', 10)[1] == '"coins" must be between 0 and 10, got 12.'
 
 
 def test_quoted_player_text_cannot_close_its_quote() -> None:

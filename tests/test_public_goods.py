@@ -41,8 +41,9 @@ def test_forfeit_loses_the_round_endowment_only() -> None:
 def test_mode1_feedback_string_and_fields() -> None:
     state = _play("deepeval_public_goods(players=3,rounds=3,alpha=1.2,mode=1)", [[10, 5, 0]])
     assert state.observation_string(1) == (
-        "Round 1: you invested 5; you received 6 coins from the pool.\n"
-        "Round 2 of 3: you receive 10 coins. You hold 11 coins."
+        "In round 1 you invested 5 coins, and you received 6 coins from the pool.\n"
+        "You now hold 11 coins.\n"
+        "Round 2 of 3: a new round begins and you receive 10 coins."
     )
     fields = state.observation_fields(1)
     assert fields["last_income"] == pytest.approx(6.0)
@@ -52,8 +53,9 @@ def test_mode1_feedback_string_and_fields() -> None:
 def test_mode2_feedback_is_sorted_descending_without_seats() -> None:
     state = _play("deepeval_public_goods(players=4,rounds=3,alpha=1.6,mode=2)", [[3, 10, 0, 7]])
     assert state.observation_string(0) == (
-        "Round 1: you invested 3; all investments (highest first): [10, 7, 3, 0].\n"
-        "Round 2 of 3: you receive 10 coins. You hold 15 coins."
+        "In round 1 the amounts put into the pool were [10, 7, 3, 0] (largest first); you invested 3 coins.\n"
+        "You now hold 15 coins.\n"
+        "Round 2 of 3: a new round begins and you receive 10 coins."
     )
     assert state.observation_fields(2)["last_investments"] == [10, 7, 3, 0]
     assert "last_income" not in state.observation_fields(2)
@@ -62,7 +64,8 @@ def test_mode2_feedback_is_sorted_descending_without_seats() -> None:
 def test_information_state_has_perfect_recall() -> None:
     state = _play("deepeval_public_goods(players=2,rounds=3,alpha=1.5,mode=1)", [[10, 0], [4, 6]])
     info = state.information_state_string(0)
-    assert info.startswith("Round 1: you invested 10;") and "Round 2: you invested 4;" in info
+    assert info.startswith("In round 1 you invested 10 coins,") and "\nIn round 2 you invested 4 coins," in info
+    assert "round 1" not in state.observation_string(0)  # the observation: the last round only
 
 
 def test_bounds() -> None:

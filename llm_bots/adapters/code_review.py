@@ -1,4 +1,9 @@
-"""LLM adapter of Code Review: prompts per role (programmer, reviewer, judge) and reply parsers.
+"""LLM adapter of Code Review: the answer texts per role (programmer, reviewer, judge) and the reply parsers.
+
+The rules, the roles' instructions and the problem, every move of the other seat (quoted) and the judge's
+rubric with the quoted dialogue reach the models through the message pool (the game's rules text,
+observations and judge brief); the prompt file (``llm_bots/prompts/code_review.toml``) holds, per role, the
+answer format and the re-ask text, and the reasons a reply is not usable.
 
 * Programmer: the program is the *last* fenced code block tagged ``python``/``py``/``python3`` in the
   reply; else the last untagged fenced block; else the whole reply (stripped). A block left open at the
@@ -8,27 +13,30 @@
   decide (:func:`game_defs.code_review.is_over`).
 * Judge (seat -2): :func:`llm_bots.judge.parse_judge_reply`; a JSON schema is offered to providers that
   enforce one.
-
-The other seat's words (code shown to the reviewer, a review shown to the programmer, the whole dialogue
-shown to the judge) are always quoted with :func:`llm_bots.parsing.quote_player_text`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from deepeval_games.bot import Observation
 from deepeval_games.records import JUDGE_SEAT
+from game_defs.code_review import CodeReviewFields, CodeReviewJudgeFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
-from llm_bots.judge import parse_judge_reply, quote_dialogue, verdict_response_format
-from llm_bots.parsing import quote_player_text
+from llm_bots.judge import parse_judge_reply, verdict_response_format
+from llm_bots.prompts import load_prompts
 
 __all__ = ["CodeReviewAdapter", "extract_code"]
 
+_TASK = "code_review"
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
+
+
+def _reason(name: str) -> str:
+    return load_prompts(_TASK).render("reasons", name).strip()
 
 
 def extract_code(reply: str) -> str:
@@ -40,49 +48,17 @@ def extract_code(reply: str) -> str:
     return chosen.strip("\n").rstrip() if chosen.strip() else ""
 
 
-def _tests(fields: Mapping[str, Any]) -> str:
-    return "\n".join(fields["tests"])
-
-
 @register_adapter("deepeval_code_review")
 class CodeReviewAdapter(TaskAdapter):
-    """Prompts and parsers for ``deepeval_code_review``."""
+    """Answer texts and parsers for ``deepeval_code_review``."""
 
-    task = "code_review"
+    task = _TASK
 
     def role(self, observation: Observation) -> str:
-        return "judge" if observation.seat == JUDGE_SEAT else str(observation.fields["role"])
-
-    def values(self, observation: Observation) -> dict[str, Any]:
-        fields = observation.fields
+        """``judge`` for the judge seat, else the seat's role (``programmer`` or ``reviewer``)."""
         if observation.seat == JUDGE_SEAT:
-            return {"problem": fields["problem"], "tests": _tests(fields)}
-        code, review = fields.get("code"), fields.get("review")
-        return {
-            "seat_label": self.seat_label(observation),
-            "problem": fields["problem"],
-            "tests": _tests(fields),
-            "round": fields["round"],
-            "max_rounds": fields["max_rounds"],
-            "code": quote_player_text("Programmer", code if code and code.strip() else "(empty submission)"),
-            "review": quote_player_text("Reviewer", review if review and review.strip() else "(empty review)"),
-        }
-
-    def turn_prompt(self, observation: Observation, first_turn: bool) -> str:
-        role = self.role(observation)
-        values = self.values(observation)
-        if role == "judge":
-            fields = observation.fields
-            ended = (
-                "The reviewer ended the conversation by answering over."
-                if fields.get("ended_by") == "consensus"
-                else f"The conversation ended after {fields['max_rounds']} round(s) without the reviewer's over."
-            )
-            return self.prompts.render(
-                "judge", "verdict", dialogue=quote_dialogue(fields["dialogue"]), ended=ended, **values
-            ).strip()
-        name = "first" if first_turn else ("revise" if role == "programmer" else "next")
-        return self.prompts.render(role, name, **values).strip()
+            return "judge"
+        return cast(CodeReviewFields, observation.fields)["role"]
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
         role = self.role(observation)
@@ -90,17 +66,12 @@ class CodeReviewAdapter(TaskAdapter):
             return parse_judge_reply(reply, observation)
         if role == "programmer":
             code = extract_code(reply)
-            return Parsed(text=code) if code else Parsed(error="no Python code was found in the reply.")
+            return Parsed(text=code) if code else Parsed(error=_reason("no_code"))
         review = (reply or "").strip()
-        return Parsed(text=review) if review else Parsed(error="the review was empty.")
-
-    def reask_prompt(self, observation: Observation, error: str) -> str:
-        role = self.role(observation)
-        values = self.values(observation)
-        return self.prompts.render(role, "reask", reason=error, **values).strip()
+        return Parsed(text=review) if review else Parsed(error=_reason("empty_review"))
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         if observation.seat != JUDGE_SEAT:
             return None
-        fields = observation.fields
-        return verdict_response_format(fields["roles"], int(fields["score_min"]), int(fields["score_max"]))
+        fields = cast(CodeReviewJudgeFields, observation.fields)
+        return verdict_response_format(fields["roles"], fields["score_min"], fields["score_max"])

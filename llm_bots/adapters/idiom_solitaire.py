@@ -1,7 +1,11 @@
-"""LLM adapter of Idiom Solitaire: the paper's prompt content (in our words) and the idiom reply parser.
+"""LLM adapter of Idiom Solitaire: the answer format and the idiom reply parser.
 
-A reply is read with :func:`game_defs.idiom_solitaire.reply_to_action` (NFKC, punctuation and spaces
-dropped, traditional -> simplified, words around the idiom ignored, the last dictionary idiom wins):
+The rules and the chain so far reach the model through the message pool (the game's rules text and
+observations); the prompt file (``llm_bots/prompts/idiom_solitaire.toml``) holds, per chain rule (``exact``,
+``homophone``), the answer format and the re-ask text, and the reasons a reply is not usable.
+
+A reply is read with :meth:`~game_defs.datasets.idioms.IdiomDictionary.parse_reply` (NFKC, punctuation and
+spaces dropped, traditional -> simplified, words around the idiom ignored, the last dictionary idiom wins):
 
 * it names a dictionary idiom: that idiom is the move, even if it breaks the chain rule or repeats one
   (the game judges it: such a move loses, as in the paper);
@@ -13,13 +17,20 @@ dropped, traditional -> simplified, words around the idiom ignored, the last dic
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from deepeval_games.bot import Observation
-from game_defs.idiom_solitaire import dictionary
+from game_defs.idiom_solitaire import IdiomFields, dictionary
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
+from llm_bots.prompts import load_prompts
 
 __all__ = ["IdiomSolitaireAdapter", "parse_idiom"]
+
+_TASK = "idiom_solitaire"
+
+
+def _reason(name: str, **values: Any) -> str:
+    return load_prompts(_TASK).render("reasons", name, **values).strip()
 
 
 def parse_idiom(reply: str, invalid_action: int) -> Parsed:
@@ -29,37 +40,25 @@ def parse_idiom(reply: str, invalid_action: int) -> Parsed:
         return Parsed(action=int(found.idiom_id), text=reply)
     if found.text is not None:
         return Parsed(action=invalid_action, text=reply)
-    return Parsed(error="no four-character Chinese idiom was found in the reply.")
+    return Parsed(error=_reason("no_idiom"))
 
 
 @register_adapter("deepeval_idiom_solitaire")
 class IdiomSolitaireAdapter(TaskAdapter):
-    """Prompts and parser for ``deepeval_idiom_solitaire``."""
+    """Answer texts and parser for ``deepeval_idiom_solitaire``."""
 
-    task = "idiom_solitaire"
+    task = _TASK
+
+    def role(self, observation: Observation) -> str:
+        """The chain rule: ``exact`` or ``homophone`` (a table of the prompt file each)."""
+        return cast(IdiomFields, observation.fields)["match"]
 
     def values(self, observation: Observation) -> dict[str, Any]:
-        fields = observation.fields
-        return {
-            "seat_label": self.seat_label(observation),
-            "start": fields["chain"][0],
-            "max_turns": fields["max_turns"],
-            "chain": fields["chain_text"],
-            "required_char": fields["required_char"],
-            "required_syllable": fields["required_syllable"],
-        }
-
-    def turn_prompt(self, observation: Observation, first_turn: bool) -> str:
-        values = self.values(observation)
-        homophone = observation.fields["match"] == "homophone"
-        parts = []
-        if first_turn:
-            parts.append(self.prompts.render("player", "rules_homophone" if homophone else "rules_exact", **values))
-        parts.append(self.prompts.render("player", "turn_homophone" if homophone else "turn", **values))
-        return "\n\n".join(part.strip() for part in parts)
+        fields = cast(IdiomFields, observation.fields)
+        return {"required_char": fields["required_char"], "required_syllable": fields["required_syllable"]}
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
-        parsed = parse_idiom(reply, int(observation.fields["invalid_action"]))
+        parsed = parse_idiom(reply, cast(IdiomFields, observation.fields)["invalid_action"])
         if parsed.ok and parsed.action not in observation.legal_actions:
-            return Parsed(error=f"{reply!r} is not a move now.")
+            return Parsed(error=_reason("not_a_move", reply=repr(reply)))
         return parsed

@@ -1,4 +1,8 @@
-"""LLM adapter of the Public Goods Game: the paper's prompts (in our words) and a lenient JSON parser.
+"""LLM adapter of the Public Goods Game: the answer format and a lenient JSON parser.
+
+The rules and each round's feedback reach the model through the message pool (the game's rules text and
+observations); the prompt file (``llm_bots/prompts/public_goods.toml``) holds the answer format, the
+re-ask text and the reasons a reply is not usable.
 
 The reply format is ``{"reason": "...", "coins": X}``. Parsing normalises Unicode (full-width digits),
 ignores code fences and prose, and takes the *last* JSON object that has a ``coins`` key; the amount
@@ -9,89 +13,62 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from deepeval_games.bot import Observation
+from game_defs.public_goods import PublicGoodsFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
 from llm_bots.parsing import json_objects, normalize, whole_number
+from llm_bots.prompts import load_prompts
 
 __all__ = ["PublicGoodsAdapter", "parse_coins"]
 
+_TASK = "public_goods"
 _COINS_FIELD = re.compile(r'"?coins"?\s*[:=]\s*"?(-?\d+(?:\.\d+)?)')
 
 
-def _format_number(value: float) -> str:
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return text if text not in ("", "-0") else "0"
+def _reason(name: str, **values: Any) -> str:
+    return load_prompts(_TASK).render("reasons", name, **values).strip()
 
 
 def parse_coins(reply: str, endowment: int) -> tuple[int | None, str | None]:
     """The invested amount in a reply, or None and the reason it cannot be used."""
     text = normalize(reply)
     if not text:
-        return None, "the reply was empty."
+        return None, _reason("empty")
     candidates = [obj["coins"] for obj in json_objects(text) if "coins" in obj]
     if not candidates:
         loose = _COINS_FIELD.findall(text)
         if not loose:
-            return None, 'no JSON object with a "coins" field was found.'
+            return None, _reason("no_json")
         candidates = [loose[-1]]
     value = whole_number(candidates[-1])
     if value is None:
-        return None, f'"coins" must be a whole number, got {candidates[-1]!r}.'
+        return None, _reason("not_whole", got=repr(candidates[-1]))
     if not 0 <= value <= endowment:
-        return None, f'"coins" must be between 0 and {endowment}, got {value}.'
+        return None, _reason("out_of_range", endowment=endowment, value=value)
     return value, None
 
 
 @register_adapter("deepeval_public_goods")
 class PublicGoodsAdapter(TaskAdapter):
-    """Prompts and parser for ``deepeval_public_goods``."""
+    """Answer texts and parser for ``deepeval_public_goods``."""
 
-    task = "public_goods"
+    task = _TASK
 
     def values(self, observation: Observation) -> dict[str, Any]:
-        fields = observation.fields
-        return {
-            "players": fields["players"],
-            "rounds": fields["rounds"],
-            "endowment": fields["endowment"],
-            "alpha": _format_number(float(fields["alpha"])),
-            "seat_label": self.seat_label(observation),
-            "round": fields["round"],
-        }
-
-    def turn_prompt(self, observation: Observation, first_turn: bool) -> str:
-        fields = observation.fields
-        values = self.values(observation)
-        mode = int(fields["mode"])
-        parts = []
-        if first_turn:
-            parts.append(self.prompts.render("player", f"rules_mode{mode}", **values))
-        if "last_income" in fields:
-            parts.append(
-                self.prompts.render(
-                    "player", "next_round_mode1", income=_format_number(fields["last_income"]), **values
-                )
-            )
-        elif "last_investments" in fields:
-            investments = "[" + ", ".join(str(x) for x in fields["last_investments"]) + "]"
-            parts.append(self.prompts.render("player", "next_round_mode2", investments=investments, **values))
-        else:
-            parts.append(self.prompts.render("player", "first_round", **values))
-        parts.append(self.prompts.render("player", "answer_format", **values))
-        return "\n\n".join(part.strip() for part in parts)
+        return {"endowment": cast(PublicGoodsFields, observation.fields)["endowment"]}
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
-        value, error = parse_coins(reply, int(observation.fields["endowment"]))
+        value, error = parse_coins(reply, cast(PublicGoodsFields, observation.fields)["endowment"])
         if error is not None:
             return Parsed(error=error)
         if value not in observation.legal_actions:
-            return Parsed(error=f"{value} coins is not a legal investment now.")
+            return Parsed(error=_reason("not_legal", value=value))
         return Parsed(action=value, text=reply)
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any]:
-        endowment = int(observation.fields["endowment"])
+        endowment = cast(PublicGoodsFields, observation.fields)["endowment"]
         return {
             "type": "json_schema",
             "json_schema": {
