@@ -6,7 +6,8 @@
 2. each round, collect the moves of the seats to act. At a simultaneous node every seat is asked at
    once from the same state, so nobody sees a same-round move before choosing; the replies go into the
    message pool together;
-3. deliver to each seat what the rules let it see (the game's observation for that seat);
+3. deliver to each seat what the rules let it see (the game's observation for that seat, when it changed),
+   before the seat moves and once more when the game is over;
 4. at chance nodes sample the outcome from the match seed; at a judge node ask the judge;
 5. stop at a terminal state and evaluate: the returns, plus the game's own match metrics.
 
@@ -76,9 +77,23 @@ class _Match:
                 fields={"seat_label": seat_label(seat)},
             )
 
+    def seats_to_act(self) -> list[int]:
+        """The seats that move next: all seats with legal moves at a simultaneous node, else the current one."""
+        if self.state.is_terminal() or self.state.is_chance_node():
+            return []
+        if self.state.is_simultaneous_node():
+            return [seat for seat in range(self.n) if self.state.legal_actions(seat)]
+        return [self.state.current_player()]
+
     def deliver_observations(self) -> None:
-        """Send each seat its observation if it changed since the last delivery."""
-        for seat in range(self.n):
+        """Send the seats about to move (every seat, once the game is over) their view, if it changed.
+
+        A seat's view is delivered when it is needed, before the seat chooses: a seat that does not move this
+        round gets its next view at its next turn (which then shows everything it may know), so no model is
+        shown an intermediate view it could not act on. Views never include a same-round move of another seat.
+        """
+        seats = range(self.n) if self.state.is_terminal() else self.seats_to_act()
+        for seat in seats:
             text = task.observation_text(self.state, seat)
             if not text or self._delivered.get(seat) == text:
                 continue
@@ -140,7 +155,7 @@ class _Match:
         )
 
     async def simultaneous_round(self) -> None:
-        seats = [seat for seat in range(self.n) if self.state.legal_actions(seat)]
+        seats = self.seats_to_act()
         observations = {seat: self.observation(seat) for seat in seats}  # all from the same state
         answers = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in seats])
         joint = [pyspiel.INVALID_ACTION] * self.n

@@ -162,3 +162,17 @@ def test_a_failing_seat_cancels_the_other_calls_of_its_round() -> None:
 
     asyncio.run(scenario())
     assert (SlowSeat.cancelled, SlowSeat.finished) == (2, 0)
+
+
+def test_a_seat_gets_its_view_before_each_of_its_moves_and_at_the_end() -> None:
+    game = load_game("deepeval_idiom_solitaire(start=一马当先,max_turns=6)")
+    bots = [make_bot("idiom_dictionary", game, i, np.random.default_rng(i)) for i in range(2)]
+    record = asyncio.run(play_match(game, bots, seed=3))
+    for seat in (0, 1):
+        views = [m for m in record.messages if m["kind"] == "observation" and m["recipients"] == [seat]]
+        moves = [t for t in record.turns if t.seat == seat]
+        # one view before every move (never an intermediate one), and the final view
+        assert len(views) == len(moves) + 1
+        rounds_moved = {t.round for t in moves}
+        assert all(v["round"] + 1 in rounds_moved for v in views[:-1])
+        assert "Game over" in views[-1]["text"] or "draw" in views[-1]["text"].lower()
