@@ -7,8 +7,7 @@ and players; its names exported here (``run_experiment``, ``load_spec``, ...) ar
 so importing the core never imports the layers above it.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
 from deepeval_games.errors import (
@@ -23,6 +22,7 @@ from deepeval_games.errors import (
 )
 from deepeval_games.games import load_game, registered_games
 from deepeval_games.message_pool import Message, MessagePool
+from deepeval_games.plugins import lazy_names
 from deepeval_games.records import MatchRecord, TurnRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, register_bot, register_scorer, registered_bots
@@ -77,9 +77,4 @@ _APPLICATION = {
     "parse_spec": "deepeval_games.spec",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """The application layer's names, imported on first use (the core never imports them itself)."""
-    if name in _APPLICATION:
-        return getattr(import_module(_APPLICATION[name]), name)
-    raise AttributeError(f"module 'deepeval_games' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _APPLICATION)  # the application layer's names, imported on first use

@@ -1,10 +1,12 @@
-"""Loading outside packages that add games or bots through entry points."""
+"""Loading packages that add games, bots or adapters through entry points, and names imported on first use."""
 
 from __future__ import annotations
 
-from importlib import metadata
+from collections.abc import Callable, Mapping
+from importlib import import_module, metadata
+from typing import Any
 
-__all__ = ["load_entry_points"]
+__all__ = ["lazy_names", "load_entry_points"]
 
 _loaded: set[str] = set()
 
@@ -16,3 +18,17 @@ def load_entry_points(group: str) -> None:
     _loaded.add(group)
     for entry in metadata.entry_points(group=group):
         entry.load()
+
+
+def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports each name of ``where`` (name -> module) on first use.
+
+    A package exports heavy or higher-layer names this way, so that importing it imports none of them.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in where:
+            return getattr(import_module(where[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

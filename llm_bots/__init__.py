@@ -7,8 +7,9 @@ litellm, which is slow to import and is loaded only through :mod:`llm_bots.trans
 to use its bundled model price list rather than fetch one from the internet).
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from deepeval_games.plugins import lazy_names
 
 if TYPE_CHECKING:
     from llm_bots.adapters import GenericAdapter, Parsed, TaskAdapter, adapter_for, register_adapter
@@ -41,9 +42,4 @@ _WHERE = {
     "register_adapter": "llm_bots.adapters",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Import the public names on first use (litellm loads only when a model plays)."""
-    if name in _WHERE:
-        return getattr(import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'llm_bots' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _WHERE)  # litellm loads only when a model plays

@@ -14,8 +14,8 @@ from deepeval_games.observer import TextObserver
 from game_defs.public_goods import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
 
 
-def _pgg_type(short_name: str) -> pyspiel.GameType:
-    base = PublicGoodsGame.game_type
+def renamed_type(base: pyspiel.GameType, short_name: str) -> pyspiel.GameType:
+    """``base`` under another short name, claiming both observation strings (tests must not trust the flags)."""
     return pyspiel.GameType(
         short_name=short_name,
         long_name=short_name,
@@ -45,7 +45,7 @@ class _LeakyObserver(PublicGoodsObserver):
 class LeakyPublicGoodsGame(PublicGoodsGame):
     """PGG whose observation tells each seat who invested what."""
 
-    game_type = _pgg_type("testkit_leaky_public_goods")
+    game_type = renamed_type(PublicGoodsGame.game_type, "testkit_leaky_public_goods")
 
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> _LeakyObserver:
         return _LeakyObserver(iig_obs_type, params)
@@ -79,10 +79,13 @@ class CountingGame(pyspiel.Game):
     parameters can break it: more moves than declared, a payout above the bound, empty action strings.
     """
 
+    game_type: pyspiel.GameType = _SEQ_TYPE
+    """Registered type; a subclass registered under another name overrides it."""
+
     def __init__(self, params: dict[str, Any] | None = None) -> None:
         merged = {**_SEQ_PARAMS, **(params or {})}
         super().__init__(
-            _SEQ_TYPE,
+            self.game_type,
             pyspiel.GameInfo(
                 num_distinct_actions=2,
                 max_chance_outcomes=0,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Behaviour", "FakeOpenAIServer", "first_legal_move", "last_user_message"]
+__all__ = ["Behaviour", "FakeOpenAIServer", "first_legal_move", "last_user_message", "model_player"]
 
 DEFAULT_MODEL_ID = "fake-model"
 
@@ -308,3 +308,22 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, json.dumps(_completion_body(behaviour, requested)).encode(), behaviour.headers)
 
     return Handler
+
+
+def model_player(name: str, server: FakeOpenAIServer, *, model: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A ``[[players]]`` (or ``[judge]``) table for a model served by ``server``: fast retries, short timeouts.
+
+    The model string is ``openai/<name>`` unless ``model`` is given; the key is read from ``FAKE_PROVIDER_KEY``
+    (the ``fake_provider_key`` fixture sets it).
+    """
+    return {
+        "name": name,
+        "model": model or f"openai/{name}",
+        "api_base": server.api_base,
+        "api_key_env": "FAKE_PROVIDER_KEY",
+        "max_retries": 1,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+        "timeout_s": 5,
+        **extra,
+    }

@@ -17,7 +17,7 @@ from deepeval_games.runner import build_player
 from deepeval_games.spec import PlayerSpec
 from llm_bots.judge import JudgeError
 from llm_bots.parsing import QUOTE_CLOSE, QUOTE_OPEN
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 VERDICT = json.dumps(
     {"Programmer": {"evaluation": "wrong output", "score": 3}, "Reviewer": {"evaluation": "too lenient", "score": 4}}
@@ -41,29 +41,15 @@ def server():
         yield fake
 
 
-def _model(name: str, server: FakeOpenAIServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "model": f"openai/{name}",
-        "api_base": server.api_base,
-        "api_key_env": "FAKE_PROVIDER_KEY",
-        "max_retries": 1,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-        "timeout_s": 5,
-        **extra,
-    }
-
-
 def _play(server: FakeOpenAIServer, **judge_extra: Any):
     """An LLM programmer (first reply of the server) against the always-over reviewer, judged by an LLM."""
     game = load_game(GAME)
-    programmer = _model("fake-programmer", server)
+    programmer = model_player("fake-programmer", server)
     bots = [
         build_player(PlayerSpec(name="p", model=programmer["model"], params=_params(programmer)), game, 0, _rng()),
         build_player(PlayerSpec(name="r", bot="cr_over_reviewer"), game, 1, _rng()),
     ]
-    spec = _model("fake-judge", server, **judge_extra)
+    spec = model_player("fake-judge", server, **judge_extra)
     judge = build_player(PlayerSpec(name="judge", model=spec["model"], params=_params(spec)), game, -2, _rng())
     return asyncio.run(play_match(game, bots, seed=1, judge=judge, scorers=scorers_for("deepeval_code_review")))
 
@@ -128,7 +114,7 @@ def test_the_runner_marks_a_match_without_a_verdict_failed(server: FakeOpenAISer
         {
             "experiment": {"name": "j", "game": GAME, "cache": False},
             "players": [{"name": "a", "bot": "cr_reference_programmer"}, {"name": "b", "bot": "cr_over_reviewer"}],
-            "judge": _model("fake-judge", server),
+            "judge": model_player("fake-judge", server),
         }
     )
     with caplog.at_level(logging.ERROR):
@@ -142,8 +128,8 @@ def _independence_spec(server: FakeOpenAIServer, **judge_extra: Any):
     return parse_spec(
         {
             "experiment": {"name": "j", "game": GAME, "cache": False, "pairing": "round_robin"},
-            "players": [_model("fake-model", server), {"name": "b", "bot": "cr_over_reviewer"}],
-            "judge": {**_model("fake-model", server), **judge_extra},
+            "players": [model_player("fake-model", server), {"name": "b", "bot": "cr_over_reviewer"}],
+            "judge": {**model_player("fake-model", server), **judge_extra},
         }
     )
 

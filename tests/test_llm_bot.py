@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import FatalRunError, SpecError, parse_spec, run_experiment
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 GOOD = '{"reason": "keep most", "coins": 3}'
 SCRIPTED = [
@@ -25,17 +25,7 @@ SCRIPTED = [
 
 
 def _spec(server: FakeOpenAIServer, tmp_path: Path, *, repeats: int = 1, rounds: int = 3, **model: Any):
-    llm = {
-        "name": "llm-player",
-        "model": "openai/fake-model",
-        "api_base": server.api_base,
-        "api_key_env": "FAKE_PROVIDER_KEY",
-        "max_retries": 1,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-        "timeout_s": 5,
-        **model,
-    }
+    llm = {**model_player("llm-player", server, model="openai/fake-model"), **model}
     return parse_spec(
         {
             "experiment": {

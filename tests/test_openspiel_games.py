@@ -225,48 +225,10 @@ class _BlindObserver:
         raise ValueError("this game shows its seats nothing")
 
 
-def _counting_type(short_name: str) -> pyspiel.GameType:
-    """The counting game's type under another name; its flags claim both strings (the probe must not trust them)."""
-    base = broken_games._SEQ_TYPE
-    return pyspiel.GameType(
-        short_name=short_name,
-        long_name=short_name,
-        dynamics=base.dynamics,
-        chance_mode=base.chance_mode,
-        information=base.information,
-        utility=base.utility,
-        reward_model=base.reward_model,
-        max_num_players=2,
-        min_num_players=2,
-        provides_information_state_string=True,
-        provides_information_state_tensor=False,
-        provides_observation_string=True,
-        provides_observation_tensor=False,
-        provides_factored_observation_string=False,
-        parameter_specification=dict(broken_games._SEQ_PARAMS),
-    )
-
-
-class _RenamedCountingGame(broken_games.CountingGame):
-    game_type: pyspiel.GameType
-
-    def __init__(self, params: dict[str, Any] | None = None) -> None:
-        info = pyspiel.GameInfo(
-            num_distinct_actions=2,
-            max_chance_outcomes=0,
-            num_players=2,
-            min_utility=0.0,
-            max_utility=1.0,
-            utility_sum=None,
-            max_game_length=2,
-        )
-        pyspiel.Game.__init__(self, self.game_type, info, {**broken_games._SEQ_PARAMS, **(params or {})})
-
-
-class BlindGame(_RenamedCountingGame):
+class BlindGame(broken_games.CountingGame):
     """The counting game, but neither its observation nor its information state can be turned into a string."""
 
-    game_type = _counting_type("testkit_blind")
+    game_type = broken_games.renamed_type(broken_games._SEQ_TYPE, "testkit_blind")
 
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> _BlindObserver:
         return _BlindObserver(iig_obs_type, params)
@@ -277,10 +239,10 @@ class _SameNameState(broken_games.CountingState):
         return "say something"
 
 
-class SameNameGame(_RenamedCountingGame):
+class SameNameGame(broken_games.CountingGame):
     """The counting game whose two moves have one name: a text player could never choose the second."""
 
-    game_type = _counting_type("testkit_same_name")
+    game_type = broken_games.renamed_type(broken_games._SEQ_TYPE, "testkit_same_name")
 
     def new_initial_state(self) -> _SameNameState:
         return _SameNameState(self)

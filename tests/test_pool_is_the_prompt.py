@@ -31,7 +31,7 @@ from deepeval_games.records import JUDGE_SEAT, MatchRecord
 from game_defs.datasets.idioms import load_idioms
 from llm_bots.prompts import PromptSet, load_prompts
 from llm_bots.scripted_idiom import valid_replies
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")
 
@@ -39,19 +39,6 @@ AnswerRole = Callable[[Mapping[str, Any]], tuple[str, dict[str, Any]]]
 """From the fields of the last message delivered before a turn: the prompt role and its template values."""
 
 _SENTINEL = "\x00REASON\x00"
-
-
-def _model(name: str, server: FakeOpenAIServer) -> dict[str, Any]:
-    return {
-        "name": name,
-        "model": f"openai/{name}",
-        "api_base": server.api_base,
-        "api_key_env": "FAKE_PROVIDER_KEY",
-        "max_retries": 1,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-        "timeout_s": 5,
-    }
 
 
 def _run(
@@ -175,7 +162,7 @@ def test_public_goods_prompts_are_the_pool(tmp_path: Path) -> None:
             tmp_path,
             "deepeval_public_goods(players=3,rounds=3,mode=2,alpha=1.5)",
             [
-                _model("pgg-model", server),
+                model_player("pgg-model", server),
                 {"name": "free", "bot": "pgg_free_rider"},
                 {"name": "full", "bot": "pgg_full_contributor"},
             ],
@@ -212,7 +199,7 @@ def test_idiom_solitaire_prompts_are_the_pool(tmp_path: Path) -> None:
         records = _run(
             tmp_path,
             "deepeval_idiom_solitaire(start=一马当先,max_turns=6)",
-            [_model("idiom-model", server), {"name": "dictionary", "bot": "idiom_dictionary"}],
+            [model_player("idiom-model", server), {"name": "dictionary", "bot": "idiom_dictionary"}],
         )
     prompts = load_prompts("idiom_solitaire")
     reasks = check_pool_is_the_prompt(
@@ -253,8 +240,8 @@ def test_code_review_prompts_are_the_pool(tmp_path: Path) -> None:
         records = _run(
             tmp_path,
             "deepeval_code_review(task_id=11,max_rounds=2)",
-            [_model("writer-model", server), _model("critic-model", server)],
-            judge=_model("judge-model", server),
+            [model_player("writer-model", server), model_player("critic-model", server)],
+            judge=model_player("judge-model", server),
         )
     prompts = load_prompts("code_review")
 
