@@ -58,7 +58,7 @@ def _identity(player: PlayerSpec, game: pyspiel.Game) -> dict[str, object]:
     if player.kind == "model":
         from llm_bots.adapters import adapter_for
 
-        identity["prompt_version"] = adapter_for(game.get_type().short_name).prompt_version
+        identity["prompt_version"] = adapter_for(game).prompt_version
     return identity
 
 

@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 import pyspiel
+import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, Outcome, load_game, make_bot, play_match, task
 from deepeval_games.registry import register_bot
@@ -75,3 +76,15 @@ def test_a_game_without_penalty_gets_seeded_random_legal_moves() -> None:
     first_legal = [0, 2, 4, 6, 8]  # what "the first legal move" would have played against FirstLegal
     assert any(m != first_legal[: len(m)] for m in moves.values())
     assert pyspiel.load_game("tic_tac_toe").num_players() == 2
+
+
+def test_match_ids_carry_the_prompt_version_the_bot_uses() -> None:
+    pytest.importorskip("deepeval_ultimatum", reason="pip install -e examples/ultimatum")
+    from deepeval_games.schedule import _identity
+    from deepeval_games.spec import PlayerSpec
+    from llm_bots.adapters import adapter_for
+
+    player = PlayerSpec(name="m", model="openai/x")
+    for name, version in (("deepeval_ultimatum", "ultimatum-1"), ("deepeval_public_goods", "public_goods-2")):
+        game = load_game(name)
+        assert _identity(player, game)["prompt_version"] == adapter_for(game).prompt_version == version

@@ -48,7 +48,7 @@ def make_llm_judge(
     settings, model_params = split_player_params({k: v for k, v in params.items() if k != ALLOW_PLAYER_MODEL})
     config = ModelConfig.from_mapping({"model": model, **_JUDGE_DEFAULTS, **model_params})
     check_model_string(config.model)
-    adapter = adapter_for(game.get_type().short_name)
+    adapter = adapter_for(game)
     if "judge" not in adapter.prompts.roles:
         raise SpecError(f"LLM judges cannot judge {game.get_type().short_name}: its prompts have no judge role")
     return LLMJudge(
