@@ -26,7 +26,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
+EXAMPLES = sorted(
+    path
+    for path in (ROOT / "examples").rglob("*.toml")
+    if "[experiment]" in path.read_text(encoding="utf-8")  # specs (not a package's pyproject or prompt file)
+)
 
 # Computed with the dataclass spec (commit 1892e66), before the spec became pydantic models: a change here
 # renames every match id and makes existing run directories refuse to resume.
