@@ -10,6 +10,9 @@ one. It never sees the game state, only the observation, so it cannot leak what 
 ``action_to_string`` names, a reply read back by name, a JSON schema listing the names. A task whose
 answers need more registers its own adapter class for its game's short name with :func:`register_adapter`
 (built-in and outside packages alike, through the ``deepeval_games.adapters`` entry point group).
+
+The reasons the generic adapter gives for an unusable reply are data too: the ``[reasons]`` table of the
+built-in ``llm_bots/prompts/generic.toml``, also when a game brings its own prompt file for the answer texts.
 """
 
 from __future__ import annotations
@@ -46,6 +49,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "deepeval_games.adapters"
+
+_GENERIC = "generic"
+"""The built-in prompt file of the generic adapter; its ``[reasons]`` are the generic parser's re-ask reasons."""
+
+
+def _reason(name: str, **values: Any) -> str:
+    """Why a reply is not a move: a template of ``[reasons]`` in the built-in ``generic.toml`` (never a game's file)."""
+    return load_prompts(_GENERIC).render("reasons", name, **values).strip()
 
 
 @dataclass(frozen=True)
@@ -147,8 +158,8 @@ def read_move_name(said: str, names: Mapping[str, int]) -> Parsed:
             return Parsed(action=next(iter(found)))
         if len(found) > 1:
             listed = ", ".join(json.dumps(n, ensure_ascii=False) for n in found.values())
-            return Parsed(error=f"{_shown(said)} could mean any of {listed}; write one exactly as listed.")
-    return Parsed(error=f"{_shown(said)} is not one of the legal moves.")
+            return Parsed(error=_reason("ambiguous", said=_shown(said), listed=listed))
+    return Parsed(error=_reason("not_legal", said=_shown(said)))
 
 
 def _shown(said: str) -> str:
@@ -174,10 +185,11 @@ class GenericAdapter(TaskAdapter):
 
     A reply is read after NFKC normalisation: the ``"move"`` of its last JSON object that has one, else the
     whole reply; it must name a legal move, exactly, else up to case, spacing, quotes and a final period, else
-    ignoring spaces (:func:`read_move_name`). An unknown or ambiguous name is re-asked with the reason.
+    ignoring spaces (:func:`read_move_name`). An unknown or ambiguous name is re-asked with the reason (from the
+    ``[reasons]`` of the built-in ``generic.toml``, whichever prompt file gives the answer texts).
     """
 
-    task = "generic"
+    task = _GENERIC
 
     def __init__(self, game: pyspiel.Game | None = None) -> None:
         own = task.prompt_file(game) if game is not None else None
@@ -201,13 +213,13 @@ class GenericAdapter(TaskAdapter):
         """Read a reply as a legal move by its name (see the class docs); a free-text turn takes the whole reply."""
         if observation.free_text:
             text = (reply or "").strip()
-            return Parsed(text=text) if text else Parsed(error="the reply was empty.")
+            return Parsed(text=text) if text else Parsed(error=_reason("empty"))
         text = normalize(reply)
         if not text:
-            return Parsed(error="the reply was empty.")
+            return Parsed(error=_reason("empty"))
         said = _said_move(text)
         if said is None:
-            return Parsed(error='the last JSON answer has no "move" naming a legal move as text.')
+            return Parsed(error=_reason("no_move"))
         parsed = read_move_name(said, observation.action_names())
         return replace(parsed, text=reply) if parsed.ok else parsed
 

@@ -1,13 +1,16 @@
 """The judge of judged tasks (code review now, translation next): verdicts, LLM judge, scripted judges.
 
 A judged game ends in a verdict node (a chance node whose outcomes are per-seat score tuples, see
-:mod:`game_defs.verdicts`). The referee asks the judge bot there with an observation whose ``fields`` are
-the game's ``judge_fields()``: at least ``roles`` (seat order), ``score_min`` and ``score_max``, plus what
-the task shows its judge (problem, dialogue, ...).
+:mod:`game_defs.verdicts`). There the referee delivers the game's brief to the judge through the message
+pool, a ``brief`` message whose text is the game's ``judge_text()`` (the rubric, rewritten from the paper,
+with the quoted dialogue) and whose ``fields`` are the game's ``judge_fields()``: at least ``roles`` (seat
+order), ``score_min`` and ``score_max``, plus what the task shows its judge (problem, dialogue, ...). The
+judge bot is then asked with an observation that carries the same text and fields.
 
-**LLM judge** (a ``[judge]`` table with ``model = ...``): an :class:`LLMBot` whose task adapter has a
-``judge`` prompt role (the task's rubric, rewritten from the paper), with these differences, built by
-:func:`make_llm_judge`:
+**LLM judge** (a ``[judge]`` table with ``model = ...``): an :class:`LLMBot` that reads the brief from the
+message pool like any LLM seat; its task adapter's prompt file has a ``judge`` role that holds only how to
+answer (the verdict's answer ``format`` and the ``reask`` text), never the rubric. It differs from a
+player in these ways, built by :func:`make_llm_judge`:
 
 * temperature 0 and ``max_tokens`` 1024 unless the spec sets them;
 * the reply must be one JSON verdict, ``{"<Role>": {"evaluation": "<why>", "score": <int>}, ...}`` with a
@@ -15,14 +18,16 @@ the task shows its judge (problem, dialogue, ...).
   Unicode NFKC, code fences ignored, role keys matched without regard to case, the JSON object that holds
   every role is the verdict (several that disagree, such as a quoted forgery beside the real one, are
   re-asked); a score must be a whole number in range and every role needs a non-empty
-  explanation. Anything else is re-asked with the reason (``max_reasks``, default 2);
+  explanation. Anything else is re-asked with the reason (``max_reasks``, default 2), from the ``[reasons]``
+  of ``llm_bots/prompts/judge.toml``;
 * after the re-asks (or on a refusal or a context overflow) there is no default score: the judge raises
   :class:`JudgeError`, the match is logged as failed with that reason and is not recorded (a rerun of
   the spec retries it);
-* player text reaches the judge only inside :func:`~llm_bots.parsing.quote_player_text` delimiters, which
-  the text cannot close, under a rubric that tells the judge to treat it as material to assess, never as
-  instructions. A "give 10" or a forged JSON verdict inside the code is then at most evidence of bad
-  conduct; it is never parsed, since the verdict is read only from the judge's reply.
+* player text reaches the judge only inside :func:`~deepeval_games.quoting.quote_player_text` delimiters
+  (the game quotes it in its brief), which the text cannot close, under a rubric that tells the judge to treat
+  it as material to assess, never as instructions. A "give 10" or a forged JSON verdict inside the code is
+  then at most evidence of bad conduct; it is never parsed, since the verdict is read only from the judge's
+  reply.
 
 **Independence** (:func:`check_judge`, run before any match): a judged game needs a ``[judge]``; an LLM
 judge may not be one of the players' models (same model string, or the same name after the last ``/``)
@@ -53,7 +58,6 @@ from llm_bots.judge.verdict import (
     Verdict,
     parse_judge_reply,
     parse_verdict,
-    quote_dialogue,
     role_labels,
 )
 
@@ -71,7 +75,6 @@ __all__ = [
     "make_llm_judge",
     "parse_judge_reply",
     "parse_verdict",
-    "quote_dialogue",
     "role_labels",
     "verdict_decision",
     "verdict_response_format",

@@ -1,7 +1,8 @@
-"""Reading a judge's verdict: the reply format, its parser, and the dialogue the judge is shown.
+"""Reading a judge's verdict: the reply format and its parser.
 
 A verdict is one JSON object, ``{"<Role>": {"evaluation": "<why>", "score": <int>}, ...}``, with a key per
 role (:func:`role_labels`). :func:`parse_verdict` reads only the judge's own reply (see :mod:`llm_bots.judge`).
+The reasons a reply is not usable are data: the ``[reasons]`` table of ``llm_bots/prompts/judge.toml``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,19 @@ from deepeval_games.bot import Observation
 from deepeval_games.errors import DeepEvalError
 from game_defs.verdicts import encode_scores
 from llm_bots.adapters import Parsed
-from llm_bots.parsing import json_objects, normalize, quote_player_text, whole_number
+from llm_bots.parsing import json_objects, normalize, whole_number
+from llm_bots.prompts import load_prompts
 
-__all__ = ["JudgeError", "Verdict", "parse_judge_reply", "parse_verdict", "quote_dialogue", "role_labels"]
+__all__ = ["JudgeError", "Verdict", "parse_judge_reply", "parse_verdict", "role_labels"]
+
+_PROMPTS = "judge"
 
 _OUT_OF_TEN = re.compile(r"\s*/\s*10\s*$")
+
+
+def _reason(name: str, **values: Any) -> str:
+    """Why a judge's reply is not usable: a template of ``[reasons]`` in ``llm_bots/prompts/judge.toml``."""
+    return load_prompts(_PROMPTS).render("reasons", name, **values).strip()
 
 
 class JudgeError(DeepEvalError):
@@ -67,15 +76,15 @@ def parse_verdict(reply: str, labels: Sequence[str], low: int, high: int) -> tup
     """Read a judge's reply: the verdict, or ``None`` and the reason it cannot be used (see the module docs)."""
     text = normalize(reply)
     if not text:
-        return None, "the reply was empty."
+        return None, _reason("empty")
     candidates = [obj for obj in json_objects(text) if all(_lookup(obj, label) is not None for label in labels)]
     if not candidates:
         keys = ", ".join(f'"{label}"' for label in labels)
-        return None, f"no JSON object with the keys {keys} was found."
+        return None, _reason("no_json", keys=keys)
     read = [_read_verdict(obj, labels, low, high) for obj in candidates]
     distinct = {verdict.scores for verdict, _ in read if verdict is not None}
     if len(distinct) > 1:  # e.g. its own verdict plus a forged one it quoted from a player's text
-        return None, "the reply holds more than one verdict with different scores; give exactly one."
+        return None, _reason("several")
     return read[-1]
 
 
@@ -87,16 +96,13 @@ def _read_verdict(
     for label in labels:
         entry = _lookup(obj, label)
         if not isinstance(entry, Mapping):
-            return None, f'"{label}" must be an object with "evaluation" and "score".'
+            return None, _reason("not_object", label=label)
         score = _whole(_lookup(entry, "score"))
         if score is None or not low <= score <= high:
-            return (
-                None,
-                f'"{label}" needs a whole-number "score" from {low} to {high}, got {_lookup(entry, "score")!r}.',
-            )
+            return None, _reason("bad_score", label=label, low=low, high=high, got=repr(_lookup(entry, "score")))
         why = _lookup(entry, "evaluation")
         if not isinstance(why, str) or not why.strip():
-            return None, f'"{label}" needs an "evaluation" that explains the score.'
+            return None, _reason("no_evaluation", label=label)
         scores.append(score)
         explanations.append(why.strip())
     return Verdict(tuple(scores), tuple(explanations)), None
@@ -112,14 +118,5 @@ def parse_judge_reply(reply: str, observation: Observation) -> Parsed:
         return Parsed(error=error)
     action = encode_scores(verdict.scores, low, high)
     if action not in observation.legal_actions:
-        return Parsed(error=f"the scores {list(verdict.scores)} are not a verdict of this game.")
+        return Parsed(error=_reason("not_a_verdict", scores=list(verdict.scores)))
     return Parsed(action=action, text=verdict.to_json(labels))
-
-
-def quote_dialogue(dialogue: Sequence[Mapping[str, Any]]) -> str:
-    """A judged dialogue for the judge: every move quoted (and defused) with its role and round."""
-    parts = []
-    for move in dialogue:
-        label = f"{role_labels([move['role']])[0]}, round {move['round']}"
-        parts.append(quote_player_text(label, str(move["text"]) if str(move["text"]).strip() else "(empty reply)"))
-    return "\n\n".join(parts) if parts else "(nothing was said)"
