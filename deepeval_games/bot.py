@@ -23,7 +23,7 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.message_pool import Message
 
-__all__ = ["Decision", "DeepEvalBot", "Observation", "Outcome", "Prompt", "observe"]
+__all__ = ["CallAttempt", "Decision", "DeepEvalBot", "Observation", "Outcome", "Prompt", "StateBot", "observe"]
 
 
 class Outcome(str, enum.Enum):
@@ -83,6 +83,23 @@ Prompt = tuple[Mapping[str, str], ...]
 
 
 @dataclass(frozen=True)
+class CallAttempt:
+    """One transport attempt of a model call: what came back, and how long the retry loop waited after it."""
+
+    ask: int = 0
+    """The ask of the turn it belongs to (0: the first ask, then each re-ask)."""
+    status: str = "ok"
+    """``ok``, ``refusal``, ``context_overflow`` (no call sent when the prompt was known not to fit), ``infra``
+    (retried: 429, 5xx, timeout, connection) or ``fatal``."""
+    http_status: int | None = None
+    """The HTTP status of a failed attempt, when the provider sent one."""
+    error: str | None = None
+    """The exception class of a failed attempt (``RateLimitError``, ``Timeout``, ...); None when it succeeded."""
+    wait_s: float = 0.0
+    """Seconds waited after this attempt before the next one (backoff, Retry-After); 0 for the last."""
+
+
+@dataclass(frozen=True)
 class Decision:
     """A bot's answer to one :class:`Observation`, with what it cost.
 
@@ -108,6 +125,10 @@ class Decision:
     cost_usd: float = 0.0
     error: str | None = None
     """Why the turn was not ``ok``."""
+    attempts: tuple[CallAttempt, ...] = ()
+    """Every transport attempt of every ask of the turn, in order (retries included)."""
+    cut_chars: tuple[int, ...] = ()
+    """Per ask, the characters cut from a reply longer than the task's maximum (0: not cut)."""
 
     def exchange(self) -> dict[str, Any]:
         """The fields a turn record copies: outcome, replies, prompts per ask, re-asks, model, tokens, cost, error."""
@@ -121,6 +142,8 @@ class Decision:
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
             "error": self.error,
+            "attempts": list(self.attempts),
+            "cut_chars": list(self.cut_chars),
         }
 
 
@@ -190,3 +213,30 @@ class DeepEvalBot(pyspiel.Bot):
     def provides_policy(self) -> bool:
         """DeepEval bots return actions, not policies."""
         return False
+
+
+class StateBot(DeepEvalBot):
+    """A trusted classical player (MCTS, minimax, a solved policy) that the referee hands a copy of the true state.
+
+    LLM seats never get the state; a state bot does, because OpenSpiel's search algorithms work on states. It is
+    trusted not to use what its seat may not see: on an imperfect-information game it must search information
+    sets (resampling the hidden part) or read a policy keyed by its information state. Subclasses implement
+    :meth:`choose`; the referee calls :meth:`decide` instead of :meth:`act`.
+    """
+
+    def choose(self, state: pyspiel.State) -> int:
+        """The action for this bot's seat in ``state`` (a copy: the bot may change it)."""
+        raise NotImplementedError
+
+    def decide(self, state: pyspiel.State, observation: Observation) -> Decision:
+        """The referee's entry point: :meth:`choose`, named as the seat would name it."""
+        action = int(self.choose(state))
+        return Decision(action=action, text=observation.action_to_string(action))
+
+    async def act(self, observation: Observation) -> Decision:
+        """A state bot cannot play from an observation alone."""
+        raise TypeError(f"{type(self).__name__} needs the game state: play it through the referee or step()")
+
+    def step(self, state: pyspiel.State) -> int:
+        """OpenSpiel entry point: :meth:`choose` on a copy of ``state``."""
+        return self.choose(state.clone())

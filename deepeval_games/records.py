@@ -20,6 +20,9 @@ History:
 * 1 — first version: ``TurnRecord.prompt``, the chat messages of the first ask only.
 * 2 — ``TurnRecord.prompts``: the chat messages of every ask of a turn (first ask, then each re-ask);
   ``outcome`` is an :class:`~deepeval_games.bot.Outcome` and ``status`` is ``complete`` or ``aborted``.
+* 3 — ``TurnRecord.attempts``: every transport attempt of the turn (status, HTTP status, error class, wait), so
+  retries show in the record; ``TurnRecord.cut_chars``: per ask, what was cut from a reply over the task's
+  maximum length.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from deepeval_games.bot import Outcome
+from deepeval_games.bot import CallAttempt, Outcome
 from deepeval_games.errors import DeepEvalError
 
 __all__ = [
@@ -38,13 +41,14 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "TIMING_FIELDS",
+    "CallAttempt",
     "MatchRecord",
     "RecordError",
     "TurnRecord",
     "migrate",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the records this code writes."""
 TIMING_FIELDS = ("latency_s", "wall_time_s", "started_at")
 """Fields that measure wall-clock time; :meth:`MatchRecord.canonical` leaves them out."""
@@ -100,6 +104,12 @@ class TurnRecord(BaseModel):
     """Wall-clock time the seat took to answer, in seconds."""
     error: str | None = None
     """Why the turn was not ``ok`` (and what the referee played instead), if it was not."""
+    attempts: list[CallAttempt] = Field(default_factory=list)
+    """Every transport attempt of the turn's model calls, in order: status, HTTP status, error class and the
+    wait before the next attempt (infrastructure retries included); empty for scripted bots and chance."""
+    cut_chars: list[int] = Field(default_factory=list)
+    """Per ask, the characters cut from a reply longer than the task's maximum (0: not cut); the reply is cut
+    before it is stored or sent back to the model."""
 
     @field_serializer("outcome", when_used="json")
     def _outcome_value(self, outcome: Outcome | str) -> str:
@@ -202,9 +212,16 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "turns": turns}
 
 
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Turns gain ``attempts`` and ``cut_chars``: version 2 kept neither, so both are empty."""
+    turns = [{**turn, "attempts": [], "cut_chars": []} for turn in data.get("turns", [])]
+    return {**data, "turns": turns}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
+    (2, _v2_to_v3),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

@@ -16,6 +16,11 @@ hook                                without it
 ``seat_roles() -> list[str]``       every seat plays the role ``player`` (a symmetric task, Eq. 1)
 ``judged: bool``                    False: the game has no verdict node and needs no judge
 ``prompt_file() -> Path``           the LLM players use the generic answer format and re-ask texts
+``max_reply_chars() -> int``        :data:`DEFAULT_MAX_REPLY_CHARS`: a longer model reply is cut to it
+                                    (the cut is recorded) before it is stored or sent back
+``reply_limit(role) -> int | None`` every LLM player keeps its own ``max_tokens``; with the hook, a
+                                    reply in ``role`` may take that many tokens when the player's
+                                    own setting is smaller (None: nothing for that role)
 ==================================  ===============================================================
 
 :class:`TaskState` (on the state):
@@ -51,6 +56,7 @@ import numpy as np
 import pyspiel
 
 __all__ = [
+    "DEFAULT_MAX_REPLY_CHARS",
     "Playability",
     "TaskGame",
     "TaskState",
@@ -63,12 +69,14 @@ __all__ = [
     "judge_fields",
     "judge_text",
     "match_metrics",
+    "max_reply_chars",
     "observation_fields",
     "observation_text",
     "penalty_action",
     "playability",
     "prompt_file",
     "register_rules_card",
+    "reply_limit",
     "rules_card",
     "rules_text",
     "seat_roles",
@@ -90,6 +98,14 @@ class TaskGame(Protocol):
 
     def prompt_file(self) -> Path:
         """The task's prompt file (answer format and re-ask texts per role), beside the game."""
+        ...
+
+    def reply_limit(self, role: str) -> int | None:
+        """Tokens a reply in ``role`` may need (a whole paragraph for a translator); None: no task limit."""
+        ...
+
+    def max_reply_chars(self) -> int:
+        """The longest model reply kept, in characters; a longer one is cut (and the cut recorded)."""
         ...
 
 
@@ -176,6 +192,38 @@ def prompt_file(game: pyspiel.Game) -> Path | None:
     """The task's own prompt file, or None (the generic prompts apply)."""
     hook = getattr(game, "prompt_file", None)
     return Path(hook()) if callable(hook) else None
+
+
+DEFAULT_MAX_REPLY_CHARS = 16_000
+"""The longest model reply kept by default, in characters (a few thousand tokens: room for a program)."""
+
+
+def max_reply_chars(game: pyspiel.Game) -> int:
+    """The longest model reply kept for ``game``, in characters: its own hook, else the default."""
+    hook = getattr(game, "max_reply_chars", None)
+    limit = int(hook()) if callable(hook) else DEFAULT_MAX_REPLY_CHARS
+    if limit < 1:
+        raise ValueError(f"{game.get_type().short_name}: max_reply_chars must be >= 1, got {limit}")
+    return limit
+
+
+def reply_limit(game: pyspiel.Game, role: str) -> int | None:
+    """The task's reply cap for ``role`` in tokens, or None (the player's own ``max_tokens`` applies as set).
+
+    An LLM player uses it as ``max_tokens`` when it is larger than the player's own setting, so a role
+    whose answer is long (a whole translated paragraph) is never cut by a default meant for short moves.
+    """
+    hook = getattr(game, "reply_limit", None)
+    if not callable(hook):
+        return None
+    value = hook(role)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{game.get_type().short_name}.reply_limit({role!r}) must be None or an int >= 1, got {value!r}"
+        )
+    return value
 
 
 # -- observations ---------------------------------------------------------------------------------------

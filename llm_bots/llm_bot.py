@@ -21,17 +21,16 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import REFEREE
-from deepeval_games.quoting import quote_player_text
-from deepeval_games.referee import seat_label
-from llm_bots.adapters import Parsed, TaskAdapter, adapter_for
+from llm_bots.adapters import TaskAdapter, adapter_for
 from llm_bots.call_cache import CallCache, call_key
 from llm_bots.model_config import BOT_SETTING_KEYS, ModelConfig
 from llm_bots.parsing import looks_like_refusal
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
 from llm_bots.transport import Outcome as CallOutcome
+from llm_bots.turns import safe_parse, turn_message
 
 __all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_bot"]
 
@@ -142,14 +141,28 @@ class LLMBot(DeepEvalBot):
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm
         return schema if self.config.is_local or supports_json_schema(self.config.model) else None
 
+    def turn_config(self, observation: Observation) -> ModelConfig:
+        """The model settings of this turn: the player's, with ``max_tokens`` raised to the task's reply limit
+        for this seat's role when that is larger (:func:`deepeval_games.task.reply_limit`)."""
+        limit = task.reply_limit(self.game, self.adapter.role(observation))
+        current = self.config.max_tokens
+        if limit is None or current is None or limit <= current:
+            return self.config
+        return replace(self.config, max_tokens=limit)
+
     async def _call(
-        self, messages: list[dict[str, str]], response_format: Mapping[str, Any] | None, ask: int
+        self,
+        messages: list[dict[str, str]],
+        response_format: Mapping[str, Any] | None,
+        ask: int,
+        config: ModelConfig | None = None,
     ) -> Completion:
+        config = config or self.config
         cache = self.runtime.cache
         key = ""
         if cache is not None:
             key = call_key(
-                self.config,
+                config,
                 messages,
                 response_format=response_format,
                 match_id=self.match_id,
@@ -161,7 +174,7 @@ class LLMBot(DeepEvalBot):
             if cached is not None:
                 return cached
         self.runtime.calls += 1
-        completion = await complete(self.config, messages, response_format=response_format, budget=self.runtime.budget)
+        completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
         if cache is not None:
             cache.put(key, completion)
         return completion
@@ -169,33 +182,23 @@ class LLMBot(DeepEvalBot):
     def turn_message(self, observation: Observation) -> str:
         """This turn's user message: what the referee delivered since the last turn, then the answer format.
 
-        Pool messages are taken as delivered: the referee's verbatim, another seat's quoted (it can never pass
-        for the referee's words); the seat's own moves are already in the chat as its replies.
+        See :func:`llm_bots.turns.turn_message`; the seat's own moves are already in the chat as its replies.
         """
-        parts = []
-        for message in observation.inbox[self._seen :]:
-            if message.sender == self.player_id:
-                continue
-            parts.append(
-                message.text
-                if message.sender == REFEREE
-                else quote_player_text(seat_label(message.sender), message.text)
-            )
-        self._seen = len(observation.inbox)
-        parts.append(self.adapter.format_text(observation))
-        return "\n\n".join(parts)
+        text, self._seen = turn_message(self.adapter, observation, self._seen)
+        return text
 
     async def act(self, observation: Observation) -> Decision:
         """Ask the model for this turn's move, re-asking on invalid replies."""
         self.history.append({"role": "user", "content": self.turn_message(observation)})
         decision = Decision(action=None)
         response_format = self._response_format(observation)
+        config = self.turn_config(observation)
         error = "no reply"
         refusals = 0
         try:
             for ask in range(self.settings.max_reasks + 1):
                 messages = _render(self.history, self.settings.prompt_style)
-                completion = await self._call(messages, response_format, ask)
+                completion = await self._call(messages, response_format, ask, config)
                 decision = _account(decision, messages, completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
                     return self._penalty(
@@ -207,7 +210,7 @@ class LLMBot(DeepEvalBot):
                     refusals += 1
                     error = "the provider refused to answer (content filter)"
                 else:
-                    parsed = _safe_parse(self.adapter, completion.text, observation)
+                    parsed = safe_parse(self.adapter, completion.text, observation)
                     if parsed.ok:
                         outcome = Outcome.OK if ask == 0 else Outcome.REASKED
                         return replace(
@@ -243,15 +246,6 @@ def _account(decision: Decision, messages: Sequence[Mapping[str, str]], completi
         tokens_out=decision.tokens_out + completion.completion_tokens,
         cost_usd=decision.cost_usd + completion.cost_usd,
     )
-
-
-def _safe_parse(adapter: TaskAdapter, reply: str, observation: Observation) -> Parsed:
-    """The adapter's reading of a reply; a reply that makes the parser fail is an invalid reply, never a crash."""
-    try:
-        return adapter.parse(reply, observation)
-    except Exception as exc:  # a model can send anything: no reply may stop a tournament
-        log.warning("parser %s failed on a reply (%s); treated as invalid", type(adapter).__name__, exc)
-        return Parsed(error="the reply could not be read.")
 
 
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:

@@ -39,7 +39,7 @@ class ModelSettings(BaseModel):
     errors; `ModelConfig.from_mapping` checks the same rules again when the bot is built.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True, allow_inf_nan=False)
 
     api_base: str | None = Field(default=None, json_schema_extra={"pattern": "^https?://"})
     """Base URL of an OpenAI-compatible (or other) endpoint; unset for the provider's default."""
@@ -50,6 +50,9 @@ class ModelSettings(BaseModel):
     """Sampling temperature, 0..2."""
     max_tokens: Annotated[int, Field(ge=1)] | None = 256
     """Upper bound on generated tokens per reply."""
+    context_tokens: Annotated[int, Field(ge=1)] | None = None
+    """The model's context window in tokens; unset: litellm's model info where it knows the model. A prompt
+    estimated larger (at 4 characters a token) is recorded as ``context_overflow`` without a call."""
     seed: int | None = None
     """Sampling seed for providers that accept one (dropped silently by the others); unset: one drawn from the
     match seed, so a rerun asks the same question."""
@@ -117,6 +120,7 @@ class ModelConfig:
     api_key_env: str | None = None
     temperature: float | None = 0.0
     max_tokens: int | None = 256
+    context_tokens: int | None = None
     seed: int | None = None
     top_p: float | None = None
     timeout_s: float = 60.0
@@ -155,6 +159,7 @@ class ModelConfig:
         _check_number(where, "temperature", self.temperature, lo=0.0, hi=2.0, optional=True)
         _check_number(where, "top_p", self.top_p, lo=0.0, hi=1.0, optional=True, lo_open=True)
         _check_int(where, "max_tokens", self.max_tokens, lo=1, optional=True)
+        _check_int(where, "context_tokens", self.context_tokens, lo=1, optional=True)
         _check_int(where, "seed", self.seed, lo=None, optional=True)
         _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
         _check_int(where, "max_retries", self.max_retries, lo=0)

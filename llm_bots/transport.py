@@ -11,8 +11,11 @@ What it guarantees, whatever the provider:
   *outcomes* of a `Completion`, not exceptions, because they are the model's own result;
 - the model id a response reports is checked against the configured one (`model_id_matches`); a different
   model raises `ModelMismatchError` unless the config accepts it;
-- cost (USD, 0.0 when litellm does not know the price), tokens, latency and attempts come back in
-  `Completion`;
+- cost (USD, 0.0 when litellm does not know the price), tokens, latency and every attempt (status, HTTP status,
+  error class, wait) come back in `Completion`;
+- a prompt that cannot fit the model's context (`context_tokens`, else litellm's model info where it knows the
+  model; the prompt's size estimated at `CHARS_PER_TOKEN` characters a token) is a `context_overflow` outcome
+  without a call;
 - a shared `Budget` stops new calls once spent; a per-(model, api_base) semaphore bounds calls in flight;
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local_server`).
 
@@ -42,12 +45,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # the environment variable above must be set before this import
 import openai
 
+from deepeval_games.bot import CallAttempt
 from deepeval_games.errors import FatalRunError, InfrastructureError
 from llm_bots.model_config import ModelConfig
 
 litellm.suppress_debug_info = True
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "Budget",
     "BudgetExceeded",
     "Completion",
@@ -59,12 +64,16 @@ __all__ = [
     "Outcome",
     "classify_error",
     "complete",
+    "context_limit",
+    "estimate_tokens",
     "model_id_matches",
     "supports_json_schema",
 ]
 
 logger = logging.getLogger(__name__)
 
+CHARS_PER_TOKEN = 4
+"""Characters per token assumed when a prompt's size is estimated before a call (a rough figure for English)."""
 _GUARD_GRACE_S = 2.0  # the asyncio guard fires this long after litellm's own timeout should have
 _jitter = random.Random()  # jitter only spreads retries in time; it never touches results
 
@@ -148,6 +157,7 @@ class Completion:
         outcome: ok, refusal or context_overflow.
         usage: the raw usage block of the response.
         requested_model: the litellm model string actually sent (after `local/...` routing).
+        attempt_log: every attempt, in order (status, HTTP status, error class, wait after it).
     """
 
     text: str
@@ -162,6 +172,12 @@ class Completion:
     usage: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
     elapsed_s: float = 0.0
     requested_model: str = ""
+    attempt_log: tuple[CallAttempt, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a completion read back from the call cache carries its attempts as plain mappings
+        log = tuple(a if isinstance(a, CallAttempt) else CallAttempt(**a) for a in self.attempt_log)
+        object.__setattr__(self, "attempt_log", log)
 
 
 class Budget:
@@ -524,7 +540,14 @@ def _parse_response(
     )
 
 
-def _no_response(config: ModelConfig, outcome: Outcome, latency: float, attempts: int, elapsed: float) -> Completion:
+def _no_response(
+    config: ModelConfig,
+    outcome: Outcome,
+    latency: float,
+    attempts: int,
+    elapsed: float,
+    attempt_log: tuple[CallAttempt, ...] = (),
+) -> Completion:
     return Completion(
         text="",
         model=config.model,
@@ -537,7 +560,28 @@ def _no_response(config: ModelConfig, outcome: Outcome, latency: float, attempts
         outcome=outcome,
         elapsed_s=elapsed,
         requested_model=config.model,
+        attempt_log=attempt_log,
     )
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """A rough size of a prompt in tokens: its characters over :data:`CHARS_PER_TOKEN`."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def context_limit(config: ModelConfig) -> int | None:
+    """The model's context window in tokens: `context_tokens`, else litellm's model info; None when unknown."""
+    if config.context_tokens is not None:
+        return config.context_tokens
+    if config.is_local:
+        return None  # the llama.cpp server answers an overflow itself
+    try:
+        info = litellm.get_model_info(config.model)
+    except Exception:
+        return None
+    limit = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
 async def complete(
@@ -568,12 +612,23 @@ async def complete(
     """
     if budget is not None:
         budget.check(config.model)
+    limit = context_limit(config)
+    if limit is not None and estimate_tokens(messages) > limit:
+        logger.info(
+            "model %s: the prompt (about %d tokens) exceeds its context (%d); not sent",
+            config.model,
+            estimate_tokens(messages),
+            limit,
+        )
+        skipped = (CallAttempt(status=Outcome.CONTEXT_OVERFLOW.value, error="prompt exceeds the context"),)
+        return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
     call_config, api_key = await _route(config)
     kwargs = _litellm_kwargs(call_config, api_key, messages, response_format, mock_response)
     limiter = _limiter(call_config)
     guard_s = call_config.timeout_s + _GUARD_GRACE_S
     started = time.monotonic()
     attempts = 0
+    log: list[CallAttempt] = []
     while True:
         attempts += 1
         async with limiter:
@@ -591,16 +646,17 @@ async def complete(
             else:
                 if budget is not None:
                     budget.charge(completion.cost_usd)
-                return completion
+                log.append(CallAttempt(status=completion.outcome.value))
+                return dataclasses.replace(completion, attempt_log=tuple(log))
         latency = time.monotonic() - attempt_start
         kind = ErrorKind.INFRA if isinstance(failure, _MalformedResponse) else classify_error(failure)
         if kind is ErrorKind.UNKNOWN:
             raise failure
-        if kind is ErrorKind.CONTEXT_OVERFLOW:
-            return _no_response(call_config, Outcome.CONTEXT_OVERFLOW, latency, attempts, time.monotonic() - started)
-        if kind is ErrorKind.REFUSAL:
-            return _no_response(call_config, Outcome.REFUSAL, latency, attempts, time.monotonic() - started)
         status = _status_code(failure)
+        log.append(CallAttempt(status=kind.value, http_status=status, error=type(failure).__name__))
+        if kind in (ErrorKind.CONTEXT_OVERFLOW, ErrorKind.REFUSAL):
+            outcome = Outcome.CONTEXT_OVERFLOW if kind is ErrorKind.CONTEXT_OVERFLOW else Outcome.REFUSAL
+            return _no_response(call_config, outcome, latency, attempts, time.monotonic() - started, tuple(log))
         if kind is ErrorKind.FATAL:
             message = _fatal_message(config, failure, status, api_key)
             raise FatalModelError(message, model=config.model, status_code=status) from failure
@@ -613,6 +669,7 @@ async def complete(
                 last_error=failure,
             ) from failure
         delay = _retry_delay(call_config, attempts, failure)
+        log[-1] = dataclasses.replace(log[-1], wait_s=round(delay, 3))
         logger.warning(
             "model %s: attempt %d failed (%s, HTTP %s); retrying in %.2fs",
             config.model,

@@ -1,4 +1,4 @@
-"""Match records: schema version 2 round-trips, and run directories of version 1 still load and report.
+"""Match records: the current schema version round-trips, and run directories of versions 1 and 2 still load and report.
 
 The rule (deepeval_games.records): a change to the record bumps its version, adds a migration and a small
 checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
@@ -26,12 +26,12 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return Path(shutil.copytree(FIXTURES / name, tmp_path / name.replace("/", "-")))
 
 
-def _v1_lines(name: str) -> list[dict]:
+def _lines(name: str) -> list[dict]:
     return [json.loads(line) for line in (FIXTURES / name / JSONL_NAME).read_text(encoding="utf-8").splitlines()]
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -40,7 +40,7 @@ def test_every_old_version_has_a_migration_and_a_fixture() -> None:
 
 @pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm"])
 def test_v1_run_directories_load_migrated_and_validated(name: str, tmp_path: Path) -> None:
-    old = _v1_lines(name)
+    old = _lines(name)
     assert {line["schema_version"] for line in old} == {1}
     with Store(_copy(name, tmp_path)) as store:
         records = list(store.records())
@@ -55,7 +55,7 @@ def test_v1_run_directories_load_migrated_and_validated(name: str, tmp_path: Pat
 
 
 def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
-    [line] = _v1_lines("v1/pgg_llm")
+    [line] = _lines("v1/pgg_llm")
     with Store(_copy("v1/pgg_llm", tmp_path)) as store:
         [record] = list(store.records())
     seat = record.seats.index("llm")
@@ -66,13 +66,13 @@ def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
     assert first.prompts[0][-1]["role"] == "user" and second.outcome == Outcome.OK
 
 
-@pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm"])
+@pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm", "v2/pgg_scripted", "v2/pgg_llm"])
 def test_report_reads_v1_run_directories(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _copy(name, tmp_path)
     assert main(["report", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "Eq. 1" in out and "deepeval_public_goods" in out
-    for seat in _v1_lines(name)[0]["seats"]:
+    for seat in _lines(name)[0]["seats"]:
         assert seat in out
 
 
@@ -105,7 +105,7 @@ def _v2_record() -> MatchRecord:
 def test_v2_round_trip() -> None:
     record = _v2_record()
     data = record.to_dict()
-    assert data["schema_version"] == 2 and data["turns"][0]["outcome"] == "reasked"
+    assert data["schema_version"] == SCHEMA_VERSION and data["turns"][0]["outcome"] == "reasked"
     assert data["turns"][0]["prompts"][1][-1]["content"] == "A number, please."
     text = json.dumps(data, sort_keys=True)
     back = MatchRecord.from_dict(json.loads(text))
@@ -118,7 +118,9 @@ def test_v2_round_trip() -> None:
 
 def test_a_newer_record_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = {**_v2_record().to_dict(), "schema_version": SCHEMA_VERSION + 1}
-    with pytest.raises(RecordError, match=r"schema version 3, newer than .* reads \(2\)"):
+    with pytest.raises(
+        RecordError, match=rf"schema version {SCHEMA_VERSION + 1}, newer than .* reads \({SCHEMA_VERSION}\)"
+    ):
         MatchRecord.from_dict(data)
     run_dir = _copy("v1/pgg_scripted", tmp_path)
     with sqlite3.connect(run_dir / DB_NAME) as db:
@@ -169,3 +171,17 @@ def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
     assert [ask for t in turns for ask in t.prompts] == requests  # exactly what was sent, ask by ask
     with Store(tmp_path / "run") as store:
         assert [r.to_dict() for r in store.records()] == [record.to_dict()]
+
+
+@pytest.mark.parametrize("name", ["v2/pgg_scripted", "v2/pgg_llm"])
+def test_v2_run_directories_gain_empty_attempts_and_cuts(name: str, tmp_path: Path) -> None:
+    old = _lines(name)
+    assert {line["schema_version"] for line in old} == {2}
+    with Store(_copy(name, tmp_path)) as store:
+        records = list(store.records())
+    assert [r.match_id for r in records] == [line["match_id"] for line in old]
+    for record, line in zip(records, old, strict=True):
+        assert record.schema_version == SCHEMA_VERSION
+        for turn, v2 in zip(record.turns, line["turns"], strict=True):
+            assert turn.attempts == [] and turn.cut_chars == []
+            assert turn.prompts == v2["prompts"] and turn.raw_replies == v2["raw_replies"]
