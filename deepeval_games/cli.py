@@ -20,6 +20,7 @@ from analysis.outcomes import format_turn_outcomes, turn_outcomes
 from analysis.ratings import bradley_terry
 from analysis.scores import role_scores, symmetric_scores
 from analysis.tables import format_scores
+from analysis.two_player import format_two_player
 from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import game_variant, registered_games
 from deepeval_games.records import MatchRecord
@@ -38,8 +39,9 @@ def _task(record: MatchRecord) -> str:
 def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
 
-    Two-seat tasks add Bradley–Terry ratings; with ``epsilon`` the stableness check is reported too. When any
-    turn was not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
+    Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
+    rates (:mod:`analysis.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
+    not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
     task's penalty or a seeded random legal move was played for the seat).
     """
     parts = []
@@ -54,6 +56,8 @@ def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None
         if all(len(r.seats) == 2 for r in subset):
             ratings = sorted(bradley_terry(subset).items(), key=lambda item: -item[1])
             parts[-1] += "\nBradley–Terry rating (Elo scale): " + ", ".join(f"{p} {v:+.0f}" for p, v in ratings)
+            if all(set(r.roles) <= {"player"} for r in subset):  # W/D/L, NRA, first mover, illegal moves
+                parts[-1] += "\n" + format_two_player(subset)
         if epsilon is not None:
             check = stableness(subset, epsilon=epsilon)
             verdict = "stable" if check.stable else "not yet stable"
@@ -115,6 +119,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 _TABLES = {
     "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
     "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
+    "translation": "analysis.translation_tables",  # the paper's Tables 4-6, chrF/BLEU grids, judge-chrF correlation
 }
 """The per-task pairwise tables: ``deepeval-games tables NAME RUN_DIR``; each module has ``print_tables``."""
 
@@ -176,8 +181,10 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
-    tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-3) of a run directory")
-    tables.add_argument("table", choices=sorted(_TABLES), help="idiom: Tables 1 and 2; code-review: Table 3")
+    tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-6) of a run directory")
+    tables.add_argument(
+        "table", choices=sorted(_TABLES), help="idiom: Tables 1 and 2; code-review: Table 3; translation: Tables 4-6"
+    )
     tables.add_argument("run_dir")
     tables.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
     tables.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")

@@ -28,7 +28,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import task
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, StateBot, observe
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
@@ -110,7 +110,10 @@ class _Match:
 
     async def ask(self, bot: DeepEvalBot, observation: Observation) -> tuple[Decision, float]:
         start = time.perf_counter()
-        decision = await bot.act(observation)
+        if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
+            decision = bot.decide(self.state.clone(), observation)
+        else:
+            decision = await bot.act(observation)
         return decision, time.perf_counter() - start
 
     def resolve(self, seat: int, observation: Observation, decision: Decision) -> tuple[int, Decision]:

@@ -1,0 +1,310 @@
+"""Classical baselines for any OpenSpiel game: ``random``, ``mcts`` and ``exact``, OpenSpiel's own players wrapped.
+
+* ``random`` — a uniformly random legal move, from the seat's observation (any game with a finite move set).
+* ``mcts`` — OpenSpiel's C++ Monte-Carlo tree search with random rollouts (``pyspiel.MCTSBot``) on
+  perfect-information games (plain UCT, no MCTS-Solver: against weak play it keeps reaching for wins where a
+  solver settles for a proven draw); on imperfect-information games information-set MCTS (``pyspiel.ISMCTSBot``), which
+  searches worlds resampled from the seat's information state, never the true hidden state. A game whose states
+  OpenSpiel cannot resample (``liars_dice``, ``first_sealed_auction``) is refused. Parameters: ``simulations``
+  (1000), ``uct_c`` (2.0), ``rollouts`` (1 random rollout per leaf).
+* ``exact`` — a solved player for small two-player zero-sum sequential games: on deterministic
+  perfect-information games OpenSpiel's minimax solver (``open_spiel.python.algorithms.minimax_solver``), on
+  imperfect-information games the exact Nash policy of two-player Kuhn poker (``pyspiel.kuhn_poker``) or else the
+  average policy of OpenSpiel's CFR (``pyspiel.CFRSolver``, ``iterations``), read by the seat's information state.
+  A game with more than ``node_budget`` distinct states (``connect_four``) is refused. Solutions are cached per
+  game string for the process.
+
+``mcts`` and ``exact`` are :class:`~deepeval_games.bot.StateBot` s: trusted code that the referee hands a copy
+of the state. :func:`classical_support` says which of them can play a game, and why not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot
+from deepeval_games.errors import SpecError
+from deepeval_games.registry import register_bot
+
+__all__ = [
+    "DEFAULT_NODE_BUDGET",
+    "ExactBot",
+    "MCTSPlayer",
+    "RandomBot",
+    "classical_support",
+    "count_states",
+    "exact_refusal",
+    "mcts_refusal",
+]
+
+DEFAULT_NODE_BUDGET = 100_000
+"""Distinct states an exact solve may meet; a bigger game is refused (connect_four has about 4.5 trillion)."""
+
+_Type = pyspiel.GameType
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def _short(game: pyspiel.Game) -> str:
+    return str(game.get_type().short_name)
+
+
+# -- which games each kind plays --------------------------------------------------------------------------------
+
+
+def _first_decision(game: pyspiel.Game) -> pyspiel.State | None:
+    """The first state where a seat moves, along the first outcome of each chance node."""
+    state = game.new_initial_state()
+    while not state.is_terminal():
+        if not state.is_chance_node():
+            return state
+        state.apply_action(state.chance_outcomes()[0][0])
+    return None
+
+
+def _can_resample(game: pyspiel.Game) -> bool:
+    state = _first_decision(game)
+    if state is None:
+        return False
+    try:
+        state.resample_from_infostate(state.current_player(), pyspiel.UniformProbabilitySampler(0, 0.0, 1.0))
+    except Exception:  # a SpielError: "ResampleFromInfostate() not implemented"
+        return False
+    return True
+
+
+def mcts_refusal(game: pyspiel.Game) -> str | None:
+    """Why ``mcts`` cannot play ``game`` (None: it can)."""
+    game_type = game.get_type()
+    if game_type.dynamics != _Type.Dynamics.SEQUENTIAL:
+        return f"mcts plays games with one mover at a time; {_short(game)} has simultaneous moves"
+    if game_type.information != _Type.Information.PERFECT_INFORMATION and not _can_resample(game):
+        return (
+            f"mcts on an imperfect-information game searches information sets (ISMCTS), which needs OpenSpiel to "
+            f"resample a state from a seat's information state; {_short(game)} does not implement "
+            "ResampleFromInfostate, and searching its true state would see hidden information"
+        )
+    return None
+
+
+def _exact_shape_refusal(game: pyspiel.Game) -> str | None:
+    game_type = game.get_type()
+    if game.num_players() != 2 or game_type.utility != _Type.Utility.ZERO_SUM:
+        return f"exact solves two-player zero-sum games; {_short(game)} is not one"
+    if game_type.dynamics != _Type.Dynamics.SEQUENTIAL:
+        return f"exact solves games with one mover at a time; {_short(game)} has simultaneous moves"
+    perfect = game_type.information == _Type.Information.PERFECT_INFORMATION
+    if perfect and game_type.chance_mode != _Type.ChanceMode.DETERMINISTIC:
+        return f"exact (minimax) solves deterministic perfect-information games; {_short(game)} has chance moves"
+    return None
+
+
+def count_states(game: pyspiel.Game, budget: int) -> int | None:
+    """The number of distinct states of ``game`` (by their strings), or None when it exceeds ``budget``."""
+    seen: set[str] = set()
+    stack = [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        key = str(state)
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > budget:
+            return None
+        if state.is_terminal():
+            continue
+        actions = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+        stack.extend(state.child(action) for action in actions)
+    return len(seen)
+
+
+def exact_refusal(game: pyspiel.Game, node_budget: int = DEFAULT_NODE_BUDGET, *, search: bool = True) -> str | None:
+    """Why ``exact`` cannot play ``game`` (None: it can); with ``search=False`` only the game's type is checked."""
+    reason = _exact_shape_refusal(game)
+    if reason is not None or not search:
+        return reason
+    if count_states(game, node_budget) is None:
+        return (
+            f"exact solves small games only; {game} has more than {node_budget} distinct states "
+            "(raise node_budget, or play mcts)"
+        )
+    return None
+
+
+def classical_support(game: pyspiel.Game, *, search: bool = False) -> dict[str, str | None]:
+    """Per classical bot kind, why it cannot play ``game`` (None: it can).
+
+    With ``search=False`` (a quick listing) ``exact`` is judged by the game's type only, not by its size.
+    """
+    return {"random": None, "mcts": mcts_refusal(game), "exact": exact_refusal(game, search=search)}
+
+
+# -- the bots ---------------------------------------------------------------------------------------------------
+
+
+def _identity(bot: DeepEvalBot, **params: Any) -> dict[str, Any]:
+    return {"kind": "classical", "class": type(bot).__name__, **params}
+
+
+@register_bot("random")
+class RandomBot(DeepEvalBot):
+    """A uniformly random legal move (any game whose moves are a finite set)."""
+
+    async def act(self, observation: Observation) -> Decision:
+        action = int(self.rng.choice(observation.legal_actions))
+        return Decision(action=action, text=observation.action_to_string(action))
+
+    def identity(self) -> dict[str, Any]:
+        return _identity(self)
+
+
+@register_bot("mcts")
+class MCTSPlayer(StateBot):
+    """OpenSpiel's MCTS with random rollouts; information-set MCTS on imperfect-information games."""
+
+    def __init__(
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        simulations: int = 1000,
+        uct_c: float = 2.0,
+        rollouts: int = 1,
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        if int(simulations) < 1 or int(rollouts) < 1 or float(uct_c) <= 0:
+            raise ValueError(
+                f"simulations and rollouts must be >= 1 and uct_c > 0 (got {simulations}, {rollouts}, {uct_c})"
+            )
+        reason = mcts_refusal(game)
+        if reason is not None:
+            raise SpecError(reason)
+        self.params = {"simulations": int(simulations), "uct_c": float(uct_c), "rollouts": int(rollouts)}
+        evaluator = pyspiel.RandomRolloutEvaluator(int(rollouts), _seed(self.rng))
+        self.information_sets = game.get_type().information != _Type.Information.PERFECT_INFORMATION
+        self.search: pyspiel.Bot
+        if self.information_sets:
+            self.search = pyspiel.ISMCTSBot(_seed(self.rng), evaluator, float(uct_c), int(simulations))
+        else:
+            self.search = pyspiel.MCTSBot(
+                game, evaluator, float(uct_c), int(simulations), 1000, False, _seed(self.rng), False
+            )
+
+    def choose(self, state: pyspiel.State) -> int:
+        return int(self.search.step(state))
+
+    def identity(self) -> dict[str, Any]:
+        return _identity(self, **self.params)
+
+
+@dataclass(frozen=True)
+class _Solution:
+    """A solved game: minimax action values by state string, or a policy by information-state string."""
+
+    minimax: Any = None
+    """``MinimaxSolver`` with its table filled (perfect information)."""
+    policy: Mapping[str, list[tuple[int, float]]] | None = None
+    """Information-state string -> (action, probability) (imperfect information)."""
+    method: str = ""
+
+
+_SOLVED: dict[tuple[str, int, int], _Solution] = {}
+
+
+def _solve(game: pyspiel.Game, node_budget: int, iterations: int) -> _Solution:
+    key = (str(game), node_budget, iterations)
+    if key in _SOLVED:
+        return _SOLVED[key]
+    reason = exact_refusal(game, node_budget)
+    if reason is not None:
+        raise SpecError(reason)
+    if game.get_type().information == _Type.Information.PERFECT_INFORMATION:
+        from open_spiel.python.algorithms.minimax_solver import MinimaxSolver
+
+        solver = MinimaxSolver(str(game))
+        solver.solve()
+        solution = _Solution(minimax=solver, method="minimax")
+    elif _short(game) == "kuhn_poker":
+        table = pyspiel.kuhn_poker.get_optimal_policy(0.0).policy_table()
+        solution = _Solution(policy=dict(table), method="kuhn_poker exact Nash")
+    else:
+        cfr = pyspiel.CFRSolver(game)
+        for _ in range(iterations):
+            cfr.evaluate_and_update_policy()
+        solution = _Solution(policy=dict(cfr.tabular_average_policy().policy_table()), method=f"cfr {iterations}")
+    _SOLVED[key] = solution
+    return solution
+
+
+@register_bot("exact")
+class ExactBot(StateBot):
+    """A solved player for small two-player zero-sum games: minimax, or a Nash/CFR policy by information state."""
+
+    def __init__(
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        node_budget: int = DEFAULT_NODE_BUDGET,
+        iterations: int = 1000,
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        if int(node_budget) < 1 or int(iterations) < 1:
+            raise ValueError(f"node_budget and iterations must be >= 1 (got {node_budget}, {iterations})")
+        self.solution = _solve(game, int(node_budget), int(iterations))
+
+    def choose(self, state: pyspiel.State) -> int:
+        legal = state.legal_actions(self.player_id)
+        if self.solution.minimax is not None:
+            values = self.solution.minimax.action_values_from_state(state)
+            best = max(values[a] for a in legal)
+            return int(self.rng.choice([a for a in legal if values[a] >= best - 1e-9]))
+        assert self.solution.policy is not None
+        key = state.information_state_string(self.player_id)  # the seat's information only
+        actions, probs = zip(*[(a, p) for a, p in self.solution.policy[key] if a in legal], strict=True)
+        weights = np.asarray(probs, dtype=float)
+        if weights.sum() <= 0:
+            weights = np.ones(len(actions))
+        return int(self.rng.choice(actions, p=weights / weights.sum()))
+
+    def identity(self) -> dict[str, Any]:
+        return _identity(self, method=self.solution.method)
+
+
+# -- the listing of OpenSpiel's games ----------------------------------------------------------------------------
+
+
+def openspiel_listing() -> list[str]:
+    """Two lines per OpenSpiel game (not the ``deepeval_`` tasks): its parameters, whether an LLM seat can play it
+    (probed by a playout, :func:`deepeval_games.task.playability`), and which classical bots play it.
+
+    ``exact`` is judged by the game's type only here; whether a game is small enough is found when a spec names it.
+    """
+    from deepeval_games import task
+
+    lines = []
+    for game_type in sorted(pyspiel.registered_games(), key=lambda t: t.short_name):
+        name = game_type.short_name
+        if name.startswith("deepeval_") or name.startswith("testkit_"):
+            continue
+        params = ", ".join(f"{k}={v}" for k, v in sorted(game_type.parameter_specification.items()))
+        try:
+            game = pyspiel.load_game(name)
+        except Exception as exc:  # a game that needs a parameter (efg_game's filename) or cannot load alone
+            detail = str(exc).split("OpenSpiel exception:")[-1].strip().splitlines()[0][:120] if str(exc) else ""
+            lines += [f"{name}  (not loadable with its defaults: {detail})", f"    {params}"]
+            continue
+        playable = task.playability(game)
+        llm = "LLM: yes" if playable.ok else f"LLM: no ({playable.reason})"
+        bots = [kind for kind, reason in classical_support(game).items() if reason is None]
+        lines += [f"{name}  [{llm}; classical: {', '.join(bots)}]", f"    {params}"]
+    return lines
