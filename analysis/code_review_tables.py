@@ -10,8 +10,9 @@ pools the matches of that ordered pair (every MBPP task and repeat):
 * the pass-rate table: the mean MBPP pass rate of the pair's final programs (``metrics["pass_rate"]``,
   from the sandbox), with the same row and column means. Matches whose pass rate could not be measured
   (``None``: no sandbox, or a sandbox infrastructure failure) are left out of this table and counted;
-* the judge–ground-truth agreement: Pearson and Spearman correlation (scipy) between the judge's
-  programmer score and the pass rate, over the matches that have both.
+* the judge–ground-truth agreement: Pearson (with its 95% interval) and Spearman correlation
+  (:mod:`analysis.correlation`) between the judge's programmer score and the pass rate, over the matches
+  that have both.
 
 Print everything for a run directory, and save the figure::
 
@@ -20,12 +21,11 @@ Print everything for a run directory, and save the figure::
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables import (
     column_mean,
     format_number,
@@ -105,17 +105,6 @@ class Table3:
         return column_mean(self.cells, programmer, lambda c: c.pass_rate)
 
 
-@dataclass(frozen=True)
-class Correlation:
-    """Agreement of the judge's programmer score with the MBPP pass rate."""
-
-    n: int
-    pearson_r: float
-    pearson_p: float
-    spearman_rho: float
-    spearman_p: float
-
-
 def code_review_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
     """The complete two-seat records of ``game`` (every task pooled)."""
     return task_records(records, game)
@@ -139,7 +128,7 @@ def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None)
     task = code_review_records(records)
     order, pooled = pool_pairs(
         task,
-        lambda r: role_seats(r, "reviewer", "programmer"),  # rows: the reviewer
+        lambda r: _seats(r)[::-1],  # rows: the reviewer
         lambda r, reviewer, programmer: (
             float(r.returns[programmer]),
             float(r.returns[reviewer]),
@@ -165,28 +154,17 @@ def judge_pass_rate_correlation(records: Iterable[MatchRecord]) -> Correlation:
 
     NaN coefficients when fewer than 3 matches have both, or when either side is constant.
     """
-    pairs = []
+    return correlate((score, rate) for rate, score in _score_points(records))
+
+
+def _score_points(records: Iterable[MatchRecord]) -> list[tuple[float, float]]:
+    """(pass rate, judge's programmer score) of each match with a measured pass rate."""
+    points = []
     for record in code_review_records(records):
         rate = _pass_rate(record)
         if rate is not None:
-            pairs.append((float(record.returns[_seats(record)[0]]), rate))
-    n = len(pairs)
-    if n < 3 or len({s for s, _ in pairs}) < 2 or len({r for _, r in pairs}) < 2:
-        return Correlation(n, math.nan, math.nan, math.nan, math.nan)
-    from scipy import stats
-
-    scores, rates = zip(*pairs, strict=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pearson = stats.pearsonr(scores, rates)
-        spearman = stats.spearmanr(scores, rates)
-    return Correlation(
-        n,
-        float(pearson.statistic),
-        float(pearson.pvalue),
-        float(spearman.statistic),
-        float(spearman.pvalue),
-    )
+            points.append((rate, float(record.returns[_seats(record)[0]])))
+    return points
 
 
 def _grid(
@@ -244,12 +222,7 @@ def format_pass_rate_table(table: Table3, *, title: str = "", digits: int = 2) -
 
 def format_correlation(corr: Correlation) -> str:
     """One line: the judge's programmer score against the pass rate."""
-    if math.isnan(corr.pearson_r):
-        return f"Judge programmer score vs MBPP pass rate: n = {corr.n}, correlation undefined (too few or constant)."
-    return (
-        f"Judge programmer score vs MBPP pass rate: n = {corr.n}, Pearson r = {corr.pearson_r:.3f} "
-        f"(p = {corr.pearson_p:.3g}), Spearman rho = {corr.spearman_rho:.3f} (p = {corr.spearman_p:.3g})"
-    )
+    return correlation_line("Judge programmer score vs MBPP pass rate", corr)
 
 
 def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path, *, digits: int = 2) -> Path:
@@ -292,21 +265,14 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
             title=title,
             rotation=20,
         )
-    scatter = axes[2]
-    points = [
-        (_pass_rate(r), float(r.returns[_seats(r)[0]]))
-        for r in code_review_records(records)
-        if _pass_rate(r) is not None
-    ]
-    if points:
-        xs, ys = zip(*points, strict=True)
-        scatter.scatter(xs, ys, alpha=0.5)
-    scatter.set_xlim(-0.05, 1.05)
-    scatter.set_ylim(0.5, 10.5)
-    scatter.set_xlabel("MBPP pass rate of the final program")
-    scatter.set_ylabel("judge's programmer score")
-    corr = judge_pass_rate_correlation(records)
-    scatter.set_title(f"n = {corr.n}, Pearson r = {format_number(corr.pearson_r, 2)}", fontsize=10)
+    records = list(records)
+    correlation_scatter(
+        axes[2],
+        _score_points(records),
+        judge_pass_rate_correlation(records),
+        labels=("MBPP pass rate of the final program", "judge's programmer score"),
+        limits=((-0.05, 1.05), (0.5, 10.5)),
+    )
     return save_figure(fig, path)
 
 
@@ -331,4 +297,3 @@ def print_tables(
             print(f"\nfigure: {plot_table3(table, records, numbered_path(plot, index, len(groups)))}")
         print()
     return 0
-

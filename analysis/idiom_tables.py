@@ -205,4 +205,3 @@ def print_tables(
             print(f"\nfigure: {plot_early_late_tables([wins, hits], path)}")
         print()
     return 0
-

@@ -216,6 +216,7 @@ def format_pair_table(
     matches: Callable[[C], int],
     title: str = "",
     digits: int = 2,
+    more_row_means: Sequence[tuple[str, Callable[[str], float]]] = (),
 ) -> str:
     """A pairwise table as fixed-width text: a row per row player, a group of columns per column player.
 
@@ -230,8 +231,10 @@ def format_pair_table(
         matches: the matches of a cell.
         title: a first line, if any.
         digits: decimals.
+        more_row_means: further last columns after the first, each (header, mean of a row player).
     """
     row_means, column_means = means
+    last_columns = [(mean_labels[0], row_means), *more_row_means]
     num_width = max(digits + 3, 4)
     parts = len(labels)
     name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
@@ -244,14 +247,20 @@ def format_pair_table(
 
     lines = [title] if title else []
     header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
-    lines.append((header + "  " + mean_labels[0]).rstrip())
+    lines.append((header + "".join("  " + label.rjust(num_width) for label, _ in last_columns)).rstrip())
     sub = " " * name_width + "".join(
         "  " + " ".join(label.rjust(num_width) for label in labels).rjust(cell_width) for _ in players
     )
     lines.append(sub.rstrip())
     for row in players:
         text = row.ljust(name_width) + "".join("  " + show(row, column) for column in players)
-        lines.append(text + "  " + format_number(row_means(row), digits).rjust(len(mean_labels[0])))
+        lines.append(
+            text
+            + "".join(
+                "  " + format_number(mean(row), digits).rjust(max(len(label), num_width))
+                for label, mean in last_columns
+            )
+        )
     lines.append(
         mean_labels[1].ljust(name_width)
         + "".join("  " + format_number(column_means(p), digits).rjust(cell_width) for p in players)

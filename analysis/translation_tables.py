@@ -1,0 +1,402 @@
+"""The paper's Tables 4–6 for Machine Translation, the same grids of chrF and BLEU, and the judge's agreement with chrF.
+
+Reads match records only. One table set per translation direction (the game parameter ``pair``: Table 4
+is de-en, Table 5 en-fr, Table 6 en-zh; directions are never pooled), every paragraph and repeat of a
+direction pooled. Rows are the proofreader, columns the translator (the paper's layout); each cell pools
+the matches of that ordered pair:
+
+* the judge table: the translator's mean score s_T and the proofreader's mean score s_Pr (the returns,
+  which are the judge's verdict); the last column is each proofreader's mean s_Pr over its row, the last
+  row each translator's mean s_T over its column — unweighted means of cell values, self-play cells (if
+  any) shown but left out of the means, as in the paper;
+* the chrF grid (and its BLEU twin): per pair the mean chrF of the translation (T), of the proofread text
+  (Pr) and the proofreading gain (Pr minus T), all against the reference (``record.metrics``, from the
+  scorer); the last row is each translator's mean chrF of the translation, the last columns each
+  proofreader's mean chrF of the proofread text and mean gain. Matches without the metric are left out of
+  that grid and counted;
+* the judge–chrF agreement, per role, over the matches that have both (:mod:`analysis.correlation`):
+  the translator's judge score against the chrF of its translation, and the proofreader's judge score
+  against the chrF gain (the judge is asked whether the proofread text is more accurate than the
+  translation, which is what the gain measures) and against the chrF of the proofread text.
+
+Print everything for a run directory, and save a figure per direction (grids and scatter plots)::
+
+    deepeval-games tables translation runs/translation-demo --plot runs/translation-demo/tables4-6.png
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspiel
+
+from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
+from analysis.tables import (
+    PairKey,
+    column_mean,
+    format_number,
+    format_pair_table,
+    pair_heatmap,
+    pool_pairs,
+    role_seats,
+    row_mean,
+    save_figure,
+    task_records,
+)
+from deepeval_games.games import game_variant
+from deepeval_games.records import MatchRecord
+
+__all__ = [
+    "GAME",
+    "METRICS",
+    "TABLE_NUMBERS",
+    "MetricCell",
+    "RoleCorrelation",
+    "TranslationCell",
+    "TranslationTable",
+    "format_metric_table",
+    "format_score_table",
+    "judge_correlations",
+    "plot_translation_tables",
+    "print_tables",
+    "record_pair",
+    "translation_groups",
+    "translation_table",
+]
+
+GAME = "deepeval_translation"
+"""Short name of the game whose records these tables read."""
+TABLE_NUMBERS = {"de-en": 4, "en-fr": 5, "en-zh": 6}
+"""The paper's table number of each direction."""
+METRICS = ("chrf", "bleu")
+"""The reference metrics with a grid: ``record.metrics`` holds ``<metric>_translation``, ``_proofread``, ``_gain``."""
+_METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU"}
+
+
+@dataclass(frozen=True)
+class MetricCell:
+    """One reference metric of a pair, against the reference translation (NaN when no match has it)."""
+
+    translation: float
+    """Mean metric of the translator's text."""
+    proofread: float
+    """Mean metric of the proofreader's text."""
+    gain: float
+    """Mean proofreading gain (proofread minus translation)."""
+    measured: int
+    """Matches with the metric."""
+
+
+@dataclass(frozen=True)
+class TranslationCell:
+    """One ordered pair (proofreader, translator)."""
+
+    translator_score: float
+    """s_T: the judge's mean score of the translator."""
+    proofreader_score: float
+    """s_Pr: the judge's mean score of the proofreader."""
+    matches: int
+    metrics: dict[str, MetricCell] = field(default_factory=dict)
+    """Per metric of :data:`METRICS`."""
+
+
+@dataclass(frozen=True)
+class TranslationTable:
+    """One of Tables 4–6 and its metric grids: cells keyed by (proofreader, translator)."""
+
+    pair: str
+    """The translation direction (``de-en``, ``en-fr``, ``en-zh``)."""
+    players: tuple[str, ...]
+    cells: dict[PairKey, TranslationCell] = field(default_factory=dict)
+    unmeasured: dict[str, int] = field(default_factory=dict)
+    """Per metric, the matches without it."""
+
+    @property
+    def number(self) -> int | None:
+        """The paper's table number of the direction (None for another direction)."""
+        return TABLE_NUMBERS.get(self.pair)
+
+    def cell(self, proofreader: str, translator: str) -> TranslationCell | None:
+        """The cell of an ordered pair, or ``None`` when no record has it."""
+        return self.cells.get((proofreader, translator))
+
+    def row_mean(self, proofreader: str, value: Callable[[TranslationCell], float]) -> float:
+        """Mean of ``value`` over the row of ``proofreader`` (self-play left out)."""
+        return row_mean(self.cells, proofreader, value)
+
+    def column_mean(self, translator: str, value: Callable[[TranslationCell], float]) -> float:
+        """Mean of ``value`` over the column of ``translator`` (self-play left out)."""
+        return column_mean(self.cells, translator, value)
+
+    def proofreader_mean(self, player: str) -> float:
+        """Mean s_Pr over the row of ``player``."""
+        return self.row_mean(player, lambda c: c.proofreader_score)
+
+    def translator_mean(self, player: str) -> float:
+        """Mean s_T over the column of ``player``."""
+        return self.column_mean(player, lambda c: c.translator_score)
+
+
+@dataclass(frozen=True)
+class RoleCorrelation:
+    """The judge's score of one role against one reference measure, per match."""
+
+    label: str
+    """What is correlated, in words."""
+    x_label: str
+    """The reference measure (the scatter plot's x axis)."""
+    y_label: str
+    """The judge's score (the y axis)."""
+    points: tuple[tuple[float, float], ...]
+    """(reference, judge score) per match that has both."""
+    correlation: Correlation
+
+
+def record_pair(record: MatchRecord) -> str:
+    """The direction of a record: the game parameter ``pair``, else ``metrics["pair"]``; ``?`` if neither."""
+    params = pyspiel.game_parameters_from_string(record.game)
+    pair = params.get("pair", record.metrics.get("pair"))
+    return str(pair) if pair else "?"
+
+
+def _seats(record: MatchRecord) -> tuple[int, int]:
+    """(translator seat, proofreader seat)."""
+    return role_seats(record, "translator", "proofreader")
+
+
+def _metric(record: MatchRecord, name: str) -> float | None:
+    value = record.metrics.get(name)
+    return None if value is None else float(value)
+
+
+def translation_groups(records: Iterable[MatchRecord]) -> dict[str, list[MatchRecord]]:
+    """The complete translation records per table: one group per direction (Tables 4, 5, 6 first).
+
+    A direction played in more than one game variant (other parameters than the paragraph differ) gives
+    one group per variant, keyed ``<pair> <variant>``.
+    """
+    split: dict[tuple[str, str], list[MatchRecord]] = {}
+    for record in task_records(records, GAME):
+        split.setdefault((record_pair(record), game_variant(record.game)), []).append(record)
+    pairs = [pair for pair, _ in split]
+    order = sorted(split, key=lambda key: (TABLE_NUMBERS.get(key[0], len(TABLE_NUMBERS) + 4), key))
+    return {(pair if pairs.count(pair) == 1 else f"{pair} {variant}"): split[pair, variant] for pair, variant in order}
+
+
+def translation_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> TranslationTable:
+    """Pool the translation records of one direction per (proofreader, translator) pair.
+
+    ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
+
+    Raises:
+        ValueError: the records hold more than one direction (tables never pool directions).
+    """
+    task = task_records(records, GAME)
+    pairs = sorted({record_pair(r) for r in task})
+    if len(pairs) > 1:
+        raise ValueError(f"translation records of {len(pairs)} directions ({', '.join(pairs)}): one table each")
+    names = [f"{metric}_{part}" for metric in METRICS for part in ("translation", "proofread", "gain")]
+    order, pooled = pool_pairs(
+        task,
+        lambda r: _seats(r)[::-1],  # rows: the proofreader
+        lambda r, proofreader, translator: (
+            float(r.returns[translator]),
+            float(r.returns[proofreader]),
+            *(_metric(r, name) for name in names),
+        ),
+        players,
+    )
+    cells = {}
+    for key, s in pooled.items():
+        metrics = {}
+        for i, metric in enumerate(METRICS):
+            first = 2 + 3 * i
+            translation, proofread, gain = s.means[first : first + 3]
+            metrics[metric] = MetricCell(translation, proofread, gain, measured=s.counts[first])
+        cells[key] = TranslationCell(s.means[0], s.means[1], s.matches, metrics)
+    unmeasured = {metric: sum(_metric(r, f"{metric}_translation") is None for r in task) for metric in METRICS}
+    return TranslationTable(pairs[0] if pairs else "?", order, cells, unmeasured)
+
+
+def _title(table: TranslationTable, what: str) -> str:
+    number = f"Table {table.number}. " if table.number else ""
+    return f"{number}Machine Translation ({table.pair.upper()}): {what}"
+
+
+def format_score_table(table: TranslationTable, *, title: str | None = None, digits: int = 2) -> str:
+    """Table 4, 5 or 6: per pair the judge's s_T and s_Pr; last column mean s_Pr per proofreader, last row mean s_T."""
+    return format_pair_table(
+        table.players,
+        table.cells,
+        lambda c: (c.translator_score, c.proofreader_score),
+        ("s_T", "s_Pr"),
+        (table.proofreader_mean, table.translator_mean),
+        corner="Proof \\ Trans",
+        mean_labels=("mean s_Pr", "mean s_T"),
+        caption="rows: proofreader, columns: translator",
+        matches=lambda c: c.matches,
+        title=_title(table, "judge scores") if title is None else title,
+        digits=digits,
+    )
+
+
+def format_metric_table(table: TranslationTable, metric: str = "chrf", *, title: str | None = None) -> str:
+    """The grid of a reference metric: per pair T, Pr and gain; last row mean T, last columns mean Pr and gain."""
+    name = _METRIC_NAMES.get(metric, metric)
+
+    def get(cell: TranslationCell) -> MetricCell:
+        return cell.metrics[metric]
+
+    text = format_pair_table(
+        table.players,
+        table.cells,
+        lambda c: (get(c).translation, get(c).proofread, get(c).gain),
+        ("T", "Pr", "gain"),
+        (
+            lambda p: table.row_mean(p, lambda c: get(c).proofread),
+            lambda p: table.column_mean(p, lambda c: get(c).translation),
+        ),
+        corner="Proof \\ Trans",
+        mean_labels=("mean Pr", "mean T"),
+        more_row_means=(("mean gain", lambda p: table.row_mean(p, lambda c: get(c).gain)),),
+        caption=f"{name} against the reference; T: translation, Pr: proofread, gain: Pr - T",
+        matches=lambda c: c.matches,
+        title=_title(table, f"{name} of the translation and the proofread text") if title is None else title,
+        digits=2,
+    )
+    missing = table.unmeasured.get(metric, 0)
+    if missing:
+        text += f"\n({missing} match(es) without {name} left out)"
+    return text
+
+
+def judge_correlations(records: Iterable[MatchRecord], metric: str = "chrf") -> list[RoleCorrelation]:
+    """Per role, the judge's score against ``metric`` per match (one direction's records).
+
+    The translator's score against the metric of its translation; the proofreader's against the gain and
+    against the metric of the proofread text.
+    """
+    name = _METRIC_NAMES.get(metric, metric)
+    task = task_records(records, GAME)
+    wanted = [
+        ("translator", 0, f"{metric}_translation", f"{name} of the translation"),
+        ("proofreader", 1, f"{metric}_gain", f"{name} gain (proofread - translation)"),
+        ("proofreader", 1, f"{metric}_proofread", f"{name} of the proofread text"),
+    ]
+    out = []
+    for role, index, key, measure in wanted:
+        points = []
+        for record in task:
+            value = _metric(record, key)
+            if value is not None:
+                points.append((value, float(record.returns[_seats(record)[index]])))
+        out.append(
+            RoleCorrelation(
+                label=f"Judge {role} score vs {measure}",
+                x_label=measure,
+                y_label=f"judge's {role} score",
+                points=tuple(points),
+                correlation=correlate((y, x) for x, y in points),
+            )
+        )
+    return out
+
+
+def plot_translation_tables(table: TranslationTable, records: Iterable[MatchRecord], path: str | Path) -> Path:
+    """Save a figure of one direction to ``path``: judge and chrF grids above, judge-vs-chrF scatter plots below.
+
+    Uses matplotlib's Agg canvas directly (no pyplot, no global backend change). Returns the path written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(17, 9.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 3)
+
+    def chrf(cell: TranslationCell) -> MetricCell:
+        return cell.metrics["chrf"]
+
+    panels: list[tuple[str, Callable[[TranslationCell], float], Callable[[TranslationCell], str], str]] = [
+        (
+            "Judge: s_T / s_Pr",
+            lambda c: c.translator_score,
+            lambda c: f"{c.translator_score:.2f} / {c.proofreader_score:.2f}",
+            "s_T (judge)",
+        ),
+        (
+            "chrF: translation / proofread",
+            lambda c: chrf(c).translation,
+            lambda c: f"{format_number(chrf(c).translation, 1)} / {format_number(chrf(c).proofread, 1)}",
+            "chrF of the translation",
+        ),
+        (
+            "chrF gain (proofread - translation)",
+            lambda c: chrf(c).gain,
+            lambda c: format_number(chrf(c).gain, 1),
+            "gain",
+        ),
+    ]
+    limits: list[tuple[float | None, float | None]] = [(1.0, 10.0), (0.0, 100.0), (None, None)]
+    for ax, (title, value, text, label), scale in zip(axes[0], panels, limits, strict=True):
+        pair_heatmap(
+            fig,
+            ax,
+            table.players,
+            table.cells,
+            value,
+            text,
+            limits=scale,
+            colorbar=label,
+            axis_labels=("translator", "proofreader"),
+            title=title,
+            rotation=20,
+        )
+    for ax, role in zip(axes[1], judge_correlations(records), strict=True):
+        correlation_scatter(ax, role.points, role.correlation, labels=(role.x_label, role.y_label))
+        ax.set_ylim(0.5, 10.5)
+    fig.suptitle(_title(table, "judge scores and chrF"))
+    return save_figure(fig, path)
+
+
+def _figure_path(plot: str | Path, key: str, count: int) -> Path:
+    path = Path(plot)
+    if count == 1:
+        return path
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in key)
+    return path.with_name(f"{path.stem}-{safe}{path.suffix}")
+
+
+def print_tables(
+    records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
+) -> int:
+    """Print Tables 4–6 with their chrF and BLEU grids and the judge–chrF correlations; ``plot`` saves figures.
+
+    One table set per direction present (a figure each, named ``<plot stem>-<pair>`` when there are several).
+    Returns 1 (and says so) when there are no translation records.
+    """
+    groups = translation_groups(records)
+    if not groups:
+        print(f"no {GAME} matches")
+        return 1
+    for key, group in groups.items():
+        if players:  # the correlation and its plot cover the same players as the tables
+            group = [r for r in group if set(r.seats) <= set(players)]
+            if not group:
+                print(f"{key}: no matches among {', '.join(players)}\n")
+                continue
+        table = translation_table(group, players)
+        print(f"{game_variant(group[0].game)} ({len(group)} matches)\n")
+        print(format_score_table(table))
+        for metric in METRICS:
+            print()
+            print(format_metric_table(table, metric))
+        print()
+        for role in judge_correlations(group):
+            print(correlation_line(role.label, role.correlation))
+        if plot:
+            print(f"\nfigure: {plot_translation_tables(table, group, _figure_path(plot, key, len(groups)))}")
+        print()
+    return 0

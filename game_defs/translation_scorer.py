@@ -1,0 +1,75 @@
+"""Reference metrics for Machine Translation: chrF and BLEU of both texts against the IWSLT reference.
+
+Registered as a scorer of ``deepeval_translation``: after every match the engine adds these to
+``record.metrics``, beside the judge's scores (``judge_scores``), so the judge can be checked against them:
+
+* ``chrf_translation``, ``chrf_proofread`` — sacrebleu chrF (defaults: character 6-grams, beta 2) of the
+  translation and of the proofread text against the reference, on the one paragraph (0..100);
+* ``bleu_translation``, ``bleu_proofread`` — sacrebleu BLEU (sentence level, effective order), tokenised
+  with ``zh`` for a Chinese target and ``13a`` otherwise (0..100);
+* ``chrf_gain``, ``bleu_gain`` — the proofreading gain: proofread minus translation;
+* ``pair`` and ``paragraph`` — the direction and the paragraph id;
+* ``chrf_signature``, ``bleu_signature`` — sacrebleu's metric signatures, for reproducibility.
+
+An empty text scores 0. Importing this module registers the game too (it imports :mod:`game_defs.translation`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pyspiel
+from sacrebleu.metrics import BLEU, CHRF
+
+from deepeval_games.records import MatchRecord
+from deepeval_games.registry import register_scorer
+from game_defs.translation import SHORT_NAME, TranslationState, paragraph_of
+
+__all__ = ["bleu", "chrf", "reference_metrics", "score_texts"]
+
+
+@functools.cache
+def _chrf() -> CHRF:
+    return CHRF()
+
+
+@functools.cache
+def _bleu(target_lang: str) -> BLEU:
+    return BLEU(tokenize="zh" if target_lang == "zh" else "13a", effective_order=True)
+
+
+def chrf(hypothesis: str, reference: str) -> float:
+    """Sentence-level chrF of one text against one reference (0 for an empty text)."""
+    return float(_chrf().sentence_score(hypothesis.strip(), [reference]).score) if hypothesis.strip() else 0.0
+
+
+def bleu(hypothesis: str, reference: str, target_lang: str) -> float:
+    """Sentence-level BLEU of one text against one reference, Chinese-tokenised for ``zh`` (0 for an empty text)."""
+    if not hypothesis.strip():
+        return 0.0
+    return float(_bleu(target_lang).sentence_score(hypothesis.strip(), [reference]).score)
+
+
+def score_texts(translation: str, proofread: str, reference: str, target_lang: str) -> dict[str, Any]:
+    """The chrF and BLEU metrics of both texts and the gains (see the module docs), without pair and paragraph."""
+    metrics: dict[str, Any] = {}
+    for name, score in (("chrf", lambda t: chrf(t, reference)), ("bleu", lambda t: bleu(t, reference, target_lang))):
+        first, second = score(translation), score(proofread)
+        metrics[f"{name}_translation"] = first
+        metrics[f"{name}_proofread"] = second
+        metrics[f"{name}_gain"] = second - first
+    metrics["chrf_signature"] = str(_chrf().get_signature())
+    metrics["bleu_signature"] = str(_bleu(target_lang).get_signature())
+    return metrics
+
+
+@register_scorer(SHORT_NAME)
+def reference_metrics(state: pyspiel.State, record: MatchRecord) -> dict[str, Any]:
+    """Scorer: chrF and BLEU of a finished game's translation and proofread text against the reference."""
+    assert isinstance(state, TranslationState)
+    params = state.get_game().get_parameters()
+    paragraph = paragraph_of(state.pair(), state.paragraph_id(), int(params["words"]), str(params["split"]))
+    target = state.pair().split("-")[1]
+    metrics = score_texts(state.translation(), state.proofread(), paragraph.reference, target)
+    return {"pair": state.pair(), "paragraph": state.paragraph_id(), **metrics}
