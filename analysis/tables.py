@@ -217,6 +217,7 @@ def format_pair_table(
     title: str = "",
     digits: int = 2,
     more_row_means: Sequence[tuple[str, Callable[[str], float]]] = (),
+    column_mean_part: int | None = None,
 ) -> str:
     """A pairwise table as fixed-width text: a row per row player, a group of columns per column player.
 
@@ -232,18 +233,28 @@ def format_pair_table(
         title: a first line, if any.
         digits: decimals.
         more_row_means: further last columns after the first, each (header, mean of a row player).
+        column_mean_part: the sub-column (index into ``labels``) under which the last row's column mean
+            stands; by default at the right edge of the cell.
     """
     row_means, column_means = means
     last_columns = [(mean_labels[0], row_means), *more_row_means]
-    num_width = max(digits + 3, 4)
     parts = len(labels)
+    # every number of a cell, a sub-header and a column mean fits its sub-column (e.g. "100.00", "-11.17")
+    shown_values = [format_number(v, digits) for c in cells.values() for v in values(c)]
+    shown_values += [format_number(column_means(p), digits) for p in players]
+    num_width = max([digits + 3, 4, *(len(v) for v in shown_values), *(len(label) for label in labels)])
     name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
     cell_width = max([parts * num_width + parts - 1, *(len(p) for p in players)])
+    # the column mean stands under the sub-column it averages, else at the cell's right edge
+    mean_pad = 0 if column_mean_part is None else (parts - 1 - column_mean_part) * (num_width + 1)
 
     def show(row: str, column: str) -> str:
         cell = cells.get((row, column))
         shown = ["-"] * parts if cell is None else [format_number(v, digits) for v in values(cell)]
         return " ".join(v.rjust(num_width) for v in shown).rjust(cell_width)
+
+    def column_mean(player: str) -> str:
+        return (format_number(column_means(player), digits) + " " * mean_pad).rjust(cell_width).rstrip()
 
     lines = [title] if title else []
     header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
@@ -262,8 +273,7 @@ def format_pair_table(
             )
         )
     lines.append(
-        mean_labels[1].ljust(name_width)
-        + "".join("  " + format_number(column_means(p), digits).rjust(cell_width) for p in players)
+        mean_labels[1].ljust(name_width) + "".join("  " + column_mean(p).ljust(cell_width) for p in players).rstrip()
     )
     counts = sorted({matches(c) for c in cells.values()})
     if counts:

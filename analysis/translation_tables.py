@@ -239,6 +239,7 @@ def format_score_table(table: TranslationTable, *, title: str | None = None, dig
         matches=lambda c: c.matches,
         title=_title(table, "judge scores") if title is None else title,
         digits=digits,
+        column_mean_part=0,  # mean s_T under s_T
     )
 
 
@@ -265,6 +266,7 @@ def format_metric_table(table: TranslationTable, metric: str = "chrf", *, title:
         matches=lambda c: c.matches,
         title=_title(table, f"{name} of the translation and the proofread text") if title is None else title,
         digits=2,
+        column_mean_part=0,  # mean T under T
     )
     missing = table.unmeasured.get(metric, 0)
     if missing:
@@ -353,6 +355,7 @@ def plot_translation_tables(table: TranslationTable, records: Iterable[MatchReco
             axis_labels=("translator", "proofreader"),
             title=title,
             rotation=20,
+            fontsize=7,
         )
     for ax, role in zip(axes[1], judge_correlations(records), strict=True):
         correlation_scatter(ax, role.points, role.correlation, labels=(role.x_label, role.y_label))

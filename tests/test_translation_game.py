@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match, run_experiment
+from deepeval_games.cli import main
 from deepeval_games.errors import DeepEvalError
 from deepeval_games.records import MatchRecord
 from deepeval_games.registry import scorers_for
@@ -122,7 +123,9 @@ def test_the_game_shows_the_source_never_the_reference_and_caps_replies_by_parag
     assert str(load_game(str(game))) == str(game)  # the paragraph id survives OpenSpiel's game-string parser
 
 
-def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs(tmp_path: Path) -> None:
+def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name, expected in [
         ("translation_scripted", sample_games(count=2, seed=0)),
         ("translation_local_model", sample_games(("en-zh", "de-en"), count=1, seed=0, words=30)),
@@ -136,6 +139,14 @@ def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs
 
     result = run_experiment(ROOT / "examples" / "translation_scripted.toml", tmp_path / "run")
     assert not result.failed and result.played == 120
+    # the tables command on the example's run directory: Tables 4-6, the correlations and one figure each
+    assert main(["tables", "translation", str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
+    out = capsys.readouterr().out
+    for number, pair in ((4, "DE-EN"), (5, "EN-FR"), (6, "EN-ZH")):
+        assert f"Table {number}. Machine Translation ({pair}): judge scores" in out
+        assert f"Table {number}. Machine Translation ({pair}): chrF of the translation" in out
+        assert (tmp_path / f"t-{pair.lower()}.png").read_bytes()[:4] == b"\x89PNG"
+    assert out.count("Judge translator score vs chrF of the translation: n = 40, Pearson r = ") == 3
     by_translator: dict[str, list[float]] = {}
     for record in result.records:
         by_translator.setdefault(record.seats[0], []).append(record.metrics["chrf_translation"])

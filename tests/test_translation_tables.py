@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,28 @@ def test_command_line_on_a_run_directory(
     assert out.index("\nB ") < out.index("\nA ")
     assert main(["tables", "translation", str(tmp_path / "nothing")]) == 2  # a clear error, no traceback
     assert "no results in" in capsys.readouterr().err
+
+
+def _token_ends(line: str) -> set[int]:
+    return {m.end() for m in re.finditer(r"\S+", line)}
+
+
+def test_wide_numbers_keep_the_columns_aligned() -> None:
+    rows = [
+        ("A", "B", "t1-0", (9, 2), (100.0, 88.83), (100.0, 70.0)),  # 100.00 and -11.17: wider than 5
+        ("B", "A", "t1-0", (4, 8), (5.0, 30.0), (1.0, 9.0)),
+    ]
+    table = translation_table([_record("de-en", *row) for row in rows])
+    for text, labels in ((format_metric_table(table, "chrf"), ("T", "Pr", "gain")), (format_score_table(table), None)):
+        lines = text.splitlines()
+        header, sub, body, mean_row = lines[1], lines[2], lines[3:5], lines[5]
+        assert "100.00" in text or labels is None
+        sub_ends = _token_ends(sub)
+        for line in body:  # every number ends where its sub-header ends, then the row means
+            ends = sorted(_token_ends(line))
+            assert set(ends[1 : 1 + len(sub_ends)]) == sub_ends, (line, sub)
+            assert set(ends[1 + len(sub_ends) :]) <= _token_ends(header)  # under "mean Pr", "mean gain"
+        # the column mean stands under the first sub-column (T or s_T), which it averages
+        first_labels = [m.end() for m in re.finditer(r"\S+", sub)][:: 3 if labels else 2]
+        assert sorted(_token_ends(mean_row))[-2:] == first_labels
+    assert "-11.17" in format_metric_table(table, "chrf")
