@@ -2,6 +2,7 @@
 
 - :mod:`.mbpp`: MBPP problems (code review task).
 - :mod:`.idioms`: the Chinese idiom dictionary (idiom solitaire).
+- :mod:`.iwslt`: IWSLT 2017 TED test sets and their paragraphs (machine translation).
 - :mod:`.zh_text`: normalisation of Chinese replies.
 - :mod:`._files`: where data files are found (``$DEEPEVAL_GAMES_DATA``, explicit path, user cache, download).
 """
