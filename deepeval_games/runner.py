@@ -26,6 +26,7 @@ from tqdm import tqdm
 from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
 from deepeval_games.games import load_game
+from deepeval_games.manifest import RunManifest
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, scorers_for
@@ -218,9 +219,22 @@ async def _run_once(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool
         )
         runner = _Runner(spec, store, progress, runtime)
         runner.validate(plan)
-        await runner.run(todo, result)
-        planned_ids = {m.match_id for m in plan}
-        result.records = [r for r in store.records() if r.match_id in planned_ids]
+        manifest = RunManifest(out_dir, spec, runner.games.values(), len(plan))
+        manifest.start()
+        status = "failed"
+        try:
+            await runner.run(todo, result)
+            planned_ids = {m.match_id for m in plan}
+            result.records = [r for r in store.records() if r.match_id in planned_ids]
+            status = "finished"
+        finally:
+            manifest.finish(
+                status=status,
+                records=result.records,
+                reported=runtime.reported if runtime is not None else None,
+                played=result.played,
+                failed=len(result.failed),
+            )
         if runtime is not None:
             result.model_calls = runtime.calls
         return result

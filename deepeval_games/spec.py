@@ -42,7 +42,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError, core_schema
 
 from deepeval_games.errors import SpecError
-from llm_bots.model_config import ModelSettings
+from llm_bots.model_config import DELIVERY_SETTING_KEYS, ModelSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,18 +70,7 @@ __all__ = [
 PAIRINGS = ("auto", "permute", "round_robin", "combinations")
 """The values of ``[experiment] pairing`` (see :mod:`deepeval_games.schedule`)."""
 
-DELIVERY_KEYS = frozenset(
-    {
-        "api_key_env",
-        "max_concurrency",
-        "timeout_s",
-        "max_retries",
-        "backoff_base_s",
-        "backoff_max_s",
-        "retry_after_max_s",
-        "accept_model_ids",
-    }
-)
+DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 """Model settings that change how calls are delivered, never what a model is asked."""
 
 _RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable")

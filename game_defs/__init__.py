@@ -5,7 +5,7 @@ Importing this package registers every task with ``pyspiel`` under a ``deepeval_
 """
 
 import game_defs.code_review_scorer  # (registers deepeval_code_review and its MBPP scorer)
-import game_defs.idiom_solitaire  # noqa: F401  (registers deepeval_idiom_solitaire)
+import game_defs.idiom_solitaire  # (registers deepeval_idiom_solitaire)
 import game_defs.translation_scorer  # noqa: F401  (registers deepeval_translation and its chrF/BLEU scorer)
 from game_defs import public_goods
 

@@ -68,6 +68,17 @@ class ModelRuntime:
     calls: int = 0
     """Model calls actually sent (cache misses)."""
     call_log: list[str] = field(default_factory=list, repr=False)
+    reported: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False)
+    """Per configured model string: the model ids (``models``) and ``system_fingerprints`` its replies reported,
+    cache hits included (for the run manifest)."""
+
+    def note(self, model: str, completion: Completion) -> None:
+        """Remember what a reply of ``model`` reported about the model behind it."""
+        seen = self.reported.setdefault(model, {"models": set(), "system_fingerprints": set()})
+        if completion.model:
+            seen["models"].add(completion.model)
+        if completion.system_fingerprint:
+            seen["system_fingerprints"].add(completion.system_fingerprint)
 
     @classmethod
     def open(cls, cache_path: str | Path | None, budget_usd: float | None) -> ModelRuntime:
@@ -172,9 +183,11 @@ class LLMBot(DeepEvalBot):
             )
             cached = cache.get(key)
             if cached is not None:
+                self.runtime.note(config.model, cached)
                 return cached
         self.runtime.calls += 1
         completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+        self.runtime.note(config.model, completion)
         if cache is not None:
             cache.put(key, completion)
         return completion

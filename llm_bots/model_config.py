@@ -17,7 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deepeval_games.errors import SpecError
 
-__all__ = ["BOT_SETTING_KEYS", "LOCAL_PREFIX", "ModelConfig", "ModelConfigError", "ModelSettings"]
+__all__ = [
+    "BOT_SETTING_KEYS",
+    "DELIVERY_SETTING_KEYS",
+    "JUDGE_DEFAULTS",
+    "LOCAL_PREFIX",
+    "ModelConfig",
+    "ModelConfigError",
+    "ModelSettings",
+    "effective_settings",
+]
 
 LOCAL_PREFIX = "local/"
 """Model strings starting with this prefix are served by a llama.cpp server started for the run."""
@@ -102,6 +111,38 @@ class ModelSettings(BaseModel):
 
 BOT_SETTING_KEYS = ("max_reasks", "prompt_style", "json_mode")
 """The :class:`ModelSettings` keys that configure the LLM bot rather than the model endpoint."""
+
+JUDGE_DEFAULTS: Mapping[str, Any] = {"temperature": 0.0, "max_tokens": 1024}
+"""An LLM judge's settings where its ``[judge]`` table sets none: deterministic, room for the reasons."""
+
+DELIVERY_SETTING_KEYS = frozenset(
+    {
+        "api_key_env",
+        "max_concurrency",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "retry_after_max_s",
+        "accept_model_ids",
+    }
+)
+"""The :class:`ModelSettings` keys that change only how calls are delivered: never part of a match's identity."""
+
+
+def effective_settings(params: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every setting of a model player after defaults are resolved, delivery keys left out.
+
+    ``params`` are the keys of its spec table beside ``name`` and ``model`` (already validated by the spec);
+    ``defaults`` replace the :class:`ModelSettings` defaults first (the judge's temperature 0, ...). The result
+    is part of the player's identity in every match id, so a changed default never mixes into an old run.
+    """
+    known = set(ModelSettings.model_fields)
+    merged = {**(defaults or {}), **{k: v for k, v in params.items() if k in known}}
+    fields = ModelSettings.model_fields
+    resolved = {name: field.get_default(call_default_factory=True) for name, field in fields.items()}
+    resolved.update(merged)
+    return {k: v for k, v in sorted(resolved.items()) if k not in DELIVERY_SETTING_KEYS}
 
 
 @dataclasses.dataclass(frozen=True)

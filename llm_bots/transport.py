@@ -158,6 +158,8 @@ class Completion:
         usage: the raw usage block of the response.
         requested_model: the litellm model string actually sent (after `local/...` routing).
         attempt_log: every attempt, in order (status, HTTP status, error class, wait after it).
+        system_fingerprint: the provider's backend configuration id, where it sends one (OpenAI does).
+        reasoning_tokens: completion tokens spent on reasoning, where the provider reports them (0 otherwise).
     """
 
     text: str
@@ -173,6 +175,8 @@ class Completion:
     elapsed_s: float = 0.0
     requested_model: str = ""
     attempt_log: tuple[CallAttempt, ...] = ()
+    system_fingerprint: str | None = None
+    reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
         # a completion read back from the call cache carries its attempts as plain mappings
@@ -524,6 +528,7 @@ def _parse_response(
         )
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
+    fingerprint = getattr(response, "system_fingerprint", None)
     return Completion(
         text=text or (refusal_text or ""),
         model=reported or config.model,
@@ -537,7 +542,19 @@ def _parse_response(
         usage=usage,
         elapsed_s=elapsed,
         requested_model=config.model,
+        system_fingerprint=str(fingerprint) if fingerprint else None,
+        reasoning_tokens=_reasoning_tokens(usage),
     )
+
+
+def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
+    """Reasoning tokens of a usage block (``completion_tokens_details.reasoning_tokens``); 0 when not reported."""
+    details = usage.get("completion_tokens_details")
+    value = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _no_response(

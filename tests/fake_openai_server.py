@@ -218,12 +218,18 @@ def first_legal_move(body: dict[str, Any]) -> str:
     return json.dumps({"move": moves[0]})
 
 
+FAKE_FINGERPRINT = "fp_fake_1"
+"""The ``system_fingerprint`` every reply reports."""
+
+
 def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, Any]:
     text = behaviour.text
+    thought = text.split("</think>", 1)[0] if "<think>" in text else ""  # a reasoning model's thinking
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
+        "system_fingerprint": FAKE_FINGERPRINT,
         "model": behaviour.model_id or requested_model or DEFAULT_MODEL_ID,
         "choices": [
             {
@@ -236,6 +242,7 @@ def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, An
             "prompt_tokens": 11,
             "completion_tokens": max(1, len(text) // 4),
             "total_tokens": 11 + max(1, len(text) // 4),
+            "completion_tokens_details": {"reasoning_tokens": len(thought) // 4},
         },
     }
 

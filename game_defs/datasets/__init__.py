@@ -18,6 +18,7 @@ from ._files import (
     DatasetError,
     ResolvedFile,
     cache_dir,
+    data_sources,
     iwslt2017_relpath,
     resolve_data_file,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "SanitizedMBPPDataset",
     "SanitizedMBPPProblem",
     "cache_dir",
+    "data_sources",
     "iwslt2017_relpath",
     "load_idioms",
     "load_mbpp",

@@ -40,10 +40,12 @@ __all__ = [
     "DatasetError",
     "ResolvedFile",
     "cache_dir",
+    "data_sources",
     "download",
     "downloads_disabled",
     "file_sha256",
     "iwslt2017_relpath",
+    "note_data_source",
     "resolve_data_file",
 ]
 
@@ -213,6 +215,25 @@ def download(url: str, dest: Path, expected_sha256: str | None = None, *, timeou
     return digest
 
 
+_SOURCES: dict[str, dict[str, str]] = {}
+_SOURCES_LOCK = threading.Lock()
+
+
+def note_data_source(key: str, **info: str) -> None:
+    """Remember a data source this process read (a file, a packaged dictionary), for the run manifest."""
+    with _SOURCES_LOCK:
+        _SOURCES[key] = {k: str(v) for k, v in info.items()}
+
+
+def data_sources() -> dict[str, dict[str, str]]:
+    """Every data source read by this process so far: key -> its path or package, sha256, version, origin.
+
+    Data files found by :func:`resolve_data_file` are keyed by their relative path (``iwslt2017/en-zh.tgz``).
+    """
+    with _SOURCES_LOCK:
+        return {key: dict(info) for key, info in sorted(_SOURCES.items())}
+
+
 def resolve_data_file(
     relpath: str,
     path: PathLike | None = None,
@@ -220,7 +241,7 @@ def resolve_data_file(
     verify: bool = True,
     url: str | None = None,
 ) -> ResolvedFile:
-    """Find (or fetch) the data file ``relpath`` and check its sha256.
+    """Find (or fetch) the data file ``relpath``, check its sha256 and note it (:func:`data_sources`).
 
     Args:
         relpath: path inside a data folder, e.g. ``"mbpp/mbpp.jsonl"``.
@@ -232,6 +253,12 @@ def resolve_data_file(
         DatasetError: the file is nowhere and cannot be downloaded (the message names every place looked
             at and how to fix it), or its sha256 is wrong.
     """
+    found = _resolve(relpath, path, verify=verify, url=url)
+    note_data_source(relpath, path=str(found.path), sha256=found.sha256, origin=found.origin)
+    return found
+
+
+def _resolve(relpath: str, path: PathLike | None, *, verify: bool, url: str | None) -> ResolvedFile:
     expected = EXPECTED_SHA256.get(relpath) if verify else None
     if path is not None:
         p = Path(path).expanduser()

@@ -45,7 +45,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Literal
 
-from ._files import DatasetError
+from ._files import DatasetError, note_data_source
 from .zh_text import cjk_runs, normalize_reply, to_simplified
 
 __all__ = [
@@ -439,4 +439,11 @@ def load_idioms() -> IdiomDictionary:
         package_version=_package_version(),
     )
     _log.debug("loaded %d idioms from %s in %.3f s", len(dictionary), where, time.perf_counter() - started)
+    note_data_source(
+        "idioms",
+        path=str(where),
+        sha256=dictionary.sha256,
+        package=f"china-idiom-without-tone {dictionary.package_version}",
+        entries=str(len(dictionary)),
+    )
     return dictionary

@@ -22,13 +22,11 @@ from llm_bots.adapters import adapter_for
 from llm_bots.judge.independence import ALLOW_PLAYER_MODEL
 from llm_bots.judge.verdict import JudgeError
 from llm_bots.llm_bot import LLMBot, ModelRuntime, check_model_string, split_player_params
-from llm_bots.model_config import ModelConfig
+from llm_bots.model_config import JUDGE_DEFAULTS, ModelConfig
 
 __all__ = ["LLMJudge", "make_llm_judge"]
 
 log = logging.getLogger(__name__)
-
-_JUDGE_DEFAULTS = {"temperature": 0.0, "max_tokens": 1024}
 
 
 def make_llm_judge(
@@ -46,7 +44,7 @@ def make_llm_judge(
     ``allow_player_model`` is left out, :func:`~llm_bots.judge.check_judge` reads it).
     """
     settings, model_params = split_player_params({k: v for k, v in params.items() if k != ALLOW_PLAYER_MODEL})
-    config = ModelConfig.from_mapping({"model": model, **_JUDGE_DEFAULTS, **model_params})
+    config = ModelConfig.from_mapping({"model": model, **JUDGE_DEFAULTS, **model_params})
     check_model_string(config.model)
     adapter = adapter_for(game)
     if "judge" not in adapter.prompts.roles:
