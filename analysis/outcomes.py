@@ -1,4 +1,4 @@
-"""How each player's turns went: counts of ``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow``.
+"""How each player's turns went: counts of ``ok``, ``reasked``, ``invalid``, ``refusal``, ``truncated``, ...
 
 A turn that is not ``ok`` or ``reasked`` gave no valid move: the referee applied the task's penalty move, or
 for a game without one a seeded random legal move. Those turns count against the model that sat there, so a

@@ -41,6 +41,9 @@ class Outcome(str, enum.Enum):
     """The prompt no longer fit the model's context; the task's penalty applied."""
     INFRA_ERROR = "infra_error"
     """The model could not be reached; the match is aborted and rescheduled."""
+    TRUNCATED = "truncated"
+    """The reply was cut by the token cap (``finish_reason`` ``length``) at the last ask; the task's penalty
+    applied. A cut reply is never read as a move: it is re-asked like an invalid one."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,12 @@ class Decision:
     """Every transport attempt of every ask of the turn, in order (retries included)."""
     cut_chars: tuple[int, ...] = ()
     """Per ask, the characters cut from a reply longer than the task's maximum (0: not cut)."""
+    finish_reasons: tuple[str | None, ...] = ()
+    """Per ask, why the model stopped, as the provider said (``stop``, ``length``, ...; None: not reported)."""
+    reasoning_tokens: int = 0
+    """Completion tokens the model spent on reasoning over the turn's asks (where the provider reports them)."""
+    reasoning: tuple[str, ...] = ()
+    """Per ask, the reasoning text the provider sent apart from the reply ("" when none)."""
 
     def exchange(self) -> dict[str, Any]:
         """The fields a turn record copies: outcome, replies, prompts per ask, re-asks, model, tokens, cost, error."""
@@ -144,6 +153,9 @@ class Decision:
             "error": self.error,
             "attempts": list(self.attempts),
             "cut_chars": list(self.cut_chars),
+            "finish_reasons": list(self.finish_reasons),
+            "reasoning_tokens": self.reasoning_tokens,
+            "reasoning": list(self.reasoning),
         }
 
 

@@ -23,6 +23,9 @@ History:
 * 3 — ``TurnRecord.attempts``: every transport attempt of the turn (status, HTTP status, error class, wait), so
   retries show in the record; ``TurnRecord.cut_chars``: per ask, what was cut from a reply over the task's
   maximum length.
+* 4 — ``TurnRecord.finish_reasons``: per ask, why the model stopped (``length``: cut by the token cap);
+  ``TurnRecord.reasoning_tokens`` and ``reasoning`` (per ask, the reasoning text sent apart from the reply);
+  the turn outcome ``truncated`` (a reply cut by the cap at the last ask).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ __all__ = [
     "migrate",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the records this code writes."""
 TIMING_FIELDS = ("latency_s", "wall_time_s", "started_at")
 """Fields that measure wall-clock time; :meth:`MatchRecord.canonical` leaves them out."""
@@ -84,7 +87,7 @@ class TurnRecord(BaseModel):
     text: str = ""
     """The utterance added to the message pool."""
     outcome: Outcome = Outcome.OK
-    """``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow`` or ``infra_error``."""
+    """``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow``, ``truncated`` or ``infra_error``."""
     raw_replies: list[str] = Field(default_factory=list)
     """Every raw model reply of the turn, in order (one per ask)."""
     prompts: list[list[dict[str, str]]] = Field(default_factory=list)
@@ -110,6 +113,15 @@ class TurnRecord(BaseModel):
     cut_chars: list[int] = Field(default_factory=list)
     """Per ask, the characters cut from a reply longer than the task's maximum (0: not cut); the reply is cut
     before it is stored or sent back to the model."""
+    finish_reasons: list[str | None] = Field(default_factory=list)
+    """Per ask, why the model stopped as the provider reported it (``stop``; ``length``: the reply was cut by
+    the token cap and re-asked, or the turn is ``truncated``); empty for scripted bots and chance."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent on reasoning over the turn's asks, where the provider reports them (included in
+    ``tokens_out`` and ``cost_usd``)."""
+    reasoning: list[str] = Field(default_factory=list)
+    """Per ask, the reasoning text the provider sent apart from the reply ("" when none). Reasoning written into
+    the reply itself (``<think>...</think>``) stays in ``raw_replies``; neither is ever read as the move."""
 
     @field_serializer("outcome", when_used="json")
     def _outcome_value(self, outcome: Outcome | str) -> str:
@@ -218,10 +230,18 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "turns": turns}
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Turns gain ``finish_reasons`` (unknown: empty) and ``reasoning_tokens`` (0); no version-3 turn is
+    ``truncated`` (a cut reply was read as it came)."""
+    turns = [{**turn, "finish_reasons": [], "reasoning_tokens": 0, "reasoning": []} for turn in data.get("turns", [])]
+    return {**data, "turns": turns}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
     (2, _v2_to_v3),
+    (3, _v3_to_v4),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

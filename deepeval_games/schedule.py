@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.errors import SpecError
 from deepeval_games.games import load_game
 from deepeval_games.spec import ExperimentSpec, PlayerSpec
@@ -52,13 +53,20 @@ class PlannedMatch:
     """Seed of this match (chance nodes and the bots' generators derive from it)."""
 
 
-def _identity(player: PlayerSpec, game: pyspiel.Game) -> dict[str, object]:
-    """A player's part of a match id; for an LLM, the version of the prompts it is given too."""
+def _identity(player: PlayerSpec, game: pyspiel.Game, seat: int = 0) -> dict[str, object]:
+    """A player's part of a match id; for an LLM, the version of the prompts it is given and its effective
+    settings too (defaults resolved, the reply cap resolved against the task's limit for the seat's role), so a
+    changed default never mixes into an old run directory."""
     identity = player.identity()
     if player.kind == "model":
         from llm_bots.adapters import adapter_for
+        from llm_bots.model_config import effective_settings, resolve_max_tokens
 
         identity["prompt_version"] = adapter_for(game).prompt_version
+        settings = effective_settings(player.params)
+        limit = task.reply_limit(game, task.seat_roles(game)[seat])
+        settings["max_tokens"] = resolve_max_tokens(settings["max_tokens"], limit)
+        identity["settings"] = settings
     return identity
 
 
@@ -105,7 +113,7 @@ def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
         for repeat, seats in _seatings(spec, canonical, game.num_players()):
             key = {
                 "game": canonical,
-                "seats": [_identity(spec.player(name), game) for name in seats],
+                "seats": [_identity(spec.player(name), game, seat) for seat, name in enumerate(seats)],
                 "seed": spec.seed,
                 "repeat": repeat,
             }

@@ -24,10 +24,10 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
-from llm_bots.adapters import TaskAdapter, adapter_for
+from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
 from llm_bots.call_cache import CallCache, call_key
-from llm_bots.model_config import BOT_SETTING_KEYS, ModelConfig
-from llm_bots.parsing import looks_like_refusal
+from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
+from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
 from llm_bots.transport import Outcome as CallOutcome
 from llm_bots.turns import safe_parse, turn_message
@@ -153,13 +153,11 @@ class LLMBot(DeepEvalBot):
         return schema if self.config.is_local or supports_json_schema(self.config.model) else None
 
     def turn_config(self, observation: Observation) -> ModelConfig:
-        """The model settings of this turn: the player's, with ``max_tokens`` raised to the task's reply limit
-        for this seat's role when that is larger (:func:`deepeval_games.task.reply_limit`)."""
+        """The model settings of this turn: the player's, with ``max_tokens`` resolved against the task's reply
+        limit for this seat's role (:func:`deepeval_games.task.reply_limit`, :func:`resolve_max_tokens`)."""
         limit = task.reply_limit(self.game, self.adapter.role(observation))
-        current = self.config.max_tokens
-        if limit is None or current is None or limit <= current:
-            return self.config
-        return replace(self.config, max_tokens=limit)
+        cap = resolve_max_tokens(self.config.max_tokens, limit)
+        return self.config if cap == self.config.max_tokens else replace(self.config, max_tokens=cap)
 
     async def _call(
         self,
@@ -208,6 +206,7 @@ class LLMBot(DeepEvalBot):
         config = self.turn_config(observation)
         error = "no reply"
         refusals = 0
+        cut = False
         try:
             for ask in range(self.settings.max_reasks + 1):
                 messages = _render(self.history, self.settings.prompt_style)
@@ -217,24 +216,30 @@ class LLMBot(DeepEvalBot):
                     return self._penalty(
                         observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", decision
                     )
+                answer = strip_reasoning(completion.text)  # the record keeps the raw reply, thinking included
+                said = answer if answer != completion.text.strip() else completion.text
                 # some providers reject an empty assistant message on the next call: keep a placeholder
-                self.history.append({"role": "assistant", "content": completion.text or "(no reply)"})
+                self.history.append({"role": "assistant", "content": said or "(no reply)"})
+                cut = completion.finish_reason == "length" and completion.outcome is not CallOutcome.REFUSAL
                 if completion.outcome is CallOutcome.REFUSAL:
                     refusals += 1
                     error = "the provider refused to answer (content filter)"
+                elif cut:  # never read a cut reply as a move: its last answer may not be the model's last word
+                    error = cut_off_reason(config.max_tokens or DEFAULT_MAX_TOKENS)
                 else:
-                    parsed = safe_parse(self.adapter, completion.text, observation)
+                    parsed = safe_parse(self.adapter, answer, observation)
                     if parsed.ok:
                         outcome = Outcome.OK if ask == 0 else Outcome.REASKED
-                        return replace(
-                            decision, action=parsed.action, text=parsed.text or completion.text, outcome=outcome
-                        )
+                        return replace(decision, action=parsed.action, text=parsed.text or answer, outcome=outcome)
                     error = parsed.error or "invalid reply"
-                    if looks_like_refusal(completion.text):
+                    if looks_like_refusal(answer):
                         refusals += 1
                 if ask < self.settings.max_reasks:
                     self.history.append({"role": "user", "content": self.adapter.reask_text(observation, error)})
-            outcome = Outcome.REFUSAL if refusals == len(decision.raw_replies) else Outcome.INVALID
+            if cut:
+                outcome = Outcome.TRUNCATED
+            else:
+                outcome = Outcome.REFUSAL if refusals == len(decision.raw_replies) else Outcome.INVALID
             return self._penalty(observation, outcome, error, decision)
         finally:
             self.turn += 1
@@ -258,6 +263,9 @@ def _account(decision: Decision, messages: Sequence[Mapping[str, str]], completi
         tokens_in=decision.tokens_in + completion.prompt_tokens,
         tokens_out=decision.tokens_out + completion.completion_tokens,
         cost_usd=decision.cost_usd + completion.cost_usd,
+        finish_reasons=decision.finish_reasons if overflow else (*decision.finish_reasons, completion.finish_reason),
+        reasoning_tokens=decision.reasoning_tokens + completion.reasoning_tokens,
+        reasoning=decision.reasoning if overflow else (*decision.reasoning, completion.reasoning),
     )
 
 

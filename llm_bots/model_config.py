@@ -19,13 +19,16 @@ from deepeval_games.errors import SpecError
 
 __all__ = [
     "BOT_SETTING_KEYS",
+    "DEFAULT_MAX_TOKENS",
     "DELIVERY_SETTING_KEYS",
     "JUDGE_DEFAULTS",
     "LOCAL_PREFIX",
+    "REASONING_EFFORTS",
     "ModelConfig",
     "ModelConfigError",
     "ModelSettings",
     "effective_settings",
+    "resolve_max_tokens",
 ]
 
 LOCAL_PREFIX = "local/"
@@ -55,10 +58,17 @@ class ModelSettings(BaseModel):
     api_key_env: str | None = Field(default=None, json_schema_extra={"pattern": _ENV_NAME.pattern})
     """NAME of the environment variable holding the API key (never the key itself); unset to let litellm use
     the provider's default variable. Delivery only: not part of match ids."""
-    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = 0.0
-    """Sampling temperature, 0..2."""
-    max_tokens: Annotated[int, Field(ge=1)] | None = 256
-    """Upper bound on generated tokens per reply."""
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    """Sampling temperature, 0..2; unset: none is sent (the provider's default, as the paper's runs likely had).
+    An LLM judge samples at 0 unless its table sets one."""
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    """Upper bound on generated tokens per reply; unset: the task's reply limit for the seat's role (what a full
+    answer needs: a paragraph, a program), else 512. A task limit larger than this setting wins. A reply cut by
+    the cap is re-asked like an invalid one and recorded (``finish_reasons``, outcome ``truncated``)."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models: how much the model may think before answering (litellm's ``reasoning_effort``);
+    unset: none is sent. Reasoning text a model writes into its reply (``<think>...</think>``) is kept in the
+    record and never read as the move; reasoning tokens are counted per turn."""
     context_tokens: Annotated[int, Field(ge=1)] | None = None
     """The model's context window in tokens; unset: litellm's model info where it knows the model. A prompt
     estimated larger (at 4 characters a token) is recorded as ``context_overflow`` without a call."""
@@ -112,6 +122,21 @@ class ModelSettings(BaseModel):
 BOT_SETTING_KEYS = ("max_reasks", "prompt_style", "json_mode")
 """The :class:`ModelSettings` keys that configure the LLM bot rather than the model endpoint."""
 
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+"""The values of ``reasoning_effort``."""
+
+DEFAULT_MAX_TOKENS = 512
+"""The reply cap of a player that sets no ``max_tokens`` in a task that declares no reply limit for its role."""
+
+
+def resolve_max_tokens(own: int | None, task_limit: int | None) -> int:
+    """The reply cap of a turn: the player's ``max_tokens`` raised to the task's limit for the role when that is
+    larger; with neither set, :data:`DEFAULT_MAX_TOKENS`."""
+    if own is None:
+        return task_limit if task_limit is not None else DEFAULT_MAX_TOKENS
+    return own if task_limit is None else max(own, task_limit)
+
+
 JUDGE_DEFAULTS: Mapping[str, Any] = {"temperature": 0.0, "max_tokens": 1024}
 """An LLM judge's settings where its ``[judge]`` table sets none: deterministic, room for the reasons."""
 
@@ -159,8 +184,9 @@ class ModelConfig:
     model: str
     api_base: str | None = None
     api_key_env: str | None = None
-    temperature: float | None = 0.0
-    max_tokens: int | None = 256
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
     context_tokens: int | None = None
     seed: int | None = None
     top_p: float | None = None
@@ -200,6 +226,11 @@ class ModelConfig:
         _check_number(where, "temperature", self.temperature, lo=0.0, hi=2.0, optional=True)
         _check_number(where, "top_p", self.top_p, lo=0.0, hi=1.0, optional=True, lo_open=True)
         _check_int(where, "max_tokens", self.max_tokens, lo=1, optional=True)
+        if self.reasoning_effort not in (None, *REASONING_EFFORTS):
+            raise ModelConfigError(
+                f"{where}: reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                f"got {self.reasoning_effort!r}"
+            )
         _check_int(where, "context_tokens", self.context_tokens, lo=1, optional=True)
         _check_int(where, "seed", self.seed, lo=None, optional=True)
         _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
@@ -264,12 +295,15 @@ class ModelConfig:
 
         Timeouts, retries and concurrency are left out: they change whether a call succeeds, not its content.
         """
-        return {
+        params: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "top_p": self.top_p,
         }
+        if self.reasoning_effort is not None:  # absent when unset: match ids and cache keys of older runs hold
+            params["reasoning_effort"] = self.reasoning_effort
+        return params
 
 
 def _check_number(

@@ -24,6 +24,7 @@ __all__ = [
     "looks_like_refusal",
     "normalize",
     "quote_player_text",
+    "strip_reasoning",
     "whole_number",
 ]
 
@@ -33,6 +34,18 @@ _REFUSAL = re.compile(
     r"^\s*(i(?:'m| am) sorry|i can(?:no|')t|i (?:won't|will not|must decline)|as an ai\b|i'm unable|i am unable)",
     re.IGNORECASE,
 )
+
+
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """A reply without the reasoning a model wrote before its answer (``<think>...</think>`` blocks and the like).
+
+    An unclosed block runs to the end of the reply (the model never got to its answer). The record keeps the raw
+    reply; only the rest is read as a move, so reasoning that mentions moves is never taken for the answer.
+    """
+    return _REASONING.sub("", text or "").strip()
 
 
 def normalize(text: str) -> str:

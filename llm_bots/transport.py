@@ -160,6 +160,8 @@ class Completion:
         attempt_log: every attempt, in order (status, HTTP status, error class, wait after it).
         system_fingerprint: the provider's backend configuration id, where it sends one (OpenAI does).
         reasoning_tokens: completion tokens spent on reasoning, where the provider reports them (0 otherwise).
+        reasoning: reasoning text the provider sent apart from the reply (litellm's ``reasoning_content``, also
+            a leading ``<think>`` block it split off); "" when none.
     """
 
     text: str
@@ -177,6 +179,7 @@ class Completion:
     attempt_log: tuple[CallAttempt, ...] = ()
     system_fingerprint: str | None = None
     reasoning_tokens: int = 0
+    reasoning: str = ""
 
     def __post_init__(self) -> None:
         # a completion read back from the call cache carries its attempts as plain mappings
@@ -529,6 +532,7 @@ def _parse_response(
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
     fingerprint = getattr(response, "system_fingerprint", None)
+    reasoning = getattr(message, "reasoning_content", None)
     return Completion(
         text=text or (refusal_text or ""),
         model=reported or config.model,
@@ -544,6 +548,7 @@ def _parse_response(
         requested_model=config.model,
         system_fingerprint=str(fingerprint) if fingerprint else None,
         reasoning_tokens=_reasoning_tokens(usage),
+        reasoning=reasoning if isinstance(reasoning, str) else "",
     )
 
 

@@ -102,7 +102,7 @@ def test_tic_tac_toe_and_kuhn_poker_run_through_the_cli_with_no_task_code(
         assert state.is_terminal() and list(state.returns()) == record.returns
     kuhn = next(r for r in records if r.game == "kuhn_poker()")
     assert [t.seat for t in kuhn.turns[:2]] == [-1, -1]  # the deal: chance outcomes from the match seed
-    assert all(r.players[0]["prompt_version"] == "generic-2" for r in records)
+    assert all(r.players[0]["prompt_version"] == "generic-3" for r in records)
 
 
 # -- 1c. a model that never answers validly: invalid turns, seeded random legal moves, counted in the report -

@@ -1,4 +1,4 @@
-"""Match records: the current schema version round-trips, and run directories of versions 1 and 2 still load and report.
+"""Match records: the current schema version round-trips, and run directories of versions 1 to 3 still load and report.
 
 The rule (deepeval_games.records): a change to the record bumps its version, adds a migration and a small
 checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
@@ -31,7 +31,7 @@ def _lines(name: str) -> list[dict]:
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -66,7 +66,9 @@ def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
     assert first.prompts[0][-1]["role"] == "user" and second.outcome == Outcome.OK
 
 
-@pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm", "v2/pgg_scripted", "v2/pgg_llm"])
+@pytest.mark.parametrize(
+    "name", ["v1/pgg_scripted", "v1/pgg_llm", "v2/pgg_scripted", "v2/pgg_llm", "v3/pgg_scripted", "v3/pgg_llm"]
+)
 def test_report_reads_v1_run_directories(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _copy(name, tmp_path)
     assert main(["report", str(run_dir)]) == 0
@@ -185,3 +187,19 @@ def test_v2_run_directories_gain_empty_attempts_and_cuts(name: str, tmp_path: Pa
         for turn, v2 in zip(record.turns, line["turns"], strict=True):
             assert turn.attempts == [] and turn.cut_chars == []
             assert turn.prompts == v2["prompts"] and turn.raw_replies == v2["raw_replies"]
+
+
+@pytest.mark.parametrize("name", ["v3/pgg_scripted", "v3/pgg_llm"])
+def test_v3_run_directories_gain_empty_finish_reasons(name: str, tmp_path: Path) -> None:
+    old = _lines(name)
+    assert {line["schema_version"] for line in old} == {3}
+    with Store(_copy(name, tmp_path)) as store:
+        records = list(store.records())
+    assert [r.match_id for r in records] == [line["match_id"] for line in old]
+    for record, line in zip(records, old, strict=True):
+        assert record.schema_version == SCHEMA_VERSION
+        for turn, v3 in zip(record.turns, line["turns"], strict=True):
+            assert turn.finish_reasons == [] and turn.reasoning_tokens == 0
+            assert turn.outcome == v3["outcome"] and turn.raw_replies == v3["raw_replies"]
+    if name.endswith("llm"):
+        assert any(t.outcome == "reasked" for t in records[0].turns)

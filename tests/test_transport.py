@@ -315,7 +315,7 @@ def test_config_from_mapping() -> None:
         {"model": "openai/gpt-4o", "temperature": 1, "seed": 3, "accept_model_ids": ["gpt-4o-2024-08-06"]}
     )
     assert config.temperature == 1.0 and config.accept_model_ids == ("gpt-4o-2024-08-06",)
-    assert config.sampling_params() == {"temperature": 1.0, "max_tokens": 256, "seed": 3, "top_p": None}
+    assert config.sampling_params() == {"temperature": 1.0, "max_tokens": None, "seed": 3, "top_p": None}
     assert hash(config) == hash(ModelConfig.from_mapping(dict(config.__dict__)))
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Parsed",
     "TaskAdapter",
     "adapter_for",
+    "cut_off_reason",
     "read_move_name",
     "register_adapter",
     "registered_adapters",
@@ -57,6 +58,11 @@ _GENERIC = "generic"
 def _reason(name: str, **values: Any) -> str:
     """Why a reply is not a move: a template of ``[reasons]`` in the built-in ``generic.toml`` (never a game's file)."""
     return load_prompts(_GENERIC).render("reasons", name, **values).strip()
+
+
+def cut_off_reason(limit: int) -> str:
+    """The re-ask reason of a reply cut by the token cap of ``limit`` tokens (``finish_reason`` ``length``)."""
+    return _reason("cut_off", limit=limit)
 
 
 @dataclass(frozen=True)
