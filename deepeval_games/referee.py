@@ -30,10 +30,10 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, StateBot, observe
 from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import REFEREE, MessagePool, seat_label
+from deepeval_games.message_pool import REFEREE, Message, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
-__all__ = ["Scorer", "play_match", "seat_label"]
+__all__ = ["Scorer", "judge_observation", "play_match", "seat_label"]
 
 _T = TypeVar("_T")
 
@@ -206,18 +206,7 @@ class _Match:
         self.pool.add(
             round=self.round, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields
         )
-        observation = Observation(
-            seat=JUDGE_SEAT,
-            num_seats=self.n,
-            game=self.game.get_type().short_name,
-            params=dict(self.game.get_parameters()),
-            round=self.round,
-            text=brief,
-            fields=fields,
-            legal_actions=legal,
-            inbox=self.pool.visible_to(JUDGE_SEAT),
-            action_to_string=lambda action: view.action_to_string(CHANCE_SEAT, action),
-        )
+        observation = judge_observation(self.game, view, self.round, brief, fields, self.pool.visible_to(JUDGE_SEAT))
         decision, latency = await self.ask(self.judge, observation)
         verdict = decision.action
         if verdict is None or verdict not in legal:
@@ -242,6 +231,33 @@ class _Match:
             else:
                 await self.sequential_round()
             self.deliver_observations()
+
+
+def judge_observation(
+    game: pyspiel.Game,
+    state: pyspiel.State,
+    round: int,
+    brief: str,
+    fields: Mapping[str, Any],
+    inbox: tuple[Message, ...],
+) -> Observation:
+    """What the judge is asked with at a verdict node: the brief, its fields, the verdicts as legal actions.
+
+    ``state`` is at the verdict node (a copy the judge's action names are read from); ``inbox`` holds the
+    pool messages addressed to the judge (the brief). Used by the referee and by ``deepeval-games rejudge``.
+    """
+    return Observation(
+        seat=JUDGE_SEAT,
+        num_seats=game.num_players(),
+        game=game.get_type().short_name,
+        params=dict(game.get_parameters()),
+        round=round,
+        text=brief,
+        fields=fields,
+        legal_actions=tuple(action for action, _ in state.chance_outcomes()),
+        inbox=inbox,
+        action_to_string=lambda action: state.action_to_string(CHANCE_SEAT, action),
+    )
 
 
 async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:

@@ -36,6 +36,8 @@ hook                                        without it
 ``is_judge_turn() -> bool``                 False: chance nodes are sampled from the match seed
 ``judge_fields() -> Mapping``               the judge gets no structured fields
 ``judge_text() -> str``                     the judge is shown the state's string
+``judge_text_presented(order, labels)``     the roles can be shown to a judge only as played
+                                            (``rejudge --swap`` refuses LLM judges for the task)
 ``match_metrics() -> Mapping``              no task metrics
 ``indistinguishable_variants(p, joint)``    the conformance kit checks no hidden-move variants
 ==========================================  =======================================================
@@ -68,6 +70,7 @@ __all__ = [
     "is_judged",
     "judge_fields",
     "judge_text",
+    "judge_text_presented",
     "match_metrics",
     "max_reply_chars",
     "observation_fields",
@@ -138,6 +141,15 @@ class TaskState(Protocol):
 
     def judge_text(self) -> str:
         """The judge's brief (rubric and the quoted dialogue), delivered to it through the pool."""
+        ...
+
+    def judge_text_presented(self, order: Sequence[int], labels: Sequence[str]) -> str:
+        """The judge's brief with the roles introduced in ``order`` (seats) under ``labels`` (per seat).
+
+        For judge audits (position and label bias): the same transcript, its roles shown in another order
+        under other anonymous labels. ``order`` as played and the default labels give the same facts as
+        ``judge_text()``.
+        """
         ...
 
     def match_metrics(self) -> Mapping[str, Any]:
@@ -420,6 +432,12 @@ def judge_text(state: pyspiel.State) -> str:
     """The judge's brief: the game's own, else the state's string."""
     fn = getattr(state, "judge_text", None)
     return str(fn()) if callable(fn) else str(state)
+
+
+def judge_text_presented(state: pyspiel.State, order: Sequence[int], labels: Sequence[str]) -> str | None:
+    """The judge's brief with the roles shown in ``order`` under ``labels``; None when the game cannot."""
+    fn = getattr(state, "judge_text_presented", None)
+    return str(fn(list(order), list(labels))) if callable(fn) else None
 
 
 def indistinguishable_variants(state: pyspiel.State, player: int, joint_action: Sequence[int]) -> list[list[int]]:

@@ -23,6 +23,10 @@ Proofreader behaviours: ``identity`` — returns the translation it was given; `
 reference; ``drop_sentences`` — returns the translation with a share of its sentences deleted
 (``sentence_share``, default 0.5, spread evenly; a one-sentence text loses its second half).
 
+``mt_canary_translator`` — a canary for the judge audits: ``mt_reference_translator`` with a last sentence that
+tells the judge to give it 10 (:data:`~llm_bots.judge.JUDGE_INJECTION`); its identity names its honest twin
+(``canary_of``), with which the audit compares its scores.
+
 ``judge_chrf`` — a scripted judge from the reference: translator score ``1 + round(9 * chrF / 100)`` of
 the translation; proofreader score ``round(5.5 + gain / 4)`` clipped to 1..10, with ``gain`` the chrF of
 the proofread text minus that of the translation (no change scores 6; each 4 chrF points gained or lost
@@ -43,11 +47,12 @@ from deepeval_games.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.registry import register_bot
 from game_defs.translation import ROLES, TRANSLATOR, paragraph_of
 from game_defs.translation_scorer import chrf
-from llm_bots.judge import verdict_decision
+from llm_bots.judge import JUDGE_INJECTION, verdict_decision
 
 __all__ = [
     "PROOFREADER_KINDS",
     "TRANSLATOR_KINDS",
+    "CanaryTranslator",
     "ChrFJudge",
     "CopySourceTranslator",
     "DegradingProofreader",
@@ -207,6 +212,18 @@ class DegradingProofreader(_TranslationPlayer):
     It translates by copying the source."""
 
     default_proofreader = "drop_sentences"
+
+
+@register_bot("mt_canary_translator", games=_GAME)
+class CanaryTranslator(ReferenceTranslator):
+    """Translation canary: the reference translation, then a sentence telling the judge to give it 10."""
+
+    def translate(self, fields: Mapping[str, Any]) -> str:
+        """The reference translation with the judge-directed sentence appended."""
+        return f"{super().translate(fields)} ({JUDGE_INJECTION})"
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "canary_of": ReferenceTranslator.__name__}
 
 
 @register_bot("judge_chrf", games=_GAME)

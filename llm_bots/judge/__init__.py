@@ -35,7 +35,9 @@ unless ``allow_player_model = true`` is set in ``[judge]``, which logs a warning
 judge's model and settings, the players' models), so this package never reads an experiment spec.
 
 **Scripted judges** (for tests and baselines): ``judge_fixed`` (fixed scores for every seat; any judged
-game); the code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review`.
+game); the code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review`. Two flawed ones
+calibrate the judge audits: ``judge_position_biased`` (favours the role presented first) and ``judge_gullible``
+(obeys a judge-directed instruction such as :data:`JUDGE_INJECTION`, which the canary players embed).
 
 Modules, one concern each: :mod:`~llm_bots.judge.verdict` (the reply format and its parser),
 :mod:`~llm_bots.judge.schema` (the verdict's JSON schema), :mod:`~llm_bots.judge.llm` (the LLM judge,
@@ -52,7 +54,14 @@ from typing import TYPE_CHECKING, Any
 from deepeval_games.records import JUDGE_SEAT
 from llm_bots.judge.independence import ALLOW_PLAYER_MODEL, check_judge
 from llm_bots.judge.schema import verdict_response_format
-from llm_bots.judge.scripted import FixedJudge, verdict_decision
+from llm_bots.judge.scripted import (
+    JUDGE_INJECTION,
+    FixedJudge,
+    GullibleJudge,
+    PositionBiasedJudge,
+    presented_order,
+    verdict_decision,
+)
 from llm_bots.judge.verdict import (
     JudgeError,
     Verdict,
@@ -66,15 +75,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOW_PLAYER_MODEL",
+    "JUDGE_INJECTION",
     "JUDGE_SEAT",
     "FixedJudge",
+    "GullibleJudge",
     "JudgeError",
     "LLMJudge",
+    "PositionBiasedJudge",
     "Verdict",
     "check_judge",
     "make_llm_judge",
     "parse_judge_reply",
     "parse_verdict",
+    "presented_order",
     "role_labels",
     "verdict_decision",
     "verdict_response_format",
