@@ -18,6 +18,13 @@ Each call to :func:`run_tests` starts one ``bwrap`` (bubblewrap) sandbox running
 * limits, set by the harness before the program loads: CPU seconds, address space, processes (per
   sandbox: the uid is the sandbox's own), file size, open files, no core files; here: a wall-clock
   deadline and byte caps on stdout+stderr and on the result channel, whose breach kills the sandbox;
+* memory (:mod:`~game_defs.sandbox.protection`): a memory cgroup per sandbox bounds everything its
+  processes hold (anonymous, shared, tmpfs, memfd) to ``SandboxLimits.memory_bytes``; its peak is
+  reported and reaching it is status ``memory``. Where no cgroup works, a seccomp filter refuses what
+  no rlimit counts (new namespaces, mounts, memfds, SysV shared memory) and each process gets its share
+  of the bound as address space. A host-wide budget caps how many sandboxes run at once;
+* residue: keyring calls are refused (seccomp, in both modes), and nothing else a program can write
+  (``/tmp``, IPC objects, processes) outlives its sandbox, so no run can see an earlier one;
 * cleanup: the sandbox's pid 1 is killed on every early exit (the kernel then kills its whole pid
   namespace) and bwrap is reaped, so no process it started outlives :func:`run_tests`.
 
@@ -42,8 +49,7 @@ computed here and never enters the sandbox, so a forged report passes only if th
 answer, which is no more than hard-coding it. Sub-expressions that are not literals (both sides of a
 non-literal ``==``, a bare ``assert f(x)``) are only as honest as the child. Exception names (``memory``,
 per-test errors) are the child's word too, but only choose among failing statuses. Escaping the sandbox
-is left to bubblewrap and the kernel. Memory is bounded per process (address space) times the process
-limit, not by a cgroup.
+is left to bubblewrap and the kernel.
 
 Without a usable bwrap, :func:`run_tests` raises :class:`SandboxUnavailable`, unless ``unsafe=True``: then
 the harness runs in a plain subprocess with the same rlimits (as root, ``RLIMIT_NPROC`` does not apply and
@@ -54,17 +60,23 @@ Modules, one concern each: :mod:`~game_defs.sandbox.planning` (which sub-express
 itself), :mod:`~game_defs.sandbox.protocol` (starting the child and reading its records),
 :mod:`~game_defs.sandbox.child` (the harness program, run inside), :mod:`~game_defs.sandbox.bwrap`
 (limits, the bwrap command line, uids, the probe), :mod:`~game_defs.sandbox.process` (feeding, watching
-and killing the child), :mod:`~game_defs.sandbox.report` (the report and its verdict) and
+and killing the child), :mod:`~game_defs.sandbox.report` (the report and its verdict),
+:mod:`~game_defs.sandbox.cgroup` (the memory cgroup), :mod:`~game_defs.sandbox.seccomp` (the filter),
+:mod:`~game_defs.sandbox.protection` (which of them applies, the host budget) and
 :mod:`~game_defs.sandbox.run` (:func:`run_tests` and the unsafe opt-in, :data:`UNSAFE_ENV`).
 """
 
 from game_defs.sandbox.bwrap import SandboxLimits, SandboxUnavailable, bubblewrap_usable
 from game_defs.sandbox.planning import parse_python
+from game_defs.sandbox.protection import MEMORY_MODE_ENV, MEMORY_SHARE_ENV, MemoryMode
 from game_defs.sandbox.report import Status, TestReport, TestResult, TestStatus
 from game_defs.sandbox.run import UNSAFE_ENV, run_tests, unsafe_opt_in
 
 __all__ = [
+    "MEMORY_MODE_ENV",
+    "MEMORY_SHARE_ENV",
     "UNSAFE_ENV",
+    "MemoryMode",
     "SandboxLimits",
     "SandboxUnavailable",
     "Status",

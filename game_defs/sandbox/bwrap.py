@@ -86,8 +86,11 @@ def _mounts() -> list[str]:
     return args
 
 
-def bwrap_argv(as_root: bool, limits: SandboxLimits, info_fd: int) -> list[str]:
-    """The ``bwrap ... --`` prefix of the child's command line (``info_fd``: where bwrap writes its child pid)."""
+def bwrap_argv(as_root: bool, limits: SandboxLimits, info_fd: int, seccomp_fd: int | None = None) -> list[str]:
+    """The ``bwrap ... --`` prefix of the child's command line.
+
+    ``info_fd``: where bwrap writes its child pid; ``seccomp_fd``: where it reads the seccomp filter to load.
+    """
     identity = (
         ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         if as_root
@@ -105,6 +108,7 @@ def bwrap_argv(as_root: bool, limits: SandboxLimits, info_fd: int) -> list[str]:
         "--new-session",
         "--info-fd",
         str(info_fd),
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         *_mounts(),
         "--proc",
         "/proc",

@@ -50,14 +50,16 @@ def run_child(
     info_fds: tuple[int, int] | None,
     deadline: float,
     limits: SandboxLimits,
+    extra_fds: tuple[int, ...] = (),
 ) -> Watch:
     """Run ``argv`` with ``payload`` on its stdin until it ends, the deadline passes or a byte cap is hit.
 
-    The child writes its records on ``result_fd_w`` (and bwrap its pid on ``info_fds[1]``); the parent's
-    ends are read here and every descriptor is closed before this returns.
+    The child writes its records on ``result_fd_w`` (and bwrap its pid on ``info_fds[1]``); ``extra_fds``
+    are handed to the child as they are (bwrap's seccomp filter). The parent's ends are read here and every
+    descriptor is closed before this returns.
     """
     watch = Watch()
-    pass_fds = (result_fd_w,) + ((info_fds[1],) if info_fds else ())
+    pass_fds = (result_fd_w,) + ((info_fds[1],) if info_fds else ()) + extra_fds
     try:
         proc = subprocess.Popen(
             argv,

@@ -45,6 +45,10 @@ class TestReport:
     stdout: str = ""
     stderr: str = ""
     duration_s: float = 0.0
+    peak_memory_bytes: int | None = None
+    """Most memory the sandbox held at once (its cgroup's peak usage); None where no cgroup measured it."""
+    protection: str = ""
+    """What bounded its memory: ``cgroup``, ``seccomp`` (the fallback) or ``rlimits`` (unsafe, no bwrap)."""
 
     @property
     def passed(self) -> bool:

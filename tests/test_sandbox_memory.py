@@ -1,0 +1,404 @@
+"""The sandbox's memory bound and its residue, against hostile programs, in both protection modes.
+
+``cgroup`` mode: a memory cgroup per sandbox; every hoard ends ``memory``/``timeout``/``failed`` and the
+cgroup's peak usage stays within the bound (and near it: the hoard was charged to the sandbox). ``seccomp``
+mode (the fallback, forced here): the calls that hold memory no rlimit counts are refused, and what the
+processes hold together stays within the bound. Bounds are small (128 MiB) so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from game_defs import sandbox
+from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, cgroup, protection, run_tests, seccomp
+
+BOUND = 128 << 20
+LIMITS = SandboxLimits(memory_bytes=BOUND, max_processes=6)
+ENDINGS = ("memory", "timeout", "failed")
+
+needs_bwrap = pytest.mark.skipif(not sandbox.bubblewrap_usable(), reason=f"bubblewrap unusable here: {bwrap.probe()}")
+CGROUP = pytest.param(
+    "cgroup", marks=pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+)
+SECCOMP = pytest.param(
+    "seccomp", marks=pytest.mark.skipif(seccomp.unsupported() is not None, reason=f"{seccomp.unsupported()}")
+)
+
+
+@pytest.fixture(params=[CGROUP, SECCOMP])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each protection mode, forced through the setting a user would use (the environment variable)."""
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, request.param)
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def no_cgroups_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test: a private slot directory, and no cgroup of this process left behind afterwards."""
+    monkeypatch.setenv(protection.SLOTS_DIR_ENV, str(tmp_path / "slots"))
+    yield
+    parent = cgroup.own_memory_cgroup()
+    if parent is not None and parent.is_dir():
+        mine = [p.name for p in parent.iterdir() if p.name.startswith(f"deepeval-sandbox-{os.getpid()}-")]
+        assert mine == []
+
+
+def hostile(code: str, test: str, timeout_s: float = 8) -> sandbox.TestReport:
+    report = run_tests(code, [test], limits=LIMITS, timeout_s=timeout_s)
+    assert report.status in ENDINGS, report
+    return report
+
+
+def within_bound(report: sandbox.TestReport, mode: str) -> None:
+    """cgroup: the peak is at most the bound and the hoard reached it (it was charged to the sandbox)."""
+    assert report.protection == mode
+    if mode == "cgroup":
+        assert report.peak_memory_bytes is not None
+        assert BOUND // 2 <= report.peak_memory_bytes <= BOUND, report.peak_memory_bytes
+        assert report.status == "memory", report
+    else:
+        assert report.peak_memory_bytes is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hostile programs. Each stops hoarding at 4x the bound so a broken protection cannot take the host down.
+
+MEMFD_HOARD = """
+import os, time
+def hoard(n_procs):
+    try:
+        os.close(os.memfd_create("probe"))
+    except OSError as exc:
+        return "refused", exc.errno
+    for _ in range(n_procs):
+        if os.fork() == 0:
+            fds = []
+            try:
+                while len(fds) < 64:
+                    fd = os.memfd_create("hoard")
+                    os.write(fd, b"m" * (8 << 20))
+                    fds.append(fd)
+            except OSError:
+                pass
+            time.sleep(30)
+            os._exit(0)
+    time.sleep(1)
+    return "held"
+"""
+
+
+@needs_bwrap
+def test_memfd_hoard_from_four_processes(mode: str) -> None:
+    report = hostile(MEMFD_HOARD, "assert hoard(4) == 1")
+    within_bound(report, mode)
+    if mode == "seccomp":
+        assert report.tests[0].detail == "child values: ('refused', 1)", report  # EPERM
+
+
+NESTED_TMPFS_HOARD = """
+import ctypes, os
+def hoard():
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.geteuid(), os.getegid()
+    libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, so this uid may write its own uid_map
+    if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+        return "unshare refused", ctypes.get_errno()
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open("/proc/self/" + name, "w") as f:
+            f.write(text)
+    os.makedirs("/tmp/hoard", exist_ok=True)
+    if libc.mount(b"none", b"/tmp/hoard", b"tmpfs", 0, b"size=1g") != 0:
+        return "mount refused", ctypes.get_errno()
+    for i in range(64):
+        with open(f"/tmp/hoard/{i}", "wb") as f:
+            f.write(b"t" * (8 << 20))
+    return "held"
+"""
+
+
+@needs_bwrap
+def test_nested_namespace_tmpfs_hoard(mode: str) -> None:
+    report = hostile(NESTED_TMPFS_HOARD, "assert hoard() == 1")
+    if mode == "cgroup" and os.geteuid() != 0:  # bwrap --disable-userns already refuses nested namespaces
+        assert "unshare refused" in report.tests[0].detail
+        return
+    within_bound(report, mode)
+    if mode == "seccomp":
+        assert report.tests[0].detail == "child values: ('unshare refused', 1)", report
+
+
+SYSV_SHM_HOARD = """
+import ctypes, os
+def hoard():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    held = 0
+    while held < 512:
+        shmid = libc.shmget(0, 8 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+        if shmid < 0:
+            return "refused", ctypes.get_errno()
+        address = libc.shmat(shmid, None, 0)
+        ctypes.memset(address, 1, 8 << 20)
+        libc.shmdt(ctypes.c_void_p(address))  # detached: no process maps it, the segment stays
+        held += 8
+    return "held"
+"""
+
+
+@needs_bwrap
+def test_sysv_shared_memory_hoard(mode: str) -> None:
+    report = hostile(SYSV_SHM_HOARD, "assert hoard() == 1")
+    within_bound(report, mode)
+    if mode == "seccomp":
+        assert report.tests[0].detail == "child values: ('refused', 1)", report
+
+
+MALLOC_HOARD = """
+import os, time
+def fill():
+    keep = []
+    try:
+        while len(keep) < 128:
+            keep.append(bytearray(4 << 20))
+    except MemoryError:
+        pass
+    return keep
+def hoard(n_procs):
+    read_end, write_end = os.pipe()
+    for _ in range(n_procs - 1):
+        if os.fork() == 0:
+            os.write(write_end, len(fill()).to_bytes(4, "little"))
+            time.sleep(30)
+            os._exit(0)
+    total = len(fill())
+    for _ in range(n_procs - 1):
+        total += int.from_bytes(os.read(read_end, 4), "little")
+    return total * 4
+"""
+
+
+@needs_bwrap
+def test_plain_malloc_hoard_from_four_processes(mode: str) -> None:
+    report = hostile(MALLOC_HOARD, "assert hoard(4) == 1")
+    within_bound(report, mode)
+    if mode == "seccomp":  # each process's address space is its share of the bound
+        held_mib = int(report.tests[0].detail.removeprefix("child values: "))
+        assert 0 < held_mib <= BOUND >> 20, held_mib
+
+
+FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+FORK_BOMB += "def f():\n    return 1\n"
+
+
+@needs_bwrap
+def test_fork_bomb(mode: str) -> None:
+    start = time.monotonic()
+    report = hostile(FORK_BOMB, "assert f() == 1", timeout_s=2)
+    assert report.status in ("timeout", "memory"), report
+    assert time.monotonic() - start < 8
+    assert report.protection == mode
+
+
+NAMESPACES_AND_MOUNTS = """
+import ctypes, os
+def calls():
+    libc = ctypes.CDLL(None, use_errno=True)
+    def errno_of(result):
+        return 0 if result >= 0 else ctypes.get_errno()
+    return [
+        errno_of(libc.unshare(0x40000000)),  # CLONE_NEWNET
+        errno_of(libc.syscall(435, None, 0)),  # clone3: ENOSYS makes the C library fall back to clone
+        errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
+        errno_of(libc.syscall(430, b"tmpfs", 0)),  # fsopen
+    ]
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(seccomp.unsupported() is not None, reason=f"{seccomp.unsupported()}")
+def test_fallback_refuses_namespaces_mounts_and_clone3(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "seccomp")
+    report = run_tests(NAMESPACES_AND_MOUNTS, ["assert calls() == 1"], limits=LIMITS)
+    assert report.tests[0].detail == "child values: [1, 38, 1, 1]", report  # EPERM, ENOSYS, EPERM, EPERM
+    honest = "import os\ndef f():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(7)\n"
+    honest += "    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
+    assert run_tests(honest, ["assert f() == 7"], limits=LIMITS).status == "passed"  # plain fork still works
+
+
+# ---------------------------------------------------------------------------------------------------------
+# No residue.
+
+RESIDUE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def keyring():
+    found = []
+    for ring in (-3, -4, -5):  # session, user and user-session keyrings
+        if libc.syscall(250, 10, ring, b"user", b"deepeval-residue", 0) >= 0:  # keyctl(KEYCTL_SEARCH)
+            found.append(ring)
+    try:
+        with open("/proc/keys") as keys:
+            if "deepeval-residue" in keys.read():
+                found.append("/proc/keys")
+    except OSError:
+        pass
+    refused = [ctypes.get_errno() for ring in (-3, -4, -5)
+               if libc.syscall(248, b"user", b"deepeval-residue", b"was here", 8, ring) < 0]  # add_key
+    return found, refused
+def traces():
+    seen = []
+    for path in ("/tmp/deepeval-residue", "/dev/shm/deepeval-residue"):
+        if os.path.exists(path):
+            seen.append(path)
+        try:
+            open(path, "w").close()
+        except OSError:
+            pass
+    if libc.shmget(0x5EED, 4096, 0) >= 0:
+        seen.append("sysv")
+    libc.shmget(0x5EED, 4096, 0o1600)
+    return seen
+"""
+
+
+@needs_bwrap
+def test_a_later_program_cannot_read_what_an_earlier_one_wrote(mode: str) -> None:
+    tests = ["assert keyring() == ([], [1, 1, 1])", "assert traces() == []"]
+    for _ in range(2):
+        report = run_tests(RESIDUE, tests, limits=LIMITS)
+        assert report.status == "passed", report
+    assert b"deepeval-residue" not in Path("/proc/keys").read_bytes()  # nothing reached the host's keyrings
+
+
+@needs_bwrap
+def test_the_judge_and_the_scorer_see_the_same_program() -> None:
+    """A program that behaves one way the first time and another the next cannot tell the two runs apart."""
+    from game_defs.code_review_scorer import run_program, score_program
+
+    two_faced = RESIDUE + "def answer():\n    return 1 if keyring()[0] or traces() else 2\n"
+    tests = ["assert answer() == 2"]
+    judged = run_program(two_faced, tests)  # what judge_pass_rate runs
+    scored = score_program(two_faced, tests)  # what the mbpp_pass_rate scorer runs
+    assert judged.status == "passed" and judged.pass_rate == 1.0, judged
+    assert scored["pass_rate"] == 1.0 and scored["sandbox_status"] == "passed", scored
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Settings, the host budget, and the cgroup's own bookkeeping.
+
+
+def test_the_memory_mode_setting_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "tmpfs")
+    with pytest.raises(ValueError, match="expected one of auto, cgroup, seccomp"):
+        protection.requested_mode()
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "cgroup")
+    monkeypatch.setattr(cgroup, "probe", lambda: "no cgroup-v1 memory controller is mounted")
+    with pytest.raises(SandboxUnavailable, match="memory cgroup was required"):
+        protection.select()
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "auto")
+    if seccomp.unsupported() is None:
+        chosen = protection.select()
+        assert chosen.memory == "seccomp" and "no cgroup-v1" in chosen.detail
+        assert chosen.address_space(LIMITS) == BOUND // LIMITS.max_processes
+    assert protection.select(bubblewrap=False).memory == "rlimits"
+
+
+def test_memory_share_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ("0", "1.5", "nan", "-1", "half"):
+        monkeypatch.setenv(protection.MEMORY_SHARE_ENV, bad)
+        with pytest.raises(ValueError, match="above 0 and at most 1"):
+            protection.memory_share()
+    monkeypatch.setenv(protection.MEMORY_SHARE_ENV, "0.25")
+    assert protection.memory_share() == 0.25
+    assert protection.budget_slots(1 << 30, share=0.5, total_bytes=24 << 30) == 12
+    assert protection.budget_slots(1 << 30, share=0.5, total_bytes=1 << 30) == 1  # never zero
+
+
+def test_the_host_budget_caps_concurrent_sandboxes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for two, five holders at once never exceed two, across threads and another process."""
+    bound = 3 * protection.UNIT_BYTES
+    monkeypatch.setattr(protection, "budget_units", lambda share=None, total_bytes=None: 7)  # two fit, not three
+    running, peak = [0], [0]
+
+    def hold(_: int) -> None:
+        with protection.slot(bound) as units:
+            assert units == 3
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            time.sleep(0.1)
+            running[0] -= 1
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        list(pool.map(hold, range(5)))
+    assert peak[0] == 2 and time.monotonic() - start >= 0.3
+    # Another process holding all seven units blocks this one until it lets go.
+    slots = os.environ[protection.SLOTS_DIR_ENV]
+    holder = (
+        "import fcntl, os, sys, time\n"
+        "fds = [os.open(f'{sys.argv[1]}/unit-{i}', os.O_RDWR | os.O_CREAT) for i in range(7)]\n"
+        "[fcntl.flock(fd, fcntl.LOCK_EX) for fd in fds]\nprint('held', flush=True)\ntime.sleep(0.6)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", holder, slots], stdout=subprocess.PIPE) as other:
+        assert other.stdout is not None and other.stdout.readline() == b"held\n"
+        start = time.monotonic()
+        with pytest.raises(TimeoutError), protection.slot(bound, wait_s=0.1):
+            pass
+        with protection.slot(bound, wait_s=10):
+            assert time.monotonic() - start > 0.3
+    assert other.returncode == 0
+
+
+def test_the_memory_controller_is_found_from_mountinfo() -> None:
+    v1 = "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    v2 = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+    own = "4:memory:/process_api/abc\n0::/\n"
+    assert cgroup.own_memory_cgroup(v2 + v1, own) == Path("/sys/fs/cgroup/memory/process_api/abc")
+    assert cgroup.own_memory_cgroup(v2, own) is None  # a cgroup2 mount without a memory controller
+    nested = "35 31 0:32 /process_api /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory,nosuid\n"
+    assert cgroup.own_memory_cgroup(nested, own) == Path("/sys/fs/cgroup/memory/abc")  # a container's view
+
+
+def test_the_seccomp_filter_is_well_formed() -> None:
+    if seccomp.unsupported() is not None:
+        pytest.skip(f"{seccomp.unsupported()}")
+    program = seccomp.filter_program(seccomp.KEYRING | seccomp.UNBOUNDED, namespaces=True)
+    assert len(program) % 8 == 0 and len(program) // 8 < 64
+    assert len(seccomp.filter_program(seccomp.KEYRING, namespaces=False)) < len(program)
+    with pytest.raises(ValueError, match="unknown system calls"):
+        seccomp.filter_program(frozenset({"no_such_call"}), namespaces=False)
+
+
+@pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+def test_a_dead_processs_cgroups_are_swept() -> None:
+    parent = cgroup.own_memory_cgroup()
+    assert parent is not None
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = parent / f"deepeval-sandbox-{int(dead.stdout)}-0"
+    stale.mkdir()
+    monkey = cgroup._swept
+    monkey.clear()
+    made = cgroup.create(16 << 20)
+    try:
+        assert not stale.exists()
+    finally:
+        assert made.remove()
+
+
+@needs_bwrap
+@pytest.mark.skipif(seccomp.unsupported() is not None, reason=f"{seccomp.unsupported()}")
+def test_sandbox_info_shows_the_active_protection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "seccomp")
+    rows = dict(protection.describe())
+    assert rows["memory protection"].startswith("seccomp")
+    assert rows["keyring calls"].startswith("refused")
+    assert "sandboxes at once" in rows["host budget"]
