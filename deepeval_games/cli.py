@@ -5,12 +5,14 @@
 ``deepeval-games games``                    list the registered tasks and their parameters
 ``deepeval-games bots``                     list the registered scripted bots
 ``deepeval-games schema [--record]``         print the JSON Schema of the experiment spec (or of a match record)
+``deepeval-games sandbox-info``              show which protection bounds the code sandbox's memory here
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +32,9 @@ from deepeval_games.spec import load_spec
 from deepeval_games.store import DB_NAME, Store
 
 __all__ = ["main", "score_report"]
+
+_MEMORY_MODES = ("auto", "cgroup", "seccomp")
+"""The sandbox's memory modes (:data:`game_defs.sandbox.MemoryMode`), spelled here so ``--help`` stays light."""
 
 
 def _task(record: MatchRecord) -> str:
@@ -69,6 +74,16 @@ def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from game_defs.sandbox import MEMORY_MODE_ENV
+    from game_defs.sandbox.protection import memory_share, requested_mode
+
+    if args.sandbox_memory:  # through the environment, so worker processes get it too
+        os.environ[MEMORY_MODE_ENV] = args.sandbox_memory
+    try:  # the sandbox settings, checked before anything is written
+        requested_mode()
+        memory_share()
+    except ValueError as exc:
+        raise DeepEvalError(str(exc)) from exc
     spec = load_spec(args.spec)
     result = run_experiment(spec, args.out, progress=not args.no_progress)
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
@@ -167,6 +182,19 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sandbox_info(args: argparse.Namespace) -> int:
+    from game_defs.sandbox import MEMORY_MODE_ENV
+    from game_defs.sandbox.protection import describe
+
+    if args.memory_mode:
+        os.environ[MEMORY_MODE_ENV] = args.memory_mode
+    rows = describe()
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    return 2 if any(value.startswith("UNAVAILABLE") for _, value in rows) else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deepeval-games", description="Evaluate LLMs by making them play games.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -175,6 +203,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("spec", help="experiment spec (TOML)")
     run.add_argument("--out", required=True, help="run directory (created; an existing one is resumed)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--sandbox-memory",
+        choices=_MEMORY_MODES,
+        help="how the code sandbox bounds memory: a cgroup per sandbox, the seccomp fallback, or auto (default; "
+        "also DEEPEVAL_GAMES_SANDBOX_MEMORY)",
+    )
     run.set_defaults(func=_cmd_run)
     report = sub.add_parser("report", help="print the score tables of a run directory")
     report.add_argument("run_dir")
@@ -194,6 +228,9 @@ def _parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the JSON Schema of the experiment spec (draft 2020-12)")
     schema.add_argument("--record", action="store_true", help="print the schema of a match record instead")
     schema.set_defaults(func=_cmd_schema)
+    info = sub.add_parser("sandbox-info", help="show which protection bounds the code sandbox's memory here")
+    info.add_argument("--memory-mode", choices=_MEMORY_MODES, help="show what this mode would give instead")
+    info.set_defaults(func=_cmd_sandbox_info)
     return parser
 
 

@@ -402,3 +402,20 @@ def test_sandbox_info_shows_the_active_protection(monkeypatch: pytest.MonkeyPatc
     assert rows["memory protection"].startswith("seccomp")
     assert rows["keyring calls"].startswith("refused")
     assert "sandboxes at once" in rows["host budget"]
+
+
+def test_cli_sandbox_info_and_run_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from deepeval_games.cli import main
+
+    monkeypatch.delenv(protection.MEMORY_MODE_ENV, raising=False)
+    main(["sandbox-info", "--memory-mode", "seccomp"])
+    out = capsys.readouterr().out
+    assert "memory mode requested      seccomp" in out and "host budget" in out
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "bogus")
+    assert main(["sandbox-info"]) == 2
+    assert "UNAVAILABLE" in capsys.readouterr().out
+    assert main(["run", "no-such-spec.toml", "--out", str(tmp_path / "out")]) == 2  # refused before the spec is read
+    assert "DEEPEVAL_GAMES_SANDBOX_MEMORY='bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
