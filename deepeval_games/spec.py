@@ -174,6 +174,10 @@ class ExperimentTable(BaseModel):
     """The experiment seed: match seeds and seatings derive from it."""
     pairing: Literal["auto", "permute", "round_robin", "combinations"] = "auto"
     """How players are seated: ``permute``, ``round_robin``, ``combinations`` or ``auto`` (see the README)."""
+    preset: Literal["paper", "project"] | None = None
+    """A set of documented choices in every task (:mod:`deepeval_games.presets`, ``docs/paper_choices.md``):
+    ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
+    game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
     max_concurrency: int = Field(default=8, ge=1)
     """Matches played at once. Run setting: not part of the spec hash."""
     max_match_attempts: int = Field(default=3, ge=1)
@@ -396,8 +400,13 @@ class ExperimentSpec(BaseModel):
 
     @property
     def games(self) -> tuple[str, ...]:
-        """The game strings (``game`` or ``games``)."""
-        return (self.experiment.game,) if self.experiment.game is not None else tuple(self.experiment.games or ())
+        """The game strings (``game`` or ``games``), with the parameters of ``preset`` written into them."""
+        games = (self.experiment.game,) if self.experiment.game is not None else tuple(self.experiment.games or ())
+        if self.experiment.preset is None:
+            return games
+        from deepeval_games.presets import apply_preset
+
+        return tuple(apply_preset(game, self.experiment.preset) for game in games)
 
     @property
     def repeats(self) -> int:

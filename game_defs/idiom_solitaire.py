@@ -43,10 +43,13 @@ Parameters:
   so ``start=先聲奪人`` loads as ``start=先声夺人`` and both name the same game (one match id).
 * ``max_turns`` (int >= 1, default 50): moves before a draw.
 * ``match`` (``exact`` or ``homophone``, default ``exact``): the chain rule.
+* ``hint`` (bool, default false): also tell the seat to move which character (and, for ``homophone``, which
+  syllable) its idiom must start with. The paper shows the chain only, so by default the seats must read the
+  last character themselves; ``hint=true`` (``preset = "project"``) is this project's first behaviour.
 
 Payoff bounds: ``min_utility = -1``, ``max_utility = 1``, zero-sum.
 
-Version history: 1 — first version.
+Version history: 1 — first version; 2 — ``hint`` (off by default: the chain only, as in the paper).
 """
 
 from __future__ import annotations
@@ -82,7 +85,11 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "start": "一马当先",
     "max_turns": 50,
     "match": "exact",
+    "hint": False,
 }
+PRESETS: dict[str, dict[str, Any]] = {"paper": {"hint": False}, "project": {"hint": True}}
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`): the paper shows the
+chain only; this project's first version also named the character the next idiom must start with."""
 _MATCH_MODES = ("exact", "homophone")
 
 NOT_AN_IDIOM = "not_an_idiom"
@@ -136,6 +143,8 @@ class IdiomFields(TypedDict):
     """Its toneless pinyin (a same-sounding first character is allowed in ``homophone`` mode)."""
     match: str
     """The chain rule: ``exact`` or ``homophone``."""
+    hint: bool
+    """Whether the seats are told the character the next idiom must start with (the ``hint`` parameter)."""
     hits: list[int]
     """Per seat, the idioms it added to the chain."""
     turn: int
@@ -151,6 +160,7 @@ class IdiomSolitaireGame(pyspiel.Game):
     """The game: parameters, bounds and the state factory."""
 
     game_type: pyspiel.GameType = _GAME_TYPE
+    presets = PRESETS
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
@@ -219,6 +229,8 @@ def _validate(params: Mapping[str, Any]) -> int:
     match = str(params["match"])
     if match not in _MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(_MATCH_MODES)}, got {match!r}")
+    if not isinstance(params["hint"], bool):
+        raise ValueError(f"hint must be true or false, got {params['hint']!r}")
     max_turns = int(params["max_turns"])
     if max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
@@ -233,6 +245,7 @@ class IdiomSolitaireState(pyspiel.State):
         super().__init__(game)
         params = game.get_parameters()
         self._match = str(params["match"])
+        self._hint = bool(params["hint"])
         self._max_turns = int(params["max_turns"])
         self._invalid = game.num_distinct_actions() - 1
         self._chain: list[int] = [_start_id(params)]  # ids of valid idioms, start first
@@ -352,6 +365,7 @@ class IdiomSolitaireState(pyspiel.State):
             required_char=char,
             required_syllable=syllable,
             match=self._match,
+            hint=self._hint,
             hits=list(self._hits),
             turn=len(self._moves) + 1,
             max_turns=self._max_turns,
@@ -372,6 +386,8 @@ class IdiomSolitaireState(pyspiel.State):
             return f"Game over: {loser} {why}. {winner} wins."
         if self._game_over:
             return f"Game over: {self._max_turns} idioms without a mistake. A draw."
+        if not self._hint:  # the chain above is all a seat is shown, as in the paper
+            return f"{seat_label(len(self._moves) % 2)} to move: continue the chain."
         char, syllable = self.required_first()
         also = f" (or a character read '{syllable}', tones ignored)" if self._match == "homophone" else ""
         return f"{seat_label(len(self._moves) % 2)} to move: the next idiom must start with {char}{also}."

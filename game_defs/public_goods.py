@@ -16,6 +16,9 @@ Rules card
   4 with three players; the rule is to divide by n.)
 * The payoff (return) of a seat is the total number of coins it holds at the end: the sum of its round
   incomes. Returns are a pure function of the terminal history.
+* The goal told to the seats depends on ``goal``: ``most`` (default; the paper's wording: end the game with
+  more coins than any other participant, a competitive aim) or ``max`` (hold as many coins as possible, an
+  absolute aim: this project's first wording). The payoff is the same; only what the seats are told differs.
 * Feedback after each round depends on ``mode``:
   - mode 1: each seat is told its own income from the pool this round, ``alpha * sum(X) / n``;
   - mode 2: each seat is told the list of all investments of the round, sorted from highest to lowest,
@@ -32,7 +35,7 @@ investing everything is the social optimum.
 Payoff bounds: ``min_utility = 0`` (forfeit every round, nobody invests) and
 ``max_utility = rounds * max(E + alpha * (n - 1) * E / n, alpha * E)``.
 
-Version history: 1 — first version.
+Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wording by default).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ import pyspiel
 
 from deepeval_games.observer import TextObserver
 
-GAME_VERSION = 1
+GAME_VERSION = 2
 
 REPLY_TOKENS = 256
 """The task's reply limit for every role (its ``reply_limit``): a number of coins and a short reason."""
@@ -56,7 +59,13 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "endowment": 10,
     "alpha": 1.6,
     "mode": 1,
+    "goal": "most",
 }
+GOALS = ("most", "max")
+"""The values of ``goal``: ``most`` (end with the most coins, as the paper words it) or ``max`` (hold as many coins
+as possible, this project's first wording)."""
+PRESETS: dict[str, dict[str, Any]] = {"paper": {"goal": "most"}, "project": {"goal": "max"}}
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`)."""
 _MAX_PLAYERS = 10
 
 _GAME_TYPE = pyspiel.GameType(
@@ -119,12 +128,15 @@ class PublicGoodsGame(pyspiel.Game):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     """Registered type; a subclass registered under another name overrides it."""
+    presets = PRESETS
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
         n, rounds, endowment = int(merged["players"]), int(merged["rounds"]), int(merged["endowment"])
         alpha, mode = float(merged["alpha"]), int(merged["mode"])
         _validate(n, rounds, endowment, alpha, mode)
+        if merged["goal"] not in GOALS:
+            raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {merged['goal']!r}")
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
         super().__init__(
             self.game_type,
@@ -172,7 +184,11 @@ class PublicGoodsGame(pyspiel.Game):
             f"When the round ends, the pool is multiplied by {_format_coins(float(p['alpha']))} and split equally "
             f"among all {n} participants, whether or not they contributed.\n"
             f"{feedback}\n"
-            "Your aim is to hold as many coins as possible when the game ends."
+            + (
+                "Your aim is to end the game holding more coins than any other participant."
+                if p["goal"] == "most"
+                else "Your aim is to hold as many coins as possible when the game ends."
+            )
         )
 
 

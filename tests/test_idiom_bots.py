@@ -192,16 +192,20 @@ def _observation(game_string: str, moves: tuple[str, ...] = ()) -> Observation:
 
 def test_the_rules_and_the_chain_are_the_games_and_the_prompt_only_says_how_to_answer() -> None:
     adapter = IdiomSolitaireAdapter()
-    assert adapter.prompt_version == "idiom_solitaire-2"
+    assert adapter.prompt_version == "idiom_solitaire-3"
     game = load_game("deepeval_idiom_solitaire(start=一马当先,max_turns=9)")
     rules = game.rules_text()
     assert "成语接龙" in rules and "一马当先" in rules and "9 idioms" in rules and "pronounced" not in rules
-    obs = _observation("deepeval_idiom_solitaire(start=一马当先,max_turns=9)", ("先声夺人",))
+    paper = _observation("deepeval_idiom_solitaire(start=一马当先,max_turns=9)", ("先声夺人",))
+    assert "一马当先 → 先声夺人" in paper.text and "人" not in paper.text.splitlines()[-1]  # the chain only
+    assert "人" not in adapter.format_text(paper) and "continues the chain" in adapter.format_text(paper)
+    assert "人" not in adapter.reask_text(paper, "no idiom.")
+    obs = _observation("deepeval_idiom_solitaire(start=一马当先,max_turns=9,hint=true)", ("先声夺人",))
     assert "一马当先 → 先声夺人" in obs.text and "start with 人" in obs.text  # the referee delivers the chain
     answer = adapter.format_text(obs)
     assert "start with 人" in answer and "idiom only" in answer
     assert "成语接龙" not in answer and "一马当先" not in answer  # no rules, no chain: they are pool messages
-    homophone = _observation("deepeval_idiom_solitaire(start=一马当先,match=homophone)")
+    homophone = _observation("deepeval_idiom_solitaire(start=一马当先,match=homophone,hint=true)")
     assert "pronounced the same way" in load_game("deepeval_idiom_solitaire(match=homophone)").rules_text()
     assert "read 'xian'" in homophone.text
     assert 'pronounced "xian"' in adapter.format_text(homophone)
@@ -247,4 +251,4 @@ def test_llm_match_records_invalid_replies(fake_provider_key: str) -> None:
     assert last.outcome == "invalid" and last.action_string == "<not an idiom>"
     assert last.raw_replies == ["I have no idea."] * 3 and last.text == "I have no idea."
     assert record.metrics["break_reason"] == "not_an_idiom" and record.metrics["hits"] == [1, 1]
-    assert record.returns == [-1.0, 1.0] and record.players[0]["prompt_version"] == "idiom_solitaire-2"
+    assert record.returns == [-1.0, 1.0] and record.players[0]["prompt_version"] == "idiom_solitaire-3"

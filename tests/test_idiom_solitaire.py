@@ -35,7 +35,12 @@ def test_chinese_start_round_trips_through_game_strings() -> None:
     assert "start=一马当先" in text
     assert str(pyspiel.load_game(text)) == text
     assert str(load_game(text)) == text
-    assert load_game(text).get_parameters() == {"start": "一马当先", "max_turns": 6, "match": "homophone"}
+    assert load_game(text).get_parameters() == {
+        "start": "一马当先",
+        "max_turns": 6,
+        "match": "homophone",
+        "hint": False,
+    }
 
 
 def test_sweep_override_and_traditional_start_are_canonical() -> None:
@@ -74,7 +79,7 @@ def test_game_shape(d: IdiomDictionary) -> None:
 
 
 def test_a_valid_move_is_a_hit_and_the_observation_shows_the_chain(d: IdiomDictionary) -> None:
-    state = _state()
+    state = _state("deepeval_idiom_solitaire(start=一马当先,hint=true)")
     state.apply_action(idiom_id(d, "先声夺人"))
     assert not state.is_terminal() and state.current_player() == 1
     assert state.match_metrics()["hits"] == [1, 0]
@@ -177,7 +182,7 @@ def test_homophone_accepts_a_same_sound_first_character(d: IdiomDictionary) -> N
     assert d[homophone].first_pinyin == d[idiom_id(d, "一马当先")].last_pinyin == "xian"
     exact = _state("deepeval_idiom_solitaire(start=一马当先,match=exact)")
     assert exact.why_invalid(homophone) == WRONG_FIRST_CHAR
-    state = _state("deepeval_idiom_solitaire(start=一马当先,match=homophone)")
+    state = _state("deepeval_idiom_solitaire(start=一马当先,match=homophone,hint=true)")
     assert "read 'xian'" in state.observation_string(0)
     assert state.why_invalid(homophone) is None and state.why_invalid(idiom_id(d, "先声夺人")) is None
     state.apply_action(homophone)

@@ -198,7 +198,7 @@ def test_idiom_solitaire_prompts_are_the_pool(tmp_path: Path) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(_idiom_reply), max_hang_s=5) as server:
         records = _run(
             tmp_path,
-            "deepeval_idiom_solitaire(start=一马当先,max_turns=6)",
+            "deepeval_idiom_solitaire(start=一马当先,max_turns=6,hint=true)",
             [model_player("idiom-model", server), {"name": "dictionary", "bot": "idiom_dictionary"}],
         )
     prompts = load_prompts("idiom_solitaire")

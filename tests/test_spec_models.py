@@ -39,7 +39,7 @@ PINNED_HASHES = {
     "models_and_judge": "61eaea9aebc236de",
     "games": "6cd84565ef18c2cb",
 }
-PINNED_PGG_IDS = ("8c647d46a23ed03707b5", "913b81ef4110ae0a")  # first match id; digest of all 20
+PINNED_PGG_IDS = ("1dbff82e4d0f3056f8d4", "bd359940863f5ae3")  # first match id; digest of all 20 (PGG v2: goal)
 DOCS: dict[str, dict[str, Any]] = {
     "models_and_judge": {
         "experiment": {

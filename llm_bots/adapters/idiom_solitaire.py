@@ -2,7 +2,8 @@
 
 The rules and the chain so far reach the model through the message pool (the game's rules text and
 observations); the prompt file (``llm_bots/prompts/idiom_solitaire.toml``) holds, per chain rule (``exact``,
-``homophone``), the answer format and the re-ask text, and the reasons a reply is not usable.
+``homophone``), the answer format and the re-ask text (naming the required first character only with the game's
+``hint``), and the reasons a reply is not usable.
 
 A reply is read with :meth:`~game_defs.datasets.idioms.IdiomDictionary.parse_reply` (NFKC, punctuation and
 spaces dropped, traditional -> simplified, words around the idiom ignored, the last dictionary idiom wins):
@@ -56,6 +57,16 @@ class IdiomSolitaireAdapter(TaskAdapter):
     def values(self, observation: Observation) -> dict[str, Any]:
         fields = cast(IdiomFields, observation.fields)
         return {"required_char": fields["required_char"], "required_syllable": fields["required_syllable"]}
+
+    def format_text(self, observation: Observation) -> str:
+        """The answer format: naming the required first character only with the game's ``hint``."""
+        name = "format" if cast(IdiomFields, observation.fields)["hint"] else "format_chain"
+        return self.prompts.render(self.role(observation), name, **self.values(observation)).strip()
+
+    def reask_text(self, observation: Observation, error: str) -> str:
+        """The re-ask, naming the required first character only with the game's ``hint``."""
+        name = "reask" if cast(IdiomFields, observation.fields)["hint"] else "reask_chain"
+        return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
         parsed = parse_idiom(reply, cast(IdiomFields, observation.fields)["invalid_action"])

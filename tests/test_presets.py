@@ -1,0 +1,84 @@
+"""Presets: ``preset = "paper"`` renders each task's prompts as the paper words them; a preset that changes the rules
+changes the game strings (issue 12, items 1 and 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games import SpecError, load_game, parse_spec
+from deepeval_games.bot import observe
+from deepeval_games.presets import apply_preset, preset_parameters
+from deepeval_games.schedule import plan_matches
+from game_defs.datasets.idioms import IdiomDictionary
+from llm_bots.adapters import adapter_for
+
+ROOT = Path(__file__).resolve().parents[1]
+PGG = "deepeval_public_goods(players=2,rounds=1)"
+IDIOM = "deepeval_idiom_solitaire(start=一马当先,max_turns=4)"
+MT = "deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)"
+
+
+def _spec(preset: str | None, games: list[str], bots: tuple[str, str], **experiment: Any) -> Any:
+    table: dict[str, Any] = {"games": games, **experiment}
+    if preset is not None:
+        table["preset"] = preset
+    return parse_spec({"experiment": table, "players": [{"name": "a", "bot": bots[0]}, {"name": "b", "bot": bots[1]}]})
+
+
+def _first_turn(game_string: str, d: IdiomDictionary | None = None, move: str | None = None) -> tuple[str, str, str]:
+    """(rules text, the seat's observation, the LLM's answer format) at the first turn (after ``move``)."""
+    game = load_game(game_string)
+    state = game.new_initial_state()
+    if move is not None and d is not None:
+        state.apply_action(d.id_of(move))
+    seat = state.current_player() if state.current_player() >= 0 else 0
+    observation = observe(state, seat)
+    return game.rules_text(), observation.text, adapter_for(game).format_text(observation)
+
+
+def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None:
+    paper = _spec("paper", [PGG, IDIOM, MT], ("pgg_free_rider", "pgg_free_rider"))
+    pgg, idiom, mt = paper.games
+    # Public Goods: the competitive goal (end with the most coins), not the absolute one
+    rules, _, _ = _first_turn(pgg)
+    assert "more coins than any other participant" in rules and "as many coins as possible" not in rules
+    # Idiom Solitaire: the chain only, no required-character hint, neither in the observation nor the format
+    _, seen, answer = _first_turn(idiom, d, "先声夺人")
+    assert "一马当先 → 先声夺人" in seen
+    assert "人" not in seen.splitlines()[-1] and "人" not in answer and "start with" not in answer + seen
+    # Machine Translation: the judge's two criteria (faithful translation; a more accurate proofread text)
+    state = load_game(mt).new_initial_state()
+    for text in ("Bonjour.", "Bonjour !"):
+        state.apply_action(state.intern_utterance(state.current_player(), text))
+    brief = state.judge_text()
+    assert "faithful" in brief and "more accurate" in brief
+
+    project = _spec("project", [PGG, IDIOM], ("pgg_free_rider", "pgg_free_rider"))
+    rules, _, _ = _first_turn(project.games[0])
+    assert "as many coins as possible" in rules and "more coins than any" not in rules
+    _, seen, answer = _first_turn(project.games[1], d, "先声夺人")
+    assert "start with 人" in seen and "start with 人" in answer
+
+
+def test_a_preset_changes_the_game_strings_and_so_the_match_ids() -> None:
+    bots = ("pgg_free_rider", "pgg_full_contributor")
+    plans = {preset: plan_matches(_spec(preset, [PGG], bots)) for preset in (None, "paper", "project")}
+    games = {preset: {m.game for m in plan} for preset, plan in plans.items()}
+    assert games[None] == games["paper"] != games["project"]  # the defaults are the paper's
+    assert all("goal=max" in g for g in games["project"]) and all("goal=most" in g for g in games["paper"])
+    ids = {preset: {m.match_id for m in plan} for preset, plan in plans.items()}
+    assert ids["paper"].isdisjoint(ids["project"])  # never resumed or pooled into each other
+
+
+def test_a_preset_fills_only_what_the_game_string_and_the_sweep_leave_open() -> None:
+    assert preset_parameters("deepeval_idiom_solitaire(hint=true)", "paper") == {}
+    assert apply_preset("deepeval_idiom_solitaire", "project") == "deepeval_idiom_solitaire(hint=true)"
+    assert apply_preset("tic_tac_toe", "paper") == "tic_tac_toe"  # a game without presets is left as it is
+    assert apply_preset(PGG, None) == PGG
+    swept = _spec("project", [PGG], ("pgg_free_rider", "pgg_free_rider"), sweep={"goal": ["most"]})
+    assert {m.game.count("goal=most") for m in plan_matches(swept)} == {1}  # the sweep wins
+    with pytest.raises(SpecError, match="preset"):
+        _spec("papper", [PGG], ("pgg_free_rider", "pgg_free_rider"))
