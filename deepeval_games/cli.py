@@ -2,6 +2,7 @@
 
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
 ``deepeval-games report DIR``               print the score tables of a run directory
+``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games games``                    list the registered tasks and their parameters
 ``deepeval-games bots``                     list the registered scripted bots
 ``deepeval-games schema [--record]``         print the JSON Schema of the experiment spec (or of a match record)
@@ -114,6 +115,9 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
 def _cmd_report(args: argparse.Namespace) -> int:
     records = _read_run(args.run_dir)
     print(score_report(records, epsilon=args.epsilon))
+    audit = _judge_audit_text(args.run_dir, records)
+    if audit:
+        print("\n" + audit)
     if args.plots:
         from analysis.plots import convergence_plot, payoff_boxplot
 
@@ -129,6 +133,53 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=variant)}")
             print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=variant)}")
     return 0
+
+
+def _judge_audit_text(run_dir: str, records: Sequence[MatchRecord]) -> str:
+    """The judge audit of a run directory that was re-judged ("" when it never was)."""
+    with Store(run_dir) as store:
+        judgements = list(store.judgements())
+    if not judgements:
+        return ""
+    from analysis.judge_audit import format_audit, judge_audit
+
+    return format_audit(judge_audit(records, judgements))
+
+
+def _param(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--param``: the value read as TOML (``bonus=2``, ``scores=[6,6]``), else as a string."""
+    import tomllib
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key.strip(), value
+
+
+def _cmd_rejudge(args: argparse.Namespace) -> int:
+    from deepeval_games.rejudge import judge_source, rejudge
+
+    run_dir = args.run_dir
+    if not (Path(run_dir) / DB_NAME).exists():
+        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    cache = None
+    if not args.no_cache:
+        from game_defs.datasets import cache_dir
+
+        cache = cache_dir() / "model-calls.sqlite"
+    source = judge_source(args.judge, dict(args.param or []), cache=cache, budget_usd=args.budget_usd)
+    result = rejudge(run_dir, source, swap=args.swap, repeat=args.repeat, max_concurrency=args.concurrency)
+    print(
+        f"{result.planned} judgements by {result.judge} planned: {result.judged} made now, {result.skipped} already "
+        f"in {run_dir}, {len(result.failed)} failed; the match records are unchanged."
+    )
+    for match_id, error in result.failed:
+        print(f"  failed {match_id}: {error}", file=sys.stderr)
+    print("\n" + _judge_audit_text(run_dir, _read_run(run_dir)))
+    return 1 if result.failed else 0
 
 
 _TABLES = {
@@ -215,6 +266,22 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
+    rejudge = sub.add_parser(
+        "rejudge", help="re-score a run's judged transcripts with a judge (no replay); print the judge audit"
+    )
+    rejudge.add_argument("run_dir")
+    rejudge.add_argument(
+        "--judge", required=True, help="a registered scripted judge (judge_pass_rate, ...) or a model (openai/gpt-4o)"
+    )
+    rejudge.add_argument(
+        "--param", action="append", type=_param, metavar="KEY=VALUE", help="a judge setting (repeatable; TOML value)"
+    )
+    rejudge.add_argument("--swap", action="store_true", help="also judge with the roles shown in swapped order")
+    rejudge.add_argument("--repeat", type=int, default=1, help="judgements per match and presentation (default 1)")
+    rejudge.add_argument("--concurrency", type=int, default=8, help="judgements at once (default 8)")
+    rejudge.add_argument("--no-cache", action="store_true", help="do not use the model-call cache (LLM judges)")
+    rejudge.add_argument("--budget-usd", type=float, help="stop sending model calls past this cost")
+    rejudge.set_defaults(func=_cmd_rejudge)
     tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-6) of a run directory")
     tables.add_argument(
         "table", choices=sorted(_TABLES), help="idiom: Tables 1 and 2; code-review: Table 3; translation: Tables 4-6"

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from deepeval_games.errors import DeepEvalError, ResumeMismatchError
+from deepeval_games.judgements import JudgementRecord
 from deepeval_games.records import MatchRecord, RecordError
 
 __all__ = ["DB_NAME", "JSONL_NAME", "Store"]
@@ -41,6 +42,18 @@ CREATE TABLE IF NOT EXISTS attempts (
     at TEXT NOT NULL
 );
 """
+
+
+_JUDGEMENTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judgements (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    judgement_id TEXT NOT NULL UNIQUE,
+    match_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    committed_at TEXT NOT NULL
+);
+"""
+"""Re-judged verdicts (``deepeval-games rejudge``), beside the matches; created when first used."""
 
 
 def _jsonl_ids(text: str) -> list[str] | None:
@@ -141,6 +154,48 @@ class Store:
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
                 yield MatchRecord.from_dict(json.loads(text))
+            except RecordError as exc:
+                raise RecordError(f"{self.run_dir}: {exc}") from exc
+
+    # -- re-judged verdicts: a table of their own; the matches they score are never touched --------------
+
+    def _judgements_table(self) -> None:
+        self._db.executescript(_JUDGEMENTS_SCHEMA)
+
+    def judgement_ids(self) -> set[str]:
+        """Ids of every stored judgement."""
+        with self._lock:
+            self._judgements_table()
+        return {row[0] for row in self._db.execute("SELECT judgement_id FROM judgements")}
+
+    def commit_judgement(self, judgement: JudgementRecord) -> bool:
+        """Store a judgement once (never a match record); returns False if its id was already stored."""
+        text = json.dumps(judgement.to_dict(), ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._judgements_table()
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(
+                    "INSERT INTO judgements (judgement_id, match_id, record, committed_at) VALUES (?, ?, ?, ?)",
+                    (judgement.judgement_id, judgement.match_id, text, _now()),
+                )
+                self._db.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                self._db.execute("ROLLBACK")
+                return False
+        return True
+
+    def judgements(self) -> Iterator[JudgementRecord]:
+        """Every stored judgement, in commit order (none for a run that was never re-judged).
+
+        Raises:
+            RecordError: a stored judgement does not validate, or is of a newer version than this code.
+        """
+        with self._lock:
+            self._judgements_table()
+        for (text,) in self._db.execute("SELECT record FROM judgements ORDER BY seq"):
+            try:
+                yield JudgementRecord.from_dict(json.loads(text))
             except RecordError as exc:
                 raise RecordError(f"{self.run_dir}: {exc}") from exc
 
