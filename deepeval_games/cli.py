@@ -86,7 +86,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DeepEvalError(str(exc)) from exc
     spec = load_spec(args.spec)
-    result = run_experiment(spec, args.out, progress=not args.no_progress)
+    result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait)
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
     print(score_report(result.records, epsilon=epsilon))
     if spec.until_stable:
@@ -108,7 +108,7 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
     """Every committed record of a run directory; a clear error when it holds none."""
     if not (Path(run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
-    with Store(run_dir) as store:
+    with Store(run_dir, read_only=True) as store:  # a reader: no lock, never rewrites matches.jsonl
         return list(store.records())
 
 
@@ -137,7 +137,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _judge_audit_text(run_dir: str, records: Sequence[MatchRecord]) -> str:
     """The judge audit of a run directory that was re-judged ("" when it never was)."""
-    with Store(run_dir) as store:
+    with Store(run_dir, read_only=True) as store:
         judgements = list(store.judgements())
     if not judgements:
         return ""
@@ -254,6 +254,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("spec", help="experiment spec (TOML)")
     run.add_argument("--out", required=True, help="run directory (created; an existing one is resumed)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another run is writing the directory, wait this long for it before refusing (default 0)",
+    )
     run.add_argument(
         "--sandbox-memory",
         choices=_MEMORY_MODES,

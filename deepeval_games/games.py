@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyspiel
@@ -12,7 +15,14 @@ import pyspiel
 from deepeval_games.errors import UnknownGameError
 from deepeval_games.plugins import load_entry_points
 
-__all__ = ["DATA_ITEM_PARAMETERS", "GameInfo", "game_variant", "load_game", "registered_games"]
+__all__ = [
+    "DATA_ITEM_PARAMETERS",
+    "GameInfo",
+    "check_file_parameters",
+    "game_variant",
+    "load_game",
+    "registered_games",
+]
 
 PREFIX = "deepeval_"
 ENTRY_POINT_GROUP = "deepeval_games.games"
@@ -89,3 +99,54 @@ def game_variant(game_string: str) -> str:
     name = params.pop("name")
     kept = ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in DATA_ITEM_PARAMETERS)
     return f"{name}({kept})" if kept else name
+
+
+_PATH_PARAMETER = re.compile(r"(file|filename|path|root|dir|directory|folder)s?$", re.IGNORECASE)
+"""Names of game parameters that name something on disk (``filename``, ``instances_file``, ``puzzles_root``)."""
+
+
+def _file_parameters(params: Mapping[str, Any], where: str = "") -> list[tuple[str, str]]:
+    """(parameter, value) of every string parameter that names a file, nested games' parameters included: by its
+    name, or because its value is an existing path written with a separator."""
+    found = []
+    for key, value in params.items():
+        name = f"{where}{key}"
+        if isinstance(value, Mapping):  # a nested game: game=efg_game(filename=...)
+            found.extend(_file_parameters(value, f"{name}."))
+        elif isinstance(value, str) and value and key != "name":
+            named = _PATH_PARAMETER.search(key) is not None
+            if named or (("/" in value or os.sep in value) and os.path.lexists(value)):
+                found.append((name, value))
+    return found
+
+
+def check_file_parameters(
+    game_string: str, overrides: Mapping[str, Any] | None = None, *, data_dir: str | Path | None = None
+) -> None:
+    """Refuse game parameters of a spec that name files outside ``data_dir`` (all of them without one).
+
+    OpenSpiel games such as ``efg_game(filename=...)`` and ``nfg_game`` read any file they are given, so a game
+    string from a spec may only name files inside the data folder the user named (``[experiment] data_dir``),
+    symbolic links and ``..`` resolved.
+
+    Raises:
+        UnknownGameError: a parameter names a file, and there is no data folder or the file lies outside it.
+    """
+    try:
+        params: dict[str, Any] = dict(pyspiel.game_parameters_from_string(game_string))
+    except (pyspiel.SpielError, ValueError, TypeError, RuntimeError):
+        return  # not a game string at all: loading it says so
+    params.update(overrides or {})
+    root = Path(data_dir).resolve() if data_dir is not None else None
+    for name, value in _file_parameters(params):
+        if root is None:
+            raise UnknownGameError(
+                f"{game_string!r}: game parameter {name!r} names a file ({value!r}); a spec may name files only "
+                "inside a data folder it names ([experiment] data_dir)"
+            )
+        target = Path(value).resolve()
+        if not target.is_relative_to(root):
+            raise UnknownGameError(
+                f"{game_string!r}: game parameter {name!r} names {value!r}, outside the data folder {str(root)!r} "
+                "([experiment] data_dir); a spec may name files only inside it"
+            )

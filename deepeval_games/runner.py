@@ -5,6 +5,11 @@ add per-model limits of their own). Each finished match is committed to the stor
 whose model infrastructure fails is logged and rescheduled (up to ``max_match_attempts``), never
 scored; a fatal error (bad credentials, unknown model) stops the run after keeping what was committed;
 any other error in one match is logged and the tournament goes on.
+
+Nothing is written before the spec has passed every check: the plan's size, its games and data files, every
+player and judge built once per game, model strings and API keys (:func:`check_run`). Only then is the run
+directory created and locked (:class:`~deepeval_games.store.RunLock`, held by this process for the whole run), so a
+spec with a typo leaves nothing behind and its corrected version runs into the same directory.
 """
 
 from __future__ import annotations
@@ -24,17 +29,17 @@ import pyspiel
 from tqdm import tqdm
 
 from deepeval_games.bot import DeepEvalBot
-from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
+from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.games import load_game
 from deepeval_games.manifest import RunManifest
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.referee import play_match
 from deepeval_games.registry import make_bot, scorers_for
-from deepeval_games.schedule import PlannedMatch, plan_matches
+from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
 from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
-from deepeval_games.store import Store
+from deepeval_games.store import RunLock, Store
 
-__all__ = ["RunResult", "build_player", "run_experiment", "run_experiment_async"]
+__all__ = ["RunResult", "build_player", "check_run", "run_experiment", "run_experiment_async"]
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +100,37 @@ class RunResult:
     """Per task, the stableness check of ``until_stable`` (empty without that rule)."""
 
 
+def _check_credentials(player: PlayerSpec) -> None:
+    """A model player's API key is where it will be looked for (before anything is written or sent)."""
+    import os
+
+    assert player.model is not None
+    if player.model.startswith("local/"):
+        return
+    key_env, api_base = player.params.get("api_key_env"), player.params.get("api_base")
+    if key_env is not None:
+        if not os.environ.get(str(key_env)):
+            raise FatalRunError(
+                f"model {player.model!r} (player {player.name!r}): the environment variable {key_env} "
+                "(api_key_env) is not set or empty"
+            )
+        return
+    import litellm
+
+    try:
+        missing = litellm.validate_environment(model=player.model, api_base=api_base).get("missing_keys", [])
+    except Exception:  # litellm cannot tell: the first call will say
+        return
+    keys = [name for name in missing if "KEY" in name or "TOKEN" in name]
+    if keys:
+        raise FatalRunError(
+            f"model {player.model!r} (player {player.name!r}): no API key; set {', '.join(keys)} "
+            "or name the variable holding it in api_key_env"
+        )
+
+
 class _Runner:
-    def __init__(self, spec: ExperimentSpec, store: Store, progress: bool, runtime: Any) -> None:
+    def __init__(self, spec: ExperimentSpec, store: Store | None, progress: bool, runtime: Any) -> None:
         self.spec = spec
         self.store = store
         self.progress = progress
@@ -109,8 +143,9 @@ class _Runner:
         return self.games[game_string]
 
     def validate(self, plan: list[PlannedMatch]) -> None:
-        """Build every player once per game before any match starts, so spec errors surface at once."""
-        for game_string in {m.game for m in plan}:
+        """Build every player once per game before any match starts, so spec errors surface at once; then check
+        the model players' API keys."""
+        for game_string in sorted({m.game for m in plan}):
             game = self.game(game_string)
             for player in self.spec.players:
                 build_player(player, game, 0, np.random.default_rng(0), runtime=self.runtime)
@@ -127,6 +162,9 @@ class _Runner:
             )
             if self.spec.judge is not None:
                 build_player(self.spec.judge, game, -2, np.random.default_rng(0), runtime=self.runtime)
+        for player in (*self.spec.players, *([self.spec.judge] if self.spec.judge else [])):
+            if player.kind == "model":
+                _check_credentials(player)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         game = self.game(planned.game)
@@ -175,6 +213,7 @@ class _Runner:
                 try:
                     record = await self.play(planned)
                 except InfrastructureError as exc:
+                    assert self.store is not None
                     self.store.log_attempt(planned.match_id, "infra", str(exc))
                     if attempt < self.spec.max_match_attempts:
                         log.warning("match %s aborted (%s); rescheduled", planned.match_id, exc)
@@ -188,11 +227,13 @@ class _Runner:
                     return
                 except Exception as exc:  # a bug in a bot or game: log it, keep the tournament going
                     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                    assert self.store is not None
                     self.store.log_attempt(planned.match_id, "error", traceback.format_exc())
                     log.error("match %s failed: %s", planned.match_id, detail)
                     result.failed.append((planned.match_id, detail))
                     bar.update(1)
                     continue
+                assert self.store is not None
                 if self.store.commit(record):
                     result.played += 1
                 bar.update(1)
@@ -206,9 +247,46 @@ class _Runner:
             raise fatal[0]
 
 
-async def _run_once(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool) -> RunResult:
+def _out_dir(out_dir: str | Path) -> Path:
+    """The run directory, refused when it is no directory: an empty name (never the current directory) or a
+    file."""
+    if not str(out_dir).strip():
+        raise SpecError("the run directory (--out) must be named: an empty name would write into the current directory")
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise DeepEvalError(f"cannot use {path} as a run directory: it exists and is not a directory")
+    return path
+
+
+def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path) -> list[PlannedMatch]:
+    """Every check that can fail a run, before anything is written; returns the plan.
+
+    The run directory's name; the plan's size (under ``until_stable``, at its ``max_repeats``) against
+    ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters, data
+    files, parameters); every player and the judge, built once per game (bots and their parameters, model strings,
+    settings, judge rules); API keys of model players.
+
+    Raises:
+        DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
+    """
+    spec = as_spec(spec)
+    _out_dir(out_dir)
+    if spec.until_stable is not None:
+        check_plan_size(spec, repeats=max(spec.repeats, spec.until_stable.max_repeats))
     plan = plan_matches(spec)
-    store = Store(out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True))
+    _Runner(spec, None, False, None).validate(plan)
+    return plan
+
+
+async def _run_once(
+    spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, plan: list[PlannedMatch] | None
+) -> RunResult:
+    if plan is None:  # a later round of until_stable: the first was checked in full
+        plan = plan_matches(spec)
+        _Runner(spec, None, False, None).validate(plan)
+    store = Store(
+        out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True), run_lock=run_lock
+    )
     runtime = None
     try:
         runtime = _open_runtime(spec)
@@ -218,7 +296,8 @@ async def _run_once(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool
             run_dir=Path(out_dir), planned=len(plan), skipped=len(plan) - len(todo), repeats=spec.repeats
         )
         runner = _Runner(spec, store, progress, runtime)
-        runner.validate(plan)
+        for game_string in sorted({m.game for m in plan}):
+            runner.game(game_string)
         manifest = RunManifest(out_dir, spec, runner.games.values(), len(plan))
         manifest.start()
         status = "failed"
@@ -259,16 +338,32 @@ def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, A
 
 
 async def run_experiment_async(
-    spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path, *, progress: bool = False
+    spec: ExperimentSpec | Mapping[str, Any] | str | Path,
+    out_dir: str | Path,
+    *,
+    progress: bool = False,
+    wait_s: float = 0.0,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
     spec = as_spec(spec)
+    plan = check_run(spec, out_dir)  # nothing is written before this passes
+    with RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
+        return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
+
+
+async def _run_locked(
+    spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, plan: list[PlannedMatch]
+) -> RunResult:
     rule = spec.until_stable
     if rule is None:
-        return await _run_once(spec, out_dir, progress=progress)
+        return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
     repeats, played, model_calls = spec.repeats, 0, 0
+    first: list[PlannedMatch] | None = plan
     while True:
-        result = await _run_once(spec.with_experiment(repeats=repeats), out_dir, progress=progress)
+        result = await _run_once(
+            spec.with_experiment(repeats=repeats), out_dir, progress=progress, run_lock=run_lock, plan=first
+        )
+        first = None
         played, model_calls = played + result.played, model_calls + result.model_calls
         result.stableness = _stableness(spec, result.records)
         stable = bool(result.stableness) and all(check.stable for check in result.stableness.values())
@@ -281,7 +376,11 @@ async def run_experiment_async(
 
 
 def run_experiment(
-    spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path, *, progress: bool = False
+    spec: ExperimentSpec | Mapping[str, Any] | str | Path,
+    out_dir: str | Path,
+    *,
+    progress: bool = False,
+    wait_s: float = 0.0,
 ) -> RunResult:
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
 
@@ -289,6 +388,8 @@ def run_experiment(
     :func:`~deepeval_games.spec.parse_spec`) or the path of a TOML spec file.
 
     Resumes: matches already committed there are skipped. Raises
-    :class:`~deepeval_games.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec.
+    :class:`~deepeval_games.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec, and
+    :class:`~deepeval_games.store.RunLockedError` if another process is writing it (after waiting up to
+    ``wait_s`` seconds for it to finish). Every check of :func:`check_run` runs before anything is written.
     """
-    return asyncio.run(run_experiment_async(spec, out_dir, progress=progress))
+    return asyncio.run(run_experiment_async(spec, out_dir, progress=progress, wait_s=wait_s))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +29,10 @@ import pyspiel
 
 from deepeval_games import task
 from deepeval_games.errors import SpecError
-from deepeval_games.games import load_game
-from deepeval_games.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.games import check_file_parameters, load_game
+from deepeval_games.spec import ExperimentSpec, PlayerSpec, SweepRange
 
-__all__ = ["PlannedMatch", "plan_matches", "stable_hash"]
+__all__ = ["PlannedMatch", "check_plan_size", "count_matches", "plan_matches", "stable_hash"]
 
 
 def stable_hash(value: object, length: int = 20) -> str:
@@ -102,13 +103,90 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
     return out
 
 
+def _sweep_size(spec: ExperimentSpec) -> int:
+    """How many parameter combinations ``[experiment.sweep]`` makes (without listing them)."""
+    sizes = [
+        values.to - values.from_ + 1 if isinstance(values, SweepRange) else len(values)
+        for values in spec.experiment.sweep.values()
+    ]
+    return math.prod(sizes)
+
+
+def count_matches(spec: ExperimentSpec, *, repeats: int | None = None, stop_above: int | None = None) -> int:
+    """How many matches :func:`plan_matches` plans for ``spec`` (with ``repeats`` instead of the spec's), counted
+    without building the plan; past ``stop_above`` it stops and returns a number above it (a lower bound).
+
+    Raises:
+        SpecError, UnknownGameError: a game cannot be loaded or seated (as :func:`plan_matches` would).
+    """
+    repeats = spec.repeats if repeats is None else repeats
+    lower = len(spec.games) * _sweep_size(spec) * repeats  # at least one seating per repeat
+    if stop_above is not None and lower > stop_above:
+        return lower
+    keys = sorted(spec.sweep)
+    total = 0
+    for game_string, values in itertools.product(spec.games, itertools.product(*(spec.sweep[k] for k in keys))):
+        overrides = dict(zip(keys, values, strict=True))
+        check_file_parameters(game_string, overrides, data_dir=spec.experiment.data_dir)
+        total += _seatings_per_repeat(spec, load_game(game_string, overrides)) * repeats
+        if stop_above is not None and total > stop_above:
+            return total
+    return total
+
+
+def _seatings_per_repeat(spec: ExperimentSpec, game: pyspiel.Game) -> int:
+    """How many seatings of ``game`` one repeat plays (see :func:`_seatings`), without listing them."""
+    players, seats = len(spec.players), game.num_players()
+    if players < seats:
+        raise SpecError(f"{game} has {seats} seats but the spec lists only {players} players")
+    pairing = _resolve_pairing(spec, seats)
+    if pairing == "permute":
+        return 1
+    return math.perm(players, seats) if pairing == "round_robin" else math.comb(players, seats)
+
+
+def _too_many(spec: ExperimentSpec, count: int, repeats: int) -> SpecError:
+    limit = spec.experiment.max_matches
+    return SpecError(
+        f"[experiment]: the spec plans at least {count:,} matches (games x sweep values x seatings x {repeats:,} "
+        f"repeats), above the limit of {limit:,}; set [experiment] max_matches to at least that many to run them "
+        "(at most 5,000,000), or plan fewer"
+    )
+
+
+def check_plan_size(spec: ExperimentSpec, *, repeats: int | None = None) -> int:
+    """The number of planned matches (see :func:`count_matches`) if within ``[experiment] max_matches``.
+
+    Raises:
+        SpecError: the plan is larger: nothing is planned, played or written.
+    """
+    repeats = spec.repeats if repeats is None else repeats
+    count = count_matches(spec, repeats=repeats, stop_above=spec.experiment.max_matches)
+    if count > spec.experiment.max_matches:
+        raise _too_many(spec, count, repeats)
+    return count
+
+
 def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
-    """Every match of the experiment, in a deterministic order."""
+    """Every match of the experiment, in a deterministic order.
+
+    Raises:
+        SpecError: the plan would exceed ``[experiment] max_matches`` (checked before it is built), a game cannot
+            be seated, or a game parameter names a file outside ``[experiment] data_dir``.
+    """
+    limit = spec.experiment.max_matches
+    lower = len(spec.games) * _sweep_size(spec) * spec.repeats
+    if lower > limit:  # before a sweep is spelled out
+        raise _too_many(spec, lower, spec.repeats)
     plan: list[PlannedMatch] = []
     keys = sorted(spec.sweep)
     variants = [dict(zip(keys, values, strict=True)) for values in itertools.product(*(spec.sweep[k] for k in keys))]
     for game_string, overrides in itertools.product(spec.games, variants):
+        check_file_parameters(game_string, overrides, data_dir=spec.experiment.data_dir)
         game = load_game(game_string, overrides)
+        planned = len(plan) + _seatings_per_repeat(spec, game) * spec.repeats
+        if planned > limit:  # before this game's seatings are listed
+            raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
         for repeat, seats in _seatings(spec, canonical, game.num_players()):
             key = {

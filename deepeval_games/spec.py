@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -73,12 +74,19 @@ PAIRINGS = ("auto", "permute", "round_robin", "combinations")
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 """Model settings that change how calls are delivered, never what a model is asked."""
 
-_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable")
+_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable", "max_matches")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
 _ALLOW_PLAYER_MODEL = "allow_player_model"  # llm_bots.judge's key; a test checks they agree
 
-_TABLE = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+_TABLE = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True, allow_inf_nan=False)
+
+DEFAULT_MAX_MATCHES = 100_000
+"""Planned matches a run may hold without ``[experiment] max_matches`` raised explicitly."""
+MAX_MATCHES_CEILING = 5_000_000
+"""Planned matches no run may hold (the plan is built in memory); split a larger experiment."""
+MAX_NESTING = 32
+"""The deepest nesting of tables and lists a spec document may have."""
 
 Name = Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
 """A non-blank string."""
@@ -189,6 +197,13 @@ class ExperimentTable(BaseModel):
     """Model-call cache: true for the user cache, a path (a SQLite file), or false for none. Run setting."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Stop making new model calls once this much (USD, as litellm prices them) is spent. Run setting."""
+    max_matches: int = Field(default=DEFAULT_MAX_MATCHES, ge=1, le=MAX_MATCHES_CEILING)
+    """The most matches the run may plan (every game, sweep value, seating and repeat; under ``until_stable`` at
+    its ``max_repeats``). A larger plan is refused before anything is played or written, unless this is raised
+    explicitly (at most 5,000,000). Run setting."""
+    data_dir: Name | None = None
+    """The folder that game parameters naming files (``efg_game(filename=...)``, ``nfg_game``, any parameter
+    that is a path) may read from. Without it, no game parameter may name a file."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
 
@@ -230,7 +245,9 @@ class BotPlayer(BaseModel):
 class ModelPlayer(ModelSettings):
     """A ``[[players]]`` entry played by a language model: ``model`` plus the model settings, side by side."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
     name: Name
     """The player's name in tables and match records (unique in the spec)."""
@@ -376,6 +393,10 @@ class ExperimentSpec(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _keep_source(cls, data: Any, handler: Callable[[Any], ExperimentSpec]) -> ExperimentSpec:
+        if isinstance(data, Mapping):
+            problem = _document_problem(data)  # before anything recurses into the document
+            if problem:
+                raise _spec_error(problem)
         spec = handler(data)
         if isinstance(data, Mapping):
             spec._source = _plain(data)
@@ -490,6 +511,23 @@ class ExperimentSpec(BaseModel):
         """A copy with some ``[experiment]`` keys changed (e.g. ``repeats=40``), validated again."""
         source = {**self.source, "experiment": {**self.source.get("experiment", {}), **changes}}
         return parse_spec(source)
+
+
+def _document_problem(data: Mapping[str, Any]) -> str | None:
+    """What makes a spec document unusable whatever its keys: nesting deeper than :data:`MAX_NESTING`, or a number
+    that is not finite (``nan``, ``inf``) anywhere, bot parameters included. Walked without recursion."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"the spec nests tables or lists more than {MAX_NESTING} deep (at {path or 'the top'})"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{path}: numbers must be finite, got {value}"
+        if isinstance(value, Mapping):
+            stack.extend((item, f"{path}.{key}" if path else str(key), depth + 1) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))
+    return None
 
 
 def _plain(data: Any) -> dict[str, Any]:
@@ -649,6 +687,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path} is not valid TOML: {exc}") from exc
+    except RecursionError:  # the TOML parser recurses per nesting level
+        raise SpecError(f"{path}: tables or lists nested too deeply to read (at most {MAX_NESTING})") from None
     return parse_spec(data)
 
 

@@ -71,9 +71,7 @@ class FixedJudge(DeepEvalBot):
         super().__init__(player_id, rng)
         if not task.is_judged(game):
             raise ValueError(f"{game.get_type().short_name} has no verdict to give")
-        self.scores = tuple(int(s) for s in (scores if scores is not None else [7] * game.num_players()))
-        if len(self.scores) != game.num_players():
-            raise ValueError(f"scores needs one value per seat ({game.num_players()}), got {list(self.scores)}")
+        self.scores = _scores_param(game, scores, 7)
 
     async def act(self, observation: Observation) -> Decision:
         """The fixed verdict."""
@@ -84,10 +82,19 @@ class FixedJudge(DeepEvalBot):
 
 
 def _scores_param(game: pyspiel.Game, scores: Sequence[int] | None, default: int) -> tuple[int, ...]:
-    values = tuple(int(s) for s in (scores if scores is not None else [default] * game.num_players()))
-    if len(values) != game.num_players():
-        raise ValueError(f"scores needs one value per seat ({game.num_players()}), got {list(values)}")
-    return values
+    """A scripted judge's ``scores`` parameter: one whole number per seat within the game's verdict range (an
+    out-of-range score is an error, never silently clipped)."""
+    given = list(scores) if scores is not None else [default] * game.num_players()
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in given):
+        raise ValueError(f"scores must be whole numbers, one per seat, got {given}")
+    if len(given) != game.num_players():
+        raise ValueError(f"scores needs one value per seat ({game.num_players()}), got {given}")
+    fields = task.judge_fields(game.new_initial_state())
+    if "score_min" in fields and "score_max" in fields:
+        low, high = int(fields["score_min"]), int(fields["score_max"])
+        if not all(low <= s <= high for s in given):
+            raise ValueError(f"scores must lie in {low}..{high} (the verdict range of the game), got {given}")
+    return tuple(given)
 
 
 @register_bot("judge_position_biased")

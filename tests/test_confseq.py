@@ -1,0 +1,68 @@
+"""Anytime-valid confidence sequences: coverage at every look, unlike a bootstrap interval checked every batch."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from analysis.confseq import ConfidenceSequence, confidence_sequence
+from analysis.scores import bootstrap_ci
+
+RUNS = 1000
+LENGTH = 100
+BATCH = 10
+LOW, HIGH = 0.0, 10.0
+TRUE_MEAN = HIGH * 2 / 7  # Beta(2, 5) scaled to [0, 10]
+
+
+def _payoffs(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).beta(2, 5, size=LENGTH) * HIGH
+
+
+def test_sequence_covers_at_every_look_where_a_rechecked_bootstrap_does_not() -> None:
+    cs_misses = bootstrap_misses = 0
+    for seed in range(RUNS):
+        values = _payoffs(seed)
+        intervals = confidence_sequence(values, LOW, HIGH)
+        cs_misses += any(not iv.low <= TRUE_MEAN <= iv.high for iv in intervals)  # every observation is a look
+        for n in range(BATCH, LENGTH + 1, BATCH):  # the old rule: a fixed-sample interval re-checked each batch
+            low, high = bootstrap_ci(values[:n], samples=200, seed=seed)
+            if not low <= TRUE_MEAN <= high:
+                bootstrap_misses += 1
+                break
+    assert cs_misses / RUNS <= 0.05
+    assert bootstrap_misses / RUNS > 0.10  # optional stopping: far above the nominal 5%
+    assert bootstrap_misses > 5 * max(cs_misses, 1)
+
+
+def test_sequence_shrinks_is_nested_and_streams() -> None:
+    values = _payoffs(7)
+    intervals = confidence_sequence(values, LOW, HIGH)
+    assert intervals[-1].half_width < intervals[9].half_width < HIGH / 2
+    assert all(b.low >= a.low and b.high <= a.high for a, b in itertools.pairwise(intervals))
+    streamed = ConfidenceSequence(LOW, HIGH)
+    for value in values[:50]:
+        streamed.update(value)
+    assert streamed.extend(values[50:]) == intervals[-1]
+    assert intervals[-1].mean == pytest.approx(values.mean())
+    assert intervals[-1].n == LENGTH
+
+
+def test_noisier_data_gives_wider_intervals() -> None:
+    rng = np.random.default_rng(0)
+    calm = confidence_sequence(5 + rng.uniform(-0.5, 0.5, 200), LOW, HIGH)[-1]
+    noisy = confidence_sequence(5 + rng.uniform(-5, 5, 200), LOW, HIGH)[-1]
+    assert calm.half_width < noisy.half_width
+
+
+def test_bad_input_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="low < high"):
+        ConfidenceSequence(1.0, 1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        ConfidenceSequence(0.0, 1.0, alpha=1.5)
+    with pytest.raises(ValueError, match="outside the declared range"):
+        ConfidenceSequence(0.0, 1.0).update(2.0)
+    empty = ConfidenceSequence(0.0, 4.0).interval()
+    assert (empty.low, empty.high, empty.n) == (0.0, 4.0, 0)
