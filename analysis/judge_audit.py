@@ -105,9 +105,14 @@ class Interval:
         return self.low > 0 or self.high < 0
 
     def __str__(self) -> str:
+        return self.text(signed=True)
+
+    def text(self, *, signed: bool) -> str:
+        """``value [95% CI low, high]`` with two decimals (``+`` signs when ``signed``); ``n/a`` when undefined."""
         if math.isnan(self.value):
             return "n/a"
-        return f"{self.value:+.2f} [95% CI {self.low:+.2f}, {self.high:+.2f}]"
+        f = "+.2f" if signed else ".2f"
+        return f"{self.value:{f}} [95% CI {self.low:{f}}, {self.high:{f}}]"
 
 
 @dataclass(frozen=True)
@@ -496,7 +501,8 @@ def format_audit(audit: JudgeAudit) -> str:
     lines = [f"Judge audit — judges: {', '.join(audit.judges) or 'none'}"]
     lines.append("Agreement (Spearman rho and mean |difference| of (match, seat) scores, as played):")
     for a in audit.agreements:
-        lines.append(f"  {a.judges[0]} vs {a.judges[1]}: n = {a.n}, rho {a.spearman}, mean |diff| {a.mean_abs_diff}")
+        mad = a.mean_abs_diff.text(signed=False)
+        lines.append(f"  {a.judges[0]} vs {a.judges[1]}: n = {a.n}, rho {a.spearman}, mean |diff| {mad}")
     if not audit.agreements:
         lines.append("  (one judge only: re-judge with another to compare)")
     lines.append("Position/label bias (score gained when a role is introduced first under the first label; --swap):")

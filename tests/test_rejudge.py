@@ -78,7 +78,7 @@ def test_swap_audit_on_the_code_review_example_shows_a_biased_judge_and_no_bias_
     assert "first-position advantage +0.00" in line and "no bias detected" in line
     assert "flips in 0% of matches" in line
     # the unbiased re-judge agrees with the original verdicts exactly
-    assert re.search(r"original vs judge_pass_rate: n = 120, rho \+1\.00 .* mean \|diff\| \+0\.00", unbiased)
+    assert re.search(r"original vs judge_pass_rate: n = 120, rho \+1\.00 .* mean \|diff\| 0\.00", unbiased)
 
     assert _originals(run_dir) == before  # the original records are unchanged, in the store and in the JSONL
     with Store(run_dir) as store:
