@@ -129,11 +129,11 @@ def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs
     for name, expected in [
         ("translation_scripted", sample_games(count=2, seed=0)),
         ("translation_local_model", sample_games(("en-zh", "de-en"), count=1, seed=0, words=30)),
-        ("translation_paper", sample_games(count=10, seed=0)),
+        ("paper/tables4_6_translation", sample_games(count=10, seed=0)),
     ]:
         spec = tomllib.loads((ROOT / "examples" / f"{name}.toml").read_text(encoding="utf-8"))
         assert spec["experiment"]["games"] == expected, name
-    paper = load_spec(ROOT / "examples" / "translation_paper.toml")
+    paper = load_spec(ROOT / "examples" / "paper" / "tables4_6_translation.toml")
     assert len(paper.players) == 3 and all(p.model for p in paper.players) and paper.pairing == "round_robin"
     assert {re.search(r"pair=([a-z-]+)", g)[1] for g in paper.games} == set(PAIRS)  # type: ignore[index]
 
