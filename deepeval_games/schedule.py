@@ -12,6 +12,9 @@ Pairing policies (``[experiment] pairing``):
   pairs, both orders), each played ``repeats`` times;
 * ``combinations`` — every set of distinct players that fills the seats, seated in a fresh random order
   each repeat;
+* ``self_play`` — seating with replacement, a player may fill several seats: for two seats every ordered
+  pair, a player against itself included; for more seats every multiset of players, seated in a fresh random
+  order each repeat (the empirical meta-game that α-Rank reads);
 * ``auto`` (default) — ``permute`` when the players fill the seats exactly, else ``round_robin`` for
   two seats and ``combinations`` for more.
 """
@@ -98,6 +101,11 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
             out.append((repeat, shuffled(tuple(names), repeat)))
         elif pairing == "round_robin":
             out.extend((repeat, group) for group in itertools.permutations(names, seats))
+        elif pairing == "self_play" and seats == 2:
+            out.extend((repeat, group) for group in itertools.product(names, repeat=seats))
+        elif pairing == "self_play":
+            groups = itertools.combinations_with_replacement(names, seats)
+            out.extend((repeat, shuffled(group, repeat)) for group in groups)
         else:
             out.extend((repeat, shuffled(group, repeat)) for group in itertools.combinations(names, seats))
     return out
@@ -142,6 +150,8 @@ def _seatings_per_repeat(spec: ExperimentSpec, game: pyspiel.Game) -> int:
     pairing = _resolve_pairing(spec, seats)
     if pairing == "permute":
         return 1
+    if pairing == "self_play":
+        return players**seats if seats == 2 else math.comb(players + seats - 1, seats)
     return math.perm(players, seats) if pairing == "round_robin" else math.comb(players, seats)
 
 

@@ -68,7 +68,7 @@ __all__ = [
     "spec_json_schema",
 ]
 
-PAIRINGS = ("auto", "permute", "round_robin", "combinations")
+PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play")
 """The values of ``[experiment] pairing`` (see :mod:`deepeval_games.schedule`)."""
 
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
@@ -180,8 +180,9 @@ class ExperimentTable(BaseModel):
     raising it and rerunning into the same directory adds matches."""
     seed: int = Field(default=0, ge=0)
     """The experiment seed: match seeds and seatings derive from it."""
-    pairing: Literal["auto", "permute", "round_robin", "combinations"] = "auto"
-    """How players are seated: ``permute``, ``round_robin``, ``combinations`` or ``auto`` (see the README)."""
+    pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play"] = "auto"
+    """How players are seated: ``permute``, ``round_robin``, ``combinations``, ``self_play`` (seating with
+    replacement, for α-Rank's meta-game) or ``auto`` (see the README)."""
     preset: Literal["paper", "project"] | None = None
     """A set of documented choices in every task (:mod:`deepeval_games.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills

@@ -1,0 +1,129 @@
+"""Ratings for any number of seats, per role: α-Rank, Plackett–Luce for PGG, Bradley–Terry with CIs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.ratings import (
+    MetaGame,
+    alpha_rank,
+    alpha_rank_records,
+    bradley_terry,
+    bradley_terry_ci,
+    meta_game,
+    pairwise_outcomes,
+    plackett_luce,
+    role_ratings,
+)
+from deepeval_games import parse_spec, run_experiment
+from deepeval_games.records import MatchRecord
+from deepeval_games.schedule import count_matches, plan_matches
+
+PGG = "deepeval_public_goods(players=4,mode=1,alpha=1.6)"
+PAIRING = "self_play"
+POPULATION = {
+    "free-rider": "pgg_free_rider",
+    "full-contributor": "pgg_full_contributor",
+    "conditional": "pgg_conditional_cooperator",
+    "random": "pgg_random",
+}
+
+
+def _pgg_spec(pairing: str, repeats: int) -> dict[str, object]:
+    return {
+        "experiment": {"name": "ratings", "game": PGG, "repeats": repeats, "pairing": pairing},
+        "players": [{"name": name, "bot": bot} for name, bot in POPULATION.items()],
+    }
+
+
+def _record(seats, returns, *, roles=None, repeat=0, game="g(x=1)", match_id="m"):
+    return MatchRecord(
+        match_id=match_id, game=game, seats=list(seats), returns=list(returns), turns=[], repeat=repeat,
+        roles=list(roles or []),
+    )  # fmt: skip
+
+
+def test_alpha_rank_puts_a_dominant_strategy_first() -> None:
+    # row player's payoffs; "defect" strictly dominates both others, "cooperate" beats "tit" only against tit
+    table = np.array([[3.0, 0.0, 3.0], [5.0, 1.0, 4.0], [3.0, 0.5, 2.0]])
+    ranking = alpha_rank(MetaGame(("cooperate", "defect", "tit"), ("player",), (table,))).ranking["player"]
+    assert ranking[0][0] == "defect" and ranking[0][1] > 0.9
+    # two roles: role 0 strictly prefers "a", role 1 strictly prefers "y" whatever the other does
+    row = np.array([[2.0, 3.0], [0.0, 1.0]])
+    col = np.array([[0.0, 1.0], [0.0, 1.0]])
+    two = alpha_rank(MetaGame(("a", "y"), ("programmer", "reviewer"), (row, col))).ranking
+    assert two["programmer"][0][0] == "a" and two["reviewer"][0][0] == "y"
+
+
+def test_self_play_schedule_and_alpha_rank_of_the_pgg_population(tmp_path: Path) -> None:
+    spec = parse_spec(_pgg_spec("self_play", 1))
+    plan = plan_matches(spec)
+    assert len(plan) == count_matches(spec) == 35  # multisets of 4 seats from 4 players
+    assert any(len(set(m.seats)) == 1 for m in plan)  # a player against itself
+    result = run_experiment(spec, tmp_path / "run")
+    ranking = alpha_rank_records(result.records).ranking["player"]
+    assert ranking[0][0] == "free-rider" and ranking[-1][0] == "full-contributor"
+    with pytest.raises(ValueError, match="self_play"):  # a meta-game needs every seating with replacement
+        meta_game([r for r in result.records if len(set(r.seats)) == 4])
+    two_seat = parse_spec(
+        {
+            **_pgg_spec("self_play", 1),
+            "experiment": {"game": "deepeval_public_goods(players=2)", "pairing": "self_play"},
+        }
+    )
+    assert len(plan_matches(two_seat)) == count_matches(two_seat) == 16  # ordered pairs with replacement
+
+
+def test_plackett_luce_rates_the_four_seat_pgg(tmp_path: Path) -> None:
+    result = run_experiment(parse_spec(_pgg_spec("permute", 12)), tmp_path / "run")
+    ratings = plackett_luce(result.records)
+    order = sorted(ratings, key=lambda name: -ratings[name].mu)
+    assert order[0] == "free-rider" and order[-1] == "full-contributor"
+    assert all(r.matches == 12 and r.sigma < 8.3 for r in ratings.values())
+
+
+def test_asymmetric_tasks_are_rated_per_role_never_across_roles() -> None:
+    # code-review-like records: a strong programmer "p", a weak one "w"; reviewer "r" is stricter than "s"
+    records, n = [], 0
+    for repeat in range(4):
+        for programmer, reviewer in [("p", "r"), ("w", "r"), ("p", "s"), ("w", "s"), ("r", "p"), ("s", "p")]:
+            quality = {"p": 8, "w": 3, "r": 6, "s": 5}[programmer]
+            strict = {"r": 2, "s": 0, "p": 1, "w": 1}[reviewer]
+            records.append(
+                _record(
+                    [programmer, reviewer],
+                    [quality - strict, 5 + strict],
+                    roles=["programmer", "reviewer"],
+                    repeat=repeat,
+                    game="deepeval_code_review(task_id=11)",
+                    match_id=str(n := n + 1),
+                )
+            )
+    ratings = role_ratings(records)
+    assert set(ratings) == {"programmer", "reviewer"}
+    assert ratings["programmer"]["p"] > ratings["programmer"]["r"] > ratings["programmer"]["w"]
+    assert ratings["reviewer"]["r"] > ratings["reviewer"]["s"]
+    assert pairwise_outcomes(records) == [] and bradley_terry(records) == {}  # no cross-role comparison
+    with pytest.raises(ValueError, match="per role"):
+        plackett_luce(records)
+    with pytest.raises(ValueError, match="as programmer against"):  # the meta-game lacks (r, s), (w, p), ...
+        meta_game(records)
+
+
+def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> None:
+    records = []
+    for i in range(12):
+        records += [
+            _record(["s", "m"], [1, 0], match_id=f"a{i}"),
+            _record(["m", "w"], [1, 0], match_id=f"b{i}"),
+            _record(["w", "s"], [0, 1], match_id=f"c{i}"),
+            _record(["w", "m"], [1 if i % 4 == 0 else 0, 0], match_id=f"d{i}"),
+            _record(["s", "s"], [1, 0], match_id=f"e{i}"),  # self-play: no comparison
+        ]
+    ci = bradley_terry_ci(records, samples=100)
+    assert ci["s"][0] > ci["m"][0] > ci["w"][0]
+    assert all(low <= value <= high for value, low, high in ci.values())
+    assert ci == bradley_terry_ci(list(reversed(records)), samples=100)
