@@ -1,48 +1,174 @@
-"""Figures from match records (matplotlib, Agg backend: no display needed)."""
+"""Figures from match records (matplotlib, Agg backend: no display needed).
+
+Every figure comes as a matplotlib ``Figure`` (:func:`payoff_figure`, :func:`convergence_figure`) so the HTML
+report can embed it as SVG (:func:`figure_svg`), and as files through :func:`payoff_boxplot` and
+:func:`convergence_plot`, which write a PNG and an SVG beside it. Conventions: titles are wrapped to the width of
+the figure; axes that count matches show whole numbers; a task whose seats play different roles gets one panel
+per role; a win/lose game (two seats, payoffs in {-1, 0, 1}) gets a win/draw/loss bar chart instead of a box plot.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+import textwrap
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
-from analysis.convergence import running_means
-from analysis.scores import payoffs_by_player
 from analysis.tables import save_figure
 from deepeval_games.records import MatchRecord
 
-__all__ = ["convergence_plot", "payoff_boxplot"]
+__all__ = [
+    "convergence_figure",
+    "convergence_plot",
+    "figure_svg",
+    "is_win_lose",
+    "payoff_boxplot",
+    "payoff_figure",
+    "save_png_and_svg",
+]
+
+_INCH_CHARS = 11.0
+"""Characters of a 10-pt title per inch of figure width (used to wrap titles so they fit)."""
+
+
+def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+    return [r for r in records if r.status == "complete"]
+
+
+def _roles(records: Sequence[MatchRecord]) -> list[str]:
+    """The roles of the records' seats, sorted; ``["player"]`` for symmetric games."""
+    roles = sorted({role for r in records for role in (r.roles or ["player"] * len(r.seats))})
+    return roles or ["player"]
+
+
+def _role_of(record: MatchRecord, seat: int) -> str:
+    return record.roles[seat] if record.roles else "player"
+
+
+def is_win_lose(records: Sequence[MatchRecord]) -> bool:
+    """True for a two-seat game whose payoffs are all -1, 0 or 1 (a win, a draw or a loss)."""
+    done = _complete(records)
+    return bool(done) and all(len(r.seats) == 2 and set(r.returns) <= {-1.0, 0.0, 1.0} for r in done)
+
+
+def _title(figure: Any, axes: Any, title: str, size: float = 10) -> None:
+    width_in = figure.get_figwidth() * axes.get_position().width
+    axes.set_title(textwrap.fill(title, max(20, int(width_in * _INCH_CHARS * 10 / size))), fontsize=size)
+
+
+def _suptitle(figure: Any, title: str) -> None:
+    figure.suptitle(textwrap.fill(title, max(20, int(figure.get_figwidth() * _INCH_CHARS))), fontsize=10)
+
+
+def payoff_figure(records: Iterable[MatchRecord], *, title: str = "") -> Any:
+    """Each player's payoffs: box plots (one panel per role), or win/draw/loss bars for a win/lose game."""
+    done = _complete(records)
+    if is_win_lose(done):
+        return _wdl_figure(done, title=title)
+    roles = _roles(done)
+    by_role: dict[str, dict[str, list[float]]] = {role: defaultdict(list) for role in roles}
+    for record in done:
+        for seat, (name, payoff) in enumerate(zip(record.seats, record.returns, strict=True)):
+            by_role[_role_of(record, seat)][name].append(float(payoff))
+    widest = max((len(rows) for rows in by_role.values()), default=1)
+    figure, panels = plt.subplots(
+        1, len(roles), figsize=(max(4.5, (1.6 + 1.1 * widest) * len(roles)), 4.2), squeeze=False
+    )
+    for axes, role in zip(panels[0], roles, strict=True):
+        rows = by_role[role]
+        names = sorted(rows, key=lambda name: (-sum(rows[name]) / len(rows[name]), name))
+        axes.boxplot([rows[name] for name in names], tick_labels=names)
+        axes.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0, labelsize=8)
+        axes.set_ylabel("payoff")
+        if len(roles) > 1:
+            _title(figure, axes, f"as {role}", 9)
+    _suptitle(figure, title or "Payoff per player")
+    figure.tight_layout()
+    return figure
+
+
+def _wdl_figure(records: Sequence[MatchRecord], *, title: str) -> Any:
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for record in records:
+        for seat, name in enumerate(record.seats):
+            mine, theirs = record.returns[seat], record.returns[1 - seat]
+            tally[name][0 if mine > theirs else 1 if mine == theirs else 2] += 1
+    names = sorted(tally, key=lambda name: (-tally[name][0] / max(1, sum(tally[name])), name))
+    figure, axes = plt.subplots(figsize=(max(4.5, 1.6 + 1.1 * len(names)), 4.2))
+    bottom = [0.0] * len(names)
+    for index, (label, colour) in enumerate((("win", "#2e7d32"), ("draw", "#9e9e9e"), ("loss", "#c62828"))):
+        shares = [tally[name][index] / max(1, sum(tally[name])) for name in names]
+        axes.bar(names, shares, bottom=bottom, label=label, color=colour)
+        bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("share of matches")
+    axes.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0, labelsize=8)
+    axes.legend(fontsize="small", loc="upper right")
+    _suptitle(figure, title or "Wins, draws and losses per player")
+    figure.tight_layout()
+    return figure
+
+
+def convergence_figure(records: Iterable[MatchRecord], *, title: str = "") -> Any:
+    """Each player's running mean payoff against the number of its matches (one panel per role)."""
+    done = sorted(_complete(records), key=lambda r: (r.repeat, r.game, r.match_id))
+    roles = _roles(done)
+    series: dict[str, dict[str, list[float]]] = {role: defaultdict(list) for role in roles}
+    for record in done:
+        for seat, (name, payoff) in enumerate(zip(record.seats, record.returns, strict=True)):
+            series[_role_of(record, seat)][name].append(float(payoff))
+    figure, panels = plt.subplots(1, len(roles), figsize=(6.0 * len(roles), 4.2), squeeze=False)
+    for axes, role in zip(panels[0], roles, strict=True):
+        for name, payoffs in sorted(series[role].items()):
+            total, means = 0.0, []
+            for count, value in enumerate(payoffs, start=1):
+                total += value
+                means.append(total / count)
+            axes.plot(range(1, len(means) + 1), means, label=name, marker="." if len(means) < 30 else None)
+        longest = max((len(v) for v in series[role].values()), default=1)
+        axes.set_xlim(0.5, max(longest, 2) + 0.5)  # room for whole-number ticks even after one match
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel("matches played")
+        axes.set_ylabel("mean payoff so far")
+        if len(roles) > 1:
+            _title(figure, axes, f"as {role}", 9)
+        axes.legend(fontsize="small")
+    _suptitle(figure, title or "Convergence of mean payoffs")
+    figure.tight_layout()
+    return figure
+
+
+def figure_svg(figure: Any, *, close: bool = True) -> str:
+    """The figure as an SVG element (no XML prolog), ready to be put inline in an HTML page."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg")
+    if close:
+        plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.find("<svg") :]
+
+
+def save_png_and_svg(figure: Any, path: str | Path) -> Path:
+    """Save the figure to ``path`` (PNG) and beside it as SVG; returns the PNG's path and closes the figure."""
+    out = save_figure(figure, Path(path).with_suffix(".png"))
+    figure.savefig(out.with_suffix(".svg"))
+    plt.close(figure)
+    return out
 
 
 def payoff_boxplot(records: Iterable[MatchRecord], path: str | Path, *, title: str = "") -> Path:
-    """Box plot of each player's payoffs (as the paper shows the Public Goods Game), saved to ``path``."""
-    rows = payoffs_by_player(records)
-    names = sorted(rows, key=lambda name: -sum(rows[name]) / len(rows[name]))
-    figure, axes = plt.subplots(figsize=(1.6 + 1.2 * len(names), 4))
-    axes.boxplot([rows[name] for name in names], tick_labels=names)
-    axes.set_ylabel("payoff")
-    axes.set_title(title or "Payoff per player")
-    figure.tight_layout()
-    out = save_figure(figure, path)
-    plt.close(figure)
-    return out
+    """:func:`payoff_figure` saved to ``path`` (PNG) and as SVG beside it."""
+    return save_png_and_svg(payoff_figure(records, title=title), path)
 
 
 def convergence_plot(records: Iterable[MatchRecord], path: str | Path, *, title: str = "") -> Path:
-    """Each player's running mean payoff against the number of its matches, saved to ``path``."""
-    curves = running_means(records)
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for name, values in sorted(curves.items()):
-        axes.plot(range(1, len(values) + 1), values, label=name)
-    axes.set_xlabel("matches played")
-    axes.set_ylabel("mean payoff so far")
-    axes.set_title(title or "Convergence of mean payoffs")
-    axes.legend(fontsize="small")
-    figure.tight_layout()
-    out = save_figure(figure, path)
-    plt.close(figure)
-    return out
+    """:func:`convergence_figure` saved to ``path`` (PNG) and as SVG beside it."""
+    return save_png_and_svg(convergence_figure(records, title=title), path)

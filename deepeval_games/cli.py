@@ -1,7 +1,9 @@
 """The ``deepeval-games`` command line.
 
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
-``deepeval-games report DIR``               print the score tables of a run directory
+``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
+``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
+``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games games``                    list the registered tasks and their parameters
 ``deepeval-games bots``                     list the registered scripted bots
@@ -18,16 +20,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.convergence import stableness
-from analysis.outcomes import format_turn_outcomes, turn_outcomes
-from analysis.ratings import bradley_terry
-from analysis.scores import role_scores, symmetric_scores
-from analysis.tables import format_scores
-from analysis.two_player import format_two_player
 from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import game_variant, registered_games
 from deepeval_games.records import MatchRecord
 from deepeval_games.registry import registered_bots
+from deepeval_games.report import TABLE_MODULES
 from deepeval_games.runner import run_experiment
 from deepeval_games.spec import load_spec
 from deepeval_games.store import DB_NAME, Store
@@ -50,28 +47,9 @@ def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None
     not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
     task's penalty or a seeded random legal move was played for the seat).
     """
-    parts = []
-    for task in sorted({_task(r) for r in records}):
-        subset = [r for r in records if _task(r) == task]
-        variants = sorted({r.game for r in subset})
-        title = variants[0] if len(variants) == 1 else f"{task} ({len(variants)} data items pooled)"
-        if all(set(r.roles) <= {"player"} for r in subset):
-            parts.append(format_scores(symmetric_scores(subset), title=f"{title}\nEq. 1 — mean payoff per player"))
-        else:
-            parts.append(format_scores(role_scores(subset), title=f"{title}\nEq. 2 — mean payoff per player and role"))
-        if all(len(r.seats) == 2 for r in subset):
-            ratings = sorted(bradley_terry(subset).items(), key=lambda item: -item[1])
-            parts[-1] += "\nBradley–Terry rating (Elo scale): " + ", ".join(f"{p} {v:+.0f}" for p, v in ratings)
-            if all(set(r.roles) <= {"player"} for r in subset):  # W/D/L, NRA, first mover, illegal moves
-                parts[-1] += "\n" + format_two_player(subset)
-        if epsilon is not None:
-            check = stableness(subset, epsilon=epsilon)
-            verdict = "stable" if check.stable else "not yet stable"
-            parts[-1] += f"\nStableness (epsilon={epsilon}): {verdict} — {check.reason}"
-        outcomes = turn_outcomes(subset)
-        if not all(tally.all_ok for tally in outcomes.values()):  # some turns were re-asked or given no valid move
-            parts[-1] += "\n" + format_turn_outcomes(outcomes)
-    return "\n\n".join(parts) if parts else "no completed matches"
+    from deepeval_games.report import core_text  # the report's core sections (deepeval_games.report)
+
+    return core_text(records, epsilon=epsilon)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -86,9 +64,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DeepEvalError(str(exc)) from exc
     spec = load_spec(args.spec)
+    from deepeval_games import estimate
+
+    if args.dry_run:  # plan and price, send nothing, write nothing
+        print(estimate.format_dry_run(estimate.dry_run(spec, args.out), spec))
+        return 0
+    before: set[str] = set()
+    if (Path(args.out) / DB_NAME).exists():
+        with Store(args.out, read_only=True) as store:
+            before = store.completed_ids()
     result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait)
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
     print(score_report(result.records, epsilon=epsilon))
+    if spec.uses_models():
+        played_now = [r for r in result.records if r.match_id not in before]
+        totals = estimate.run_summary(played_now, spec.players, spec.judge)
+        print("\n" + estimate.format_run_summary(totals, result.model_calls))
     if spec.until_stable:
         print(
             f"\nRepeats played: {result.repeats} "
@@ -113,25 +104,51 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    records = _read_run(args.run_dir)
-    print(score_report(records, epsilon=args.epsilon))
-    audit = _judge_audit_text(args.run_dir, records)
-    if audit:
-        print("\n" + audit)
+    """Every table of one or more run directories (one layout: :mod:`deepeval_games.report`); ``--html`` also
+    writes the browsable report, ``--plots`` the figures as PNG and SVG."""
+    from deepeval_games.report import load_report, text_report, variant_title
+
+    if args.html:
+        from deepeval_games.html_report import write_html_report
+
+        page = write_html_report(args.run_dirs, args.html, epsilon=args.epsilon)
+        print(f"HTML report: {page} (open it from disk; no server needed)")
+        return 0
+    data = load_report(args.run_dirs)
+    print(text_report(data, epsilon=args.epsilon))
     if args.plots:
         from analysis.plots import convergence_plot, payoff_boxplot
 
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
-        variants = sorted({_task(r) for r in records})
-        for variant in variants:
-            subset = [r for r in records if _task(r) == variant]
+        variants = list(data.variants)
+        for variant, subset in data.variants.items():
             stem = variant.split("(", 1)[0]
             same_task = [v for v in variants if v.split("(", 1)[0] == stem]
             if len(same_task) > 1:
                 stem += f"-{same_task.index(variant) + 1}"
-            print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=variant)}")
-            print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=variant)}")
+            title = variant_title(variant, subset)
+            print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=title)} (and .svg)")
+            print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=title)} (and .svg)")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from analysis.export import columns_for, match_row, turn_rows, write_rows
+    from deepeval_games.report import max_seats, open_runs, player_labels, stream_records
+
+    runs = open_runs(args.run_dirs)
+    labels = player_labels(runs)
+    seats = 0
+    if args.level == "match":  # the widest seating fixes the seat columns before the first row is written
+        seats = max_seats(runs)
+    columns = columns_for(args.level, seats)
+    if args.level == "match":
+        rows = (match_row(record, seats, run.label) for run, record in stream_records(runs, labels))
+    else:
+        rows = (row for run, record in stream_records(runs, labels) for row in turn_rows(record, run.label))
+    count = write_rows(rows, columns, args.out, args.format)
+    print(f"wrote {count} {args.level} rows ({len(columns)} columns) to {args.out}")
     return 0
 
 
@@ -182,11 +199,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-_TABLES = {
-    "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
-    "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
-    "translation": "analysis.translation_tables",  # the paper's Tables 4-6, chrF/BLEU grids, judge-chrF correlation
-}
+_TABLES = TABLE_MODULES  # the paper's Tables 1-2 (idiom), 3 (code-review), 4-6 (translation); also in 'report'
 """The per-task pairwise tables: ``deepeval-games tables NAME RUN_DIR``; each module has ``print_tables``."""
 
 
@@ -262,17 +275,29 @@ def _parser() -> argparse.ArgumentParser:
         help="when another run is writing the directory, wait this long for it before refusing (default 0)",
     )
     run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the number of matches and an upper estimate of calls, tokens and cost; send nothing",
+    )
+    run.add_argument(
         "--sandbox-memory",
         choices=_MEMORY_MODES,
         help="how the code sandbox bounds memory: a cgroup per sandbox, the seccomp fallback, or auto (default; "
         "also DEEPEVAL_GAMES_SANDBOX_MEMORY)",
     )
     run.set_defaults(func=_cmd_run)
-    report = sub.add_parser("report", help="print the score tables of a run directory")
-    report.add_argument("run_dir")
+    report = sub.add_parser("report", help="print every table of one or more run directories (side by side)")
+    report.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
+    export = sub.add_parser("export", help="write a run's matches or turns as CSV, JSON Lines or Parquet")
+    export.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    export.add_argument("--level", choices=("match", "turn"), default="match", help="one row per match or per turn")
+    export.add_argument("--out", required=True, help="the file to write")
+    export.set_defaults(func=_cmd_export)
     rejudge = sub.add_parser(
         "rejudge", help="re-score a run's judged transcripts with a judge (no replay); print the judge audit"
     )

@@ -1,0 +1,118 @@
+"""What each player's turns cost and how they went: calls, tokens, cost and turn outcomes per player.
+
+Reads :attr:`MatchRecord.turns` only (a player's own seats; chance outcomes and the judge's verdicts are counted
+for the judge under the name ``judge`` when it is a model). A *call* is one transport attempt of a model call
+(retries after 429s, 5xx and timeouts included); a scripted bot makes none. The *invalid share* is the share of a
+player's turns that gave no valid move of its own (``invalid``, ``refusal``, ``context_overflow``, ``truncated``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from deepeval_games.bot import Outcome
+from deepeval_games.records import JUDGE_SEAT, MatchRecord
+
+__all__ = ["OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
+
+OUTCOME_ORDER = tuple(outcome.value for outcome in Outcome)
+"""Every turn outcome, in the order of :class:`~deepeval_games.bot.Outcome`."""
+
+_VALID = {Outcome.OK.value, Outcome.REASKED.value}
+
+
+@dataclass
+class PlayerUsage:
+    """Totals of one player over a set of matches."""
+
+    player: str
+    models: set[str] = field(default_factory=set)
+    """The model strings the provider reported for its turns (empty for scripted bots)."""
+    turns: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """Turns per outcome value; outcomes that never happened are absent."""
+    asks: int = 0
+    """Asks (first asks and re-asks) that got a reply."""
+    calls: int = 0
+    """Transport attempts (infrastructure retries included)."""
+    retried: int = 0
+    """Transport attempts that failed and were retried (429, 5xx, timeouts)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def invalid(self) -> int:
+        """Turns that gave no valid move of the player's own."""
+        return self.turns - sum(self.outcomes.get(name, 0) for name in _VALID)
+
+    @property
+    def invalid_share(self) -> float:
+        """:attr:`invalid` over all turns (0 without turns)."""
+        return self.invalid / self.turns if self.turns else 0.0
+
+
+def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
+    """Per player name (sorted), its turns, outcomes, calls, tokens and cost; an LLM judge counts as ``judge``."""
+    out: dict[str, PlayerUsage] = {}
+    for record in records:
+        for turn in record.turns:
+            if 0 <= turn.seat < len(record.seats):
+                name = record.seats[turn.seat]
+            elif turn.seat == JUDGE_SEAT and (turn.model or turn.attempts):
+                name = "judge"
+            else:
+                continue
+            usage = out.setdefault(name, PlayerUsage(name))
+            if turn.seat >= 0:
+                usage.turns += 1
+                key = Outcome(turn.outcome).value
+                usage.outcomes[key] = usage.outcomes.get(key, 0) + 1
+            if turn.model:
+                usage.models.add(turn.model)
+            usage.asks += len(turn.raw_replies)
+            usage.calls += len(turn.attempts)
+            usage.retried += sum(1 for a in turn.attempts if a.status == "infra")
+            usage.tokens_in += turn.tokens_in
+            usage.tokens_out += turn.tokens_out
+            usage.cost_usd += turn.cost_usd
+    return dict(sorted(out.items()))
+
+
+USAGE_HEADER = ("player", *OUTCOME_ORDER, "invalid share", "calls", "retried", "tokens in", "tokens out", "cost USD")
+
+
+def usage_rows(usage: Mapping[str, PlayerUsage]) -> list[tuple[str, ...]]:
+    """One row of strings per player, in the columns of :data:`USAGE_HEADER`."""
+    rows = []
+    for name, u in usage.items():
+        rows.append(
+            (
+                name,
+                *(str(u.outcomes.get(outcome, 0)) for outcome in OUTCOME_ORDER),
+                f"{100 * u.invalid_share:.1f}%",
+                str(u.calls),
+                str(u.retried),
+                str(u.tokens_in),
+                str(u.tokens_out),
+                f"{u.cost_usd:.4f}",
+            )
+        )
+    return rows
+
+
+def format_usage(usage: Mapping[str, PlayerUsage]) -> str:
+    """The usage table as fixed-width text (columns that are zero for every player left out)."""
+    body = usage_rows(usage)
+    keep = [i for i in range(len(USAGE_HEADER)) if i <= 1 or any(row[i].strip("0.%") for row in body)]
+    rows = [tuple(row[i] for i in keep) for row in [USAGE_HEADER, *body]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(keep))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)

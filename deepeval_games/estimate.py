@@ -1,0 +1,246 @@
+"""What a run will cost before it starts (``run --dry-run``), and what it cost when it ends (the run summary).
+
+**Dry run.** :func:`dry_run` plans the matches exactly as ``run`` does (:func:`~deepeval_games.schedule.plan_matches`,
+the same ids, minus those the run directory already holds) and bounds, per model, the calls, tokens and cost without
+sending anything. The bound per LLM seat of a match: every move of the game could be that seat's
+(``max_game_length``), every move could need every re-ask (``1 + max_reasks`` calls), every reply could use its whole
+cap (``max_tokens`` resolved against the task's reply limit, as the match id has it), and the prompt of the k-th call
+holds at most the rules (:data:`RULES_TOKENS`) plus k times a turn (the reply cap and :data:`TURN_TOKENS` of
+observation), capped by the model's context window where litellm knows it. Prices come from litellm's local price
+table; a model litellm cannot price gets no cost (said so). An LLM judge adds ``1 + max_reasks`` calls per match.
+Transport retries (429, 5xx) are not counted. Under ``until_stable`` the bound covers ``max_repeats``.
+
+**Run summary.** :func:`run_summary` totals, per model, the calls, tokens, cost and invalid-turn share of the
+matches a run played, and the cache hits: asks answered from the model-call cache instead of a call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from deepeval_games import task
+from deepeval_games.bot import Outcome
+from deepeval_games.games import load_game
+from deepeval_games.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.schedule import plan_matches
+from deepeval_games.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.store import DB_NAME, Store
+
+__all__ = [
+    "RULES_TOKENS",
+    "TURN_TOKENS",
+    "DryRun",
+    "ModelEstimate",
+    "ModelTotals",
+    "dry_run",
+    "format_dry_run",
+    "format_run_summary",
+    "run_summary",
+]
+
+RULES_TOKENS = 2000
+"""Upper allowance for the rules and the first observation of a match, in tokens."""
+TURN_TOKENS = 400
+"""Upper allowance for what the referee says between two turns of a seat (observation, answer format), in tokens."""
+
+
+@dataclass
+class ModelEstimate:
+    """The upper estimate for one model string."""
+
+    model: str
+    matches: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+    """None when litellm has no price for the model."""
+
+
+@dataclass
+class DryRun:
+    """What ``run`` would play and an upper estimate of what it would spend."""
+
+    planned: int
+    """Matches of the spec (``repeats``; ``max_repeats`` under ``until_stable``)."""
+    to_play: int
+    """Those the run directory does not hold yet: what ``run`` plays now."""
+    models: list[ModelEstimate] = field(default_factory=list)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The total upper cost; None when some model has no price."""
+        costs = [m.cost_usd for m in self.models]
+        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _model_settings(player: PlayerSpec, game: object, seat: int) -> tuple[int, int, int | None]:
+    """(reply cap, re-asks, context window) of a model player in a seat."""
+    from llm_bots.model_config import JUDGE_DEFAULTS, effective_settings, resolve_max_tokens
+
+    judge = seat == JUDGE_SEAT
+    settings = effective_settings(player.params, JUDGE_DEFAULTS if judge else None)
+    limit = None if judge else task.reply_limit(game, task.seat_roles(game)[seat])
+    cap = resolve_max_tokens(settings.get("max_tokens"), limit)
+    reasks = int(player.params.get("max_reasks", 2))
+    return cap, reasks, _context_window(player.model or "")
+
+
+def _litellm() -> Any:
+    """litellm, imported after :mod:`llm_bots.transport`, which keeps its price table local (no download)."""
+    import llm_bots.transport  # noqa: F401
+
+    return import_module("litellm")
+
+
+def _context_window(model: str) -> int | None:
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if window else None
+
+
+def _price(model: str, tokens_in: int, tokens_out: int) -> float | None:
+    try:
+        prompt, completion = _litellm().cost_per_token(
+            model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out
+        )
+    except Exception:
+        return None
+    return float(prompt) + float(completion)
+
+
+def _seat_bound(turns: int, cap: int, reasks: int, window: int | None) -> tuple[int, int, int]:
+    """(calls, tokens in, tokens out) of one LLM seat over at most ``turns`` turns."""
+    calls = turns * (1 + reasks)
+    tokens_in = 0
+    for k in range(1, calls + 1):
+        prompt = RULES_TOKENS + k * (cap + TURN_TOKENS)
+        tokens_in += min(prompt, window) if window else prompt
+    return calls, tokens_in, calls * cap
+
+
+def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
+    """Plan ``spec`` as ``run`` would (skipping what ``out_dir`` holds) and bound its calls, tokens and cost."""
+    if spec.until_stable is not None:
+        spec = spec.with_experiment(repeats=max(spec.repeats, spec.until_stable.max_repeats))
+    plan = plan_matches(spec)
+    done: set[str] = set()
+    if out_dir is not None and (Path(out_dir) / DB_NAME).exists():
+        with Store(out_dir, read_only=True) as store:
+            done = store.completed_ids()
+    todo = [m for m in plan if m.match_id not in done]
+    estimates: dict[str, ModelEstimate] = {}
+    games: dict[str, object] = {}
+    for planned in todo:
+        game = games.setdefault(planned.game, load_game(planned.game))
+        turns = int(game.max_game_length())  # type: ignore[attr-defined]
+        seats: list[tuple[PlayerSpec, int]] = [(spec.player(name), seat) for seat, name in enumerate(planned.seats)]
+        if spec.judge is not None and spec.judge.model is not None:
+            seats.append((spec.judge, JUDGE_SEAT))
+        for player, seat in seats:
+            if player.model is None:
+                continue
+            cap, reasks, window = _model_settings(player, game, seat)
+            calls, tokens_in, tokens_out = _seat_bound(1 if seat == JUDGE_SEAT else turns, cap, reasks, window)
+            estimate = estimates.setdefault(player.model, ModelEstimate(player.model))
+            estimate.matches += 1
+            estimate.calls += calls
+            estimate.tokens_in += tokens_in
+            estimate.tokens_out += tokens_out
+    for estimate in estimates.values():
+        estimate.cost_usd = _price(estimate.model, estimate.tokens_in, estimate.tokens_out)
+    return DryRun(planned=len(plan), to_play=len(todo), models=sorted(estimates.values(), key=lambda e: e.model))
+
+
+def _usd(value: float | None) -> str:
+    return "price unknown" if value is None else f"${value:,.2f}"
+
+
+def format_dry_run(result: DryRun, spec: ExperimentSpec) -> str:
+    """The dry run as text: the match count first, then one line per model."""
+    lines = [f"Dry run: {result.to_play} matches to play ({result.planned} planned); nothing was sent."]
+    if spec.until_stable is not None:
+        lines.append(f"  (until_stable: counted up to max_repeats = {spec.until_stable.max_repeats})")
+    if not result.models:
+        lines.append("  No model players: no calls, no tokens, no cost.")
+        return "\n".join(lines)
+    lines.append("Upper estimate per model (every turn re-asked to the limit, every reply at its cap):")
+    for m in result.models:
+        lines.append(
+            f"  {m.model}: {m.matches} seats in matches, <= {m.calls:,} calls, <= {m.tokens_in:,} tokens in, "
+            f"<= {m.tokens_out:,} tokens out, <= {_usd(m.cost_usd)}"
+        )
+    lines.append(f"  total: <= {_usd(result.cost_usd)} (litellm's price table; transport retries not counted)")
+    return "\n".join(lines)
+
+
+@dataclass
+class ModelTotals:
+    """What one model did over a set of matches."""
+
+    model: str
+    asks: int = 0
+    """Replies received (first asks and re-asks), cache hits included."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+    """Seat turns (the judge's verdicts are not seat turns)."""
+    invalid: int = 0
+    """Seat turns without a valid move of the model's own."""
+
+
+_VALID = {Outcome.OK, Outcome.REASKED}
+
+
+def run_summary(
+    records: Iterable[MatchRecord], players: Sequence[PlayerSpec], judge: PlayerSpec | None = None
+) -> list[ModelTotals]:
+    """Per configured model string, the totals of ``records`` (the judge's calls count for the judge's model)."""
+    by_name = {p.name: p.model for p in players if p.model is not None}
+    judge_model = judge.model if judge is not None else None
+    totals: dict[str, ModelTotals] = {}
+    for record in records:
+        for turn in record.turns:
+            if 0 <= turn.seat < len(record.seats):
+                model = by_name.get(record.seats[turn.seat])
+            elif turn.seat == JUDGE_SEAT:
+                model = judge_model
+            else:
+                model = None
+            if model is None:
+                continue
+            t = totals.setdefault(model, ModelTotals(model))
+            t.asks += len(turn.raw_replies)
+            t.tokens_in += turn.tokens_in
+            t.tokens_out += turn.tokens_out
+            t.cost_usd += turn.cost_usd
+            if turn.seat >= 0:
+                t.turns += 1
+                t.invalid += Outcome(turn.outcome) not in _VALID
+    return sorted(totals.values(), key=lambda t: t.model)
+
+
+def format_run_summary(totals: Sequence[ModelTotals], sent: int) -> str:
+    """One line per model, then the calls sent and the cache hits (asks answered from the cache)."""
+    if not totals:
+        return "Run summary: no model calls (scripted players only)."
+    lines = ["Run summary (matches played now):"]
+    for t in totals:
+        share = t.invalid / t.turns if t.turns else math.nan
+        lines.append(
+            f"  {t.model}: {t.asks} replies, {t.tokens_in:,} tokens in, {t.tokens_out:,} tokens out, "
+            f"${t.cost_usd:.4f}, invalid turns {'-' if math.isnan(share) else f'{100 * share:.1f}%'} "
+            f"({t.invalid} of {t.turns})"
+        )
+    asks = sum(t.asks for t in totals)
+    lines.append(f"  calls sent {sent}, cache hits {max(0, asks - sent)} (of {asks} replies)")
+    return "\n".join(lines)

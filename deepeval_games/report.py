@@ -1,0 +1,522 @@
+"""The report of one or more run directories: every table and figure their records support, in one layout.
+
+A report is a list of **sections**, registered in one place (:data:`SECTIONS`, :func:`section`). A section is a
+function from a :class:`ReportContext` (the records of one game variant, or of the whole report) to
+:class:`Block` s: a table (fixed-width text for the terminal, a header and rows for HTML), or a figure (SVG). The
+text report (``deepeval-games report``) prints every block's text; the HTML report
+(:mod:`deepeval_games.html_report`) shows the same blocks and the transcripts. A new analysis adds its section
+with ``@section("key", "Title")`` here; the analysis itself stays a library function over records.
+
+**Several run directories** (``report A B``): each record is read once, in order, from every store. Players are
+keyed by what they are (:attr:`MatchRecord.players`: bot or model, settings, prompt version), not by the name a
+spec gave them: the same player under two names in two runs is one row, named as in the first run; two different
+players that share a name get the run's name added (``gpt (run-b)``). Different game variants are never pooled.
+
+**Memory.** Tables read *slim* records (:func:`slim`: no prompts, raw replies, transport attempts or message
+pool); the full records stream past once (:func:`stream_records`), for transcripts and exports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Literal
+
+from deepeval_games.errors import DeepEvalError
+from deepeval_games.games import game_variant
+from deepeval_games.judgements import JudgementRecord
+from deepeval_games.records import MatchRecord
+from deepeval_games.store import DB_NAME, Store
+
+__all__ = [
+    "SECTIONS",
+    "TABLE_MODULES",
+    "Block",
+    "ReportContext",
+    "RunSource",
+    "Section",
+    "core_text",
+    "load_report",
+    "max_seats",
+    "open_runs",
+    "player_labels",
+    "render_blocks",
+    "section",
+    "slim",
+    "stream_records",
+    "text_report",
+]
+
+log = logging.getLogger(__name__)
+
+TABLE_MODULES = {
+    "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
+    "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
+    "translation": "analysis.translation_tables",  # the paper's Tables 4-6, chrF/BLEU grids, judge-chrF correlation
+}
+"""The per-task pairwise table modules (each has ``GAME`` and ``print_tables``), by the name ``tables`` takes."""
+
+
+# -- runs and players -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """One run directory of a report."""
+
+    path: Path
+    label: str
+    """Its short name in the report (the folder name; the full path when two folders share a name)."""
+
+
+def open_runs(run_dirs: Sequence[str | Path]) -> list[RunSource]:
+    """The run directories of a report, checked; a clear error for one without results."""
+    if not run_dirs:
+        raise DeepEvalError("no run directory given")
+    paths = [Path(p) for p in run_dirs]
+    for path in paths:
+        if not (path / DB_NAME).exists():
+            raise DeepEvalError(f"no results in {path} (expected {DB_NAME})")
+    names = [p.resolve().name for p in paths]
+    return [
+        RunSource(path, name if names.count(name) == 1 else str(path)) for path, name in zip(paths, names, strict=True)
+    ]
+
+
+def _identity_key(identity: Any, name: str) -> str:
+    if not identity:  # records of an old version: the name is all there is
+        return json.dumps({"name": name})
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
+    """(seats, players) of every match of a run, read with SQLite's JSON functions (no record is parsed)."""
+    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+    try:
+        query = "SELECT json_extract(record, '$.seats'), json_extract(record, '$.players') FROM matches"
+        for seats, players in db.execute(query):
+            yield json.loads(seats or "[]"), json.loads(players or "[]")
+    finally:
+        db.close()
+
+
+def max_seats(runs: Sequence[RunSource]) -> int:
+    """The most seats any match of ``runs`` has (0 without matches)."""
+    return max((len(seats) for run in runs for seats, _ in _seatings(run)), default=0)
+
+
+def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
+    """The report's name of every (run label, player name): one name per identity, distinct identities apart.
+
+    A single run keeps its names. Across runs, a player (same identity) is named as in the first run it appears
+    in; two different players with one name get the run's label added.
+    """
+    pairs: dict[tuple[str, str], str] = {}  # (run, name) -> identity key
+    for run in runs:
+        for seats, players in _seatings(run):
+            for i, name in enumerate(seats):
+                identity = players[i] if i < len(players) else None
+                pairs.setdefault((run.label, name), _identity_key(identity, name))
+    if len(runs) == 1:
+        return {pair: pair[1] for pair in pairs}
+    order = {run.label: i for i, run in enumerate(runs)}
+    first: dict[str, tuple[str, str]] = {}  # identity -> its first (run, name)
+    for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
+        first.setdefault(pairs[pair], pair)
+    labels: dict[tuple[str, str], str] = {}
+    for pair, identity in pairs.items():
+        name = first[identity][1]
+        same_run_names = {n for (r, n), i in pairs.items() if r == pair[0] and i == identity}
+        labels[pair] = pair[1] if len(same_run_names) > 1 else name
+    # two identities under one label: the later ones get their first run's label added
+    owners: dict[str, str] = {}
+    for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
+        identity, label = pairs[pair], labels[pair]
+        owner = owners.setdefault(label, identity)
+        if owner != identity:
+            labels[pair] = f"{label} ({first[identity][0]})"
+    return labels
+
+
+def stream_records(
+    runs: Sequence[RunSource], labels: dict[tuple[str, str], str] | None = None
+) -> Iterator[tuple[RunSource, MatchRecord]]:
+    """Every committed record of every run, in run then commit order, its seats renamed by ``labels``."""
+    for run in runs:
+        with Store(run.path, read_only=True) as store:
+            for record in store.records():
+                if labels is not None:
+                    record.seats = [labels.get((run.label, name), name) for name in record.seats]
+                yield run, record
+
+
+def slim(record: MatchRecord) -> MatchRecord:
+    """A copy without what tables never read: prompts, raw replies, attempts and the message pool."""
+    turns = [
+        turn.model_copy(update={"prompts": [], "raw_replies": [], "attempts": [], "cut_chars": []})
+        for turn in record.turns
+    ]
+    return record.model_copy(update={"turns": turns, "messages": []})
+
+
+# -- sections ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """One table or figure of a section."""
+
+    key: str
+    """Stable name (``scores``, ``usage``, ``payoffs``): an HTML id and a test's handle."""
+    title: str
+    text: str = ""
+    """The table as fixed-width text (what the terminal shows)."""
+    header: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    """Optional structured form of the table, for HTML (``text`` is shown when there is none)."""
+    svg: str = ""
+    """A figure, as an inline SVG element (``kind`` ``figure``)."""
+    kind: Literal["table", "figure"] = "table"
+
+
+@dataclass
+class ReportContext:
+    """What a section sees: the slim records of one game variant (or of the whole report)."""
+
+    variant: str
+    """The game variant, or ``""`` for a report-wide section."""
+    records: list[MatchRecord]
+    epsilon: float | None = None
+    figures: bool = False
+    """Whether figures are wanted (the HTML report); the text report leaves them out."""
+    runs: list[RunSource] = field(default_factory=list)
+    judgements: list[JudgementRecord] = field(default_factory=list)
+    run_counts: dict[str, int] = field(default_factory=dict)
+    """Matches per run label (of this variant, or of the report)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A registered part of the report."""
+
+    key: str
+    title: str
+    scope: Literal["variant", "report"]
+    render: Callable[[ReportContext], list[Block]]
+    core: bool = False
+    """Printed at the end of ``run`` too (the score summary), not only by ``report``."""
+
+
+SECTIONS: list[Section] = []
+"""Every section, in the order the report shows them."""
+
+
+def section(
+    key: str, title: str, *, scope: Literal["variant", "report"] = "variant", core: bool = False
+) -> Callable[[Callable[[ReportContext], list[Block]]], Callable[[ReportContext], list[Block]]]:
+    """Register a section (a decorator); it shows after those registered before it."""
+
+    def register(render: Callable[[ReportContext], list[Block]]) -> Callable[[ReportContext], list[Block]]:
+        SECTIONS[:] = [s for s in SECTIONS if s.key != key]
+        SECTIONS.append(Section(key, title, scope, render, core))
+        return render
+
+    return register
+
+
+def _symmetric(records: Sequence[MatchRecord]) -> bool:
+    return all(set(r.roles) <= {"player"} for r in records)
+
+
+def variant_title(variant: str, records: Sequence[MatchRecord]) -> str:
+    """The variant's game string, or ``variant (N data items pooled)``."""
+    games = sorted({r.game for r in records})
+    return games[0] if len(games) == 1 else f"{variant} ({len(games)} data items pooled)"
+
+
+@section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
+def _scores(ctx: ReportContext) -> list[Block]:
+    from analysis.scores import role_scores, symmetric_scores
+    from analysis.tables import format_scores
+
+    if _symmetric(ctx.records):
+        scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
+    else:
+        scores, title = role_scores(ctx.records), "Eq. 2 — mean payoff per player and role"
+    if not scores:
+        return []
+    with_role = any(s.role is not None for s in scores)
+    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "std", "95% CI", "min", "max")
+    rows = tuple(
+        (
+            s.player,
+            *((s.role or "",) if with_role else ()),
+            str(s.n),
+            f"{s.mean:.2f}",
+            f"{s.std:.2f}",
+            f"[{s.ci_low:.2f}, {s.ci_high:.2f}]",
+            f"{s.min:.2f}",
+            f"{s.max:.2f}",
+        )
+        for s in scores
+    )
+    return [Block("scores", title, text=format_scores(scores, title=title), header=header, rows=rows)]
+
+
+@section("ratings", "Ratings", core=True)
+def _ratings(ctx: ReportContext) -> list[Block]:
+    from analysis.ratings import bradley_terry
+
+    if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records):
+        return []
+    ratings = sorted(bradley_terry(ctx.records).items(), key=lambda item: -item[1])
+    text = "Bradley–Terry rating (Elo scale): " + ", ".join(f"{p} {v:+.0f}" for p, v in ratings)
+    rows = tuple((p, f"{v:+.0f}") for p, v in ratings)
+    return [Block("ratings", "Bradley–Terry rating (Elo scale)", text=text, header=("player", "rating"), rows=rows)]
+
+
+@section("two_player", "Two-player metrics", core=True)
+def _two_player(ctx: ReportContext) -> list[Block]:
+    from analysis.two_player import format_two_player
+
+    if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
+        return []
+    return [Block("two_player", "Two-player metrics", text=format_two_player(ctx.records))]
+
+
+@section("stableness", "Stableness", core=True)
+def _stableness(ctx: ReportContext) -> list[Block]:
+    from analysis.convergence import stableness
+
+    if ctx.epsilon is None or not ctx.records:
+        return []
+    check = stableness(ctx.records, epsilon=ctx.epsilon)
+    verdict = "stable" if check.stable else "not yet stable"
+    text = f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason}"
+    rows = tuple((name, f"{half:.3f}") for name, half in sorted(check.half_widths.items()))
+    return [Block("stableness", text, text=text, header=("player", "95% CI half-width"), rows=rows)]
+
+
+@section("turn_outcomes", "Turn outcomes", core=True)
+def _turn_outcomes(ctx: ReportContext) -> list[Block]:
+    from analysis.outcomes import format_turn_outcomes, turn_outcomes
+
+    outcomes = turn_outcomes(ctx.records)
+    if all(tally.all_ok for tally in outcomes.values()):  # every turn valid at the first ask: nothing to say
+        return []
+    return [Block("turn_outcomes", "Turn outcomes", text=format_turn_outcomes(outcomes))]
+
+
+@section("usage", "Turn outcomes, calls, tokens and cost per player")
+def _usage(ctx: ReportContext) -> list[Block]:
+    from analysis.usage import USAGE_HEADER, format_usage, player_usage, usage_rows
+
+    usage = player_usage(ctx.records)
+    if not usage:
+        return []
+    title = "Turn outcomes, calls, tokens and cost per player"
+    return [
+        Block(
+            "usage",
+            title,
+            text=title + "\n" + format_usage(usage),
+            header=USAGE_HEADER,
+            rows=tuple(usage_rows(usage)),
+        )
+    ]
+
+
+@section("task_tables", "The paper's tables")
+def _task_tables(ctx: ReportContext) -> list[Block]:
+    """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""
+    task = ctx.variant.split("(", 1)[0]
+    blocks = []
+    for name, module_name in TABLE_MODULES.items():
+        module = import_module(module_name)
+        if task != module.GAME:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            plot = Path(tmp) / "tables.svg" if ctx.figures else None
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                module.print_tables(ctx.records, plot=plot)
+            text = "\n".join(line for line in out.getvalue().splitlines() if not line.startswith("figure: "))
+            blocks.append(Block(f"{name}_tables", f"Tables of {name}", text=text.strip()))
+            for svg in sorted(Path(tmp).glob("*.svg")):
+                content = svg.read_text(encoding="utf-8")
+                blocks.append(
+                    Block(f"{name}_figure", f"Tables of {name}", svg=content[content.find("<svg") :], kind="figure")
+                )
+    return blocks
+
+
+@section("figures", "Figures")
+def _figures(ctx: ReportContext) -> list[Block]:
+    if not ctx.figures or not ctx.records:
+        return []
+    from analysis.plots import convergence_figure, figure_svg, is_win_lose, payoff_figure
+
+    title = variant_title(ctx.variant, ctx.records)
+    payoffs = "Wins, draws and losses" if is_win_lose(ctx.records) else "Payoffs"
+    return [
+        Block(
+            "payoffs", payoffs, svg=figure_svg(payoff_figure(ctx.records, title=f"{payoffs}: {title}")), kind="figure"
+        ),
+        Block(
+            "convergence",
+            "Convergence of mean payoffs",
+            svg=figure_svg(convergence_figure(ctx.records, title=f"Running mean payoff: {title}")),
+            kind="figure",
+        ),
+    ]
+
+
+@section("runs", "Runs and players", scope="report")
+def _runs(ctx: ReportContext) -> list[Block]:
+    if not ctx.runs:
+        return []
+    rows = tuple((run.label, str(run.path), str(ctx.run_counts.get(run.label, 0))) for run in ctx.runs)
+    blocks = [
+        Block(
+            "runs",
+            "Run directories",
+            text="Run directories:\n" + "\n".join(f"  {r[0]}: {r[2]} matches ({r[1]})" for r in rows),
+            header=("run", "path", "matches"),
+            rows=rows,
+        )
+    ]
+    identities: dict[str, set[str]] = {}
+    for record in ctx.records:
+        for i, name in enumerate(record.seats):
+            identity = record.players[i] if i < len(record.players) else {}
+            identities.setdefault(name, set()).add(json.dumps(identity, sort_keys=True, default=str))
+    players = tuple((name, " | ".join(sorted(ids))) for name, ids in sorted(identities.items()))
+    text = "Players (what played under each name):\n" + "\n".join(f"  {name}: {ids}" for name, ids in players)
+    title = "Players (what played under each name)"
+    blocks.append(Block("players", title, text=text, header=("player", "identity"), rows=players))
+    return blocks
+
+
+@section("judge_audit", "Judge audit", scope="report")
+def _judge_audit(ctx: ReportContext) -> list[Block]:
+    if not ctx.judgements:
+        return []
+    from analysis.judge_audit import format_audit, judge_audit
+
+    return [Block("judge_audit", "Judge audit", text=format_audit(judge_audit(ctx.records, ctx.judgements)))]
+
+
+# -- assembling -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReportData:
+    """The slim records of a report, grouped by game variant, with its runs and judgements."""
+
+    runs: list[RunSource]
+    variants: dict[str, list[MatchRecord]]
+    judgements: list[JudgementRecord]
+    run_counts: dict[str, dict[str, int]]
+    """Per variant, matches per run label."""
+
+    @property
+    def records(self) -> list[MatchRecord]:
+        """Every slim record."""
+        return [r for records in self.variants.values() for r in records]
+
+
+def load_report(
+    run_dirs: Sequence[str | Path], *, on_record: Callable[[RunSource, MatchRecord], None] | None = None
+) -> ReportData:
+    """Stream every record of ``run_dirs`` once (``on_record`` sees each full record) and keep slim copies."""
+    runs = open_runs(run_dirs)
+    labels = player_labels(runs)
+    variants: dict[str, list[MatchRecord]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for run, record in stream_records(runs, labels):
+        if on_record is not None:
+            on_record(run, record)
+        variant = game_variant(record.game)
+        variants.setdefault(variant, []).append(slim(record))
+        per_run = counts.setdefault(variant, {})
+        per_run[run.label] = per_run.get(run.label, 0) + 1
+    judgements: list[JudgementRecord] = []
+    if len(runs) == 1:  # re-judged verdicts name the match ids of their own run
+        with Store(runs[0].path, read_only=True) as store:
+            judgements = list(store.judgements())
+    return ReportData(runs, dict(sorted(variants.items())), judgements, counts)
+
+
+def render_blocks(
+    data: ReportData, *, epsilon: float | None = None, figures: bool = False, core_only: bool = False
+) -> Iterator[tuple[Section, str, list[Block]]]:
+    """(section, variant or "", blocks) for every section and variant that has something to show."""
+    for sec in SECTIONS:
+        if core_only and not sec.core:
+            continue
+        if sec.scope == "variant":
+            for variant, records in data.variants.items():
+                ctx = ReportContext(variant, records, epsilon, figures, data.runs, [], data.run_counts[variant])
+                blocks = _safe(sec, ctx)
+                if blocks:
+                    yield sec, variant, blocks
+        else:
+            totals: dict[str, int] = {}
+            for per_run in data.run_counts.values():
+                for run, n in per_run.items():
+                    totals[run] = totals.get(run, 0) + n
+            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals)
+            blocks = _safe(sec, ctx)
+            if blocks:
+                yield sec, "", blocks
+
+
+def _safe(sec: Section, ctx: ReportContext) -> list[Block]:
+    """A section's blocks; a section that fails is reported in its place, never the end of the report."""
+    try:
+        return sec.render(ctx)
+    except Exception as exc:  # one analysis failing must not lose the rest of the report
+        log.exception("report section %s failed", sec.key)
+        return [Block(f"{sec.key}_error", sec.title, text=f"{sec.title}: could not be computed ({exc!r})")]
+
+
+def _variant_text(data: ReportData, variant: str, parts: list[tuple[Section, list[Block]]]) -> str:
+    title = variant_title(variant, data.variants[variant])
+    lines = [title]
+    for sec, blocks in parts:
+        texts = [b.text for b in blocks if b.kind == "table" and b.text]
+        if texts:
+            lines.append(("" if sec.core else "\n") + "\n".join(texts))
+    return "\n".join(lines)
+
+
+def text_report(data: ReportData, *, epsilon: float | None = None, core_only: bool = False) -> str:
+    """Every table as text: per variant its sections, then the report-wide ones (runs of a comparison, the
+    judge audit)."""
+    per_variant: dict[str, list[tuple[Section, list[Block]]]] = {v: [] for v in data.variants}
+    report_wide: list[str] = []
+    for sec, variant, blocks in render_blocks(data, epsilon=epsilon, core_only=core_only):
+        if variant:
+            per_variant[variant].append((sec, blocks))
+        elif sec.key != "runs" or len(data.runs) > 1:
+            report_wide.append("\n".join(b.text for b in blocks if b.kind == "table" and b.text))
+    parts = [_variant_text(data, v, blocks) for v, blocks in per_variant.items() if data.variants[v]]
+    text = "\n\n".join(parts + report_wide)
+    return text or "no completed matches"
+
+
+def core_text(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
+    """The score summary of records in memory (what ``run`` prints): the core sections only."""
+    variants: dict[str, list[MatchRecord]] = {}
+    for record in records:
+        variants.setdefault(game_variant(record.game), []).append(record)
+    data = ReportData([], dict(sorted(variants.items())), [], {v: {} for v in variants})
+    return text_report(data, epsilon=epsilon, core_only=True)

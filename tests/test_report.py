@@ -1,0 +1,333 @@
+"""The report (issue 15): the HTML report opened in headless Chromium, exports, dry run, run summary, comparing
+runs and figures.
+
+The HTML tests render the report of each scripted example run and of a run against the fake OpenAI endpoint scripted
+to produce every turn outcome, open it in Chromium (``--dump-dom`` after scripts ran, ``--screenshot``) and check the
+DOM for every table, every figure and one transcript per outcome, and Chromium's net log for requests of the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games import run_experiment
+from deepeval_games.bot import CallAttempt
+from deepeval_games.cli import main
+from deepeval_games.html_report import RETRIED, write_html_report
+from deepeval_games.records import MatchRecord
+from deepeval_games.store import Store
+from tests.chromium import chromium_binary, visit
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+ANSWER = '{"reason": "r", "coins": 3}'
+
+needs_chromium = pytest.mark.skipif(
+    chromium_binary() is None, reason="chromium is not installed (.ci/run installs it: apt-get install -y chromium)"
+)
+
+
+def _bubblewrap() -> bool:
+    from game_defs.sandbox import bubblewrap_usable
+
+    return bool(bubblewrap_usable())
+
+
+def _ultimatum_installed() -> bool:
+    try:
+        metadata.distribution("deepeval-ultimatum")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+# spec file, then the tables and figures its page must show (beyond scores, usage, payoffs and convergence)
+EXAMPLE_RUNS: dict[str, tuple[str, set[str], set[str]]] = {
+    "pgg": ("pgg_scripted.toml", set(), set()),
+    "idiom": ("idiom_scripted.toml", {"ratings", "idiom_tables"}, {"idiom_figure"}),
+    "code_review": ("code_review_scripted.toml", {"ratings", "code-review_tables"}, {"code-review_figure"}),
+    "translation": ("translation_scripted.toml", {"ratings", "translation_tables"}, {"translation_figure"}),
+    "ultimatum": ("ultimatum/ultimatum.toml", {"ratings"}, set()),
+}
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each scripted example played once into a run directory (the ones whose needs are met here)."""
+    root = tmp_path_factory.mktemp("examples")
+    runs = {}
+    for name, (spec, _, _) in EXAMPLE_RUNS.items():
+        if name == "code_review" and not _bubblewrap():
+            continue
+        if name == "ultimatum" and not _ultimatum_installed():
+            continue
+        run_experiment(EXAMPLES / spec, root / name)
+        runs[name] = root / name
+    return runs
+
+
+def _outcomes(run_dir: Path) -> set[str]:
+    with Store(run_dir, read_only=True) as store:
+        return {str(t.outcome.value) for r in store.records() for t in r.turns if 0 <= t.seat < len(r.seats)}
+
+
+def _sample_block(dom: str, outcome: str) -> str:
+    """The DOM of the sample transcript shown for ``outcome`` (up to the next sample)."""
+    start = dom.find(f'data-sample="{outcome}"')
+    assert start >= 0, f"no sample slot for {outcome}"
+    end = dom.find('data-sample="', start + 1)
+    return dom[start : end if end > 0 else len(dom)]
+
+
+def _check_page(page: Path, tables: set[str], figures: set[str], outcomes: set[str], tmp_path: Path) -> str:
+    visit_ = visit(page, fragment="samples", screenshot=tmp_path / "page.png")
+    dom = visit_.dom
+    assert visit_.page_requests == [], f"the page made network requests: {visit_.page_requests}"
+    assert visit_.screenshot is not None and visit_.screenshot.read_bytes()[:4] == b"\x89PNG"
+    assert visit_.screenshot.stat().st_size > 20_000  # a rendered page, not a blank one
+    shown_tables = set(re.findall(r'data-table="([\w-]+)"', dom))
+    shown_figures = set(re.findall(r'data-figure="([\w-]+)"', dom))
+    assert tables <= shown_tables, f"missing tables: {tables - shown_tables}"
+    assert figures <= shown_figures, f"missing figures: {figures - shown_figures}"
+    assert dom.count("<svg") >= len(figures)
+    matches = int(re.search(r'id="f-count">(\d+) of (\d+) matches', dom).group(2))  # type: ignore[union-attr]
+    assert matches > 0 and 'data-match="' in dom  # the first page of the match list is filled in
+    for outcome in outcomes:  # one transcript per outcome, turn by turn, with a turn of that outcome
+        block = _sample_block(dom, outcome)
+        shows = 'class="attempt-retry"' if outcome == RETRIED else f'data-outcome="{outcome}"'
+        assert 'class="transcript"' in block and shows in block, outcome
+    return dom
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", list(EXAMPLE_RUNS))
+def test_html_report_of_each_example_run_opens_in_chromium(
+    name: str, example_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    if name not in example_runs:
+        pytest.skip(f"the {name} example cannot run here (sandbox or example package missing)")
+    run_dir = example_runs[name]
+    page = write_html_report([run_dir], tmp_path / "html")
+    _, tables, figures = EXAMPLE_RUNS[name]
+    _check_page(
+        page,
+        {"scores", "usage", "runs", "players", *tables},
+        {"payoffs", "convergence", *figures},
+        _outcomes(run_dir),
+        tmp_path,
+    )
+    assert not list((tmp_path / "html").rglob("*.css")) and (tmp_path / "html" / "data" / "chunk-00000.js").exists()
+
+
+def _every_outcome_run(run_dir: Path) -> tuple[list[MatchRecord], int]:
+    """A Public Goods match against the fake endpoint whose six model turns end in each turn outcome in turn,
+    after a 500 that is retried."""
+    cut = Behaviour(kind="reply", text='{"reason": "I will put in', finish_reason="length")
+    with FakeOpenAIServer(default=Behaviour.reply(ANSWER), max_hang_s=5) as server:
+        server.script(
+            Behaviour.error(500),  # retried by the transport
+            Behaviour.reply(ANSWER),  # ok
+            *(Behaviour.reply("no idea"), Behaviour.reply(ANSWER)),  # reasked
+            *(Behaviour.reply("no idea"), Behaviour.reply("still none")),  # invalid (max_reasks 1)
+            *(Behaviour.refusal(), Behaviour.refusal()),  # refusal
+            *(cut, cut),  # truncated
+            Behaviour.context_overflow(),  # context_overflow
+        )
+        spec = {
+            "experiment": {
+                "name": "outcomes",
+                "game": "deepeval_public_goods(players=2,rounds=6)",
+                "cache": False,
+                "max_concurrency": 1,
+            },
+            "players": [model_player("fake-model", server, max_reasks=1), {"name": "free", "bot": "pgg_free_rider"}],
+        }
+        result = run_experiment(spec, run_dir)
+        return result.records, server.request_count
+
+
+@needs_chromium
+@pytest.mark.usefixtures("fake_provider_key")
+def test_html_report_of_a_fake_endpoint_run_shows_a_transcript_per_outcome(tmp_path: Path) -> None:
+    records, requests = _every_outcome_run(tmp_path / "run")
+    expected = {"ok", "reasked", "invalid", "refusal", "truncated", "context_overflow"}
+    assert _outcomes(tmp_path / "run") == expected and requests == 11  # the 500 was retried
+    retried = any(a.status == "infra" for r in records for t in r.turns for a in t.attempts)
+    page = write_html_report([tmp_path / "run"], tmp_path / "html")
+    dom = _check_page(
+        page,
+        {"scores", "usage", "ratings", "two_player", "turn_outcomes"},
+        {"payoffs", "convergence"},
+        expected | ({RETRIED} if retried else set()),
+        tmp_path,
+    )
+    refusal = _sample_block(dom, "refusal")
+    assert "re-ask 1" in refusal and "reply 2 [content_filter]" in _sample_block(dom, "refusal")
+    assert "[length]" in _sample_block(dom, "truncated")
+    assert "(rules)" in refusal and "(observation)" in refusal  # what the seat saw: the pool's messages
+
+
+@needs_chromium
+def test_transport_retries_are_shown_in_the_transcript(tmp_path: Path, example_runs: dict[str, Path]) -> None:
+    # a record carrying a retried 429 (as the transport records it) gets its own example and a visible note
+    with Store(example_runs["pgg"], read_only=True) as store:
+        record = next(iter(store.records()))
+    turn = next(t for t in record.turns if t.seat == 0)
+    turn.attempts = [CallAttempt(status="infra", http_status=429, error="RateLimitError", wait_s=1.5), CallAttempt()]
+    with Store(tmp_path / "run") as store:
+        store.commit(record)
+    page = write_html_report([tmp_path / "run"], tmp_path / "html")
+    dom = visit(page, fragment="samples").dom
+    block = _sample_block(dom, RETRIED)
+    assert 'class="attempt-retry"' in block and "429 RateLimitError (waited 1.5 s)" in block
+
+
+@needs_chromium
+def test_the_request_check_sees_a_page_that_goes_online(tmp_path: Path) -> None:
+    page = tmp_path / "online.html"
+    page.write_text('<html><body><img src="http://127.0.0.1:9/probe.png"></body></html>', encoding="utf-8")
+    assert visit(page).page_requests == ["http://127.0.0.1:9/probe.png"]
+
+
+# -- exports --------------------------------------------------------------------------------------------------
+
+
+def test_export_csv_round_trips_the_eq1_means(
+    example_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pd = pytest.importorskip("pandas")
+    run_dir = example_runs["pgg"]
+    assert main(["report", str(run_dir)]) == 0
+    report = capsys.readouterr().out
+    shown = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+)\s+\d+\s+(-?\d+\.\d\d)\s", report, re.M)}
+    assert main(["export", str(run_dir), "--format", "csv", "--out", str(tmp_path / "m.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "m.csv")
+    assert len(frame) == 20 and frame["match_id"].is_unique
+    long = pd.concat(
+        [frame[[f"seat{i}_player", f"seat{i}_return"]].set_axis(["player", "return"], axis=1) for i in range(4)]
+    )
+    means = long.groupby("player")["return"].mean()
+    assert set(means.index) == set(shown) and len(shown) == 4
+    for player, mean in shown.items():
+        assert round(float(means[player]), 2) == mean
+    assert json.loads(frame["metrics"].iloc[0]) is not None and set(frame["variant"]) == {frame["variant"].iloc[0]}
+
+
+def test_export_turns_as_parquet_and_jsonl(example_runs: dict[str, Path], tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    run_dir = example_runs["idiom"]
+    assert (
+        main(["export", str(run_dir), "--level", "turn", "--format", "parquet", "--out", str(tmp_path / "t.pq")]) == 0
+    )
+    assert (
+        main(["export", str(run_dir), "--level", "turn", "--format", "jsonl", "--out", str(tmp_path / "t.jsonl")]) == 0
+    )
+    turns = pd.read_parquet(tmp_path / "t.pq")
+    assert len(turns) == len(pd.read_json(tmp_path / "t.jsonl", lines=True))
+    with Store(run_dir, read_only=True) as store:
+        assert len(turns) == sum(len(r.turns) for r in store.records())
+    assert {"match_id", "seat", "player", "outcome", "tokens_in", "cost_usd"} <= set(turns.columns)
+    assert set(turns["outcome"]) <= {"ok", "reasked", "invalid", "refusal", "context_overflow", "truncated"}
+
+
+def test_export_and_report_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.csv")]) == 2
+    assert main(["report", str(tmp_path / "nothing"), "--html", str(tmp_path / "h")]) == 2
+    assert "no results in" in capsys.readouterr().err
+
+
+def test_export_columns_are_documented_in_the_readme() -> None:
+    from analysis.export import MATCH_COLUMNS, TURN_COLUMNS, seat_columns
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for column in (*MATCH_COLUMNS, *TURN_COLUMNS, *seat_columns(1)):
+        name = column.name.replace("seat0_", "seat<i>_")
+        assert f"`{name}`" in readme, name
+
+
+# -- dry run and run summary --------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_dry_run_counts_what_run_plays_and_calls_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer(default=Behaviour.reply(ANSWER), max_hang_s=5) as server:
+        hosted = model_player("gpt", server, model="openai/gpt-4o-mini")
+        spec = tmp_path / "spec.toml"
+        spec.write_text(
+            '[experiment]\nname = "dry"\ngame = "deepeval_public_goods(players=2,rounds=2)"\nrepeats = 3\n'
+            "cache = false\n\n" + _player_toml(hosted) + '\n[[players]]\nname = "free"\nbot = "pgg_free_rider"\n\n'
+            '[[players]]\nname = "full"\nbot = "pgg_full_contributor"\n',
+            encoding="utf-8",
+        )
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
+        dry = capsys.readouterr().out
+        assert server.request_count == 0 and not (tmp_path / "run").exists()
+        count = int(re.search(r"Dry run: (\d+) matches to play", dry).group(1))  # type: ignore[union-attr]
+        assert re.search(r"openai/gpt-4o-mini: .*<= \$\d", dry)  # priced from litellm's table
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+        out = capsys.readouterr().out
+        assert f"{count} matches planned: {count} played now" in out
+        assert count == 18 and server.request_count > 0  # 3 players, both orders of every pair, 3 repeats
+        # the run summary: a line per model with replies, tokens, cost, invalid-turn share, then calls and cache hits
+        assert re.search(
+            r"openai/gpt-4o-mini: \d+ replies, [\d,]+ tokens in, [\d,]+ tokens out, \$[\d.]+, invalid", out
+        )
+        assert f"calls sent {server.request_count}, cache hits 0" in out
+        # resumed: nothing left to play, and the dry run says so
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
+        assert "Dry run: 0 matches to play (18 planned)" in capsys.readouterr().out
+
+
+def _player_toml(table: dict[str, Any]) -> str:
+    return "[[players]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+
+
+# -- comparing runs ------------------------------------------------------------------------------------------
+
+
+def _pgg_run(run_dir: Path, players: dict[str, str]) -> None:
+    spec = {
+        "experiment": {"name": run_dir.name, "game": "deepeval_public_goods(players=2,rounds=1)", "repeats": 2},
+        "players": [{"name": name, "bot": bot} for name, bot in players.items()],
+    }
+    run_experiment(spec, run_dir)
+
+
+def test_report_compares_runs_by_what_players_are(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _pgg_run(tmp_path / "a", {"rider": "pgg_free_rider", "same": "pgg_full_contributor"})
+    _pgg_run(tmp_path / "b", {"freeloader": "pgg_free_rider", "same": "pgg_conditional_cooperator"})
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\S+(?: \(\w+\))?)\s+(\d+)\s+-?\d", out, re.M)}
+    # one free rider under its first name (4 matches from both runs); the two different players named "same" apart
+    assert rows == {"rider": "4", "same": "2", "same (b)": "2"}
+    assert "freeloader" not in out.split("Run directories")[0] and "same (b)" in out
+    assert "Run directories" in out and "a: 2 matches" in out and "b: 2 matches" in out
+
+
+# -- figures -------------------------------------------------------------------------------------------------
+
+
+def test_figures_whole_number_axes_roles_and_win_draw_loss(example_runs: dict[str, Path]) -> None:
+    from analysis.plots import convergence_figure, figure_svg, is_win_lose, payoff_figure
+
+    with Store(example_runs["idiom"], read_only=True) as store:
+        idiom = list(store.records())
+    assert is_win_lose(idiom)
+    wdl = payoff_figure(idiom)
+    assert [t.get_text() for t in wdl.axes[0].get_legend().get_texts()] == ["win", "draw", "loss"]
+    curves = convergence_figure(idiom[:3], title="x" * 300)  # a long title is wrapped, not cut
+    assert len(curves.axes) == 2  # early and late: one panel per role
+    for axes in curves.axes:
+        ticks = [t for t in axes.get_xticks() if axes.get_xlim()[0] <= t <= axes.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+    assert curves.texts[0].get_text().count("\n") >= 2
+    assert figure_svg(curves).startswith("<svg")
