@@ -5,7 +5,8 @@ the same base interpreter with ``-I -S`` and one fresh process per program; the 
 ``code + setup + tests`` with ``python -c`` and takes exit status 0 as a pass. The two are interleaved
 program by program (alternating which goes first), so a machine whose load drifts, as a shared CI box
 does, slows both alike; each side's time is the sum of its per-program latencies. Issue 5's goal is a
-sandboxed/plain ratio of at most 2.
+sandboxed/plain ratio of at most 2. ``--memory-mode cgroup|seccomp`` measures one memory protection
+(default: what ``auto`` picks here; see ``deepeval-games sandbox-info``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from game_defs.sandbox import bubblewrap_usable, run_tests
+from game_defs.sandbox import MEMORY_MODE_ENV, bubblewrap_usable, run_tests
 from game_defs.sandbox.bwrap import interpreter
+from game_defs.sandbox.protection import select
 
 Record = dict[str, object]
 TIMEOUT_S = 30.0  # task 123 alone needs a few CPU seconds; both sides get the same limit
@@ -68,7 +70,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1, help="programs in flight at once")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--memory-mode", choices=("auto", "cgroup", "seccomp"), help="force a memory protection")
     args = parser.parse_args()
+    if args.memory_mode:
+        os.environ[MEMORY_MODE_ENV] = args.memory_mode
     if not bubblewrap_usable():
         sys.exit("bubblewrap is not usable here; nothing to compare")
     records = load_records()
@@ -80,7 +85,8 @@ def main() -> None:
         total = {name: sum(r[name][0] for r in results) for name in ("sandboxed", "plain")}
         passed = {name: sum(r[name][1] for r in results) for name in ("sandboxed", "plain")}
         print(
-            f"{len(records)} programs, {args.workers} worker(s), wall {wall:.1f} s: "
+            f"{len(records)} programs, {args.workers} worker(s), memory protection {select().memory}, "
+            f"wall {wall:.1f} s: "
             f"sandboxed {total['sandboxed']:.2f} s ({passed['sandboxed']} passed), "
             f"plain {total['plain']:.2f} s ({passed['plain']} passed), "
             f"ratio {total['sandboxed'] / total['plain']:.2f}x (goal <= 2x)",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from game_defs import sandbox
-from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, run_tests
+from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, launch, run_tests
 
 needs_bwrap = pytest.mark.skipif(not sandbox.bubblewrap_usable(), reason=f"bubblewrap unusable here: {bwrap.probe()}")
 HARNESS_MARK = "_deepeval_sandbox_boot"  # in the argv of every harness process, forked copies included
@@ -49,7 +49,8 @@ def sandbox_processes() -> list[int]:
             pid = procs[pid][0]
         return False
 
-    return [pid for pid, (_, uid, live) in procs.items() if live and (uid in uids or ours(pid))]
+    spares = launch.spare_pids()  # started ahead, waiting for a program: not a run's leftovers
+    return [pid for pid, (_, uid, live) in procs.items() if live and (uid in uids or ours(pid)) and pid not in spares]
 
 
 @pytest.fixture
@@ -329,6 +330,7 @@ def test_killing_its_parent_leaves_the_host_alone(no_leftovers: None) -> None:
 def test_bwrap_failing_at_run_time_is_an_infra_error(monkeypatch: pytest.MonkeyPatch) -> None:
     real = bwrap.bwrap_argv
     monkeypatch.setattr(bwrap, "bwrap_argv", lambda *a: [*real(*a)[:-1], "--no-such-option", "--"])
+    launch.discard_spares()  # made with the real command line
     report = run_tests("def f():\n    return 1\n", ["assert f() == 1"])
     assert report.status == "infra_error" and "no-such-option" in report.detail
 

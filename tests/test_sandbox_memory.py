@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 
 from game_defs import sandbox
-from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, cgroup, protection, run_tests, seccomp
+from game_defs.sandbox import (
+    SandboxLimits,
+    SandboxUnavailable,
+    bwrap,
+    cgroup,
+    launch,
+    protection,
+    run_tests,
+    seccomp,
+)
 
 BOUND = 128 << 20
 LIMITS = SandboxLimits(memory_bytes=BOUND, max_processes=6)
@@ -48,8 +57,15 @@ def no_cgroups_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     yield
     parent = cgroup.own_memory_cgroup()
     if parent is not None and parent.is_dir():
+        spares = {s.name for s in spare_cgroups()}
         mine = [p.name for p in parent.iterdir() if p.name.startswith(f"deepeval-sandbox-{os.getpid()}-")]
-        assert mine == []
+        assert [name for name in mine if name not in spares] == []
+
+
+def spare_cgroups() -> list[Path]:
+    """Cgroups of the spares waiting now (made ahead of a run, no program in them)."""
+    with launch._lock:
+        return [s.cgroup.path for waiting in launch._spares.values() for s in waiting if s.cgroup is not None]
 
 
 def hostile(code: str, test: str, timeout_s: float = 8) -> sandbox.TestReport:
@@ -419,3 +435,22 @@ def test_cli_sandbox_info_and_run_setting(
     assert main(["run", "no-such-spec.toml", "--out", str(tmp_path / "out")]) == 2  # refused before the spec is read
     assert "DEEPEVAL_GAMES_SANDBOX_MEMORY='bogus'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@needs_bwrap
+@pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+def test_spares_wait_in_their_cgroup_and_leave_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launches made ahead (cgroup mode) sit gated in their own cgroup; discarding them removes everything."""
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "cgroup")
+    assert run_tests("def f():\n    return 1\n", ["assert f() == 1"], limits=LIMITS).passed
+    deadline = time.monotonic() + 10
+    while not launch.spare_pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pids, groups = launch.spare_pids(), spare_cgroups()
+    assert pids and len(groups) == len(pids)
+    for pid in pids:
+        assert (Path("/proc") / str(pid) / "comm").read_text().strip() == "sh"  # not yet bwrap: gated
+        assert any(str(pid) in (group / "cgroup.procs").read_text().split() for group in groups)
+    launch.discard_spares()
+    assert launch.spare_pids() == set() and not any(group.exists() for group in groups)
+    assert all(not (Path("/proc") / str(pid)).exists() for pid in pids)

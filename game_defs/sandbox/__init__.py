@@ -62,7 +62,8 @@ itself), :mod:`~game_defs.sandbox.protocol` (starting the child and reading its 
 (limits, the bwrap command line, uids, the probe), :mod:`~game_defs.sandbox.process` (feeding, watching
 and killing the child), :mod:`~game_defs.sandbox.report` (the report and its verdict),
 :mod:`~game_defs.sandbox.cgroup` (the memory cgroup), :mod:`~game_defs.sandbox.seccomp` (the filter),
-:mod:`~game_defs.sandbox.protection` (which of them applies, the host budget) and
+:mod:`~game_defs.sandbox.protection` (which of them applies, the host budget),
+:mod:`~game_defs.sandbox.launch` (starting a sandbox, ahead of time in cgroup mode) and
 :mod:`~game_defs.sandbox.run` (:func:`run_tests` and the unsafe opt-in, :data:`UNSAFE_ENV`).
 """
 

@@ -185,13 +185,15 @@ def create(limit_bytes: int, parent: Path | None = None) -> MemoryCgroup:
     return MemoryCgroup(path, limit_bytes)
 
 
-def join_argv(cgroup: MemoryCgroup) -> list[str]:
+def join_argv(cgroup: MemoryCgroup, *, gated: bool = False) -> list[str]:
     """Command prefix that moves the sandbox's first process into ``cgroup`` before it execs the rest.
 
     A shell writes its own pid to ``cgroup.procs`` and then execs the command, so bwrap and everything it
-    starts are born inside the cgroup; if the write fails nothing runs (exit status 126).
+    starts are born inside the cgroup; if the write fails nothing runs (exit status 126). ``gated``: the
+    shell then waits for one line on its stdin before it execs (so it can be started ahead of time).
     """
-    return ["/bin/sh", "-c", 'echo $$ >"$0" || exit 126; exec "$@"', str(cgroup.procs)]
+    gate = "read -r line || exit 126; " if gated else ""
+    return ["/bin/sh", "-c", 'echo $$ >"$0" || exit 126; ' + gate + 'exec "$@"', str(cgroup.procs)]
 
 
 @cache

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 from game_defs.sandbox.bwrap import SandboxLimits
 
-__all__ = ["Watch", "run_child"]
+__all__ = ["Watch", "run_child", "start_child", "watch_child"]
+
+Popen = subprocess.Popen[bytes]
 
 
 @dataclass
@@ -42,6 +44,30 @@ def _sandbox_pid(info: bytes) -> int | None:
     return pid if type(pid) is int and pid > 1 else None
 
 
+def start_child(argv: list[str], pass_fds: tuple[int, ...], close_on_error: tuple[int, ...] = ()) -> Popen:
+    """Start ``argv`` in a new session with piped stdin/stdout/stderr and ``pass_fds`` (closed here after).
+
+    On failure every descriptor of ``pass_fds`` and ``close_on_error`` is closed before the error propagates.
+    """
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    except OSError:
+        for fd in (*pass_fds, *close_on_error):
+            os.close(fd)
+        raise
+    for fd in pass_fds:
+        os.close(fd)
+    return proc
+
+
 def run_child(
     argv: list[str],
     payload: bytes,
@@ -58,32 +84,28 @@ def run_child(
     are handed to the child as they are (bwrap's seccomp filter). The parent's ends are read here and every
     descriptor is closed before this returns.
     """
-    watch = Watch()
     pass_fds = (result_fd_w,) + ((info_fds[1],) if info_fds else ()) + extra_fds
+    proc = start_child(argv, pass_fds, (result_fd_r, *(info_fds[:1] if info_fds else ())))
+    return watch_child(proc, payload, result_fd_r, info_fds[0] if info_fds else None, deadline, limits)
+
+
+def watch_child(
+    proc: Popen, payload: bytes, result_fd_r: int, info_fd_r: int | None, deadline: float, limits: SandboxLimits
+) -> Watch:
+    """Feed ``payload`` to a started child and collect what it writes (see :func:`run_child`); kills it after.
+
+    ``result_fd_r`` and ``info_fd_r`` (the parent's ends of the result channel and of bwrap's info pipe)
+    are closed before this returns.
+    """
+    watch = Watch()
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=pass_fds,
-            start_new_session=True,
-            env={"PATH": "/usr/bin:/bin"},
-        )
-    except OSError:
-        for fd in (*pass_fds, result_fd_r, *(info_fds[:1] if info_fds else ())):
-            os.close(fd)
-        raise
-    try:
-        for fd in pass_fds:
-            os.close(fd)
         assert proc.stdin and proc.stdout and proc.stderr
         stdin_fd = proc.stdin.fileno()
         os.set_blocking(stdin_fd, False)
         buffers = {proc.stdout.fileno(): watch.stdout, proc.stderr.fileno(): watch.stderr}
         buffers[result_fd_r] = watch.results
-        if info_fds:
-            buffers[info_fds[0]] = watch.info
+        if info_fd_r is not None:
+            buffers[info_fd_r] = watch.info
         with selectors.DefaultSelector() as selector:
             for fd in buffers:
                 selector.register(fd, selectors.EVENT_READ)
@@ -126,12 +148,12 @@ def run_child(
             if stream and not stream.closed:
                 stream.close()
         os.close(result_fd_r)
-        if info_fds:
-            os.close(info_fds[0])
+        if info_fd_r is not None:
+            os.close(info_fd_r)
     return watch
 
 
-def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
+def _wait(proc: Popen, deadline: float) -> int | None:
     """Exit status, or None at the deadline; a pidfd avoids ``Popen.wait(timeout)``'s sleep-polling."""
     remaining = max(0.0, deadline - time.monotonic())
     try:
@@ -148,7 +170,7 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
     return proc.wait() if ready else None
 
 
-def _kill(proc: subprocess.Popen[bytes], sandbox_pid: int | None) -> None:
+def _kill(proc: Popen, sandbox_pid: int | None) -> None:
     """Kill the sandbox's pid 1 (the kernel then kills its whole pid namespace), then bwrap; reap."""
     if proc.poll() is None:
         if sandbox_pid is not None:

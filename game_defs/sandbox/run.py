@@ -13,12 +13,13 @@ import os
 import secrets
 import time
 
-from game_defs.sandbox import bwrap, cgroup, protection
+from game_defs.sandbox import bwrap, protection
 from game_defs.sandbox.bwrap import SandboxLimits, SandboxUnavailable
+from game_defs.sandbox.launch import LaunchKey, take
 from game_defs.sandbox.planning import Plan, bound_names, plan_test
-from game_defs.sandbox.process import run_child
+from game_defs.sandbox.process import watch_child
 from game_defs.sandbox.protection import MemoryMode
-from game_defs.sandbox.protocol import BOOTSTRAP, HARNESS
+from game_defs.sandbox.protocol import HARNESS
 from game_defs.sandbox.report import TestReport, TestResult, decide
 
 __all__ = ["UNSAFE_ENV", "run_tests", "unsafe_opt_in"]
@@ -89,28 +90,24 @@ def _run_in_slot(
     guard: protection.Protection,
     reason: str | None,
 ) -> TestReport:
-    """One run, holding a slot of the host's budget: cgroup, child, verdict, cleanup."""
+    """One run, holding a slot of the host's budget: launch (cgroup, uid, process), payload, verdict, cleanup."""
     not_run = tuple(TestResult(t, "not_run") for t in tests)
-    cgroup_: cgroup.MemoryCgroup | None = None
-    if guard.memory == "cgroup":
-        try:
-            cgroup_ = cgroup.create(limits.memory_bytes)
-        except OSError as exc:
-            return TestReport("infra_error", not_run, f"could not create the sandbox's memory cgroup: {exc}")
-    as_root = os.geteuid() == 0
-    uid = bwrap.acquire_uid() if reason is None and as_root else None
+    if reason is not None:
+        log.warning("running untrusted code WITHOUT a sandbox (unsafe=True): %s", reason)
+    key = LaunchKey(limits, guard, bubblewrap=reason is None, as_root=os.geteuid() == 0)
+    try:
+        started = take(key)
+    except OSError as exc:
+        return TestReport("infra_error", not_run, f"could not start the sandbox: {exc}", protection=guard.memory)
     nonce = secrets.token_hex(16).encode()
-    result_r, result_w = os.pipe()
-    info = os.pipe() if reason is None else None
-    filter_fds = os.pipe() if reason is None and guard.seccomp_filter else None
     cpu = max(1, math.ceil(timeout_s))
     payload = {
         "nonce": nonce.decode(),
         "code": code,
         "setup": setup,
         "exprs": [s for _, s in plans],
-        "result_fd": result_w,
-        "drop_to": uid,
+        "result_fd": started.result_fd,
+        "drop_to": started.uid,
         "rlimits": {
             "RLIMIT_CPU": (cpu, cpu + 1),
             "RLIMIT_AS": (guard.address_space(limits),) * 2,
@@ -120,33 +117,16 @@ def _run_in_slot(
             "RLIMIT_CORE": (0, 0),
         },
     }
-    argv = cgroup.join_argv(cgroup_) if cgroup_ is not None else []
-    extra_fds: tuple[int, ...] = ()
-    if reason is None:
-        assert info is not None
-        if filter_fds is not None and guard.seccomp_filter is not None:
-            os.write(filter_fds[1], guard.seccomp_filter)  # a few hundred bytes: fits the pipe's buffer
-            os.close(filter_fds[1])
-            extra_fds = (filter_fds[0],)
-        argv += bwrap.bwrap_argv(as_root, limits, info[1], extra_fds[0] if extra_fds else None)
-    else:
-        log.warning("running untrusted code WITHOUT a sandbox (unsafe=True): %s", reason)
-    argv += [bwrap.interpreter(), "-I", "-S", "-B", "-c", BOOTSTRAP]
     start = time.monotonic()
     peak: int | None = None
     oom_kills = 0
     try:
-        stdin = marshal.dumps((HARNESS, payload))
-        watch = run_child(argv, stdin, result_w, result_r, info, start + timeout_s, limits, extra_fds)
-    except OSError as exc:
-        return TestReport("infra_error", not_run, f"could not start the sandbox: {exc}", protection=guard.memory)
+        stdin = (b"\n" if started.gated else b"") + marshal.dumps((HARNESS, payload))
+        watch = watch_child(started.proc, stdin, started.result_r, started.info_r, start + timeout_s, limits)
     finally:
-        if uid is not None:
-            bwrap.release_uid(uid)
-        if cgroup_ is not None:
-            peak, oom_kills = cgroup_.peak_bytes(), cgroup_.oom_kills()
-            if not cgroup_.remove():
-                log.error("could not remove the sandbox's memory cgroup %s", cgroup_.path)
+        if started.cgroup is not None:
+            peak, oom_kills = started.cgroup.peak_bytes(), started.cgroup.oom_kills()
+        started.release()
     report = decide(watch, tests, plans, nonce, time.monotonic() - start)
     report = dataclasses.replace(report, peak_memory_bytes=peak, protection=guard.memory)
     if oom_kills and report.status in ("error", "failed"):
