@@ -192,12 +192,13 @@ class MatchRecord(BaseModel):
             raise RecordError(message) from exc
 
     def canonical(self) -> dict[str, Any]:
-        """The record without wall-clock measurements: equal for equal seeds."""
+        """The record without wall-clock measurements and transport attempts (how the calls were delivered:
+        retries, waits): equal for equal seeds."""
         data = self.to_dict()
         for key in TIMING_FIELDS:
             data.pop(key, None)
         for turn in data["turns"]:
-            for key in TIMING_FIELDS:
+            for key in (*TIMING_FIELDS, "attempts"):
                 turn.pop(key, None)
         return data
 

@@ -185,6 +185,8 @@ class LLMBot(DeepEvalBot):
                 return cached
         self.runtime.calls += 1
         completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+        # cut before the reply is kept anywhere (cache, record, chat history): a huge reply is never sent back
+        completion = cut_reply(completion, task.max_reply_chars(self.game))
         self.runtime.note(config.model, completion)
         if cache is not None:
             cache.put(key, completion)
@@ -251,11 +253,29 @@ class LLMBot(DeepEvalBot):
         return replace(decision, action=None, text=last, outcome=outcome, error=error)
 
 
+def cut_reply(completion: Completion, max_chars: int) -> Completion:
+    """``completion`` with its reply (and any reasoning text) cut to ``max_chars`` characters, the number of
+    characters cut from the reply in ``cut_chars``; unchanged when it fits."""
+    if len(completion.text) <= max_chars and len(completion.reasoning) <= max_chars:
+        return completion
+    over = max(0, len(completion.text) - max_chars)
+    log.warning("a reply of %d characters was cut to the task's maximum of %d", len(completion.text), max_chars)
+    return replace(
+        completion,
+        text=completion.text[:max_chars],
+        reasoning=completion.reasoning[:max_chars],
+        cut_chars=completion.cut_chars + over,
+    )
+
+
 def _account(decision: Decision, messages: Sequence[Mapping[str, str]], completion: Completion, ask: int) -> Decision:
-    """The turn so far plus one finished call (the ``ask``-th): its prompt, reply, model, tokens and cost."""
+    """The turn so far plus one finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its
+    transport attempts (retries included) and what was cut from its reply."""
     overflow = completion.outcome is CallOutcome.CONTEXT_OVERFLOW
     return replace(
         decision,
+        attempts=(*decision.attempts, *(replace(attempt, ask=ask) for attempt in completion.attempt_log)),
+        cut_chars=decision.cut_chars if overflow else (*decision.cut_chars, completion.cut_chars),
         prompts=(*decision.prompts, tuple(dict(m) for m in messages)),
         raw_replies=decision.raw_replies if overflow else (*decision.raw_replies, completion.text),
         retries=ask,

@@ -162,6 +162,7 @@ class Completion:
         reasoning_tokens: completion tokens spent on reasoning, where the provider reports them (0 otherwise).
         reasoning: reasoning text the provider sent apart from the reply (litellm's ``reasoning_content``, also
             a leading ``<think>`` block it split off); "" when none.
+        cut_chars: characters cut from `text` by the caller's maximum reply length before it was kept (0: none).
     """
 
     text: str
@@ -180,6 +181,7 @@ class Completion:
     system_fingerprint: str | None = None
     reasoning_tokens: int = 0
     reasoning: str = ""
+    cut_chars: int = 0
 
     def __post_init__(self) -> None:
         # a completion read back from the call cache carries its attempts as plain mappings
