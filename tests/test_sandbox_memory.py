@@ -454,3 +454,26 @@ def test_spares_wait_in_their_cgroup_and_leave_nothing(monkeypatch: pytest.Monke
     launch.discard_spares()
     assert launch.spare_pids() == set() and not any(group.exists() for group in groups)
     assert all(not (Path("/proc") / str(pid)).exists() for pid in pids)
+
+
+@needs_bwrap
+@pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+def test_a_forked_child_does_not_hold_a_spare_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork (a worker pool, say) must not keep a spare's stdin open: the harness would wait for its end."""
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "cgroup")
+    code = "def f():\n    return 1\n"
+    assert run_tests(code, ["assert f() == 1"], limits=LIMITS).passed
+    deadline = time.monotonic() + 10
+    while not launch.spare_pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert launch.spare_pids()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child only waits
+        time.sleep(4)
+        os._exit(0)
+    try:
+        report = run_tests(code, ["assert f() == 1"], limits=LIMITS, timeout_s=3)
+        assert report.passed, report
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)

@@ -192,6 +192,26 @@ def discard_spares() -> None:
             spare.discard()
 
 
+def _forget_in_child() -> None:
+    """In a forked child: close its copies of the spares' pipes (a copy of a spare's stdin would keep the
+    harness waiting for the end of its payload) and forget them; they belong to the parent."""
+    global _lock
+    _lock = threading.Lock()  # another thread of the parent may have held it at the fork
+    for waiting in list(_spares.values()):
+        for spare in list(waiting):
+            for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
+                with contextlib.suppress(Exception):
+                    if stream:
+                        stream.close()
+            for fd in (spare.result_r, spare.info_r):
+                with contextlib.suppress(OSError, TypeError):
+                    os.close(fd)  # type: ignore[arg-type]
+    _spares.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 @atexit.register
 def _at_exit() -> None:
     """At exit: stop the maker thread and discard the spares."""
