@@ -51,6 +51,7 @@ __all__ = [
     "render_blocks",
     "section",
     "slim",
+    "spec_epsilon",
     "stream_records",
     "text_report",
 ]
@@ -111,6 +112,25 @@ def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
 def max_seats(runs: Sequence[RunSource]) -> int:
     """The most seats any match of ``runs`` has (0 without matches)."""
     return max((len(seats) for run in runs for seats, _ in _seatings(run)), default=0)
+
+
+def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
+    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
+    for run in runs:
+        db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        except sqlite3.Error:
+            row = None
+        finally:
+            db.close()
+        try:
+            rule = json.loads(row[0])["experiment"]["until_stable"] if row else None
+        except (ValueError, KeyError, TypeError):
+            rule = None
+        if isinstance(rule, dict) and isinstance(rule.get("epsilon"), (int, float)):
+            return float(rule["epsilon"])
+    return None
 
 
 def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
@@ -426,6 +446,8 @@ class ReportData:
     judgements: list[JudgementRecord]
     run_counts: dict[str, dict[str, int]]
     """Per variant, matches per run label."""
+    epsilon: float | None = None
+    """The stableness epsilon of the runs' specs (``until_stable``), used when the report is given none."""
 
     @property
     def records(self) -> list[MatchRecord]:
@@ -452,13 +474,17 @@ def load_report(
     if len(runs) == 1:  # re-judged verdicts name the match ids of their own run
         with Store(runs[0].path, read_only=True) as store:
             judgements = list(store.judgements())
-    return ReportData(runs, dict(sorted(variants.items())), judgements, counts)
+    return ReportData(runs, dict(sorted(variants.items())), judgements, counts, spec_epsilon(runs))
 
 
 def render_blocks(
     data: ReportData, *, epsilon: float | None = None, figures: bool = False, core_only: bool = False
 ) -> Iterator[tuple[Section, str, list[Block]]]:
-    """(section, variant or "", blocks) for every section and variant that has something to show."""
+    """(section, variant or "", blocks) for every section and variant that has something to show.
+
+    Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one.
+    """
+    epsilon = epsilon if epsilon is not None else data.epsilon
     for sec in SECTIONS:
         if core_only and not sec.core:
             continue

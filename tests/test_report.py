@@ -331,3 +331,22 @@ def test_figures_whole_number_axes_roles_and_win_draw_loss(example_runs: dict[st
         assert ticks and all(float(t).is_integer() for t in ticks)
     assert curves.texts[0].get_text().count("\n") >= 2
     assert figure_svg(curves).startswith("<svg")
+
+
+def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = {
+        "experiment": {
+            "name": "stable",
+            "game": "deepeval_public_goods(players=2,rounds=1)",
+            "repeats": 2,
+            "until_stable": {"epsilon": 100.0, "max_repeats": 2},
+        },
+        "players": [{"name": "a", "bot": "pgg_free_rider"}, {"name": "b", "bot": "pgg_full_contributor"}],
+    }
+    run_experiment(spec, tmp_path / "run")
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "Stableness (epsilon=100.0)" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "run"), "--epsilon", "0.5"]) == 0
+    assert "Stableness (epsilon=0.5)" in capsys.readouterr().out
