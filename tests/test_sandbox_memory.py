@@ -477,3 +477,70 @@ def test_a_forked_child_does_not_hold_a_spare_open(monkeypatch: pytest.MonkeyPat
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
+
+
+NON_ROOT_RUNNER = """
+import json, sys, types
+package = types.ModuleType("game_defs")  # the sandbox needs only the standard library: skip game_defs/__init__
+package.__path__ = [sys.argv[1] + "/game_defs"]
+sys.modules["game_defs"] = package
+from game_defs.sandbox import SandboxLimits, run_tests
+limits = SandboxLimits(memory_bytes=int(sys.argv[2]), max_processes=6)
+out = {}
+for name, code in json.loads(sys.stdin.read()).items():
+    for mode in ("cgroup", "seccomp"):
+        report = run_tests(code, ["assert hoard() == 1"], limits=limits, memory_mode=mode, timeout_s=8)
+        out[name + " " + mode] = [report.status, report.peak_memory_bytes, report.tests[0].detail]
+print(json.dumps(out))
+"""
+
+
+def _system_python() -> str | None:
+    """An interpreter an unprivileged user can run (this one may live under a private home)."""
+    import shutil
+
+    for name in (f"python{sys.version_info.major}.{sys.version_info.minor}", "python3"):
+        found = shutil.which(name, path="/usr/bin:/bin")
+        if found:
+            return found
+    return None
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to delegate a cgroup to an unprivileged user")
+@pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+@pytest.mark.skipif(_system_python() is None, reason="no system python an unprivileged user can run")
+def test_non_root_mode_in_both_protections() -> None:
+    """As an ordinary user with a delegated cgroup: the memfd hoard is bounded (cgroup) or refused (seccomp)."""
+    import json
+    import shutil
+    import tempfile
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    parent = cgroup.own_memory_cgroup()
+    assert parent is not None
+    delegated = parent / f"deepeval-delegated-{os.getpid()}"
+    delegated.mkdir()
+    for path in (delegated, delegated / "cgroup.procs", delegated / "tasks"):
+        os.chown(path, 65534, 65534)
+    tmp_path = Path(tempfile.mkdtemp(prefix="deepeval-non-root-"))  # pytest's own is private to root
+    tmp_path.chmod(0o777)
+    (tmp_path / "runner.py").write_text(NON_ROOT_RUNNER)
+    hoards = {"memfd": MEMFD_HOARD.replace("def hoard(n_procs)", "def hoard(n_procs=4)"), "tmpfs": NESTED_TMPFS_HOARD}
+    command = 'echo $$ >"$0" && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"'
+    argv = ["/bin/sh", "-c", command, str(delegated / "cgroup.procs"), str(_system_python()), "-I"]
+    argv += [str(tmp_path / "runner.py"), str(Path(__file__).resolve().parents[1]), str(BOUND)]
+    env = {"PATH": "/usr/bin:/bin", protection.SLOTS_DIR_ENV: str(tmp_path / "slots")}
+    try:
+        done = subprocess.run(argv, input=json.dumps(hoards), capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        results = json.loads(done.stdout)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+        assert cgroup._remove(delegated, 10.0)
+    status, peak, _ = results["memfd cgroup"]
+    assert status == "memory" and BOUND // 2 <= peak <= BOUND, results
+    assert results["memfd seccomp"][::2] == ["failed", "child values: ('refused', 1)"], results
+    for mode in ("cgroup", "seccomp"):  # bwrap --disable-userns (ENOSPC) or the filter (EPERM)
+        assert results[f"tmpfs {mode}"][0] == "failed" and "unshare refused" in results[f"tmpfs {mode}"][2], results
