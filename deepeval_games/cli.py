@@ -79,7 +79,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if spec.uses_models():
         played_now = [r for r in result.records if r.match_id not in before]
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
-        print("\n" + estimate.format_run_summary(totals, result.model_calls))
+        print("\n" + estimate.format_run_summary(totals, result.calls_by_model, result.cache_hits))
     if spec.until_stable:
         print(
             f"\nRepeats played: {result.repeats} "

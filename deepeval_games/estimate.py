@@ -10,14 +10,15 @@ observation), capped by the model's context window where litellm knows it. Price
 table; a model litellm cannot price gets no cost (said so). An LLM judge adds ``1 + max_reasks`` calls per match.
 Transport retries (429, 5xx) are not counted. Under ``until_stable`` the bound covers ``max_repeats``.
 
-**Run summary.** :func:`run_summary` totals, per model, the calls, tokens, cost and invalid-turn share of the
-matches a run played, and the cache hits: asks answered from the model-call cache instead of a call.
+**Run summary.** :func:`run_summary` totals, per model, the tokens, cost and invalid-turn share of the matches a
+run played; :func:`format_run_summary` adds the calls the run sent and its cache hits (asks answered from the
+model-call cache instead of a call), as the run's model runtime counted them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -229,18 +230,16 @@ def run_summary(
     return sorted(totals.values(), key=lambda t: t.model)
 
 
-def format_run_summary(totals: Sequence[ModelTotals], sent: int) -> str:
-    """One line per model, then the calls sent and the cache hits (asks answered from the cache)."""
+def format_run_summary(totals: Sequence[ModelTotals], sent: Mapping[str, int], cache_hits: Mapping[str, int]) -> str:
+    """One line per model: replies, tokens, cost, invalid-turn share, calls sent and cache hits."""
     if not totals:
         return "Run summary: no model calls (scripted players only)."
     lines = ["Run summary (matches played now):"]
     for t in totals:
         share = t.invalid / t.turns if t.turns else math.nan
         lines.append(
-            f"  {t.model}: {t.asks} replies, {t.tokens_in:,} tokens in, {t.tokens_out:,} tokens out, "
-            f"${t.cost_usd:.4f}, invalid turns {'-' if math.isnan(share) else f'{100 * share:.1f}%'} "
-            f"({t.invalid} of {t.turns})"
+            f"  {t.model}: {sent.get(t.model, 0)} calls, {cache_hits.get(t.model, 0)} cache hits, "
+            f"{t.tokens_in:,} tokens in, {t.tokens_out:,} tokens out, ${t.cost_usd:.4f}, "
+            f"invalid turns {'-' if math.isnan(share) else f'{100 * share:.1f}%'} ({t.invalid} of {t.turns})"
         )
-    asks = sum(t.asks for t in totals)
-    lines.append(f"  calls sent {sent}, cache hits {max(0, asks - sent)} (of {asks} replies)")
     return "\n".join(lines)

@@ -94,6 +94,10 @@ class RunResult:
     """Every committed record in the store, old and new."""
     model_calls: int = 0
     """Model calls sent by this run (cache hits not counted)."""
+    calls_by_model: dict[str, int] = field(default_factory=dict)
+    """Per configured model string, the calls sent by this run."""
+    cache_hits: dict[str, int] = field(default_factory=dict)
+    """Per configured model string, the asks answered from the model-call cache instead of a call."""
     repeats: int = 0
     """Repeats finally played (grows under ``until_stable``)."""
     stableness: dict[str, Any] = field(default_factory=dict)
@@ -316,6 +320,7 @@ async def _run_once(
             )
         if runtime is not None:
             result.model_calls = runtime.calls
+            result.calls_by_model, result.cache_hits = dict(runtime.sent), dict(runtime.hits)
         return result
     finally:
         if runtime is not None:
@@ -358,6 +363,8 @@ async def _run_locked(
     if rule is None:
         return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
     repeats, played, model_calls = spec.repeats, 0, 0
+    sent: dict[str, int] = {}
+    hits: dict[str, int] = {}
     first: list[PlannedMatch] | None = plan
     while True:
         result = await _run_once(
@@ -365,10 +372,14 @@ async def _run_locked(
         )
         first = None
         played, model_calls = played + result.played, model_calls + result.model_calls
+        for total, now in ((sent, result.calls_by_model), (hits, result.cache_hits)):
+            for model, count in now.items():
+                total[model] = total.get(model, 0) + count
         result.stableness = _stableness(spec, result.records)
         stable = bool(result.stableness) and all(check.stable for check in result.stableness.values())
         if stable or repeats >= rule.max_repeats or result.failed:
             result.played, result.model_calls, result.repeats = played, model_calls, repeats
+            result.calls_by_model, result.cache_hits = sent, hits
             result.skipped = result.planned - played - len(result.failed)
             return result
         repeats = min(repeats + (rule.step or spec.repeats), rule.max_repeats)

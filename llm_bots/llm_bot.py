@@ -67,6 +67,10 @@ class ModelRuntime:
     budget: Budget | None = None
     calls: int = 0
     """Model calls actually sent (cache misses)."""
+    sent: dict[str, int] = field(default_factory=dict)
+    """Per configured model string, the calls actually sent."""
+    hits: dict[str, int] = field(default_factory=dict)
+    """Per configured model string, the asks answered from the cache."""
     call_log: list[str] = field(default_factory=list, repr=False)
     reported: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False)
     """Per configured model string: the model ids (``models``) and ``system_fingerprints`` its replies reported,
@@ -182,8 +186,10 @@ class LLMBot(DeepEvalBot):
             cached = cache.get(key)
             if cached is not None:
                 self.runtime.note(config.model, cached)
+                self.runtime.hits[config.model] = self.runtime.hits.get(config.model, 0) + 1
                 return cached
         self.runtime.calls += 1
+        self.runtime.sent[config.model] = self.runtime.sent.get(config.model, 0) + 1
         completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
         # cut before the reply is kept anywhere (cache, record, chat history): a huge reply is never sent back
         completion = cut_reply(completion, task.max_reply_chars(self.game))

@@ -263,7 +263,7 @@ def test_dry_run_counts_what_run_plays_and_calls_nothing(tmp_path: Path, capsys:
         spec = tmp_path / "spec.toml"
         spec.write_text(
             '[experiment]\nname = "dry"\ngame = "deepeval_public_goods(players=2,rounds=2)"\nrepeats = 3\n'
-            "cache = false\n\n" + _player_toml(hosted) + '\n[[players]]\nname = "free"\nbot = "pgg_free_rider"\n\n'
+            "\n" + _player_toml(hosted) + '\n[[players]]\nname = "free"\nbot = "pgg_free_rider"\n\n'
             '[[players]]\nname = "full"\nbot = "pgg_full_contributor"\n',
             encoding="utf-8",
         )
@@ -276,11 +276,14 @@ def test_dry_run_counts_what_run_plays_and_calls_nothing(tmp_path: Path, capsys:
         out = capsys.readouterr().out
         assert f"{count} matches planned: {count} played now" in out
         assert count == 18 and server.request_count > 0  # 3 players, both orders of every pair, 3 repeats
-        # the run summary: a line per model with replies, tokens, cost, invalid-turn share, then calls and cache hits
-        assert re.search(
-            r"openai/gpt-4o-mini: \d+ replies, [\d,]+ tokens in, [\d,]+ tokens out, \$[\d.]+, invalid", out
-        )
-        assert f"calls sent {server.request_count}, cache hits 0" in out
+        # the run summary: a line per model with calls, cache hits, tokens, cost and the invalid-turn share
+        calls = server.request_count
+        line = re.escape(f"openai/gpt-4o-mini: {calls} calls, 0 cache hits, ")
+        assert re.search(line + r"[\d,]+ tokens in, [\d,]+ tokens out, \$[\d.]+, invalid turns 0\.0%", out)
+        # the same spec into a new directory replays from the model-call cache: no call, every ask a cache hit
+        assert main(["run", str(spec), "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+        assert f"openai/gpt-4o-mini: 0 calls, {calls} cache hits," in capsys.readouterr().out
+        assert server.request_count == calls
         # resumed: nothing left to play, and the dry run says so
         assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
         assert "Dry run: 0 matches to play (18 planned)" in capsys.readouterr().out
