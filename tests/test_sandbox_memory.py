@@ -306,6 +306,11 @@ def test_the_judge_and_the_scorer_see_the_same_program() -> None:
     scored = score_program(two_faced, tests)  # what the mbpp_pass_rate scorer runs
     assert judged.status == "passed" and judged.pass_rate == 1.0, judged
     assert scored["pass_rate"] == 1.0 and scored["sandbox_status"] == "passed", scored
+    # Nor by what it can see of itself: descriptors, ids and names are the same whichever way a run started.
+    looks = "import os, socket\ndef looks():\n    return (sorted(os.listdir('/proc/self/fd')), os.getuid(),"
+    looks += " os.getgid(), os.getpid(), os.getppid(), socket.gethostname(), open('/proc/self/cgroup').read())\n"
+    seen = {run_program(looks, ["assert looks() == None"]).tests[0].detail for _ in range(4)}
+    assert len(seen) == 1, seen
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Starting a sandbox: its cgroup, uid, pipes and bwrap process, made ready before the program is known.
+"""Starting a sandbox: its cgroup, pipes and bwrap process, made ready before the program is known.
 
 Nothing of a launch depends on the program (it arrives later on stdin), so in ``cgroup`` mode launches are
 made ahead as spares. Moving a process into a cgroup-v1 cgroup waits for an RCU grace period (about 10 ms
@@ -51,7 +51,6 @@ class Launch:
 
     proc: Popen
     cgroup: cgroup.MemoryCgroup | None
-    uid: int | None
     result_r: int
     result_fd: int
     """The child's number of the result channel's write end."""
@@ -60,7 +59,7 @@ class Launch:
     """Whether the first process waits for one line on stdin before it execs bwrap (send a newline first)."""
 
     def discard(self) -> None:
-        """Kill the process, close the parent's ends and free the uid and cgroup."""
+        """Kill the process, close the parent's ends and remove the cgroup."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
@@ -73,22 +72,21 @@ class Launch:
         self.release()
 
     def release(self) -> None:
-        """Hand back the uid and remove the cgroup (after the run; see :func:`launch`)."""
-        if self.uid is not None:
-            bwrap.release_uid(self.uid)
-            self.uid = None
+        """Remove the cgroup (after the run; see :func:`launch`)."""
         if self.cgroup is not None and not self.cgroup.remove():
             log.error("could not remove the sandbox's memory cgroup %s", self.cgroup.path)
 
 
 def launch(key: LaunchKey) -> Launch:
-    """Start a sandbox for ``key``: cgroup (in ``cgroup`` mode), uid (as root), pipes, then the process.
+    """Start a sandbox for ``key``: cgroup (in ``cgroup`` mode), pipes, then the process.
+
+    The uid the harness drops to (as root) is not part of a launch: the run picks it when it starts, so a
+    run made ahead gets the same uid as one made on the spot (no sign of how a run was started).
 
     Raises:
         OSError: something could not be created; nothing is left behind then.
     """
     group = cgroup.create(key.limits.memory_bytes) if key.protection.memory == "cgroup" else None
-    uid = bwrap.acquire_uid() if key.bubblewrap and key.as_root else None
     opened: list[int] = []
     try:
         result_r, result_w = os.pipe()
@@ -116,12 +114,10 @@ def launch(key: LaunchKey) -> Launch:
     except BaseException:
         for fd in opened:
             os.close(fd)
-        if uid is not None:
-            bwrap.release_uid(uid)
         if group is not None:
             group.remove()
         raise
-    return Launch(proc, group, uid, result_r, result_w, info_r, gated=group is not None)
+    return Launch(proc, group, result_r, result_w, info_r, gated=group is not None)
 
 
 _lock = threading.Lock()

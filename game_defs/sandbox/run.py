@@ -90,7 +90,7 @@ def _run_in_slot(
     guard: protection.Protection,
     reason: str | None,
 ) -> TestReport:
-    """One run, holding a slot of the host's budget: launch (cgroup, uid, process), payload, verdict, cleanup."""
+    """One run, holding a slot of the host's budget: launch (cgroup, process), uid, payload, verdict, cleanup."""
     not_run = tuple(TestResult(t, "not_run") for t in tests)
     if reason is not None:
         log.warning("running untrusted code WITHOUT a sandbox (unsafe=True): %s", reason)
@@ -99,6 +99,7 @@ def _run_in_slot(
         started = take(key)
     except OSError as exc:
         return TestReport("infra_error", not_run, f"could not start the sandbox: {exc}", protection=guard.memory)
+    uid = bwrap.acquire_uid() if key.bubblewrap and key.as_root else None
     nonce = secrets.token_hex(16).encode()
     cpu = max(1, math.ceil(timeout_s))
     payload = {
@@ -107,7 +108,7 @@ def _run_in_slot(
         "setup": setup,
         "exprs": [s for _, s in plans],
         "result_fd": started.result_fd,
-        "drop_to": started.uid,
+        "drop_to": uid,
         "rlimits": {
             "RLIMIT_CPU": (cpu, cpu + 1),
             "RLIMIT_AS": (guard.address_space(limits),) * 2,
@@ -127,6 +128,8 @@ def _run_in_slot(
         if started.cgroup is not None:
             peak, oom_kills = started.cgroup.peak_bytes(), started.cgroup.oom_kills()
         started.release()
+        if uid is not None:
+            bwrap.release_uid(uid)
     report = decide(watch, tests, plans, nonce, time.monotonic() - start)
     report = dataclasses.replace(report, peak_memory_bytes=peak, protection=guard.memory)
     if oom_kills and report.status in ("error", "failed"):
