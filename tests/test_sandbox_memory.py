@@ -211,6 +211,28 @@ def test_plain_malloc_hoard_from_four_processes(mode: str) -> None:
         assert 0 < held_mib <= BOUND >> 20, held_mib
 
 
+FILES_HOARD = """
+def hoard():
+    out = {}
+    for path in ("/hoard", "/dev/hoard", "/dev/shm/hoard", "/tmp/hoard"):
+        try:
+            with open(path, "wb") as f:
+                f.write(b"f" * (1 << 20))
+            out[path] = "written"
+        except OSError as exc:
+            out[path] = exc.errno
+    return out
+"""
+ONLY_TMP = "child values: {'/hoard': 30, '/dev/hoard': 30, '/dev/shm/hoard': 30, '/tmp/hoard': 'written'}"  # EROFS
+
+
+@needs_bwrap
+def test_only_the_capped_tmp_holds_files(mode: str) -> None:
+    """bwrap's root and /dev are uncapped tmpfs (writable by a non-root user's mapped uid): read-only here."""
+    report = hostile(FILES_HOARD, "assert hoard() == 1")
+    assert report.tests[0].detail == ONLY_TMP, report
+
+
 FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
 FORK_BOMB += "def f():\n    return 1\n"
 
@@ -533,6 +555,7 @@ def test_non_root_mode_in_both_protections() -> None:
     tmp_path.chmod(0o777)
     (tmp_path / "runner.py").write_text(NON_ROOT_RUNNER)
     hoards = {"memfd": MEMFD_HOARD.replace("def hoard(n_procs)", "def hoard(n_procs=4)"), "tmpfs": NESTED_TMPFS_HOARD}
+    hoards["files"] = FILES_HOARD
     command = 'echo $$ >"$0" && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"'
     argv = ["/bin/sh", "-c", command, str(delegated / "cgroup.procs"), str(_system_python()), "-I"]
     argv += [str(tmp_path / "runner.py"), str(Path(__file__).resolve().parents[1]), str(BOUND)]
@@ -549,3 +572,4 @@ def test_non_root_mode_in_both_protections() -> None:
     assert results["memfd seccomp"][::2] == ["failed", "child values: ('refused', 1)"], results
     for mode in ("cgroup", "seccomp"):  # bwrap --disable-userns (ENOSPC) or the filter (EPERM)
         assert results[f"tmpfs {mode}"][0] == "failed" and "unshare refused" in results[f"tmpfs {mode}"][2], results
+        assert results[f"files {mode}"][2] == ONLY_TMP, results

@@ -9,7 +9,8 @@ Each call to :func:`run_tests` starts one ``bwrap`` (bubblewrap) sandbox running
   ``--die-with-parent``, ``--new-session``; a cleared environment (``PATH``, ``HOME``, ``LANG`` only);
 * files: read-only binds of ``/usr`` (plus the ``/bin``, ``/lib*`` links), ``/etc/ld.so.cache`` and the
   interpreter's prefix, nothing else: not the repository, the data sets, ``/home``, ``/root`` or the rest
-  of ``/etc``; a fresh ``/proc``, bwrap's minimal ``/dev``, a private size-capped tmpfs on ``/tmp``;
+  of ``/etc``; a fresh ``/proc``, bwrap's minimal ``/dev``, a private size-capped tmpfs on ``/tmp``,
+  the only place a program can write (the root and ``/dev`` are read-only);
 * identity: never root. As an ordinary user, bwrap maps the caller to uid 65534 in a new user namespace
   and forbids nested ones. As root, a uid mapped to host root would be exempt from ``RLIMIT_NPROC``, so
   bwrap runs privileged without a user namespace (keeping only CAP_SETUID/CAP_SETGID) and the harness,

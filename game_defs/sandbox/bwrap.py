@@ -3,8 +3,9 @@
 One ``bwrap`` runs this interpreter's base ``python -I -S`` in new mount, pid, network, IPC, UTS and
 cgroup namespaces, with read-only binds of ``/usr`` (plus the ``/bin``, ``/lib*`` links),
 ``/etc/ld.so.cache`` and the interpreter's prefix only, a fresh ``/proc``, a minimal ``/dev``, a
-size-capped private ``/tmp`` and a cleared environment. As root it runs privileged without a user
-namespace, and the harness drops to an unused uid of this process's block (:func:`acquire_uid`).
+size-capped private ``/tmp`` (the root and ``/dev`` read-only) and a cleared environment. As root it
+runs privileged without a user namespace, and the harness drops to an unused uid of this process's
+block (:func:`acquire_uid`).
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def bwrap_argv(as_root: bool, limits: SandboxLimits, info_fd: int, seccomp_fd: i
         str(limits.tmpfs_bytes),
         "--tmpfs",
         "/tmp",
+        "--remount-ro",  # the root and /dev are tmpfs without a size cap (writable as a non-root user's
+        "/dev",  # mapped uid): read-only, so only the capped /tmp holds files
+        "--remount-ro",
+        "/",
         "--clearenv",
         "--setenv",
         "PATH",
