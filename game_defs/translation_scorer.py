@@ -31,12 +31,16 @@ __all__ = ["bleu", "chrf", "reference_metrics", "score_texts"]
 
 @functools.cache
 def _chrf() -> CHRF:
-    return CHRF()
+    metric = CHRF()
+    metric.sentence_score("a", ["a"])  # sacrebleu's signature names the number of references of a scored text
+    return metric
 
 
 @functools.cache
 def _bleu(target_lang: str) -> BLEU:
-    return BLEU(tokenize="zh" if target_lang == "zh" else "13a", effective_order=True)
+    metric = BLEU(tokenize="zh" if target_lang == "zh" else "13a", effective_order=True)
+    metric.sentence_score("a", ["a"])  # as above: a signature is available before any real text is scored
+    return metric
 
 
 def chrf(hypothesis: str, reference: str) -> float:

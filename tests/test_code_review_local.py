@@ -42,7 +42,7 @@ def test_real_model_programs_against_the_test_running_reviewer() -> None:
     record = asyncio.run(play_match(game, bots, seed=3, judge=judge, scorers=scorers_for("deepeval_code_review")))
     programmer, review, verdict = record.turns
     assert programmer.seat == 0 and programmer.raw_replies and programmer.model and programmer.tokens_out > 0
-    assert programmer.outcome in ("ok", "reasked", "invalid", "refusal")
+    assert programmer.outcome in ("ok", "reasked", "invalid", "refusal", "truncated")
     assert review.seat == 1 and review.text and verdict.seat == -2
     rate = record.metrics["pass_rate"]
     assert rate is not None and 0.0 <= rate <= 1.0 and record.metrics["sandbox_status"] != "infra_error"

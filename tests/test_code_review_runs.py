@@ -59,7 +59,8 @@ def test_reference_vs_test_reviewer_passes_and_broken_fails(tmp_path: Path) -> N
     pairs = _by_pair(result.records)
     for record in pairs[("reference", "tests")]:
         assert record.metrics["pass_rate"] == 1.0 and record.metrics["sandbox_status"] == "passed"
-        assert record.metrics["ended_by"] == "consensus" and record.metrics["rounds"] == 1
+        # "over" ends the dialogue from the follow-up review on, as in the paper: the first one is a review
+        assert record.metrics["ended_by"] == "consensus" and record.metrics["rounds"] == 2
         assert record.returns == [10.0, 10.0]
     for record in pairs[("broken", "tests")]:
         assert record.metrics["pass_rate"] == 0.0 and record.metrics["sandbox_status"] == "failed"

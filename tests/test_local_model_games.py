@@ -52,7 +52,7 @@ def test_real_model_plays_a_full_public_goods_game(tmp_path: Path) -> None:
     assert len(turns) == 3 and len(record.turns) == 9
     for turn in turns:
         assert turn.raw_replies and all(isinstance(r, str) for r in turn.raw_replies)
-        assert turn.outcome in ("ok", "reasked", "invalid", "refusal")
+        assert turn.outcome in ("ok", "reasked", "invalid", "refusal", "truncated")
         assert turn.tokens_in > 0 and turn.tokens_out > 0 and turn.latency_s > 0
         assert turn.model and turn.prompts and all(turn.prompts)
         if turn.outcome in ("ok", "reasked"):
@@ -80,8 +80,8 @@ def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path
         game = load_game(record.game)
         invalid = game.new_initial_state().invalid_action()
         for turn in turns:
-            assert turn.raw_replies and turn.outcome in ("ok", "reasked", "invalid", "refusal")
-            if turn.outcome in ("invalid", "refusal"):  # no candidate at all after the re-asks
+            assert turn.raw_replies and turn.outcome in ("ok", "reasked", "invalid", "refusal", "truncated")
+            if turn.outcome in ("invalid", "refusal", "truncated"):  # no candidate, or cut off, after the re-asks
                 assert turn.error and turn.text == turn.raw_replies[-1] and turn.action == invalid
             else:  # the move is exactly what the dictionary reads in the reply; a non-idiom is "not an idiom"
                 assert turn.action == reply_to_action(game, turn.raw_replies[-1])

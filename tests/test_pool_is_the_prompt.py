@@ -239,7 +239,7 @@ def test_code_review_prompts_are_the_pool(tmp_path: Path) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(_code_review_reply), max_hang_s=5) as server:
         records = _run(
             tmp_path,
-            "deepeval_code_review(task_id=11,max_rounds=2)",
+            "deepeval_code_review(task_id=11,max_rounds=2,over=first)",
             [model_player("writer-model", server), model_player("critic-model", server)],
             judge=model_player("judge-model", server),
         )

@@ -3,6 +3,7 @@ changes the game strings (issue 12, items 1 and 3)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PGG = "deepeval_public_goods(players=2,rounds=1)"
 IDIOM = "deepeval_idiom_solitaire(start=一马当先,max_turns=4)"
 MT = "deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)"
+CR = "deepeval_code_review(task_id=11,max_rounds=3)"
 
 
 def _spec(preset: str | None, games: list[str], bots: tuple[str, str], **experiment: Any) -> Any:
@@ -56,11 +58,43 @@ def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None
     brief = state.judge_text()
     assert "faithful" in brief and "more accurate" in brief
 
-    project = _spec("project", [PGG, IDIOM], ("pgg_free_rider", "pgg_free_rider"))
+    # Code Review: no "over" offered in the first review (only in the follow-up), the paper's three criteria
+    cr_paper = _spec("paper", [CR], ("pgg_free_rider", "pgg_free_rider")).games[0]
+    rules, state, adapter = _code_review_first_review(cr_paper)
+    first_review = adapter.format_text(observe(state, 1)) + state.observation_string(1)
+    assert not re.search(r"\bover\b", rules + first_review)
+    _say(state, "over")  # a first review of "over" is an ordinary review: the programmer revises
+    assert not state.is_chance_node() and state.current_player() == 0
+    _say(state, "def remove_Occ(s, c): return s")
+    assert re.search(r"\bover\b", adapter.format_text(observe(state, 1)))  # the follow-up offers it
+    _say(state, "over")
+    assert state.ended_by() == "consensus"
+    brief = state.judge_text()
+    criteria = re.findall(r"^\d\. .*$", brief, re.MULTILINE)
+    assert len(criteria) == 3 and "pass its tests" not in brief and "Its tests:" not in brief
+    assert "meet what the problem asks" in criteria[0] and "suggestions" in criteria[1] and "feedback" in criteria[2]
+
+    project = _spec("project", [PGG, IDIOM, CR], ("pgg_free_rider", "pgg_free_rider"))
     rules, _, _ = _first_turn(project.games[0])
     assert "as many coins as possible" in rules and "more coins than any" not in rules
     _, seen, answer = _first_turn(project.games[1], d, "先声夺人")
     assert "start with 人" in seen and "start with 人" in answer
+    rules, state, adapter = _code_review_first_review(project.games[2])
+    assert "single word over" in rules and "single word over" in adapter.format_text(observe(state, 1))
+    _say(state, "over")
+    assert state.ended_by() == "consensus" and "Its tests:" in state.judge_text()
+
+
+def _say(state: Any, text: str) -> None:
+    state.apply_action(state.intern_utterance(state.current_player(), text))
+
+
+def _code_review_first_review(game_string: str) -> tuple[str, Any, Any]:
+    """(rules text, the state at the first review, the adapter)."""
+    game = load_game(game_string)
+    state = game.new_initial_state()
+    _say(state, "def remove_Occ(s, c): return s")
+    return game.rules_text(), state, adapter_for(game)
 
 
 def test_a_preset_changes_the_game_strings_and_so_the_match_ids() -> None:

@@ -20,6 +20,7 @@ from deepeval_games.runner import build_player
 from deepeval_games.spec import PlayerSpec, load_spec
 from game_defs.datasets.iwslt import load_iwslt2017
 from game_defs.translation import REPLY_TOKENS_BASE, REPLY_TOKENS_PER_WORD, sample_games
+from game_defs import translation_scorer
 from game_defs.translation_scorer import score_texts
 from llm_bots.scripted_translation import drop_sentences, drop_words
 
@@ -85,6 +86,10 @@ def test_the_chinese_target_uses_the_chinese_bleu_tokenizer() -> None:
     assert zh["bleu_translation"] > 0 and "tok:zh" in zh["bleu_signature"]
     assert score_texts("我们如何了解事物。", reference, reference, "en")["bleu_translation"] == 0.0  # one "word"
     assert score_texts("", reference, reference, "zh")["chrf_translation"] == 0.0
+    translation_scorer._chrf.cache_clear()  # fresh metrics: nothing scored yet
+    translation_scorer._bleu.cache_clear()
+    both_empty = score_texts("", "", reference, "fr")  # an empty translation proofread as empty: still signed
+    assert both_empty["chrf_gain"] == 0.0 and "nrefs:1" in both_empty["chrf_signature"]
 
 
 def test_the_degrading_controls_delete_what_they_say() -> None:

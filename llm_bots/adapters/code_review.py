@@ -60,6 +60,22 @@ class CodeReviewAdapter(TaskAdapter):
             return "judge"
         return cast(CodeReviewFields, observation.fields)["role"]
 
+    def _suffix(self, observation: Observation) -> str:
+        """``_first`` for a review that may not end the dialogue (no ``over`` offered), else ""."""
+        if self.role(observation) != "reviewer":
+            return ""
+        return "" if cast(CodeReviewFields, observation.fields)["over_allowed"] else "_first"
+
+    def format_text(self, observation: Observation) -> str:
+        """The answer format; a review that may not end the dialogue is not offered ``over``."""
+        name = "format" + self._suffix(observation)
+        return self.prompts.render(self.role(observation), name, **self.values(observation)).strip()
+
+    def reask_text(self, observation: Observation, error: str) -> str:
+        """The re-ask; a review that may not end the dialogue is not offered ``over``."""
+        name = "reask" + self._suffix(observation)
+        return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
+
     def parse(self, reply: str, observation: Observation) -> Parsed:
         role = self.role(observation)
         if role == "judge":
