@@ -5,6 +5,8 @@
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
 ``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
+``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
+``deepeval-games play GAME [--seat N]``     play a seat yourself at the terminal, against bots or models
 ``deepeval-games games``                    list the registered tasks and their parameters
 ``deepeval-games bots``                     list the registered scripted bots
 ``deepeval-games schema [--record]``         print the JSON Schema of the experiment spec (or of a match record)
@@ -177,18 +179,31 @@ def _param(text: str) -> tuple[str, object]:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
-    from deepeval_games.rejudge import judge_source, rejudge
+    from deepeval_games.rejudge import JudgeSource, judge_source, rejudge
 
     run_dir = args.run_dir
     if not (Path(run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
-    cache = None
-    if not args.no_cache:
-        from game_defs.datasets import cache_dir
+    if (args.judge is None) == (args.human is None):
+        raise DeepEvalError("name the judge: --judge BOT_OR_MODEL, or --human [NAME] for a person at the terminal")
+    source: JudgeSource
+    order_seed = None
+    if args.human is not None:  # one transcript at a time, in an order the person cannot predict
+        import secrets
 
-        cache = cache_dir() / "model-calls.sqlite"
-    source = judge_source(args.judge, dict(args.param or []), cache=cache, budget_usd=args.budget_usd)
-    result = rejudge(run_dir, source, swap=args.swap, repeat=args.repeat, max_concurrency=args.concurrency)
+        from llm_bots.human import HumanJudgeSource
+
+        source, order_seed, args.concurrency = HumanJudgeSource(args.human), secrets.randbits(64), 1
+    else:
+        cache = None
+        if not args.no_cache:
+            from game_defs.datasets import cache_dir
+
+            cache = cache_dir() / "model-calls.sqlite"
+        source = judge_source(args.judge, dict(args.param or []), cache=cache, budget_usd=args.budget_usd)
+    result = rejudge(
+        run_dir, source, swap=args.swap, repeat=args.repeat, max_concurrency=args.concurrency, order_seed=order_seed
+    )
     print(
         f"{result.planned} judgements by {result.judge} planned: {result.judged} made now, {result.skipped} already "
         f"in {run_dir}, {len(result.failed)} failed; the match records are unchanged."
@@ -208,6 +223,32 @@ def _cmd_tables(args: argparse.Namespace) -> int:
 
     module = import_module(_TABLES[args.table])
     return int(module.print_tables(_read_run(args.run_dir), players=args.players, plot=args.plot))
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    """A person plays one seat (:mod:`deepeval_games.play`); the end shows the seats by anonymous id only."""
+    from deepeval_games.play import HUMAN_NAME, default_out, final_view, play_spec
+
+    spec = play_spec(
+        args.game,
+        seat=args.seat,
+        against=args.against or (),
+        judge=args.judge,
+        seed=args.seed,
+        terminator=args.terminator,
+    )
+    out = Path(args.out) if args.out else default_out(spec)
+    result = run_experiment(spec, out, progress=False)
+    if result.failed:
+        for match_id, error in result.failed:
+            print(f"  failed {match_id}: {error}", file=sys.stderr)
+        return 1
+    for record in result.records:
+        print("\n" + final_view(record, list(record.seats).index(HUMAN_NAME)))
+    if result.played == 0:
+        print(f"\nThis game was already played in {out}; give --seed N for another one.")
+    print(f"\nRecorded in {out / DB_NAME} and {out / 'matches.jsonl'}")
+    return 0
 
 
 def _cmd_games(args: argparse.Namespace) -> int:
@@ -303,7 +344,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     rejudge.add_argument("run_dir")
     rejudge.add_argument(
-        "--judge", required=True, help="a registered scripted judge (judge_pass_rate, ...) or a model (openai/gpt-4o)"
+        "--judge", help="a registered scripted judge (judge_pass_rate, ...) or a model (openai/gpt-4o)"
+    )
+    rejudge.add_argument(
+        "--human",
+        nargs="?",
+        const="human",
+        metavar="NAME",
+        help="a person judges at the terminal, blind to the players, one transcript at a time in random order "
+        "(judgements are named human:NAME)",
     )
     rejudge.add_argument(
         "--param", action="append", type=_param, metavar="KEY=VALUE", help="a judge setting (repeatable; TOML value)"
@@ -322,6 +371,20 @@ def _parser() -> argparse.ArgumentParser:
     tables.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
     tables.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
     tables.set_defaults(func=_cmd_tables)
+    play = sub.add_parser("play", help="play one seat of a game yourself, at the terminal, against bots or models")
+    play.add_argument("game", help="a game string, e.g. deepeval_public_goods or 'deepeval_public_goods(rounds=3)'")
+    play.add_argument("--seat", type=int, default=1, help="your seat as the players name it: 1 is Player 1 (default)")
+    play.add_argument(
+        "--against",
+        nargs="+",
+        metavar="BOT_OR_MODEL",
+        help="who plays the other seats: one for all, or one per seat in order (default: a scripted bot of the game)",
+    )
+    play.add_argument("--judge", metavar="JUDGE", help="judged games: human, a scripted judge or a model")
+    play.add_argument("--seed", type=int, default=0, help="the match seed (another seed: another game)")
+    play.add_argument("--out", help="run directory (default plays/<game>-<hash>; the same command resumes)")
+    play.add_argument("--terminator", default=".", help="the line that ends a multi-line answer (default '.')")
+    play.set_defaults(func=_cmd_play)
     sub.add_parser("games", help="list registered tasks").set_defaults(func=_cmd_games)
     sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)
     schema = sub.add_parser("schema", help="print the JSON Schema of the experiment spec (draft 2020-12)")
@@ -341,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except DeepEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return int(getattr(exc, "exit_status", 2))  # 130: a person pressed Ctrl-C (llm_bots.human)
     except KeyboardInterrupt:
         print("interrupted: committed matches are kept; rerun the same command to resume", file=sys.stderr)
         return 130

@@ -434,6 +434,7 @@ async def rejudge_async(
     swap: bool = False,
     repeat: int = 1,
     max_concurrency: int = 8,
+    order_seed: int | None = None,
 ) -> RejudgeResult:
     """Re-judge every judged match of ``run_dir`` with ``source``; see :func:`rejudge`."""
     if repeat < 1:
@@ -448,6 +449,8 @@ async def rejudge_async(
             raise RejudgeError(f"{run_dir} holds no judged matches (code review, translation): nothing to re-judge")
         for match_id, reason in result.failed:
             store.log_attempt(match_id, "rejudge", reason)
+        if order_seed is not None:  # a person judges blind: the transcripts in an order they cannot predict
+            np.random.default_rng(order_seed).shuffle(jobs)
         if jobs:
             _check(jobs, source)
         limit = asyncio.Semaphore(max(1, max_concurrency))
@@ -487,10 +490,15 @@ def rejudge(
     swap: bool = False,
     repeat: int = 1,
     max_concurrency: int = 8,
+    order_seed: int | None = None,
 ) -> RejudgeResult:
     """Re-judge every judged match of the run directory ``run_dir`` with ``source`` (see the module docs).
 
     Each match is judged ``repeat`` times as played, and with ``swap`` as many times swapped; judgements
-    already stored are kept and not asked again. The match records are never changed.
+    already stored are kept and not asked again. The match records are never changed. With ``order_seed`` the
+    judgements are asked in an order shuffled by it (``rejudge --human``: with ``max_concurrency`` 1, a person
+    sees the transcripts one at a time, in an order that does not follow the run's).
     """
-    return asyncio.run(rejudge_async(run_dir, source, swap=swap, repeat=repeat, max_concurrency=max_concurrency))
+    return asyncio.run(
+        rejudge_async(run_dir, source, swap=swap, repeat=repeat, max_concurrency=max_concurrency, order_seed=order_seed)
+    )

@@ -1,7 +1,9 @@
 """Runs an experiment: every planned match, concurrently, durably, resumable.
 
 The default executor is asyncio in one process: up to ``max_concurrency`` matches at once (LLM bots
-add per-model limits of their own). Each finished match is committed to the store at once. A match
+add per-model limits of their own). A run with a person at the table (a human seat or judge) plays its matches
+one at a time, with no model-call cache and no progress bar; nothing times the person out, and Ctrl-C leaves the
+match in progress uncommitted (the run resumes). Each finished match is committed to the store at once. A match
 whose model infrastructure fails is logged and rescheduled (up to ``max_match_attempts``), never
 scored; a fatal error (bad credentials, unknown model) stops the run after keeping what was committed;
 any other error in one match is logged and the tournament goes on.
@@ -75,6 +77,8 @@ def _open_runtime(spec: ExperimentSpec) -> Any:
 
     cache: str | Path | None
     cache = cache_dir() / "model-calls.sqlite" if spec.cache is True else spec.cache or None
+    if spec.has_humans():  # a person at the table: the models answer live, never from replayed calls
+        cache = None
     return ModelRuntime.open(cache, spec.budget_usd)
 
 
@@ -205,7 +209,10 @@ class _Runner:
         queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
         for planned in todo:
             queue.put_nowait((planned, 1))
-        bar = tqdm(total=len(todo), disable=not self.progress, file=sys.stderr, unit="match", desc=self.spec.name)
+        humans = self.spec.has_humans()  # a person plays one match at a time, with no bar drawn over the prompts
+        bar = tqdm(
+            total=len(todo), disable=not self.progress or humans, file=sys.stderr, unit="match", desc=self.spec.name
+        )
         fatal: list[BaseException] = []
 
         async def worker() -> None:
@@ -242,7 +249,7 @@ class _Runner:
                     result.played += 1
                 bar.update(1)
 
-        workers = max(1, min(self.spec.max_concurrency, len(todo)))
+        workers = 1 if humans else max(1, min(self.spec.max_concurrency, len(todo)))
         try:
             await asyncio.gather(*(worker() for _ in range(workers)))
         finally:

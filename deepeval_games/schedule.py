@@ -15,6 +15,8 @@ Pairing policies (``[experiment] pairing``):
 * ``self_play`` — seating with replacement, a player may fill several seats: for two seats every ordered
   pair, a player against itself included; for more seats every multiset of players, seated in a fresh random
   order each repeat (the empirical meta-game that α-Rank reads);
+* ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
+  every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
 * ``auto`` (default) — ``permute`` when the players fill the seats exactly, else ``round_robin`` for
   two seats and ``combinations`` for more.
 """
@@ -87,8 +89,8 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
     if len(names) < seats:
         raise SpecError(f"{game} has {seats} seats but the spec lists only {len(names)} players")
     pairing = _resolve_pairing(spec, seats)
-    if pairing == "permute" and len(names) != seats:
-        raise SpecError(f"pairing 'permute' needs exactly {seats} players for {game}, the spec lists {len(names)}")
+    if pairing in ("permute", "fixed") and len(names) != seats:
+        raise SpecError(f"pairing {pairing!r} needs exactly {seats} players for {game}, the spec lists {len(names)}")
 
     def shuffled(group: tuple[str, ...], repeat: int) -> tuple[str, ...]:
         entropy = [spec.seed, int(stable_hash([game, list(group)], 8), 16), repeat]
@@ -99,6 +101,8 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
     for repeat in range(spec.repeats):
         if pairing == "permute":
             out.append((repeat, shuffled(tuple(names), repeat)))
+        elif pairing == "fixed":
+            out.append((repeat, tuple(p.name for p in spec.players)))
         elif pairing == "round_robin":
             out.extend((repeat, group) for group in itertools.permutations(names, seats))
         elif pairing == "self_play" and seats == 2:
@@ -148,7 +152,7 @@ def _seatings_per_repeat(spec: ExperimentSpec, game: pyspiel.Game) -> int:
     if players < seats:
         raise SpecError(f"{game} has {seats} seats but the spec lists only {players} players")
     pairing = _resolve_pairing(spec, seats)
-    if pairing == "permute":
+    if pairing in ("permute", "fixed"):
         return 1
     if pairing == "self_play":
         return players**seats if seats == 2 else math.comb(players + seats - 1, seats)

@@ -52,11 +52,14 @@ else:  # pragma: no cover
 
 __all__ = [
     "DELIVERY_KEYS",
+    "HUMAN_BOT",
     "PAIRINGS",
     "BotJudge",
     "BotPlayer",
     "ExperimentSpec",
     "ExperimentTable",
+    "HumanJudge",
+    "HumanPlayer",
     "ModelJudge",
     "ModelPlayer",
     "PlayerSpec",
@@ -68,7 +71,7 @@ __all__ = [
     "spec_json_schema",
 ]
 
-PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play")
+PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed")
 """The values of ``[experiment] pairing`` (see :mod:`deepeval_games.schedule`)."""
 
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
@@ -76,6 +79,9 @@ DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 
 _RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable", "max_matches")
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
+
+HUMAN_BOT = "human"
+"""The registered bot that seats a person (:mod:`llm_bots.human`): ``human = true`` is ``bot = "human"``."""
 
 _ALLOW_PLAYER_MODEL = "allow_player_model"  # llm_bots.judge's key; a test checks they agree
 
@@ -180,9 +186,10 @@ class ExperimentTable(BaseModel):
     raising it and rerunning into the same directory adds matches."""
     seed: int = Field(default=0, ge=0)
     """The experiment seed: match seeds and seatings derive from it."""
-    pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play"] = "auto"
+    pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play", "fixed"] = "auto"
     """How players are seated: ``permute``, ``round_robin``, ``combinations``, ``self_play`` (seating with
-    replacement, for α-Rank's meta-game) or ``auto`` (see the README)."""
+    replacement, for α-Rank's meta-game), ``fixed`` (the players sit in the order the spec lists them, as
+    ``deepeval-games play`` seats a person) or ``auto`` (see the README)."""
     preset: Literal["paper", "project"] | None = None
     """A set of documented choices in every task (:mod:`deepeval_games.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
@@ -281,24 +288,49 @@ class ModelJudge(ModelPlayer):
     """Let a model that also plays judge (a warning about self-preference is logged)."""
 
 
+class HumanPlayer(BaseModel):
+    """A ``[[players]]`` entry played by a person at the terminal (``human = true``, the same as ``bot = "human"``).
+
+    A run with a human seat plays its matches one at a time, with no model-call cache and no time limit for the
+    person (see the README, "Humans at the table")."""
+
+    model_config = _TABLE
+
+    name: Name
+    """The player's name in tables and match records (unique in the spec)."""
+    human: Literal[True]
+    """``true``: a person plays this seat (or judges, in ``[judge]``)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The human seat's settings (``[players.params]``): ``terminator`` (the line that ends a multi-line answer,
+    default ``.``) and ``max_reasks`` (re-asks after an invalid move, default 2, as for models)."""
+
+
+class HumanJudge(HumanPlayer):
+    """``[judge]`` with ``human = true``: a person gives the scores and reasons at each verdict node."""
+
+    name: Name = "human judge"
+    """The judge's name (default ``human judge``)."""
+
+
 def _kind(value: Any) -> str | None:
-    """``bot`` or ``model`` for a player table with exactly one of these keys; None otherwise."""
+    """``bot``, ``model`` or ``human`` for a player table with exactly one of these keys; None otherwise."""
     if isinstance(value, PlayerSpec):
         return value.kind
-    if not isinstance(value, Mapping) or ("bot" in value) == ("model" in value):
+    if not isinstance(value, Mapping):
         return None
-    return "bot" if "bot" in value else "model"
+    kinds = [key for key in ("bot", "model", "human") if key in value]
+    return kinds[0] if len(kinds) == 1 else None
 
 
-_KIND_ERROR = "give exactly one of 'bot' (a scripted bot) or 'model' (a litellm model)"
+_KIND_ERROR = "give exactly one of 'bot' (a scripted bot), 'model' (a litellm model) or 'human = true' (a person)"
 
 PlayerTable = Annotated[
-    Annotated[BotPlayer, Tag("bot")] | Annotated[ModelPlayer, Tag("model")],
+    Annotated[BotPlayer, Tag("bot")] | Annotated[ModelPlayer, Tag("model")] | Annotated[HumanPlayer, Tag("human")],
     Discriminator(_kind, custom_error_type="player_kind", custom_error_message=_KIND_ERROR),
 ]
 """One ``[[players]]`` entry as written."""
 JudgeTable = Annotated[
-    Annotated[BotJudge, Tag("bot")] | Annotated[ModelJudge, Tag("model")],
+    Annotated[BotJudge, Tag("bot")] | Annotated[ModelJudge, Tag("model")] | Annotated[HumanJudge, Tag("human")],
     Discriminator(_kind, custom_error_type="player_kind", custom_error_message=_KIND_ERROR),
 ]
 """The ``[judge]`` table as written."""
@@ -323,8 +355,13 @@ class PlayerSpec(BaseModel):
 
     @property
     def kind(self) -> str:
-        """``bot`` or ``model``."""
+        """``bot`` or ``model`` (a person is the bot ``human``, see :attr:`is_human`)."""
         return "model" if self.model is not None else "bot"
+
+    @property
+    def is_human(self) -> bool:
+        """Whether a person plays (or judges): ``human = true``, or ``bot = "human"``."""
+        return self.bot == HUMAN_BOT
 
     def identity(self) -> dict[str, Any]:
         """What makes this player this player: part of every match id.
@@ -368,6 +405,8 @@ class _FromTable:
         raw = dict(value) if isinstance(value, Mapping) else table.model_dump(exclude_unset=True)
         if isinstance(table, BotPlayer):
             return PlayerSpec(name=table.name, bot=table.bot, params=dict(raw.get("params", {})))
+        if isinstance(table, HumanPlayer):
+            return PlayerSpec(name=table.name, bot=HUMAN_BOT, params=dict(raw.get("params", {})))
         settings = {k: v for k, v in raw.items() if k not in ("name", "model")}
         return PlayerSpec(name=table.name, model=table.model, params=settings)
 
@@ -497,6 +536,10 @@ class ExperimentSpec(BaseModel):
         }
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def has_humans(self) -> bool:
+        """True when a person plays a seat or judges: the run then plays one match at a time, with no call cache."""
+        return any(p.is_human for p in (*self.players, *([self.judge] if self.judge else [])))
+
     def uses_models(self) -> bool:
         """True when any player or the judge is an LLM."""
         return any(p.kind == "model" for p in (*self.players, *([self.judge] if self.judge else [])))
@@ -581,6 +624,8 @@ def _table_class(loc: tuple[Any, ...]) -> type[BaseModel] | None:
         ("players", "model"): ModelPlayer,
         ("judge", "bot"): BotJudge,
         ("judge", "model"): ModelJudge,
+        ("players", "human"): HumanPlayer,
+        ("judge", "human"): HumanJudge,
     }
     return tables.get((head, tag))
 

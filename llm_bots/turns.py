@@ -16,18 +16,17 @@ from deepeval_games.message_pool import REFEREE, seat_label
 from deepeval_games.quoting import quote_player_text
 from llm_bots.adapters import Parsed, TaskAdapter
 
-__all__ = ["safe_parse", "turn_message"]
+__all__ = ["delivered_text", "safe_parse", "turn_message"]
 
 log = logging.getLogger(__name__)
 
 
-def turn_message(adapter: TaskAdapter, observation: Observation, seen: int) -> tuple[str, int]:
-    """This turn's message and the number of pool messages it has now shown.
+def delivered_text(observation: Observation, seen: int) -> tuple[list[str], int]:
+    """The pool messages delivered since the first ``seen`` ones, as shown, and the number now shown.
 
-    ``seen`` counts the messages of ``observation.inbox`` shown at earlier turns. The message is what the
-    referee delivered since then, then the adapter's answer format. Pool messages are taken as delivered:
-    the referee's verbatim, another seat's quoted (it can never pass for the referee's words); the seat's
-    own moves are left out (a model has them in its chat as its replies, a person typed them).
+    Pool messages are taken as delivered: the referee's verbatim, another seat's quoted (it can never pass for
+    the referee's words); the seat's own moves are left out (a model has them in its chat as its replies, a
+    person typed them).
     """
     parts = []
     for message in observation.inbox[seen:]:
@@ -36,8 +35,18 @@ def turn_message(adapter: TaskAdapter, observation: Observation, seen: int) -> t
         parts.append(
             message.text if message.sender == REFEREE else quote_player_text(seat_label(message.sender), message.text)
         )
+    return parts, len(observation.inbox)
+
+
+def turn_message(adapter: TaskAdapter, observation: Observation, seen: int) -> tuple[str, int]:
+    """This turn's message and the number of pool messages it has now shown.
+
+    ``seen`` counts the messages of ``observation.inbox`` shown at earlier turns. The message is what the
+    referee delivered since then (:func:`delivered_text`), then the adapter's answer format.
+    """
+    parts, shown = delivered_text(observation, seen)
     parts.append(adapter.format_text(observation))
-    return "\n\n".join(parts), len(observation.inbox)
+    return "\n\n".join(parts), shown
 
 
 def safe_parse(adapter: TaskAdapter, reply: str, observation: Observation) -> Parsed:
