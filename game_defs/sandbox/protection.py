@@ -8,7 +8,8 @@ Memory modes (:data:`MEMORY_MODE_ENV`, or ``run_tests(memory_mode=...)``):
 * ``seccomp``: where no memory cgroup works, a seccomp filter (:mod:`game_defs.sandbox.seccomp`) refuses
   what no rlimit can count (new namespaces, mounts, memfds, SysV shared memory and message queues) and the
   address space of each process is ``memory_bytes / max_processes``, so the processes together stay
-  within ``memory_bytes`` (plus the ``/tmp`` tmpfs, whose size is capped).
+  within ``memory_bytes`` (plus the ``/tmp`` tmpfs, whose size is capped). Kernel buffers of pipes and
+  sockets stay outside the bound, limited only by the open-file limit and the kernel's per-user pipe quota.
 * ``auto`` (default): ``cgroup`` where :func:`~game_defs.sandbox.cgroup.probe` succeeds, else ``seccomp``.
 
 Keyring calls are refused in both modes, so nothing a program puts in a kernel keyring reaches a later run.
