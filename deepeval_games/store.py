@@ -259,14 +259,20 @@ class Store:
         path = self.run_dir / DB_NAME
         if not path.is_file():
             raise DeepEvalError(f"no results in {self.run_dir} (expected {DB_NAME})")
-        try:
-            db = sqlite3.connect(
-                f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-            )
-            db.execute("SELECT 1 FROM matches LIMIT 1").fetchall()
-        except sqlite3.Error as exc:
-            raise DeepEvalError(f"cannot read the results in {self.run_dir}: {exc}") from exc
-        return db
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        # a directory nobody can write (an archived run) has no writer: read it as an immutable file
+        modes = ("",) if os.access(self.run_dir, os.W_OK) else ("", "&immutable=1")
+        for mode in modes:
+            db = None
+            try:
+                db = sqlite3.connect(uri + mode, uri=True, check_same_thread=False, isolation_level=None)
+                db.execute("SELECT 1 FROM matches LIMIT 1").fetchall()
+                return db
+            except sqlite3.Error as exc:
+                error = exc
+                if db is not None:
+                    db.close()
+        raise DeepEvalError(f"cannot read the results in {self.run_dir}: {error}") from error
 
     def _writable(self) -> None:
         if self.read_only:
