@@ -35,7 +35,7 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.errors import SpecError
 from deepeval_games.games import check_file_parameters, load_game
-from deepeval_games.spec import ExperimentSpec, PlayerSpec, SweepRange
+from deepeval_games.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, SweepRange
 
 __all__ = ["PlannedMatch", "check_plan_size", "count_matches", "plan_matches", "stable_hash"]
 
@@ -161,10 +161,14 @@ def _seatings_per_repeat(spec: ExperimentSpec, game: pyspiel.Game) -> int:
 
 def _too_many(spec: ExperimentSpec, count: int, repeats: int) -> SpecError:
     limit = spec.experiment.max_matches
+    fix = (
+        "set [experiment] max_matches to at least that many to run them, or plan fewer"
+        if count <= MAX_MATCHES_CEILING
+        else f"no run may plan more than {MAX_MATCHES_CEILING:,}: split the experiment or plan fewer"
+    )
     return SpecError(
         f"[experiment]: the spec plans at least {count:,} matches (games x sweep values x seatings x {repeats:,} "
-        f"repeats), above the limit of {limit:,}; set [experiment] max_matches to at least that many to run them "
-        "(at most 5,000,000), or plan fewer"
+        f"repeats), above the limit of {limit:,}; {fix}"
     )
 
 
