@@ -81,12 +81,12 @@ def _good(extra: str = "") -> str:
 
 BAD_SPECS: dict[str, tuple[str, str]] = {
     # name: (spec text, a fragment of the message)
-    "a trillion repeats": (_good().replace("repeats = 2", "repeats = 1000000000000"), "max_matches"),
+    "a trillion repeats": (_good().replace("repeats = 2", "repeats = 1000000000000"), "split the experiment"),
     "a huge until_stable cap": (
         _good("[experiment.until_stable]\nepsilon = 0.5\nmax_repeats = 100000000"),
-        "max_matches",
+        "above the limit of 100,000",
     ),
-    "a huge sweep": (_good("[experiment.sweep]\nendowment = {from = 1, to = 1000000000000}"), "max_matches"),
+    "a huge sweep": (_good("[experiment.sweep]\nendowment = {from = 1, to = 1000000000000}"), "above the limit"),
     "a match limit above the ceiling": (_good("max_matches = 1000000000000"), "max_matches"),
     "deeply nested TOML": (_good("nested = " + "[" * 3000 + "]" * 3000), "nested too deeply"),
     "nesting within the parser's reach": (_good("nested = " + "[" * 60 + "]" * 60), "more than 32 deep"),
