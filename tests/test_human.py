@@ -146,6 +146,30 @@ def test_play_idiom_solitaire_with_an_invalid_answer_then_a_chain_and_a_break(tm
     assert mine[1].raw_replies == ["一马当先"] and mine[1].outcome == "ok"
 
 
+@needs_sandbox
+def test_play_code_review_as_programmer_types_code_over_several_lines_up_to_the_terminator(tmp_path: Path) -> None:
+    out = tmp_path / "cr"
+    game = "deepeval_code_review(max_rounds=1,task_id=11)"
+    args = ["play", game, "--against", "cr_over_reviewer", "--judge", "judge_fixed", "--out", str(out)]
+    child = _spawn(args, tmp_path)
+    child.expect_exact("You are Player 1.")
+    child.expect_exact("end it with a line holding only .")
+    _answer(child, ".")  # nothing typed: the task's re-ask
+    child.expect_exact("Not accepted: no Python code was found in the reply. (try 2 of 3)")
+    code = ["def remove_Occ(s, ch):", "    return s.replace(ch, '', 1)[::-1].replace(ch, '', 1)[::-1]"]
+    _answer(child, *code, ".")
+    child.expect_exact("Returns: Player 1 (you)")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    _no_other_player_named(_shown(child))
+    (record,) = _records(out)
+    programmer = next(t for t in record.turns if t.seat == 0)
+    assert programmer.text == "\n".join(code) and programmer.outcome == "reasked"
+    assert programmer.raw_replies == ["", "\n".join(code)]
+    assert record.metrics.get("pass_rate") == 1.0
+
+
 # -- a judge -----------------------------------------------------------------------------------------------
 
 
