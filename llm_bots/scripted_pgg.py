@@ -9,6 +9,10 @@ mode's feedback: its pool income in mode 1, the sorted investments in mode 2), a
 * ``pgg_conditional_cooperator`` — first round ``first`` coins, then last round's mean investment.
 * ``pgg_grim_trigger`` — invests everything until a round's mean investment falls below
   ``threshold`` x E, then nothing for the rest of the game.
+
+Every bot takes ``noise`` (default 0): the chance, each round, that it ignores its rule and invests a uniformly
+random amount in 0..E instead (drawn from its seeded generator). It makes a population with known, tunable
+variance for testing stopping rules: a noisier player needs more matches before its rank is clear.
 """
 
 from __future__ import annotations
@@ -51,16 +55,27 @@ def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
 class _PGGBot(DeepEvalBot):
     """Shared plumbing: a decision that invests ``amount`` coins."""
 
-    def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
+    def __init__(
+        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, noise: float = 0.0
+    ) -> None:
         super().__init__(player_id, rng)
         self.endowment = int(game.get_parameters()["endowment"])
+        if not 0.0 <= float(noise) <= 1.0:
+            raise ValueError(f"noise must be in [0, 1], got {noise}")
+        self.noise = float(noise)
 
     def invest(self, observation: Observation, amount: int) -> Decision:
+        """Invest ``amount`` coins (clipped to 0..E), or with probability ``noise`` a uniformly random amount."""
+        if self.noise and self.rng.random() < self.noise:
+            amount = int(self.rng.integers(0, self.endowment + 1))
         action = int(min(max(amount, 0), self.endowment))
         return Decision(action=action, text=observation.action_to_string(action))
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "scripted", "class": type(self).__name__}
+        identity: dict[str, Any] = {"kind": "scripted", "class": type(self).__name__}
+        if self.noise:
+            identity["noise"] = self.noise
+        return identity
 
 
 @register_bot("pgg_free_rider", games=_PGG)
@@ -92,9 +107,15 @@ class ConditionalCooperator(_PGGBot):
     """Opens with ``first`` coins (default E), then matches last round's mean investment."""
 
     def __init__(
-        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, first: int | None = None
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        first: int | None = None,
+        noise: float = 0.0,
     ) -> None:
-        super().__init__(player_id, rng, game=game)
+        super().__init__(player_id, rng, game=game, noise=noise)
         self.first = self.endowment if first is None else int(first)
         if not 0 <= self.first <= self.endowment:
             raise ValueError(f"first must be in 0..{self.endowment}, got {self.first}")
@@ -109,9 +130,15 @@ class GrimTrigger(_PGGBot):
     """Invests everything until a round's mean investment drops below ``threshold`` x E, then nothing."""
 
     def __init__(
-        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, threshold: float = 0.5
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        threshold: float = 0.5,
+        noise: float = 0.0,
     ) -> None:
-        super().__init__(player_id, rng, game=game)
+        super().__init__(player_id, rng, game=game, noise=noise)
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
         self.threshold = float(threshold)

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from analysis.confseq import ConfidenceSequence, confidence_sequence
+from analysis.confseq import METHODS, BettingConfidenceSequence, ConfidenceSequence, confidence_sequence, make_sequence
 from analysis.scores import bootstrap_ci
 
 RUNS = 1000
@@ -21,28 +21,31 @@ def _payoffs(seed: int) -> np.ndarray:
     return np.random.default_rng(seed).beta(2, 5, size=LENGTH) * HIGH
 
 
-def test_sequence_covers_at_every_look_where_a_rechecked_bootstrap_does_not() -> None:
-    cs_misses = bootstrap_misses = 0
+def test_sequences_cover_at_every_look_where_a_rechecked_bootstrap_does_not() -> None:
+    cs_misses = dict.fromkeys(METHODS, 0)
+    bootstrap_misses = 0
     for seed in range(RUNS):
         values = _payoffs(seed)
-        intervals = confidence_sequence(values, LOW, HIGH)
-        cs_misses += any(not iv.low <= TRUE_MEAN <= iv.high for iv in intervals)  # every observation is a look
+        for method in METHODS:
+            intervals = confidence_sequence(values, LOW, HIGH, method=method)
+            cs_misses[method] += any(not iv.low <= TRUE_MEAN <= iv.high for iv in intervals)  # every value is a look
         for n in range(BATCH, LENGTH + 1, BATCH):  # the old rule: a fixed-sample interval re-checked each batch
             low, high = bootstrap_ci(values[:n], samples=200, seed=seed)
             if not low <= TRUE_MEAN <= high:
                 bootstrap_misses += 1
                 break
-    assert cs_misses / RUNS <= 0.05
+    assert all(misses / RUNS <= 0.05 for misses in cs_misses.values()), cs_misses
     assert bootstrap_misses / RUNS > 0.10  # optional stopping: far above the nominal 5%
-    assert bootstrap_misses > 5 * max(cs_misses, 1)
+    assert bootstrap_misses > 5 * max(*cs_misses.values(), 1)
 
 
-def test_sequence_shrinks_is_nested_and_streams() -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_sequence_shrinks_is_nested_and_streams(method: str) -> None:
     values = _payoffs(7)
-    intervals = confidence_sequence(values, LOW, HIGH)
+    intervals = confidence_sequence(values, LOW, HIGH, method=method)
     assert intervals[-1].half_width < intervals[9].half_width < HIGH / 2
     assert all(b.low >= a.low and b.high <= a.high for a, b in itertools.pairwise(intervals))
-    streamed = ConfidenceSequence(LOW, HIGH)
+    streamed = make_sequence(method, LOW, HIGH)
     for value in values[:50]:
         streamed.update(value)
     assert streamed.extend(values[50:]) == intervals[-1]
@@ -50,11 +53,19 @@ def test_sequence_shrinks_is_nested_and_streams() -> None:
     assert intervals[-1].n == LENGTH
 
 
-def test_noisier_data_gives_wider_intervals() -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_noisier_data_gives_wider_intervals(method: str) -> None:
     rng = np.random.default_rng(0)
-    calm = confidence_sequence(5 + rng.uniform(-0.5, 0.5, 200), LOW, HIGH)[-1]
-    noisy = confidence_sequence(5 + rng.uniform(-5, 5, 200), LOW, HIGH)[-1]
+    calm = confidence_sequence(5 + rng.uniform(-0.5, 0.5, 200), LOW, HIGH, method=method)[-1]
+    noisy = confidence_sequence(5 + rng.uniform(-5, 5, 200), LOW, HIGH, method=method)[-1]
     assert calm.half_width < noisy.half_width
+
+
+def test_betting_is_narrower_when_payoffs_vary_little_against_the_range() -> None:
+    values = np.clip(50 + 3 * np.random.default_rng(1).standard_normal(100), 0, 80)
+    betting = confidence_sequence(values, 0, 80, method="betting")[-1]
+    bernstein = confidence_sequence(values, 0, 80, method="bernstein")[-1]
+    assert betting.low <= 50 <= betting.high and betting.half_width < bernstein.half_width / 2
 
 
 def test_bad_input_is_refused_clearly() -> None:
@@ -64,5 +75,9 @@ def test_bad_input_is_refused_clearly() -> None:
         ConfidenceSequence(0.0, 1.0, alpha=1.5)
     with pytest.raises(ValueError, match="outside the declared range"):
         ConfidenceSequence(0.0, 1.0).update(2.0)
+    with pytest.raises(ValueError, match="unknown confidence sequence"):
+        make_sequence("normal", 0.0, 1.0)
+    with pytest.raises(ValueError, match="outside the declared range"):
+        BettingConfidenceSequence(0.0, 1.0).update(-0.1)
     empty = ConfidenceSequence(0.0, 4.0).interval()
     assert (empty.low, empty.high, empty.n) == (0.0, 4.0, 0)
