@@ -251,7 +251,15 @@ human = true
     assert "1 judgements by judge_pass_rate planned: 1 made now" in audit
     assert "original vs judge_pass_rate: n = 2" in audit  # the person's two scores beside the scripted judge's
 
-    # rejudge --human: a person scores the finished transcript again, blind; stored as a judgement
+    # rejudge --human: Ctrl-C stores nothing; then a person scores the finished transcript again, blind
+    left = _spawn(["rejudge", str(out), "--human", "alice"], tmp_path)
+    left.expect_exact("Score for the Programmer (1-10):")
+    left.sendintr()
+    left.expect(pexpect.EOF)
+    left.close()
+    assert left.exitstatus == 130
+    with Store(out, read_only=True) as store:
+        assert [j.judge for j in store.judgements()] == ["judge_pass_rate"]
     human = _spawn(["rejudge", str(out), "--human", "alice"], tmp_path)
     _judge(human, ("8", "2"), ("Good.", "Too quick."))
     human.expect_exact("1 judgements by human:alice planned: 1 made now")
@@ -297,3 +305,19 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
     with pytest.raises(ValueError, match="terminator"):
         HumanBot(0, game=game, terminator=" ")
     assert bot.identity()["kind"] == "human"
+
+
+def test_a_run_with_a_person_sends_every_model_call_live() -> None:
+    from deepeval_games.runner import _open_runtime
+
+    players = [{"name": "me", "human": True}, {"name": "m", "model": "openai/gpt-4o-mini"}]
+    with_person = parse_spec({"experiment": {"game": "deepeval_idiom_solitaire"}, "players": players})
+    without = parse_spec(
+        {"experiment": {"game": "deepeval_idiom_solitaire"}, "players": [players[1], players[1] | {"name": "n"}]}
+    )
+    runtime = _open_runtime(with_person)
+    assert runtime is not None and runtime.cache is None
+    runtime.close()
+    other = _open_runtime(without)
+    assert other is not None and other.cache is not None
+    other.close()
