@@ -293,14 +293,53 @@ def _scores(ctx: ReportContext) -> list[Block]:
 
 @section("ratings", "Ratings", core=True)
 def _ratings(ctx: ReportContext) -> list[Block]:
-    from analysis.ratings import bradley_terry
+    """Bradley–Terry with intervals (two seats, one role), Plackett–Luce (more seats, one role), Bradley–Terry
+    per role from paired comparisons (asymmetric tasks), and α-Rank where the seatings allow it
+    (:mod:`analysis.ratings`)."""
+    from analysis import ratings
 
-    if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records):
+    done = [r for r in ctx.records if r.status == "complete"]
+    if not done:
         return []
-    ratings = sorted(bradley_terry(ctx.records).items(), key=lambda item: -item[1])
-    text = "Bradley–Terry rating (Elo scale): " + ", ".join(f"{p} {v:+.0f}" for p, v in ratings)
-    rows = tuple((p, f"{v:+.0f}") for p, v in ratings)
-    return [Block("ratings", "Bradley–Terry rating (Elo scale)", text=text, header=("player", "rating"), rows=rows)]
+    blocks = []
+    if not _symmetric(done):
+        per_role = ratings.role_ratings(done)
+        rows = tuple(
+            (role, p, f"{v:+.0f}")
+            for role, table in per_role.items()
+            for p, v in sorted(table.items(), key=lambda item: -item[1])
+        )
+        if rows:
+            text = "Bradley–Terry rating per role (Elo scale, paired comparisons): " + "; ".join(
+                f"{role}: " + ", ".join(f"{p} {v:+.0f}" for p, v in sorted(t.items(), key=lambda i: -i[1]))
+                for role, t in per_role.items()
+            )
+            title = "Bradley–Terry rating per role (Elo scale)"
+            blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
+    elif all(len(r.seats) == 2 for r in done):
+        with_ci = sorted(ratings.bradley_terry_ci(done).items(), key=lambda item: -item[1][0])
+        text = "Bradley–Terry rating (Elo scale): " + ", ".join(
+            f"{p} {v:+.0f} [{lo:+.0f}, {hi:+.0f}]" for p, (v, lo, hi) in with_ci
+        )
+        rows = tuple((p, f"{v:+.0f}", f"[{lo:+.0f}, {hi:+.0f}]") for p, (v, lo, hi) in with_ci)
+        title = "Bradley–Terry rating (Elo scale)"
+        blocks.append(Block("ratings", title, text=text, header=("player", "rating", "95% interval"), rows=rows))
+    else:
+        pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
+        text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
+        pl_rows = tuple((p, f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.matches)) for p, r in pl)
+        header = ("player", "mu", "sigma", "mu - 3 sigma", "matches")
+        blocks.append(Block("ratings", "Plackett–Luce rating", text=text, header=header, rows=pl_rows))
+    try:  # α-Rank needs every seating with replacement (pairing "self_play"); without it there is none
+        ranked = ratings.alpha_rank_records(done)
+    except (ValueError, KeyError, IndexError):
+        return blocks
+    rows = tuple((role, p, f"{mass:.3f}") for role, order in ranked.ranking.items() for p, mass in order)
+    text = "α-Rank (stationary mass): " + "; ".join(
+        f"{role}: " + ", ".join(f"{p} {m:.3f}" for p, m in order) for role, order in ranked.ranking.items()
+    )
+    blocks.append(Block("alpha_rank", "α-Rank", text=text, header=("population", "player", "mass"), rows=rows))
+    return blocks
 
 
 @section("two_player", "Two-player metrics", core=True)

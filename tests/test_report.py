@@ -54,7 +54,7 @@ EXAMPLE_RUNS: dict[str, tuple[str, set[str], set[str]]] = {
     "idiom": ("idiom_scripted.toml", {"ratings", "idiom_tables"}, {"idiom_figure"}),
     "code_review": ("code_review_scripted.toml", {"ratings", "code-review_tables"}, {"code-review_figure"}),
     "translation": ("translation_scripted.toml", {"ratings", "translation_tables"}, {"translation_figure"}),
-    "ultimatum": ("ultimatum/ultimatum.toml", {"ratings"}, set()),
+    "ultimatum": ("ultimatum/ultimatum.toml", set(), set()),  # two players, no paired comparison per role
 }
 
 
