@@ -573,3 +573,16 @@ def test_non_root_mode_in_both_protections() -> None:
     for mode in ("cgroup", "seccomp"):  # bwrap --disable-userns (ENOSPC) or the filter (EPERM)
         assert results[f"tmpfs {mode}"][0] == "failed" and "unshare refused" in results[f"tmpfs {mode}"][2], results
         assert results[f"files {mode}"][2] == ONLY_TMP, results
+
+
+@needs_bwrap
+def test_runs_wait_for_the_host_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget that fits one sandbox, three runs started at once take turns."""
+    need = protection.units_needed(protection.bound_bytes(LIMITS), 1 << 20)
+    monkeypatch.setattr(protection, "budget_units", lambda share=None, total_bytes=None: need)
+    code = "import time\ndef f():\n    time.sleep(0.4)\n    return 1\n"
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reports = list(pool.map(lambda _: run_tests(code, ["assert f() == 1"], limits=LIMITS), range(3)))
+    assert all(r.passed for r in reports), reports
+    assert time.monotonic() - start >= 3 * 0.4
