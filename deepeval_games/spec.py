@@ -93,6 +93,26 @@ MAX_MATCHES_CEILING = 5_000_000
 """Planned matches no run may hold (the plan is built in memory); split a larger experiment."""
 MAX_NESTING = 32
 """The deepest nesting of tables and lists a spec document may have."""
+MAX_GAME_STRING = 4_000
+"""The longest game string a spec may give, in characters."""
+MAX_GAME_NESTING = 8
+"""The deepest nesting of games in a game string (``turn_based_simultaneous_game(game=...)`` is one level)."""
+
+
+def _check_game_string(value: str) -> str:
+    """A game string short and shallow enough for OpenSpiel's parser (which recurses per nested game)."""
+    if len(value) > MAX_GAME_STRING:
+        raise _spec_error(
+            f"[experiment]: a game string may have at most {MAX_GAME_STRING:,} characters, got {len(value):,}"
+        )
+    depth = deepest = 0
+    for char in value:
+        depth += (char == "(") - (char == ")")
+        deepest = max(deepest, depth)
+    if deepest > MAX_GAME_NESTING:
+        raise _spec_error(f"[experiment]: a game string may nest games at most {MAX_GAME_NESTING} deep, got {deepest}")
+    return value
+
 
 Name = Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
 """A non-blank string."""
@@ -219,6 +239,13 @@ class ExperimentTable(BaseModel):
     @classmethod
     def _sweep_messages(cls, value: Any) -> Any:
         return _check_sweep(value)
+
+    @field_validator("game", "games")
+    @classmethod
+    def _game_strings(cls, value: str | list[str] | None) -> str | list[str] | None:
+        for game in [value] if isinstance(value, str) else value or []:
+            _check_game_string(game)
+        return value
 
     @field_validator("cache", mode="before")
     @classmethod

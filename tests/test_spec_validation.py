@@ -109,6 +109,16 @@ BAD_SPECS: dict[str, tuple[str, str]] = {
         _good().replace(PGG, 'game = "turn_based_simultaneous_game(game=nfg_game(filename=/etc/passwd))"'),
         "names a file",
     ),
+    "a game string nesting games too deep": (
+        _good().replace(PGG, 'game = "' + "turn_based_simultaneous_game(game=" * 9 + "tic_tac_toe" + ")" * 9 + '"'),
+        "nest games at most 8 deep",
+    ),
+    "a game string nesting a thousand games": (
+        _good().replace(
+            PGG, 'game = "' + "turn_based_simultaneous_game(game=" * 1000 + "tic_tac_toe" + ")" * 1000 + '"'
+        ),
+        "at most 4,000 characters",
+    ),
     "a missing judge": (CODE_REVIEW.format(extra=""), "judge"),
     "an out-of-range scripted verdict": (
         CODE_REVIEW.format(extra="") + '\n[judge]\nbot = "judge_fixed"\nparams = {scores = [11, 3]}\n',
