@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 from game_defs import sandbox
-from game_defs.sandbox import SandboxLimits, SandboxUnavailable, bwrap, launch, run_tests
+from game_defs.sandbox import (
+    MEMORY_MODE_ENV,
+    SandboxLimits,
+    SandboxUnavailable,
+    bwrap,
+    cgroup,
+    launch,
+    run_tests,
+    seccomp,
+)
 
 needs_bwrap = pytest.mark.skipif(not sandbox.bubblewrap_usable(), reason=f"bubblewrap unusable here: {bwrap.probe()}")
 HARNESS_MARK = "_deepeval_sandbox_boot"  # in the argv of every harness process, forked copies included
@@ -51,6 +60,21 @@ def sandbox_processes() -> list[int]:
 
     spares = launch.spare_pids()  # started ahead, waiting for a program: not a run's leftovers
     return [pid for pid, (_, uid, live) in procs.items() if live and (uid in uids or ours(pid)) and pid not in spares]
+
+
+MODES = [
+    pytest.param("cgroup", marks=pytest.mark.skipif(cgroup.probe() is not None, reason=f"{cgroup.probe()}")),
+    pytest.param("seccomp", marks=pytest.mark.skipif(seccomp.unsupported() is not None, reason="no seccomp here")),
+]
+
+
+@pytest.fixture(autouse=True, params=MODES)
+def memory_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test in both memory protections (tests/test_sandbox_memory.py has the memory hoards)."""
+    if request.param == "seccomp" and "mbpp" in request.node.name:
+        pytest.skip("the 500 MBPP solutions run once, in cgroup mode (seccomp mode: DEEPEVAL_GAMES_SANDBOX_MEMORY)")
+    monkeypatch.setenv(MEMORY_MODE_ENV, str(request.param))
+    return str(request.param)
 
 
 @pytest.fixture
