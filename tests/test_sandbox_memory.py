@@ -270,6 +270,9 @@ def test_fallback_refuses_namespaces_mounts_and_clone3(monkeypatch: pytest.Monke
     honest = "import os\ndef f():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(7)\n"
     honest += "    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
     assert run_tests(honest, ["assert f() == 7"], limits=LIMITS).status == "passed"  # plain fork still works
+    threads = "import threading\ndef g():\n    out = []\n    t = threading.Thread(target=lambda: out.append(7))\n"
+    threads += "    t.start()\n    t.join()\n    return out\n"
+    assert run_tests(threads, ["assert g() == [7]"], limits=LIMITS).passed  # clone3 refused: the C library falls back
 
 
 # ---------------------------------------------------------------------------------------------------------
