@@ -21,7 +21,7 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,9 @@ class RunResult:
     """Repeats finally played (grows under ``until_stable``)."""
     stableness: dict[str, Any] = field(default_factory=dict)
     """Per task, the stableness check of ``until_stable`` (empty without that rule)."""
+    stopping: Any = None
+    """Under ``until_stable`` with ``rule = "adaptive"``, the rule's :class:`~analysis.stopping.StoppingReport`: what
+    stopped the run, matches per player, intervals, what is unresolved (None otherwise)."""
 
 
 def _check_credentials(player: PlayerSpec) -> None:
@@ -369,6 +372,8 @@ async def _run_locked(
     rule = spec.until_stable
     if rule is None:
         return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
+    if rule.rule == "adaptive":
+        return await _run_adaptive(spec, out_dir, progress=progress, run_lock=run_lock)
     repeats, played, model_calls = spec.repeats, 0, 0
     sent: dict[str, int] = {}
     hits: dict[str, int] = {}
@@ -391,6 +396,108 @@ async def _run_locked(
             return result
         repeats = min(repeats + (rule.step or spec.repeats), rule.max_repeats)
         log.info("results not yet stable; extending to %d repeats", repeats)
+
+
+class _RecordingRunner(_Runner):
+    """A runner that also hands every record it plays to ``sink`` (the adaptive stopping rule streams them)."""
+
+    def __init__(
+        self, spec: ExperimentSpec, store: Store, progress: bool, runtime: Any, sink: Callable[[MatchRecord], None]
+    ) -> None:
+        super().__init__(spec, store, progress, runtime)
+        self.sink = sink
+
+    async def play(self, planned: PlannedMatch) -> MatchRecord:
+        record = await super().play(planned)
+        self.sink(record)
+        return record
+
+
+async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock) -> RunResult:
+    """``until_stable`` with ``rule = "adaptive"``: round ``r`` plays the seatings of repeat ``r`` that
+    :class:`~analysis.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier rounds,
+    so a resumed run replays the committed rounds (reading the store once) and continues with the same schedule."""
+    from analysis.stopping import AdaptiveStopping, Seating
+    from deepeval_games import task
+    from deepeval_games.games import game_variant
+    from deepeval_games.schedule import count_matches
+
+    rule = spec.until_stable
+    assert rule is not None and rule.rule == "adaptive"
+    store = Store(
+        out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True), run_lock=run_lock
+    )
+    runtime = None
+    try:
+        runtime = _open_runtime(spec)
+        committed = {r.match_id: r.returns for r in store.records() if r.status == "complete"}  # one pass, payoffs only
+        selected_ids: set[str] = set()
+        result = RunResult(run_dir=Path(out_dir), planned=0)
+        round_plan = plan_matches(spec, only_repeat=0)
+        runner = _RecordingRunner(spec, store, progress, runtime, sink=lambda record: stopping.add_record(record))
+        for game_string in sorted({m.game for m in round_plan}):
+            runner.game(game_string)
+        bounds = {
+            game_variant(name): (float(game.min_utility()), float(game.max_utility()))
+            for name, game in runner.games.items()
+        }
+        stopping = AdaptiveStopping(
+            bounds,
+            alpha=rule.alpha,
+            epsilon=rule.epsilon,
+            initial_rounds=spec.repeats,
+            max_rounds=max(rule.max_repeats, spec.repeats),
+            budget=rule.budget_matches,
+            method=rule.sequence,
+        )
+        limit = count_matches(spec, repeats=max(rule.max_repeats, spec.repeats))
+        manifest = RunManifest(out_dir, spec, runner.games.values(), limit)
+        manifest.start()
+        status = "failed"
+        try:
+            repeat = 0
+            while stopping.report.reason == "running":
+                if repeat:
+                    round_plan = plan_matches(spec, only_repeat=repeat)
+                seatings = [
+                    Seating(m.match_id, game_variant(m.game), m.seats, tuple(task.seat_roles(runner.game(m.game))))
+                    for m in round_plan
+                ]
+                chosen = {s.match_id for s in stopping.begin_round(seatings)}
+                if stopping.report.reason != "running":  # the budget does not allow this round
+                    break
+                todo = [m for m in round_plan if m.match_id in chosen]
+                selected_ids |= chosen
+                result.planned += len(todo)
+                for planned in todo:
+                    if planned.match_id in committed:
+                        stopping.add(planned.match_id, committed[planned.match_id])
+                missing = [m for m in todo if m.match_id not in committed]
+                result.skipped += len(todo) - len(missing)
+                failed_before = len(result.failed)
+                await runner.run(missing, result)
+                stopping.end_round(failed=len(result.failed) > failed_before)
+                repeat += 1
+            result.records = [r for r in store.records() if r.match_id in selected_ids]
+            status = "finished"
+        finally:
+            manifest.finish(
+                status=status,
+                records=result.records,
+                reported=runtime.reported if runtime is not None else None,
+                played=result.played,
+                failed=len(result.failed),
+            )
+        if runtime is not None:
+            result.model_calls = runtime.calls
+        result.repeats = stopping.report.rounds
+        result.stopping = stopping.report
+        log.info("adaptive stopping rule: %s after %d rounds", stopping.report.reason, stopping.report.rounds)
+        return result
+    finally:
+        if runtime is not None:
+            runtime.close()
+        store.close()
 
 
 def run_experiment(

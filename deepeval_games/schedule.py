@@ -84,7 +84,9 @@ def _resolve_pairing(spec: ExperimentSpec, seats: int) -> str:
     return "round_robin" if seats == 2 else "combinations"
 
 
-def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tuple[str, ...]]]:
+def _seatings(
+    spec: ExperimentSpec, game: str, seats: int, only_repeat: int | None = None
+) -> list[tuple[int, tuple[str, ...]]]:
     names = sorted(p.name for p in spec.players)  # listing order never matters
     if len(names) < seats:
         raise SpecError(f"{game} has {seats} seats but the spec lists only {len(names)} players")
@@ -98,7 +100,7 @@ def _seatings(spec: ExperimentSpec, game: str, seats: int) -> list[tuple[int, tu
         return tuple(group[i] for i in order)
 
     out: list[tuple[int, tuple[str, ...]]] = []
-    for repeat in range(spec.repeats):
+    for repeat in range(spec.repeats) if only_repeat is None else (only_repeat,):
         if pairing == "permute":
             out.append((repeat, shuffled(tuple(names), repeat)))
         elif pairing == "fixed":
@@ -185,8 +187,9 @@ def check_plan_size(spec: ExperimentSpec, *, repeats: int | None = None) -> int:
     return count
 
 
-def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
-    """Every match of the experiment, in a deterministic order.
+def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> list[PlannedMatch]:
+    """Every match of the experiment, in a deterministic order; with ``only_repeat``, only the matches of that
+    repeat (the same ids as in a plan with more repeats: a round of the adaptive stopping rule).
 
     Raises:
         SpecError: the plan would exceed ``[experiment] max_matches`` (checked before it is built), a game cannot
@@ -206,7 +209,7 @@ def plan_matches(spec: ExperimentSpec) -> list[PlannedMatch]:
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
-        for repeat, seats in _seatings(spec, canonical, game.num_players()):
+        for repeat, seats in _seatings(spec, canonical, game.num_players(), only_repeat):
             key = {
                 "game": canonical,
                 "seats": [_identity(spec.player(name), game, seat) for seat, name in enumerate(seats)],
