@@ -159,10 +159,37 @@ class Decision:
         }
 
 
+class _ActionNames:
+    """``Observation.action_to_string`` without a copy of the state: names are read from the live state, and
+    remembered, while it is where the observation was made (a seat names its moves while it chooses). Naming a
+    move after the game moved on is a bug in the caller and says so rather than naming it from another state."""
+
+    __slots__ = ("_at", "_names", "_seat", "_state")
+
+    def __init__(self, state: pyspiel.State, seat: int) -> None:
+        self._state = state
+        self._seat = seat
+        self._at = len(state.history())
+        self._names: dict[int, str] = {}
+
+    def __call__(self, action: int) -> str:
+        name = self._names.get(action)
+        if name is None:
+            if len(self._state.history()) != self._at:
+                raise RuntimeError(
+                    f"action {action} named for seat {self._seat} after the game moved on: name moves while choosing"
+                )
+            name = self._names[action] = self._state.action_to_string(self._seat, action)
+        return name
+
+
 def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), round: int = 0) -> Observation:
-    """Build the :class:`Observation` of ``seat`` from a state; only what the seat may see goes in."""
+    """Build the :class:`Observation` of ``seat`` from a state; only what the seat may see goes in.
+
+    The observation names actions from ``state`` itself (no copy is made): use it while ``state`` stays where it
+    is, as the referee does (every seat of a round chooses before the round's moves are applied).
+    """
     game = state.get_game()
-    view = state.clone()
     legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
     return Observation(
         seat=seat,
@@ -176,7 +203,7 @@ def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), ro
         inbox=inbox,
         penalty_action=task.penalty_action(state, seat),
         free_text=task.is_free_text_turn(state, seat),
-        action_to_string=lambda action: view.action_to_string(seat, action),
+        action_to_string=_ActionNames(state, seat),
     )
 
 

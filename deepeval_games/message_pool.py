@@ -8,7 +8,7 @@ of Algorithm 1 it was written. What a seat is shown is exactly the messages addr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["REFEREE", "Message", "MessagePool", "seat_label"]
@@ -44,10 +44,18 @@ class Message:
     """Structured values behind ``text`` (for prompts and scripted bots)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form."""
-        data = asdict(self)
-        data["recipients"] = list(self.recipients)
-        return data
+        """Plain JSON-able form: a shallow copy (``fields`` is a new dict holding the same values, which the pool
+        never changes), so a record is not built by deep-copying every message."""
+        return {
+            "index": self.index,
+            "round": self.round,
+            "sender": self.sender,
+            "recipients": list(self.recipients),
+            "kind": self.kind,
+            "text": self.text,
+            "action": self.action,
+            "fields": dict(self.fields),
+        }
 
 
 class MessagePool:

@@ -24,6 +24,7 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
+from llm_bots import model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
 from llm_bots.call_cache import CallCache, call_key
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
@@ -305,17 +306,14 @@ def check_model_string(model: str) -> None:
     """A clear error for a model string litellm cannot route."""
     if model.startswith("local/"):
         return
-    import litellm  # only after llm_bots.transport (imported above), which keeps litellm's price map offline
-
-    try:
-        litellm.get_llm_provider(model)
-    except Exception as exc:
+    error = model_info.provider_error(model)  # looked up once per model string (and remembered across runs)
+    if error is not None:
         raise SpecError(
-            f"unknown model {model!r}: litellm cannot tell its provider ({str(exc).splitlines()[0][:200]}). "
+            f"unknown model {model!r}: litellm cannot tell its provider ({error}). "
             "Write it as provider/model, e.g. 'openai/gpt-4o', 'anthropic/claude-3-5-sonnet-20241022', "
             "'ollama/llama3', "
             "or 'local/smollm2'."
-        ) from exc
+        )
 
 
 def make_llm_bot(

@@ -19,9 +19,11 @@ What it guarantees, whatever the provider:
 - a shared `Budget` stops new calls once spent; a per-(model, api_base) semaphore bounds calls in flight;
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local_server`).
 
-Importing this module sets `LITELLM_LOCAL_MODEL_COST_MAP=True` (unless already set), so litellm prices calls
-from its installed price table instead of fetching one from the internet, and silences litellm's "Give
-Feedback" banners: errors are reported by the exceptions below.
+litellm is imported only when a call is made (`llm_bots.model_info.litellm`): a run whose calls all come from the
+model-call cache never pays its import. Importing this module sets `LITELLM_LOCAL_MODEL_COST_MAP=True` (unless
+already set), so litellm prices calls from its installed price table instead of fetching one from the internet, and
+litellm's "Give Feedback" banners are silenced: errors are reported by the exceptions below. The cost of a call is
+the one litellm computed while answering it (not priced a second time).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import asyncio
 import dataclasses
 import email.utils
 import enum
+import functools
 import logging
 import os
 import random
@@ -42,14 +45,11 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # the environment variable above must be set before this import
-import openai
-
 from deepeval_games.bot import CallAttempt
 from deepeval_games.errors import FatalRunError, InfrastructureError
+from llm_bots import model_info
 from llm_bots.model_config import ModelConfig
-
-litellm.suppress_debug_info = True
+from llm_bots.model_info import litellm as _litellm
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -296,10 +296,7 @@ def supports_json_schema(model: str) -> bool:
     """
     if model.startswith("local/"):
         return True
-    try:
-        return bool(litellm.supports_response_schema(model=model))
-    except Exception:
-        return False
+    return model_info.supports_json_schema(model)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -310,6 +307,9 @@ _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 def classify_error(exc: BaseException) -> ErrorKind:
     """Map an exception raised while calling a model to how it is handled (see `ErrorKind`)."""
+    import openai  # imported with litellm, which raised ``exc``
+
+    litellm = _litellm()
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return ErrorKind.CONTEXT_OVERFLOW
     if isinstance(exc, litellm.exceptions.ContentPolicyViolationError):
@@ -484,10 +484,18 @@ def _litellm_kwargs(
 
 
 def _cost_usd(response: Any) -> float:
-    try:
-        cost = litellm.completion_cost(completion_response=response)
-    except Exception:
-        return 0.0
+    """The call's cost as litellm priced it while answering (``response_cost``: None for a model it has no price
+    for, which costs 0.0); priced again only when a response does not carry it."""
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and "response_cost" in hidden:
+        cost = hidden["response_cost"]
+        if cost is None:
+            return 0.0
+    else:
+        try:
+            cost = _litellm().completion_cost(completion_response=response)
+        except Exception:
+            return 0.0
     try:
         cost = float(cost)
     except (TypeError, ValueError):
@@ -600,8 +608,14 @@ def context_limit(config: ModelConfig) -> int | None:
         return config.context_tokens
     if config.is_local:
         return None  # the llama.cpp server answers an overflow itself
+    return _model_context(config.model)
+
+
+@functools.lru_cache(maxsize=256)
+def _model_context(model: str) -> int | None:
+    """litellm's context window of ``model``, looked up once per model in a process (only when a call is made)."""
     try:
-        info = litellm.get_model_info(config.model)
+        info = _litellm().get_model_info(model)
     except Exception:
         return None
     limit = info.get("max_input_tokens") or info.get("max_tokens")
@@ -658,7 +672,7 @@ async def complete(
         async with limiter:
             attempt_start = time.monotonic()
             try:
-                response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard_s)
+                response = await asyncio.wait_for(_litellm().acompletion(**kwargs), timeout=guard_s)
                 latency = time.monotonic() - attempt_start
                 completion = _parse_response(
                     call_config, config, response, latency, attempts, time.monotonic() - started

@@ -1,0 +1,489 @@
+"""The benchmark suite of issue 14: every speed and memory figure as a ratio measured side by side in one run.
+
+Run on demand (not a test): ``python -m bench`` (or ``python bench/run_all.py``) from the repository root. Options:
+``--repeats R`` (default 3), ``--only NAME ...``, ``--scale F`` (scales the match counts; 1.0 is the issue's sizes),
+``--sandbox-programs N``. Each figure is a ratio of two things run in the same process or script, alternating, so
+a machine whose load drifts slows both sides alike; it prints min/median/max of the repeats and the load average
+before and after, and the exit status is 1 when a median misses its target (2 on a usage error).
+
+Model calls go to ``bench/fake_endpoint.py``: a local OpenAI-compatible endpoint in its own process with a
+configurable latency (no network, no API key). The figures (targets from issue 14):
+
+========== ====================================================================================== =========
+name        ratio                                                                                   target
+========== ====================================================================================== =========
+llm_move    engine ÷ raw ``litellm.acompletion``, wall time per LLM move, sequential, 0 ms endpoint     ≤ 1.10
+scripted    games/s of scripted PGG (4 seats, 5 rounds) through ``run`` ÷ a bare pyspiel loop that       ≥ 0.30
+            plays the same moves and reads every seat's observation string every round
+rerun       wall time of an LLM run (PGG, 200 LLM turns, 50 ms endpoint) through the CLI ÷ its rerun      ≥ 10
+            into a new directory served from the model-call cache
+memory      peak RSS of ``run`` at 10,000 scripted matches minus at 1,000 (MB)                           ≤ 50
+report      peak RSS of ``report`` on the 10,000-match directory (MB)                                    ≤ 300
+sandbox     sandboxed MBPP reference solutions ÷ a plain subprocess per program                          ≤ 2
+concurrency 200 PGG matches of four LLM seats, 50 ms endpoint, concurrency 64: engine ÷ raw litellm      ≤ 1.10
+            making the same calls in the same pattern (wall)
+workers2    the same with ``--workers 2`` ÷ one process                                                   ≤ 0.65
+========== ====================================================================================== =========
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.fake_endpoint import Endpoint  # noqa: E402
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm's price table from disk, never fetched
+KEY_ENV = "DEEPEVAL_BENCH_KEY"
+PGG = "deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)"
+SCRIPTED = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
+
+
+@dataclass
+class Figure:
+    """One figure: its ratios over the repeats, the target, and whether lower or higher is better."""
+
+    name: str
+    what: str
+    target: float
+    lower_is_better: bool
+    values: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: str = ""
+    required: bool = True
+    """An unmeasured required figure counts as missed; a figure the machine cannot run (no sandbox) does not."""
+
+    @property
+    def median(self) -> float:
+        """Median of the repeats."""
+        return statistics.median(self.values)
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the median meets the target (None: not measured)."""
+        if self.skipped or not self.values:
+            return None
+        return self.median <= self.target if self.lower_is_better else self.median >= self.target
+
+    def line(self) -> str:
+        """One row of the summary table."""
+        sign = "<=" if self.lower_is_better else ">="
+        if self.met is None:
+            return f"{self.name:<12} {'-':>8} {'-':>8} {'-':>8}  {sign} {self.target:<6g} NOT MEASURED: {self.skipped}"
+        lo, hi = min(self.values), max(self.values)
+        verdict = "met" if self.met else "MISSED"
+        return f"{self.name:<12} {lo:8.3f} {self.median:8.3f} {hi:8.3f}  {sign} {self.target:<6g} {verdict}"
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def model_player(name: str, api_base: str, **extra: Any) -> dict[str, Any]:
+    """A ``[[players]]`` table for a model behind the fake endpoint."""
+    return {
+        "name": name,
+        "model": f"openai/{name}",
+        "api_base": api_base,
+        "api_key_env": KEY_ENV,
+        "max_retries": 0,
+        "timeout_s": 30,
+        **extra,
+    }
+
+
+def scripted_spec(matches: int, name: str = "bench-scripted") -> dict[str, Any]:
+    """Scripted PGG, four seats permuted every repeat: ``matches`` matches."""
+    return {
+        "experiment": {"name": name, "game": PGG, "repeats": matches, "seed": 0, "max_matches": max(matches, 1000)},
+        "players": [{"name": bot, "bot": bot} for bot in SCRIPTED],
+    }
+
+
+def toml(spec: dict[str, Any]) -> str:
+    """A small TOML writer for the specs above (tables of scalars, arrays of such tables)."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        return json.dumps(str(v))
+
+    lines = ["[experiment]", *(f"{k} = {value(v)}" for k, v in spec["experiment"].items())]
+    for player in spec["players"]:
+        lines += ["", "[[players]]", *(f"{k} = {value(v)}" for k, v in player.items())]
+    return "\n".join(lines) + "\n"
+
+
+# -- llm_move -------------------------------------------------------------------------------------------------
+
+
+def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
+    """Engine ÷ raw litellm per LLM move: one LLM seat and three scripted ones, one match at a time."""
+    figure = Figure("llm_move", "engine ÷ raw litellm.acompletion per LLM move (sequential)", 1.10, True)
+    from deepeval_games import run_experiment
+
+    matches = max(4, round(40 * args.scale))
+    with Endpoint(0) as endpoint:
+        spec = {
+            "experiment": {
+                "name": "bench-llm-move",
+                "game": PGG,
+                "repeats": matches,
+                "seed": 0,
+                "cache": False,
+                "max_concurrency": 1,
+            },
+            "players": [model_player("llm", endpoint.api_base), *({"name": b, "bot": b} for b in SCRIPTED[:3])],
+        }
+        prompts: list[list[dict[str, str]]] = []
+
+        def engine(n: int) -> tuple[float, int]:
+            start = time.perf_counter()
+            result = run_experiment(spec, work / f"llm-move-{n}")
+            elapsed = time.perf_counter() - start
+            if not prompts:
+                prompts.extend(ask for r in result.records for t in r.turns for ask in t.prompts)
+            return elapsed, result.model_calls
+
+        def raw() -> float:
+            import litellm
+
+            async def calls() -> None:
+                for messages in prompts:
+                    await litellm.acompletion(
+                        model="openai/llm",
+                        messages=messages,
+                        api_base=endpoint.api_base,
+                        api_key="x",
+                        timeout=30,
+                        num_retries=0,
+                        max_retries=0,
+                        drop_params=True,
+                        temperature=0.0,
+                    )
+
+            start = time.perf_counter()
+            asyncio.run(calls())
+            return time.perf_counter() - start
+
+        os.environ[KEY_ENV] = "bench"
+        engine(-1)  # warm-up: imports, first connections; also records the prompts the raw side replays
+        raw()
+        for n in range(args.repeats):
+            engine_s, calls = engine(n)
+            raw_s = raw()
+            per_engine, per_raw = engine_s / calls * 1000, raw_s / len(prompts) * 1000
+            figure.values.append(per_engine / per_raw)
+            figure.notes.append(f"engine {per_engine:.2f} ms/move ({calls} calls), raw {per_raw:.2f} ms/move")
+    return figure
+
+
+# -- scripted throughput --------------------------------------------------------------------------------------
+
+
+def bare_loop(matches: int) -> float:
+    """Seconds for ``matches`` PGG matches in plain pyspiel: fixed moves plus every seat's observation each round."""
+    import pyspiel
+
+    from deepeval_games.games import load_game
+
+    game = load_game(PGG)
+    n = game.num_players()
+    start = time.perf_counter()
+    for m in range(matches):
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            for seat in range(n):
+                state.observation_string(seat)
+            if state.is_chance_node():
+                state.apply_action(state.chance_outcomes()[0][0])
+            else:
+                state.apply_actions([(m + seat) % 11 for seat in range(n)])
+        state.returns()
+    del pyspiel
+    return time.perf_counter() - start
+
+
+def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
+    """Games/s through ``run`` ÷ games/s of the bare loop."""
+    figure = Figure("scripted", "scripted PGG games/s: run ÷ bare pyspiel loop with observations", 0.30, False)
+    from deepeval_games import run_experiment
+
+    matches = max(100, round(2000 * args.scale))
+    run_experiment(scripted_spec(50), work / "scripted-warm")
+    bare_loop(50)
+    for n in range(args.repeats):
+        start = time.perf_counter()
+        run_experiment(scripted_spec(matches), work / f"scripted-{n}")
+        run_gps = matches / (time.perf_counter() - start)
+        bare_gps = matches / bare_loop(matches)
+        figure.values.append(run_gps / bare_gps)
+        figure.notes.append(f"{matches} matches: run {run_gps:.0f} games/s, bare loop {bare_gps:.0f} games/s")
+    return figure
+
+
+# -- CLI runs in child processes (wall time, peak memory) --------------------------------------------------------
+
+CHILD = """
+import resource, sys, time
+start = time.perf_counter()
+from deepeval_games.cli import main
+code = main(sys.argv[2:])
+wall = time.perf_counter() - start
+print(f"BENCH wall={wall:.4f} maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} "
+      f"litellm={'litellm' in sys.modules} code={code}", file=open(sys.argv[1], "w"))
+sys.exit(code)
+"""
+
+
+def cli(argv: list[str], work: Path) -> dict[str, Any]:
+    """Run ``deepeval-games ARGV`` in a fresh interpreter; its wall time (from interpreter start), peak RSS (MB)
+    and whether litellm was imported."""
+    report = work / f"child-{time.monotonic_ns()}.txt"
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(report), *argv], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    total = time.perf_counter() - start
+    if done.returncode != 0 or not report.exists():
+        raise RuntimeError(f"deepeval-games {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    fields = dict(part.split("=") for part in report.read_text().split()[1:])
+    return {"wall": total, "rss_mb": int(fields["maxrss_kb"]) / 1024, "litellm": fields["litellm"] == "True"}
+
+
+def fig_rerun(args: argparse.Namespace, work: Path) -> Figure:
+    """First run ÷ rerun from the cache, wall time through the CLI (a fresh interpreter each)."""
+    figure = Figure("rerun", "LLM run ÷ its rerun from the cache (CLI wall, 200 LLM turns, 50 ms)", 10.0, False)
+    os.environ[KEY_ENV] = "bench"
+    matches = max(4, round(40 * args.scale))
+    with Endpoint(50) as endpoint:
+        for n in range(args.repeats):
+            spec = {
+                "experiment": {
+                    "name": "bench-rerun",
+                    "game": PGG,
+                    "repeats": matches,
+                    "seed": n,
+                    "max_concurrency": 1,
+                    "cache": str(work / f"rerun-{n}-calls.sqlite"),
+                },
+                "players": [model_player("llm", endpoint.api_base), *({"name": b, "bot": b} for b in SCRIPTED[:3])],
+            }
+            path = work / f"rerun-{n}.toml"
+            path.write_text(toml(spec))
+            first = cli(["run", str(path), "--out", str(work / f"rerun-{n}-a"), "--no-progress"], work)
+            again = cli(["run", str(path), "--out", str(work / f"rerun-{n}-b"), "--no-progress"], work)
+            figure.values.append(first["wall"] / again["wall"])
+            figure.notes.append(
+                f"first {first['wall']:.2f} s, rerun {again['wall']:.2f} s (rerun imported litellm: {again['litellm']})"
+            )
+    return figure
+
+
+def fig_memory(args: argparse.Namespace, work: Path) -> tuple[Figure, Figure]:
+    """Peak RSS of ``run`` at N and 10 N scripted matches, and of ``report`` on the larger directory."""
+    memory = Figure("memory", "peak RSS growth of run, 1,000 -> 10,000 scripted matches (MB)", 50.0, True)
+    report = Figure("report", "peak RSS of report on 10,000 matches (MB)", 300.0, True)
+    small, large = max(100, round(1000 * args.scale)), max(1000, round(10000 * args.scale))
+    for n in range(args.memory_repeats):
+        runs = {}
+        for size in (small, large):
+            path = work / f"memory-{size}.toml"
+            path.write_text(toml(scripted_spec(size, f"bench-memory-{size}")))
+            runs[size] = cli(["run", str(path), "--out", str(work / f"memory-{size}-{n}"), "--no-progress"], work)
+        memory.values.append(runs[large]["rss_mb"] - runs[small]["rss_mb"])
+        memory.notes.append(
+            f"{small} matches {runs[small]['rss_mb']:.0f} MB ({runs[small]['wall']:.1f} s), "
+            f"{large} matches {runs[large]['rss_mb']:.0f} MB ({runs[large]['wall']:.1f} s)"
+        )
+        shown = cli(["report", str(work / f"memory-{large}-{n}")], work)
+        report.values.append(shown["rss_mb"])
+        report.notes.append(f"report on {large} matches: {shown['rss_mb']:.0f} MB, {shown['wall']:.1f} s")
+    return memory, report
+
+
+# -- sandbox -------------------------------------------------------------------------------------------------
+
+
+def fig_sandbox(args: argparse.Namespace, work: Path) -> Figure:
+    """Sandboxed ÷ plain subprocess on the first N MBPP reference solutions (bench/bench_sandbox.py's sides)."""
+    figure = Figure("sandbox", "sandboxed MBPP ÷ plain subprocess per program", 2.0, True, required=False)
+    try:
+        from bench import bench_sandbox
+        from game_defs.sandbox import bubblewrap_usable
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        figure.skipped = f"sandbox not importable ({exc})"
+        return figure
+    if not bubblewrap_usable():
+        figure.skipped = "bubblewrap is not usable on this machine"
+        return figure
+    try:
+        records = bench_sandbox.load_records()[: args.sandbox_programs]
+    except OSError as exc:
+        figure.skipped = f"MBPP data not found ({exc})"
+        return figure
+    for _ in range(args.repeats):
+        sums = {"sandboxed": 0.0, "plain": 0.0}
+        for index, record in enumerate(records):
+            for side, (seconds, _ok) in bench_sandbox.both((index, record)).items():
+                sums[side] += seconds
+        figure.values.append(sums["sandboxed"] / sums["plain"])
+        figure.notes.append(
+            f"{len(records)} programs: sandboxed {sums['sandboxed']:.2f} s, plain {sums['plain']:.2f} s"
+        )
+    return figure
+
+
+# -- concurrency ------------------------------------------------------------------------------------------------
+
+
+def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figure]:
+    """200 matches of four LLM seats at concurrency 64 against a 50 ms endpoint: engine ÷ raw litellm."""
+    figure = Figure("concurrency", "200 LLM matches at concurrency 64: engine ÷ raw litellm (wall)", 1.10, True)
+    workers = Figure("workers2", "the same with --workers 2 ÷ one process", 0.65, True)
+    workers.skipped = "no process executor (--workers) yet"
+    from deepeval_games import run_experiment
+
+    matches = max(16, round(200 * args.scale))
+    os.environ[KEY_ENV] = "bench"
+    with Endpoint(50) as endpoint:
+        names = ("seat-a", "seat-b", "seat-c", "seat-d")
+        players = [model_player(name, endpoint.api_base, max_concurrency=256) for name in names]
+
+        def engine(n: int) -> float:
+            spec = {
+                "experiment": {
+                    "name": "bench-concurrency",
+                    "game": PGG,
+                    "repeats": matches,
+                    "seed": n,
+                    "cache": False,
+                    "max_concurrency": 64,
+                },
+                "players": players,
+            }
+            start = time.perf_counter()
+            result = run_experiment(spec, work / f"concurrency-{n}")
+            elapsed = time.perf_counter() - start
+            if result.model_calls != matches * 4 * 5:
+                figure.notes.append(f"engine sent {result.model_calls} calls, expected {matches * 20}")
+            return elapsed
+
+        def raw() -> float:
+            import litellm
+
+            message = [{"role": "user", "content": "Your move. Reply with JSON: coins 0..10."}]
+
+            async def one_match(gate: asyncio.Semaphore) -> None:
+                async with gate:
+                    for _ in range(5):
+                        await asyncio.gather(
+                            *(
+                                litellm.acompletion(
+                                    model=f"openai/{name}",
+                                    messages=message,
+                                    api_base=endpoint.api_base,
+                                    api_key="x",
+                                    timeout=30,
+                                    num_retries=0,
+                                    max_retries=0,
+                                )
+                                for name in names
+                            )
+                        )
+
+            async def everything() -> None:
+                gate = asyncio.Semaphore(64)
+                await asyncio.gather(*(one_match(gate) for _ in range(matches)))
+
+            start = time.perf_counter()
+            asyncio.run(everything())
+            return time.perf_counter() - start
+
+        engine(-1)
+        raw()
+        for n in range(args.repeats):
+            engine_s = engine(n) if n % 2 == 0 else None
+            raw_s = raw()
+            if engine_s is None:
+                engine_s = engine(n)
+            figure.values.append(engine_s / raw_s)
+            ideal = 5 * 0.05 * -(-matches // 64)
+            figure.notes.append(f"{matches} matches: engine {engine_s:.2f} s, raw {raw_s:.2f} s (ideal {ideal:.2f} s)")
+    return figure, workers
+
+
+FIGURES: dict[str, Callable[[argparse.Namespace, Path], Figure | tuple[Figure, ...]]] = {
+    "llm_move": fig_llm_move,
+    "scripted": fig_scripted,
+    "rerun": fig_rerun,
+    "memory": fig_memory,
+    "sandbox": fig_sandbox,
+    "concurrency": fig_concurrency,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen figures, print each and a summary; 1 when a measured median misses its target."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-repeats", type=int, default=1, help="repeats of the memory and report figures")
+    parser.add_argument("--scale", type=float, default=1.0, help="scale the match counts (1.0: the issue's sizes)")
+    parser.add_argument("--sandbox-programs", type=int, default=60)
+    parser.add_argument("--only", nargs="+", choices=sorted(FIGURES), help="run only these figures")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="dg-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("XDG_CACHE_HOME", str(work / "xdg-cache"))
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.platform()}; load average {load()}",
+        flush=True,
+    )
+    results: list[Figure] = []
+    try:
+        for name in args.only or FIGURES:
+            before, start = load(), time.perf_counter()
+            out = FIGURES[name](args, work)
+            for figure in out if isinstance(out, tuple) else (out,):
+                results.append(figure)
+                print(f"\n{figure.name}: {figure.what}", flush=True)
+                for note in figure.notes:
+                    print(f"  {note}")
+                print(
+                    f"  {figure.line()}  [{time.perf_counter() - start:.0f} s; load {before} -> {load()}]", flush=True
+                )
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{'figure':<12} {'min':>8} {'median':>8} {'max':>8}  target")
+    for figure in results:
+        print(figure.line())
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"load average at the end: {load()}; peak RSS of this script {peak_mb} MB")
+    return 1 if any(f.met is False or (f.met is None and f.required) for f in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

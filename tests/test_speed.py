@@ -1,0 +1,120 @@
+"""The lean hot path (issue 14): shallow message copies, observations without state copies, per-model facts looked
+up once, litellm's own cost, litellm imported only when a call is made, and a runner that keeps no records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from deepeval_games.bot import observe
+from deepeval_games.games import load_game
+from deepeval_games.message_pool import MessagePool
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_message_to_dict_is_the_deep_form_without_the_deep_copy() -> None:
+    pool = MessagePool()
+    fields = {"coins": [1, 2], "nested": {"a": (1, 2)}}
+    message = pool.add(round=1, sender=0, recipients=(0, 1), kind="observation", text="t", action=3, fields=fields)
+    data = message.to_dict()
+    expected = asdict(message)
+    expected["recipients"] = [0, 1]
+    assert data == expected and list(data) == list(expected)  # same keys, same order, same values
+    data["fields"]["coins"] = "changed"  # a record's copy can be changed without changing the pool
+    assert message.fields["coins"] == [1, 2]
+
+
+def test_observations_name_actions_from_the_state_without_copying_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    game = load_game("deepeval_public_goods(players=2,rounds=2)")
+    state = game.new_initial_state()
+    observe(state, 1)  # the first look at a game probes it once (with copies); observations after that make none
+    monkeypatch.setattr(type(state), "clone", lambda self: pytest.fail("observe() copied the state"), raising=False)
+    observation = observe(state, 0)
+    names = observation.action_names()
+    assert names and all(observation.action_to_string(a) == state.action_to_string(0, a) for a in names.values())
+    unnamed = observe(state, 1)
+    state.apply_actions([3, 4])  # the game moves on: naming a move from the old observation is refused
+    with pytest.raises(RuntimeError, match="after the game moved on"):
+        unnamed.action_to_string(9)
+    assert observation.action_to_string(names[next(iter(names))]) == next(iter(names))  # already named: remembered
+
+
+def test_cost_is_litellm_own_and_never_priced_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_bots import model_info, transport
+
+    def priced_again(**_: Any) -> float:
+        raise AssertionError("completion_cost called again")
+
+    monkeypatch.setattr(model_info.litellm(), "completion_cost", priced_again)
+    assert transport._cost_usd(SimpleNamespace(_hidden_params={"response_cost": 0.25})) == 0.25
+    assert transport._cost_usd(SimpleNamespace(_hidden_params={"response_cost": None})) == 0.0  # no price known
+    monkeypatch.setattr(model_info.litellm(), "completion_cost", lambda **_: 0.5)
+    assert transport._cost_usd(SimpleNamespace(_hidden_params={})) == 0.5  # not priced while answering: price it
+
+
+def test_model_facts_are_looked_up_once_and_remembered_across_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_bots import model_info
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(model_info, "_memo", None)
+    calls: list[str] = []
+    real = dict(model_info._COMPUTE)
+    monkeypatch.setitem(model_info._COMPUTE, "json_schema", lambda m: calls.append(m) or real["json_schema"](m))
+    assert model_info.supports_json_schema("openai/gpt-4o") is True
+    assert model_info.supports_json_schema("openai/gpt-4o") is True
+    assert model_info.provider_error("no-such-provider/x") is not None
+    assert model_info.provider_error("openai/gpt-4o") is None
+    assert calls == ["openai/gpt-4o"]
+    saved = json.loads((tmp_path / "deepeval-games" / model_info.INFO_NAME).read_text())
+    assert saved["models"]["openai/gpt-4o"] == {"json_schema": True, "provider_error": None}
+    monkeypatch.setattr(model_info, "_memo", None)  # a new process reads the file: nothing computed again
+    assert model_info.supports_json_schema("openai/gpt-4o") is True and calls == ["openai/gpt-4o"]
+
+
+_RUN = """
+import json, sys
+from deepeval_games.runner import run_experiment
+result = run_experiment(json.loads(sys.argv[1]), sys.argv[2])
+print(json.dumps({"litellm": "litellm" in sys.modules, "calls": result.model_calls, "played": result.played,
+                  "records": len(result.records)}))
+"""
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_a_rerun_served_from_the_cache_never_imports_litellm(tmp_path: Path) -> None:
+    with FakeOpenAIServer(default=Behaviour.reply('{"reason": "r", "coins": 3}')) as server:
+        spec = {
+            "experiment": {
+                "game": "deepeval_public_goods(players=2,rounds=2)",
+                "repeats": 2,
+                "cache": str(tmp_path / "calls.sqlite"),
+            },
+            "players": [{"name": "free", "bot": "pgg_free_rider"}, model_player("llm", server)],
+        }
+        runs = []
+        for out in ("first", "again"):
+            done = subprocess.run(
+                [sys.executable, "-c", _RUN, json.dumps(spec), str(tmp_path / out)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        assert server.request_count == 4
+    first, again = runs
+    assert first == {"litellm": True, "calls": 4, "played": 2, "records": 2}
+    assert again == {"litellm": False, "calls": 0, "played": 2, "records": 2}
