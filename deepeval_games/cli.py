@@ -7,7 +7,7 @@
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
 ``deepeval-games play GAME [--seat N]``     play a seat yourself at the terminal, against bots or models
-``deepeval-games games``                    list the registered tasks and their parameters
+``deepeval-games games [--all]``            list the registered tasks and their parameters (--all: OpenSpiel's too)
 ``deepeval-games bots``                     list the registered scripted bots
 ``deepeval-games schema [--record]``         print the JSON Schema of the experiment spec (or of a match record)
 ``deepeval-games sandbox-info``              show which protection bounds the code sandbox's memory here
@@ -82,7 +82,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         played_now = [r for r in result.records if r.match_id not in before]
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
         print("\n" + estimate.format_run_summary(totals, result.calls_by_model, result.cache_hits))
-    if spec.until_stable:
+    if result.stopping is not None:  # the adaptive rule: what stopped it, matches per player, what is unresolved
+        from analysis.stopping import format_stopping
+
+        print("\n" + format_stopping(result.stopping))
+    elif spec.until_stable:
         print(
             f"\nRepeats played: {result.repeats} "
             f"(stopping rule: until stable, at most {spec.until_stable.max_repeats})."
@@ -385,7 +389,11 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--out", help="run directory (default plays/<game>-<hash>; the same command resumes)")
     play.add_argument("--terminator", default=".", help="the line that ends a multi-line answer (default '.')")
     play.set_defaults(func=_cmd_play)
-    sub.add_parser("games", help="list registered tasks").set_defaults(func=_cmd_games)
+    games = sub.add_parser("games", help="list registered tasks (--all: OpenSpiel's games too)")
+    games.add_argument(
+        "--all", action="store_true", help="also list OpenSpiel's games: parameters, LLM-playable, classical bots"
+    )
+    games.set_defaults(func=_cmd_games)
     sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)
     schema = sub.add_parser("schema", help="print the JSON Schema of the experiment spec (draft 2020-12)")
     schema.add_argument("--record", action="store_true", help="print the schema of a match record instead")

@@ -20,7 +20,10 @@ of the state. :func:`classical_support` says which of them can play a game, and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,25 +62,57 @@ def _short(game: pyspiel.Game) -> str:
 # -- which games each kind plays --------------------------------------------------------------------------------
 
 
+_CHANCE_STEPS = 1000
+"""Chance moves sampled before a seat's first move, at most (a deal of a few decks)."""
+
+
 def _first_decision(game: pyspiel.Game) -> pyspiel.State | None:
-    """The first state where a seat moves, along the first outcome of each chance node."""
+    """The first state where a seat moves, chance outcomes drawn by a seeded generator (always the first outcome
+    can loop for ever: crazy_eights re-offers a card it cannot deal); None when none is met."""
+    rng = np.random.default_rng(0)
     state = game.new_initial_state()
-    while not state.is_terminal():
+    for _ in range(_CHANCE_STEPS):
+        if state.is_terminal():
+            return None
         if not state.is_chance_node():
             return state
-        state.apply_action(state.chance_outcomes()[0][0])
+        outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+        state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
     return None
 
 
-def _can_resample(game: pyspiel.Game) -> bool:
-    state = _first_decision(game)
-    if state is None:
-        return False
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 (OpenSpiel's C++ prints a refusal there before it raises)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
     try:
-        state.resample_from_infostate(state.current_player(), pyspiel.UniformProbabilitySampler(0, 0.0, 1.0))
-    except Exception:  # a SpielError: "ResampleFromInfostate() not implemented"
-        return False
-    return True
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+_RESAMPLES: dict[str, bool] = {}
+
+
+def _can_resample(game: pyspiel.Game) -> bool:
+    """Whether OpenSpiel can resample a state of ``game`` from a seat's information state (probed once a game)."""
+    key = str(game)
+    if key not in _RESAMPLES:
+        state = _first_decision(game)
+        ok = state is not None
+        if state is not None:
+            try:
+                with _quiet_stderr():
+                    sampler = pyspiel.UniformProbabilitySampler(0, 0.0, 1.0)
+                    state.resample_from_infostate(state.current_player(), sampler)
+            except Exception:  # a SpielError: "ResampleFromInfostate() not implemented"
+                ok = False
+        _RESAMPLES[key] = ok
+    return _RESAMPLES[key]
 
 
 def mcts_refusal(game: pyspiel.Game) -> str | None:
@@ -297,14 +332,18 @@ def openspiel_listing() -> list[str]:
         if name.startswith("deepeval_") or name.startswith("testkit_"):
             continue
         params = ", ".join(f"{k}={v}" for k, v in sorted(game_type.parameter_specification.items()))
+        params = params or "(no parameters)"
         try:
-            game = pyspiel.load_game(name)
+            with _quiet_stderr():  # OpenSpiel's C++ prints each refusal before it raises
+                game = pyspiel.load_game(name)
+                playable = task.playability(game)
+                support = classical_support(game)
         except Exception as exc:  # a game that needs a parameter (efg_game's filename) or cannot load alone
             detail = str(exc).split("OpenSpiel exception:")[-1].strip().splitlines()[0][:120] if str(exc) else ""
             lines += [f"{name}  (not loadable with its defaults: {detail})", f"    {params}"]
             continue
-        playable = task.playability(game)
-        llm = "LLM: yes" if playable.ok else f"LLM: no ({playable.reason})"
-        bots = [kind for kind, reason in classical_support(game).items() if reason is None]
+        llm = "LLM: yes" if playable.ok else f"LLM: no ({playable.reason.splitlines()[0]})"
+        bots = [kind + ("*" if kind == "exact" else "") for kind, reason in support.items() if reason is None]
         lines += [f"{name}  [{llm}; classical: {', '.join(bots)}]", f"    {params}"]
+    lines.append(f"* exact: when the game has at most {DEFAULT_NODE_BUDGET} states (checked when a spec names it)")
     return lines

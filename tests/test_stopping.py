@@ -150,3 +150,11 @@ def test_bench_meets_its_targets_on_real_pgg_matches(tmp_path: Path) -> None:
     import bench_stopping
 
     assert bench_stopping.main(["--runs", "200", "--pool", str(tmp_path)]) == 0
+
+
+def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deepeval_games.cli import main
+
+    assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "Stopping rule: stopped after" in out and "separated or tied" in out and "mostly-full" in out
