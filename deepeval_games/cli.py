@@ -412,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except DeepEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return int(getattr(exc, "exit_status", 2))  # 130: a person pressed Ctrl-C (llm_bots.human)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: committed matches are kept; rerun the same command to resume", file=sys.stderr)
         return 130

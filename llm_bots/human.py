@@ -15,17 +15,17 @@ reasons; the verdict is read by :func:`llm_bots.judge.parse_judge_reply` like an
 keeps the typed scores and reasons (the verdict's text) and every line typed (``raw_replies``).
 
 Nothing shown names another seat's model or bot: the texts come from the pool and from ``prompts/human.toml``.
-The terminal is plain line input (no curses; works over SSH). Ctrl-C interrupts at once, even inside the run's
-event loop (:class:`HumanInterrupted`: the match in progress is not committed, a rerun resumes); the end of input
-(Ctrl-D) raises :class:`HumanLeft`, which stops the run the same way.
+The terminal is plain line input (no curses; works over SSH), read without blocking the event loop
+(:class:`Terminal`). Ctrl-C stops the run at once: the match in progress is not committed, and the same command
+resumes; the end of input (Ctrl-D) raises :class:`HumanLeft`, which stops the run the same way.
 """
 
 from __future__ import annotations
 
-import signal
+import asyncio
+import queue
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
@@ -42,7 +42,7 @@ from llm_bots.parsing import normalize, whole_number
 from llm_bots.prompts import PromptSet, load_prompts
 from llm_bots.turns import delivered_text, safe_parse, turn_message
 
-__all__ = ["HUMAN", "MAX_LISTED_MOVES", "HumanBot", "HumanInterrupted", "HumanJudgeSource", "HumanLeft", "Terminal"]
+__all__ = ["HUMAN", "MAX_LISTED_MOVES", "HumanBot", "HumanJudgeSource", "HumanLeft", "Terminal"]
 
 HUMAN = "human"
 """The registered name (``deepeval_games.spec.HUMAN_BOT`` spells it too; a test checks they agree)."""
@@ -56,33 +56,30 @@ _PROMPTS = "human"
 class HumanLeft(FatalRunError):
     """The person's input ended (Ctrl-D, a closed terminal): the match in progress is not recorded."""
 
-    exit_status = 2
-
-
-class HumanInterrupted(FatalRunError):
-    """The person pressed Ctrl-C: the match in progress is not recorded, and the same command resumes the run.
-
-    Raised instead of :class:`KeyboardInterrupt`, so the run stops through its ordinary error path (every seat's
-    pending call cancelled, the store and the run lock released) rather than from inside the event loop."""
-
-    exit_status = 130
-
 
 def _prompts() -> PromptSet:
     return load_prompts(_PROMPTS)
+
+
+POLL_S = 0.05
+"""How often a waiting read looks for a typed line (the event loop stays free: other seats' model calls go on)."""
 
 
 @dataclass
 class Terminal:
     """Plain line input and output for a person (standard input and output unless given).
 
-    While a line is awaited, Ctrl-C raises :class:`HumanInterrupted` at once (asyncio's own handler would only
-    cancel the run at the next await, which a blocked read never reaches).
+    Lines are read by a daemon thread into a queue, and a read awaits the next one without blocking the event
+    loop: model seats of the same round keep talking to their providers (their timeouts never run out because a
+    person is typing), and Ctrl-C reaches asyncio's own handler, which cancels the run at once (the match in
+    progress is not committed; ``KeyboardInterrupt`` ends the command with exit status 130). A line typed is never
+    lost to a cancelled read: it stays in the queue.
     """
 
     stdin: TextIO | None = None
     stdout: TextIO | None = None
     lines_read: list[str] = field(default_factory=list, repr=False)
+    _lines: queue.SimpleQueue[str | None] | None = field(default=None, repr=False)
 
     def show(self, text: str) -> None:
         """Write ``text`` and a newline."""
@@ -90,43 +87,50 @@ class Terminal:
         out.write(text + "\n")
         out.flush()
 
-    def read_line(self, prompt: str) -> str:
+    def _queue(self) -> queue.SimpleQueue[str | None]:
+        if self._lines is None:
+            self._lines = queue.SimpleQueue()
+            threading.Thread(target=self._pump, args=(self._lines,), name="human-input", daemon=True).start()
+        return self._lines
+
+    def _pump(self, lines: queue.SimpleQueue[str | None]) -> None:
+        source = self.stdin or sys.stdin
+        while True:
+            try:
+                line = source.readline()
+            except (OSError, ValueError):  # a closed terminal or stream
+                line = ""
+            lines.put(line or None)
+            if not line:
+                return
+
+    async def read_line(self, prompt: str) -> str:
         """One line typed after ``prompt``, without its newline; :class:`HumanLeft` at the end of input."""
-        out, inp = self.stdout or sys.stdout, self.stdin or sys.stdin
+        out = self.stdout or sys.stdout
         out.write(prompt)
         out.flush()
-        line = _interruptible(inp.readline)
-        if not line:
+        lines = self._queue()
+        while True:
+            try:
+                line = lines.get_nowait()
+                break
+            except queue.Empty:
+                await asyncio.sleep(POLL_S)
+        if line is None:
+            lines.put(None)  # every later read ends too
             raise HumanLeft("the input ended (Ctrl-D or a closed terminal): the match in progress is not recorded")
         line = line.rstrip("\r\n")
         self.lines_read.append(line)
         return line
 
-    def read_block(self, terminator: str, prompt: str) -> str:
+    async def read_block(self, terminator: str, prompt: str) -> str:
         """Lines up to one holding only ``terminator`` (surrounding spaces ignored), joined; the terminator dropped."""
         lines: list[str] = []
         while True:
-            line = self.read_line(prompt)
+            line = await self.read_line(prompt)
             if line.strip() == terminator:
                 return "\n".join(lines)
             lines.append(line)
-
-
-def _interruptible(read: Callable[[], str]) -> str:
-    """``read()`` with Ctrl-C raising :class:`HumanInterrupted` (in the main thread; elsewhere as it is)."""
-    if threading.current_thread() is not threading.main_thread():
-        return read()
-    previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return read()
-    except KeyboardInterrupt:
-        raise HumanInterrupted(
-            "interrupted at the terminal: the match in progress is not recorded; committed matches are kept; "
-            "rerun the same command to resume"
-        ) from None
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @register_bot(HUMAN)
@@ -164,8 +168,8 @@ class HumanBot(DeepEvalBot):
     async def act(self, observation: Observation) -> Decision:
         """Ask the person for this turn's move (or, as the judge, for the verdict)."""
         if observation.seat == JUDGE_SEAT:
-            return self._verdict(observation)
-        return self._move(observation)
+            return await self._verdict(observation)
+        return await self._move(observation)
 
     # -- a seat ------------------------------------------------------------------------------------------
 
@@ -182,11 +186,11 @@ class HumanBot(DeepEvalBot):
             return _prompts().render("seat", "many_moves", count=len(observation.legal_actions))
         return _prompts().render("seat", "moves", moves=", ".join(observation.action_names()))
 
-    def _read(self, observation: Observation) -> str:
+    async def _read(self, observation: Observation) -> str:
         prompt = _prompts().render("seat", "prompt")
         if observation.free_text:
-            return self.terminal.read_block(self.terminator, prompt)
-        return self.terminal.read_line(prompt)
+            return await self.terminal.read_block(self.terminator, prompt)
+        return await self.terminal.read_line(prompt)
 
     def _parse(self, typed: str, observation: Observation) -> Parsed:
         assert self.adapter is not None
@@ -196,7 +200,7 @@ class HumanBot(DeepEvalBot):
         by_name = read_move_name(typed.strip(), observation.action_names())  # a listed move typed by its name
         return Parsed(action=by_name.action, text=typed) if by_name.ok else parsed
 
-    def _move(self, observation: Observation) -> Decision:
+    async def _move(self, observation: Observation) -> Decision:
         assert self.adapter is not None
         prompts = _prompts()
         text, self._seen = turn_message(self.adapter, observation, self._seen)
@@ -210,7 +214,7 @@ class HumanBot(DeepEvalBot):
             message = f"{shown}\n{self._input_hint(observation)}"
             self.terminal.show(message)
             asks.append(shown)
-            answer = self._read(observation)
+            answer = await self._read(observation)
             typed.append(answer)
             parsed = self._parse(answer, observation)
             if parsed.ok:
@@ -239,7 +243,7 @@ class HumanBot(DeepEvalBot):
 
     # -- the judge ---------------------------------------------------------------------------------------
 
-    def _verdict(self, observation: Observation) -> Decision:
+    async def _verdict(self, observation: Observation) -> Decision:
         prompts = _prompts()
         fields = observation.fields
         labels = role_labels(fields["roles"])
@@ -255,8 +259,8 @@ class HumanBot(DeepEvalBot):
             scores: dict[int, int] = {}
             reasons: dict[int, str] = {}
             for seat in order:
-                scores[seat] = self._ask_score(labels[seat], low, high, typed)
-                reasons[seat] = self._ask_reasons(labels[seat], typed)
+                scores[seat] = await self._ask_score(labels[seat], low, high, typed)
+                reasons[seat] = await self._ask_reasons(labels[seat], typed)
             verdict = Verdict(
                 tuple(scores[s] for s in range(len(labels))), tuple(reasons[s] for s in range(len(labels)))
             )
@@ -274,10 +278,12 @@ class HumanBot(DeepEvalBot):
             attempts += 1
             self.terminal.show(prompts.render("judge", "reask", reason=parsed.error or "not a verdict"))
 
-    def _ask_score(self, label: str, low: int, high: int, typed: list[str]) -> int:
+    async def _ask_score(self, label: str, low: int, high: int, typed: list[str]) -> int:
         prompts = _prompts()
         while True:
-            line = self.terminal.read_line(prompts.render("judge", "score", label=label, low=low, high=high) + " ")
+            line = await self.terminal.read_line(
+                prompts.render("judge", "score", label=label, low=low, high=high) + " "
+            )
             typed.append(line)
             score = whole_number(normalize(line).removesuffix("/10").strip())
             if score is not None and low <= score <= high:
@@ -285,11 +291,11 @@ class HumanBot(DeepEvalBot):
             reason = load_prompts("judge").render("reasons", "bad_score", label=label, low=low, high=high, got=line)
             self.terminal.show(prompts.render("judge", "reask", reason=reason.strip()))
 
-    def _ask_reasons(self, label: str, typed: list[str]) -> str:
+    async def _ask_reasons(self, label: str, typed: list[str]) -> str:
         prompts = _prompts()
         while True:
             self.terminal.show(prompts.render("judge", "reasons", label=label, terminator=self.terminator))
-            block = self.terminal.read_block(self.terminator, "| ")
+            block = await self.terminal.read_block(self.terminator, "| ")
             typed.append(block)
             if block.strip():
                 return block.strip()

@@ -4,6 +4,7 @@ resumable, the committed record, and nothing shown that names another seat's bot
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -84,7 +85,7 @@ def test_play_public_goods_seat_1_reasks_an_invalid_move_ctrl_c_resumes_and_comm
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
-    assert "not recorded; committed matches are kept; rerun the same command to resume" in _shown(child)
+    assert "committed matches are kept; rerun the same command to resume" in _shown(child)
     assert _records(out) == []
 
     # the same command plays the game again, whole
@@ -299,9 +300,9 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
     out = io.StringIO()
     terminal = Terminal(stdin=io.StringIO("def f():\n    return 1\nEND\n"), stdout=out)
     bot = HumanBot(0, game=game, terminator="END", terminal=terminal)
-    assert terminal.read_block("END", "> ") == "def f():\n    return 1"
+    assert asyncio.run(terminal.read_block("END", "> ")) == "def f():\n    return 1"
     with pytest.raises(HumanLeft):
-        terminal.read_line("> ")
+        asyncio.run(terminal.read_line("> "))
     with pytest.raises(ValueError, match="terminator"):
         HumanBot(0, game=game, terminator=" ")
     assert bot.identity()["kind"] == "human"
@@ -321,3 +322,34 @@ def test_a_run_with_a_person_sends_every_model_call_live() -> None:
     other = _open_runtime(without)
     assert other is not None and other.cache is not None
     other.close()
+
+
+def test_a_model_seat_of_the_same_round_is_not_held_up_while_the_person_types(
+    tmp_path: Path, fake_provider_key: str
+) -> None:
+    import time
+
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+    with FakeOpenAIServer(default=Behaviour.slow_reply(0.3, '{"reason": "r", "coins": 4}')) as server:
+        model = model_player("zq-model", server, timeout_s=2)
+        players = "\n".join(f"{k} = {json.dumps(v)}" for k, v in model.items())
+        spec = tmp_path / "mixed.toml"
+        spec.write_text(
+            '[experiment]\ngame = "deepeval_public_goods(players=2,rounds=1)"\npairing = "fixed"\n\n'
+            f'[[players]]\n{players}\n\n[[players]]\nname = "me"\nhuman = true\n',
+            encoding="utf-8",
+        )
+        out = tmp_path / "run"
+        child = _spawn(["run", str(spec), "--out", str(out)], tmp_path)
+        child.expect_exact("Player 2, your turn (round 1)")
+        child.expect_exact("> ")
+        time.sleep(3)  # longer than the model's timeout
+        child.sendline("invest 3")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0, _shown(child)[-2000:]
+    (record,) = _records(out)
+    model_turn, human_turn = sorted((t for t in record.turns if t.seat >= 0), key=lambda t: t.seat)
+    assert model_turn.outcome == "ok" and model_turn.latency_s < 2.5  # answered while the person was typing
+    assert human_turn.latency_s >= 3 and human_turn.action == 3
