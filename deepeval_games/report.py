@@ -62,6 +62,7 @@ TABLE_MODULES = {
     "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
     "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
     "translation": "analysis.translation_tables",  # the paper's Tables 4-6, chrF/BLEU grids, judge-chrF correlation
+    "pgg": "analysis.pgg_reference",  # PGG: contribution curves, distance to the Nash profile and the social optimum
 }
 """The per-task pairwise table modules (each has ``GAME`` and ``print_tables``), by the name ``tables`` takes."""
 

@@ -66,3 +66,20 @@ def test_curves_are_drawn_and_printed(records: list, tmp_path: Path, capsys: pyt
     assert out.count("PGG reference points") == 2 and "full-contributor" not in out
     assert figure.stat().st_size > 10_000
     assert print_tables([]) == 1
+
+
+def test_tables_command_and_report_show_the_reference_points(
+    records: list, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepeval_games.cli import main
+    from deepeval_games.records import MatchRecord
+    from deepeval_games.store import Store
+
+    run = tmp_path / "run"
+    with Store(run, spec_hash="x", spec_text="{}") as store:
+        for record in records:
+            store.commit(MatchRecord.from_dict(record.to_dict()))
+    assert main(["tables", "pgg", str(run), "--plot", str(tmp_path / "curves.svg")]) == 0
+    assert "to Nash" in capsys.readouterr().out and (tmp_path / "curves.svg").exists()
+    assert main(["report", str(run)]) == 0
+    assert "PGG reference points" in capsys.readouterr().out
