@@ -81,6 +81,15 @@ class Terminal:
     lines_read: list[str] = field(default_factory=list, repr=False)
     _lines: queue.SimpleQueue[str | None] | None = field(default=None, repr=False)
 
+    @classmethod
+    def standard(cls) -> Terminal:
+        """The terminal on standard input and output, one per process: every human seat and judge of a run reads
+        through the same queue (a second reader thread would take lines meant for the next match)."""
+        global _STANDARD
+        if _STANDARD is None:
+            _STANDARD = cls()
+        return _STANDARD
+
     def show(self, text: str) -> None:
         """Write ``text`` and a newline."""
         out = self.stdout or sys.stdout
@@ -133,6 +142,9 @@ class Terminal:
             lines.append(line)
 
 
+_STANDARD: Terminal | None = None
+
+
 @register_bot(HUMAN)
 class HumanBot(DeepEvalBot):
     """A person at the terminal: plays a seat, or judges at a verdict node (``human = true``)."""
@@ -158,7 +170,7 @@ class HumanBot(DeepEvalBot):
             raise ValueError("terminal must be a llm_bots.human.Terminal")
         self.terminator = terminator.strip()
         self.max_reasks = max_reasks
-        self.terminal = terminal or Terminal()
+        self.terminal = terminal or Terminal.standard()
         self.adapter: TaskAdapter | None = None if player_id == JUDGE_SEAT else adapter_for(game)
         self._seen = 0
 
@@ -316,7 +328,7 @@ class HumanJudgeSource:
             raise ValueError("a human judge needs a non-blank name")
         self.who = who.strip()
         self.terminator = terminator
-        self.terminal = terminal or Terminal()
+        self.terminal = terminal or Terminal.standard()
 
     @property
     def name(self) -> str:

@@ -306,6 +306,8 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
     with pytest.raises(ValueError, match="terminator"):
         HumanBot(0, game=game, terminator=" ")
     assert bot.identity()["kind"] == "human"
+    # every seat and judge without a terminal of its own reads standard input through one queue
+    assert HumanBot(0, game=game).terminal is HumanBot(JUDGE_SEAT, game=game).terminal is Terminal.standard()
 
 
 def test_a_run_with_a_person_sends_every_model_call_live() -> None:
