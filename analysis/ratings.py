@@ -34,6 +34,7 @@ from deepeval_games.records import MatchRecord
 __all__ = [
     "AlphaRank",
     "MetaGame",
+    "PairedComparison",
     "Rating",
     "alpha_rank",
     "alpha_rank_records",
@@ -41,6 +42,7 @@ __all__ = [
     "bradley_terry_ci",
     "elo",
     "meta_game",
+    "paired_comparison",
     "pairwise_outcomes",
     "plackett_luce",
     "role_ratings",
@@ -195,14 +197,7 @@ def role_ratings(
     """
     import choix
 
-    groups: dict[tuple[str, str, int, tuple[tuple[str, str], ...]], list[tuple[str, float]]] = defaultdict(list)
-    for record in _ordered(records):
-        if task is not None and game_variant(record.game) != task:
-            continue
-        roles = _roles(record)
-        for seat, (name, role, payoff) in enumerate(zip(record.seats, roles, record.returns, strict=True)):
-            others = tuple(sorted((roles[i], record.seats[i]) for i in range(len(roles)) if i != seat))
-            groups[(role, record.game, record.repeat, others)].append((name, float(payoff)))
+    groups = _paired_groups(records, task)
     comparisons: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for (role, *_), entries in sorted(groups.items()):
         for (a, pa), (b, pb) in itertools.combinations(entries, 2):
@@ -224,6 +219,63 @@ def role_ratings(
         elo_scale = 400.0 / np.log(10.0) * (params - params.mean())
         out[role] = {name: float(elo_scale[index[name]]) for name in players}
     return out
+
+
+def _paired_groups(
+    records: Iterable[MatchRecord], task: str | None
+) -> dict[tuple[str, str, str, int, tuple[tuple[str, str], ...]], list[tuple[str, float]]]:
+    """(role, game string, repeat, opponents by role) -> (player, payoff) of every seat that played it."""
+    groups: dict[tuple[str, str, str, int, tuple[tuple[str, str], ...]], list[tuple[str, float]]] = defaultdict(list)
+    for record in _ordered(records):
+        if task is not None and game_variant(record.game) != task:
+            continue
+        roles = _roles(record)
+        for seat, (name, role, payoff) in enumerate(zip(record.seats, roles, record.returns, strict=True)):
+            others = tuple(sorted((roles[i], record.seats[i]) for i in range(len(roles)) if i != seat))
+            groups[(role, game_variant(record.game), record.game, record.repeat, others)].append((name, float(payoff)))
+    return groups
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two players' payoffs on the same items (data item, repeat, opponents), in one role, with a paired test."""
+
+    a: str
+    b: str
+    role: str
+    pairs: int
+    """Items both played."""
+    mean_difference: float
+    """Mean of (payoff of ``a`` - payoff of ``b``) over the items."""
+    p_value: float
+    """Two-sided Wilcoxon signed-rank test of a zero median difference (1.0 when every difference is 0)."""
+
+
+def paired_comparison(
+    records: Iterable[MatchRecord], a: str, b: str, *, role: str = "player", task: str | None = None
+) -> PairedComparison:
+    """Compare players ``a`` and ``b`` in ``role`` on the items both played: the same game string (so the same
+    data item: start idiom, MBPP task, paragraph), repeat and opponents in the other seats. A player filling several
+    seats of one item counts by its mean payoff there.
+
+    Raises:
+        ValueError: no item was played by both.
+    """
+    from scipy.stats import wilcoxon
+
+    differences = []
+    for (group_role, *_), entries in sorted(_paired_groups(records, task).items()):
+        if group_role != role:
+            continue
+        mine = [p for name, p in entries if name == a]
+        theirs = [p for name, p in entries if name == b]
+        if mine and theirs:
+            differences.append(float(np.mean(mine) - np.mean(theirs)))
+    if not differences:
+        raise ValueError(f"{a} and {b} never played the same item in role {role!r}")
+    values = np.asarray(differences)
+    p_value = 1.0 if not values.any() else float(wilcoxon(values, zero_method="zsplit").pvalue)
+    return PairedComparison(a, b, role, int(values.size), float(values.mean()), p_value)
 
 
 @dataclass(frozen=True)

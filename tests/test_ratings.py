@@ -14,6 +14,7 @@ from analysis.ratings import (
     bradley_terry,
     bradley_terry_ci,
     meta_game,
+    paired_comparison,
     pairwise_outcomes,
     plackett_luce,
     role_ratings,
@@ -111,6 +112,11 @@ def test_asymmetric_tasks_are_rated_per_role_never_across_roles() -> None:
         plackett_luce(records)
     with pytest.raises(ValueError, match="as programmer against"):  # the meta-game lacks (r, s), (w, p), ...
         meta_game(records)
+    paired = paired_comparison(records, "p", "w", role="programmer")  # same task, repeat and reviewer
+    assert paired.pairs == 8 and paired.mean_difference == 5.0 and paired.p_value < 0.01
+    assert paired_comparison(records, "r", "s", role="reviewer").mean_difference == 2.0
+    with pytest.raises(ValueError, match="never played the same item"):
+        paired_comparison(records, "w", "s", role="reviewer")
 
 
 def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> None:
