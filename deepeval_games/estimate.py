@@ -61,6 +61,11 @@ class ModelEstimate:
     tokens_out: int = 0
     cost_usd: float | None = 0.0
     """None when litellm has no price for the model."""
+    plain_calls: int = 0
+    """The same bound without re-asks (every turn answered at the first ask): a less pessimistic figure."""
+    plain_tokens_in: int = 0
+    plain_tokens_out: int = 0
+    plain_cost_usd: float | None = 0.0
 
 
 @dataclass
@@ -109,6 +114,14 @@ def _context_window(model: str) -> int | None:
 
 
 def _price(model: str, tokens_in: int, tokens_out: int) -> float | None:
+    """The cost in USD from litellm's price table; None for a model it cannot price (or lists at 0, as it does for
+    some models whose price it does not know)."""
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:
+        return None
+    if not (info.get("input_cost_per_token") or info.get("output_cost_per_token")):
+        return None
     try:
         prompt, completion = _litellm().cost_per_token(
             model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out
@@ -150,14 +163,20 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
             if player.model is None:
                 continue
             cap, reasks, window = _model_settings(player, game, seat)
-            calls, tokens_in, tokens_out = _seat_bound(1 if seat == JUDGE_SEAT else turns, cap, reasks, window)
+            moves = 1 if seat == JUDGE_SEAT else turns
+            calls, tokens_in, tokens_out = _seat_bound(moves, cap, reasks, window)
+            plain_calls, plain_in, plain_out = _seat_bound(moves, cap, 0, window)
             estimate = estimates.setdefault(player.model, ModelEstimate(player.model))
             estimate.matches += 1
             estimate.calls += calls
             estimate.tokens_in += tokens_in
             estimate.tokens_out += tokens_out
+            estimate.plain_calls += plain_calls
+            estimate.plain_tokens_in += plain_in
+            estimate.plain_tokens_out += plain_out
     for estimate in estimates.values():
         estimate.cost_usd = _price(estimate.model, estimate.tokens_in, estimate.tokens_out)
+        estimate.plain_cost_usd = _price(estimate.model, estimate.plain_tokens_in, estimate.plain_tokens_out)
     return DryRun(planned=len(plan), to_play=len(todo), models=sorted(estimates.values(), key=lambda e: e.model))
 
 
@@ -176,10 +195,16 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec) -> str:
     lines.append("Upper estimate per model (every turn re-asked to the limit, every reply at its cap):")
     for m in result.models:
         lines.append(
-            f"  {m.model}: {m.matches} seats in matches, <= {m.calls:,} calls, <= {m.tokens_in:,} tokens in, "
-            f"<= {m.tokens_out:,} tokens out, <= {_usd(m.cost_usd)}"
+            f"  {m.model}: {m.matches} seats, <= {m.calls:,} calls, <= {m.tokens_in:,} tokens in, "
+            f"<= {m.tokens_out:,} tokens out, <= {_usd(m.cost_usd)}; without re-asks <= {m.plain_calls:,} calls, "
+            f"<= {_usd(m.plain_cost_usd)}"
         )
-    lines.append(f"  total: <= {_usd(result.cost_usd)} (litellm's price table; transport retries not counted)")
+    priced = [m.cost_usd for m in result.models if m.cost_usd is not None]
+    unpriced = [m.model for m in result.models if m.cost_usd is None]
+    total = f"  total: <= {_usd(sum(priced))}" + (
+        f" for the priced models; no price for {', '.join(unpriced)}" if unpriced else ""
+    )
+    lines.append(total + " (litellm's price table; transport retries not counted)")
     return "\n".join(lines)
 
 

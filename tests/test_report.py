@@ -353,3 +353,19 @@ def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
     assert "Stableness (epsilon=100.0)" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "run"), "--epsilon", "0.5"]) == 0
     assert "Stableness (epsilon=0.5)" in capsys.readouterr().out
+
+
+def test_a_model_without_a_price_is_said_so_not_counted_as_free() -> None:
+    from deepeval_games.estimate import DryRun, ModelEstimate, format_dry_run
+    from deepeval_games.spec import parse_spec
+
+    spec = parse_spec(
+        {
+            "experiment": {"name": "p", "game": "deepeval_public_goods(players=2,rounds=1)"},
+            "players": [{"name": "a", "bot": "pgg_free_rider"}, {"name": "b", "bot": "pgg_full_contributor"}],
+        }
+    )
+    known = ModelEstimate("openai/gpt-4o", 1, 3, 100, 10, 0.5, 1, 50, 5, 0.1)
+    unknown = ModelEstimate("openai/no-such-model", 1, 3, 100, 10, None, 1, 50, 5, None)
+    text = format_dry_run(DryRun(2, 2, [known, unknown]), spec)
+    assert "total: <= $0.50 for the priced models; no price for openai/no-such-model" in text
