@@ -21,7 +21,7 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,8 +94,8 @@ class RunResult:
     """Matches already in the store (resumed)."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """(match id, error) of matches that could not be completed."""
-    records: list[MatchRecord] = field(default_factory=list)
-    """Every committed record in the store, old and new."""
+    match_ids: frozenset[str] = field(default_factory=frozenset, repr=False)
+    """Ids of the run's matches (old and new) committed in the store: what :attr:`records` reads."""
     model_calls: int = 0
     """Model calls sent by this run (cache hits not counted)."""
     calls_by_model: dict[str, int] = field(default_factory=dict)
@@ -109,6 +109,24 @@ class RunResult:
     stopping: Any = None
     """Under ``until_stable`` with ``rule = "adaptive"``, the rule's :class:`~analysis.stopping.StoppingReport`: what
     stopped the run, matches per player, intervals, what is unresolved (None otherwise)."""
+
+    @property
+    def records(self) -> list[MatchRecord]:
+        """Every committed record of the run, old and new, in commit order: read from the store at each access (the
+        runner keeps no finished record; :meth:`iter_records` streams them instead)."""
+        return list(self.iter_records())
+
+    def iter_records(self) -> Iterator[MatchRecord]:
+        """The run's committed records streamed from the store in commit order, one at a time."""
+        if not self.match_ids:
+            return
+        store = Store(self.run_dir, read_only=True)
+        try:
+            for record in store.records():
+                if record.match_id in self.match_ids:
+                    yield record
+        finally:
+            store.close()
 
 
 def _check_credentials(player: PlayerSpec) -> None:
@@ -317,13 +335,12 @@ async def _run_once(
         status = "failed"
         try:
             await runner.run(todo, result)
-            planned_ids = {m.match_id for m in plan}
-            result.records = [r for r in store.records() if r.match_id in planned_ids]
+            result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
             status = "finished"
         finally:
             manifest.finish(
                 status=status,
-                records=result.records,
+                records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
                 reported=runtime.reported if runtime is not None else None,
                 played=result.played,
                 failed=len(result.failed),
@@ -478,12 +495,12 @@ async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: 
                 await runner.run(missing, result)
                 stopping.end_round(failed=len(result.failed) > failed_before)
                 repeat += 1
-            result.records = [r for r in store.records() if r.match_id in selected_ids]
+            result.match_ids = frozenset(selected_ids & store.completed_ids())
             status = "finished"
         finally:
             manifest.finish(
                 status=status,
-                records=result.records,
+                records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
                 reported=runtime.reported if runtime is not None else None,
                 played=result.played,
                 failed=len(result.failed),

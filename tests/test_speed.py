@@ -118,3 +118,21 @@ def test_a_rerun_served_from_the_cache_never_imports_litellm(tmp_path: Path) -> 
     first, again = runs
     assert first == {"litellm": True, "calls": 4, "played": 2, "records": 2}
     assert again == {"litellm": False, "calls": 0, "played": 2, "records": 2}
+
+
+def test_the_runner_keeps_no_records_and_reads_them_from_the_store(tmp_path: Path) -> None:
+    from deepeval_games.runner import run_experiment
+    from deepeval_games.store import Store
+
+    bots = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
+    spec = {
+        "experiment": {"game": "deepeval_public_goods(players=4,rounds=2)", "repeats": 6},
+        "players": [{"name": bot, "bot": bot} for bot in bots],
+    }
+    result = run_experiment(spec, tmp_path / "run")
+    assert "records" not in vars(result) and len(repr(result)) < 1000  # nothing kept, nothing printed at exit
+    with Store(tmp_path / "run", read_only=True) as store:
+        stored = [r.to_dict() for r in store.records()]
+    assert len(stored) == 6 and [r.to_dict() for r in result.iter_records()] == stored == [
+        r.to_dict() for r in result.records
+    ]
