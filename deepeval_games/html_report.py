@@ -10,7 +10,8 @@ nothing from elsewhere: no fonts, no CDN, no images but inline ones.
 
 The folder is written while the stores stream past: a chunk is written as soon as it is full, so memory holds the
 slim records the tables need and one chunk of transcripts. ``index.html#samples`` opens, at load, one transcript per
-turn outcome that happened (and one with retried transport errors).
+turn outcome that happened (and one with retried transport errors); ``index.html#player=NAME&seat=0&outcome=invalid``
+(keys ``task``, ``player``, ``seat``, ``outcome``, ``item``) opens the match list so filtered.
 """
 
 from __future__ import annotations
@@ -364,8 +365,14 @@ function setup(){
   Object.keys(META.samples).forEach(function(o){var a=el('a', 'o-'+o, o); a.href='#'; a.style.marginRight='8px';
     a.onclick=function(e){e.preventDefault(); open(META.samples[o]);}; links.appendChild(a);});
   document.getElementById('show-samples').onclick=showSamples;
+  // a link can carry filters: index.html#player=NAME&seat=0&outcome=invalid&item=start%3D...&task=VARIANT
+  var hash=location.hash.slice(1);
+  if(hash.indexOf('=')>=0){hash.split('&').forEach(function(kv){var i=kv.indexOf('=');
+    var k=decodeURIComponent(kv.slice(0,i)), v=decodeURIComponent(kv.slice(i+1)), box=document.getElementById('f-'+k);
+    if(k==='task'){var n=META.variants.indexOf(v); v=n>=0?String(n):v;}
+    if(box) box.value=v;});}
   filter();
-  if(location.hash==='#samples') showSamples();
+  if(hash==='samples') showSamples();
 }
 function matches(r){
   var t=document.getElementById('f-task').value, p=document.getElementById('f-player').value,

@@ -19,6 +19,7 @@ import pytest
 from deepeval_games import run_experiment
 from deepeval_games.bot import CallAttempt
 from deepeval_games.cli import main
+from deepeval_games.games import game_variant
 from deepeval_games.html_report import RETRIED, write_html_report
 from deepeval_games.records import MatchRecord
 from deepeval_games.store import Store
@@ -369,3 +370,27 @@ def test_a_model_without_a_price_is_said_so_not_counted_as_free() -> None:
     unknown = ModelEstimate("openai/no-such-model", 1, 3, 100, 10, None, 1, 50, 5, None)
     text = format_dry_run(DryRun(2, 2, [known, unknown]), spec)
     assert "total: <= $0.50 for the priced models; no price for openai/no-such-model" in text
+
+
+@needs_chromium
+def test_the_match_list_filters_by_task_player_seat_outcome_and_data_item(
+    example_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    run_dir = example_runs["idiom"]
+    with Store(run_dir, read_only=True) as store:
+        records = list(store.records())
+    page = write_html_report([run_dir], tmp_path / "html")
+    start = re.search(r"start=([^,)]+)", records[0].game).group(1)  # type: ignore[union-attr]
+    cases = {
+        "player=strategic&seat=0": sum(r.seats[0] == "strategic" for r in records),
+        f"player=dictionary&item={start}": sum("dictionary" in r.seats and start in r.game for r in records),
+        "outcome=invalid": sum(any(str(t.outcome.value) == "invalid" for t in r.turns if t.seat >= 0) for r in records),
+        f"task={game_variant(records[0].game)}&seat=1&player=strategic": sum(
+            r.seats[1] == "strategic" for r in records
+        ),
+    }
+    for fragment, expected in cases.items():
+        dom = visit(page, fragment=fragment).dom
+        shown = re.search(r'id="f-count">(\d+) of (\d+) matches', dom)
+        assert shown is not None and int(shown.group(1)) == expected, fragment
+        assert dom.count('<tr data-match="') == min(expected, 50)  # one page of at most 50 rows
