@@ -114,7 +114,7 @@ _GAME_TYPE = pyspiel.GameType(
     provides_information_state_string=True,
     provides_information_state_tensor=False,
     provides_observation_string=True,
-    provides_observation_tensor=False,
+    provides_observation_tensor=True,
     provides_factored_observation_string=False,
     parameter_specification=_DEFAULT_PARAMS,
 )
@@ -187,8 +187,8 @@ class IdiomSolitaireGame(pyspiel.Game):
     def make_py_observer(
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
     ) -> IdiomSolitaireObserver:
-        """The observer behind ``observation_string`` and ``information_state_string``."""
-        return IdiomSolitaireObserver(iig_obs_type, params)
+        """The observer behind the observation and information-state strings and the observation tensor."""
+        return IdiomSolitaireObserver(iig_obs_type, params, game=self)
 
     def seat_roles(self) -> list[str]:
         """Seat 0 moves first ("early"), seat 1 second ("late"), as in the paper's Tables 1 and 2."""
@@ -405,7 +405,40 @@ def _all_actions(count: int) -> list[int]:
 
 
 class IdiomSolitaireObserver(TextObserver):
-    """Observation strings: the game is one of perfect information, so every seat sees the same text."""
+    """Observation strings and tensor: the game is one of perfect information, so every seat sees the same.
+
+    The tensor (float32; given the ``game``, else strings only), in pieces of ``self.dict``: ``last`` (one-hot
+    over the dictionary: the idiom to continue), ``used`` (multi-hot over the dictionary: idioms no longer
+    allowed), ``turn`` (one-hot over the moves made so far, 0..max_turns), ``to_move`` (one-hot over the two seats;
+    zeros once over) and ``hits`` (per seat). The chain rule itself (which idioms continue ``last``) is the
+    dictionary's, not repeated in the tensor.
+    """
+
+    def __init__(
+        self,
+        iig_obs_type: pyspiel.IIGObservationType | None,
+        params: Mapping[str, Any] | None,
+        *,
+        game: pyspiel.Game | None = None,
+    ) -> None:
+        super().__init__(iig_obs_type, params)
+        if game is None:
+            return
+        size = game.num_distinct_actions() - 1  # the dictionary's idioms (the last action: "not an idiom")
+        turns = int(game.get_parameters()["max_turns"])
+        self.allocate([("last", (size,)), ("used", (size,)), ("turn", (turns + 1,)), ("to_move", (2,)), ("hits", (2,))])
+
+    def set_from(self, state: IdiomSolitaireState, player: int) -> None:
+        """Fill the tensor (the same for both seats; nothing to do for a string-only observer)."""
+        if self.tensor is None:
+            return
+        self.tensor.fill(0)
+        self.dict["last"][state._chain[-1]] = 1
+        self.dict["used"][sorted(state._used)] = 1
+        self.dict["turn"][min(len(state._moves), state._max_turns)] = 1
+        if not state.is_terminal():
+            self.dict["to_move"][state.current_player()] = 1
+        self.dict["hits"][:] = state._hits
 
     def string_from(self, state: IdiomSolitaireState, player: int) -> str:
         """The chain so far joined with →, each seat's hits, and whose turn it is (or the result)."""

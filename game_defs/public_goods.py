@@ -79,9 +79,9 @@ _GAME_TYPE = pyspiel.GameType(
     max_num_players=_MAX_PLAYERS,
     min_num_players=2,
     provides_information_state_string=True,
-    provides_information_state_tensor=False,
+    provides_information_state_tensor=True,
     provides_observation_string=True,
-    provides_observation_tensor=False,
+    provides_observation_tensor=True,
     provides_factored_observation_string=False,
     parameter_specification=_DEFAULT_PARAMS,
 )
@@ -159,8 +159,8 @@ class PublicGoodsGame(pyspiel.Game):
     def make_py_observer(
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
     ) -> PublicGoodsObserver:
-        """The observer behind ``observation_string`` and ``information_state_string``."""
-        return PublicGoodsObserver(iig_obs_type, params)
+        """The observer behind the observation and information-state strings and tensors."""
+        return PublicGoodsObserver(iig_obs_type, params, game_params=self.get_parameters())
 
     def reply_limit(self, role: str) -> int | None:
         """Tokens an answer may need: a number of coins with a short reason."""
@@ -345,7 +345,45 @@ class PublicGoodsState(pyspiel.State):
 
 
 class PublicGoodsObserver(TextObserver):
-    """Observation strings for a seat; hides the other seats' individual moves as the mode requires."""
+    """Observation strings and tensors for a seat; hides the other seats' individual moves as the mode requires.
+
+    The tensor (float32; given ``game_params``, else strings only) holds the same facts as the string, in pieces
+    of ``self.dict``: ``round`` (one-hot over rounds 1..R and "over"), ``coins`` (held now), then per shown round
+    (the last one, or every round with perfect recall: the information-state tensor) ``investment`` (one-hot over
+    0..E coins and the forfeit) and, by mode, ``pool_share`` (mode 1) or ``investments`` (the round's amounts,
+    largest first, no seat attached: mode 2). A round not yet played is all zeros.
+    """
+
+    def __init__(
+        self,
+        iig_obs_type: pyspiel.IIGObservationType | None,
+        params: Mapping[str, Any] | None,
+        *,
+        game_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(iig_obs_type, params)
+        if game_params is None:
+            return
+        rounds, n, endowment = int(game_params["rounds"]), int(game_params["players"]), int(game_params["endowment"])
+        shown = rounds if self.iig_obs_type.perfect_recall else 1
+        feedback = ("pool_share", (shown,)) if int(game_params["mode"]) == 1 else ("investments", (shown, n))
+        self.allocate([("round", (rounds + 1,)), ("coins", (1,)), ("investment", (shown, endowment + 2)), feedback])
+
+    def set_from(self, state: PublicGoodsState, player: int) -> None:
+        """Fill the tensor for ``player`` (nothing to do for a string-only observer)."""
+        if self.tensor is None:
+            return
+        self.tensor.fill(0)
+        self.dict["round"][min(state.round_number(), state._rounds + 1) - 1] = 1
+        self.dict["coins"][0] = state._returns[player]
+        finished = len(state._investments)
+        first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
+        for row, r in enumerate(range(first, finished)):
+            self.dict["investment"][row, state._investments[r][player]] = 1
+            if state._mode == 1:
+                self.dict["pool_share"][row] = state.pool_share(r)
+            else:
+                self.dict["investments"][row] = state.sorted_investments(r)
 
     def string_from(self, state: PublicGoodsState, player: int) -> str:
         """The seat's view: the feedback of the last round (of every round with perfect recall), then the status.
