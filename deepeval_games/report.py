@@ -180,11 +180,15 @@ def stream_records(
 
 
 def slim(record: MatchRecord) -> MatchRecord:
-    """A copy without what tables never read: prompts, raw replies, attempts and the message pool."""
-    turns = [
-        turn.model_copy(update={"prompts": [], "raw_replies": [], "attempts": [], "cut_chars": []})
-        for turn in record.turns
-    ]
+    """A copy without the texts tables never read: prompts, reasoning, the message pool, and the seats' replies and
+    utterances (each reply becomes ``""``, so the number of asks stays). Transport attempts, outcomes, tokens, cost
+    and the judge's verdicts (seat -2) are kept."""
+    turns = []
+    for turn in record.turns:
+        update: dict[str, Any] = {"prompts": [], "reasoning": []}
+        if turn.seat >= 0:
+            update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
+        turns.append(turn.model_copy(update=update))
     return record.model_copy(update={"turns": turns, "messages": []})
 
 

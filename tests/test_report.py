@@ -160,15 +160,20 @@ def test_html_report_of_a_fake_endpoint_run_shows_a_transcript_per_outcome(tmp_p
     records, requests = _every_outcome_run(tmp_path / "run")
     expected = {"ok", "reasked", "invalid", "refusal", "truncated", "context_overflow"}
     assert _outcomes(tmp_path / "run") == expected and requests == 11  # the 500 was retried
-    retried = any(a.status == "infra" for r in records for t in r.turns for a in t.attempts)
+    assert any(a.status == "infra" for r in records for t in r.turns for a in t.attempts)  # the 500, on record
     page = write_html_report([tmp_path / "run"], tmp_path / "html")
     dom = _check_page(
         page,
         {"scores", "usage", "ratings", "two_player", "turn_outcomes"},
         {"payoffs", "convergence"},
-        expected | ({RETRIED} if retried else set()),
+        expected | {RETRIED},
         tmp_path,
     )
+    # per player: every outcome once, 11 calls of which 1 retried, in the usage table
+    usage = re.search(r'data-table="usage">.*?</table>', dom, re.S).group(0)  # type: ignore[union-attr]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>.*?</td>", usage)]
+    row = cells[cells.index("fake-model") : cells.index("fake-model") + 14]
+    assert row[1:8] == ["1", "1", "1", "1", "1", "0", "1"] and row[8] == "66.7%" and row[9:11] == ["11", "1"]
     refusal = _sample_block(dom, "refusal")
     assert "re-ask 1" in refusal and "reply 2 [content_filter]" in _sample_block(dom, "refusal")
     assert "[length]" in _sample_block(dom, "truncated")
