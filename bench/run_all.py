@@ -376,7 +376,7 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
                     "name": "bench-concurrency",
                     "game": PGG,
                     "repeats": matches,
-                    "seed": n,
+                    "seed": n + 1,
                     "cache": False,
                     "max_concurrency": 64,
                 },

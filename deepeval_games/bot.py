@@ -183,11 +183,21 @@ class _ActionNames:
         return name
 
 
-def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), round: int = 0) -> Observation:
+def observe(
+    state: pyspiel.State,
+    seat: int,
+    inbox: tuple[Message, ...] = (),
+    round: int = 0,
+    *,
+    text: str | None = None,
+    fields: Mapping[str, Any] | None = None,
+) -> Observation:
     """Build the :class:`Observation` of ``seat`` from a state; only what the seat may see goes in.
 
     The observation names actions from ``state`` itself (no copy is made): use it while ``state`` stays where it
-    is, as the referee does (every seat of a round chooses before the round's moves are applied).
+    is, as the referee does (every seat of a round chooses before the round's moves are applied). ``text`` and
+    ``fields``, when given, are the seat's observation text and fields of this very state, already computed (the
+    referee computed them to deliver them).
     """
     game = state.get_game()
     legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
@@ -197,8 +207,8 @@ def observe(state: pyspiel.State, seat: int, inbox: tuple[Message, ...] = (), ro
         game=game.get_type().short_name,
         params=dict(game.get_parameters()),
         round=round,
-        text=task.observation_text(state, seat),
-        fields=task.observation_fields(state, seat),
+        text=task.observation_text(state, seat) if text is None else text,
+        fields=task.observation_fields(state, seat) if fields is None else fields,
         legal_actions=legal,
         inbox=inbox,
         penalty_action=task.penalty_action(state, seat),

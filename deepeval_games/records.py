@@ -66,7 +66,8 @@ class RecordError(DeepEvalError, ValueError):
     """A stored record cannot be read: a newer schema version, or a record that does not validate."""
 
 
-_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True, ser_json_inf_nan="constants")
+"""Records as JSON: ``Infinity`` and ``NaN`` written as Python's ``json`` writes them (and reads them back)."""
 
 
 class TurnRecord(BaseModel):
@@ -172,6 +173,11 @@ class MatchRecord(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (enums as their string values)."""
         return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The record as one line of JSON (the form the store keeps), written in one pass by pydantic's serializer:
+        ``json.loads(record.to_json()) == record.to_dict()``."""
+        return self.model_dump_json()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchRecord:

@@ -62,6 +62,9 @@ class _Match:
         self.round = 0
         self.n = game.num_players()
         self._delivered: dict[int, str] = {}
+        self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
+        """Per seat: (length of the history, observation text, fields or None) last computed, reused by
+        :meth:`observation` while the state has not moved (the text is computed once per seat and state)."""
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -93,18 +96,24 @@ class _Match:
         shown an intermediate view it could not act on. Views never include a same-round move of another seat.
         """
         seats = range(self.n) if self.state.is_terminal() else self.seats_to_act()
+        at = len(self.state.history())
         for seat in seats:
             text = task.observation_text(self.state, seat)
+            self._views[seat] = (at, text, None)
             if not text or self._delivered.get(seat) == text:
                 continue
             self._delivered[seat] = text
             fields = task.observation_fields(self.state, seat)
+            self._views[seat] = (at, text, fields)
             self.pool.add(
                 round=self.round, sender=REFEREE, recipients=(seat,), kind="observation", text=text, fields=fields
             )
 
     def observation(self, seat: int) -> Observation:
-        return observe(self.state, seat, self.pool.visible_to(seat), self.round)
+        at, text, fields = self._views.get(seat, (-1, "", None))
+        if at != len(self.state.history()):  # computed for another state: compute it here
+            return observe(self.state, seat, self.pool.visible_to(seat), self.round)
+        return observe(self.state, seat, self.pool.visible_to(seat), self.round, text=text, fields=fields)
 
     # -- moves ---------------------------------------------------------------------------------
 

@@ -84,6 +84,17 @@ def lookup_bot(name: str, game: pyspiel.Game | None = None) -> BotEntry:
     return entry
 
 
+_INIT_PARAMETERS: dict[type, Mapping[str, inspect.Parameter]] = {}
+
+
+def _init_parameters(cls: type) -> Mapping[str, inspect.Parameter]:
+    """The parameters of a bot class's constructor (read once per class: bots are built for every seat of every
+    match)."""
+    if cls not in _INIT_PARAMETERS:
+        _INIT_PARAMETERS[cls] = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    return _INIT_PARAMETERS[cls]
+
+
 def make_bot(
     name: str,
     game: pyspiel.Game,
@@ -94,7 +105,7 @@ def make_bot(
     """Build the registered bot ``name`` for one seat of ``game``."""
     entry = lookup_bot(name, game)
     params = dict(params or {})
-    accepted = inspect.signature(entry.cls.__init__).parameters
+    accepted = _init_parameters(entry.cls)
     unknown = [key for key in params if key not in accepted]
     if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
         allowed = [k for k in accepted if k not in ("self", "player_id", "rng", "game")]

@@ -301,7 +301,7 @@ class Store:
     def commit(self, record: MatchRecord) -> bool:
         """Store a finished match once; returns False if its id was already stored."""
         self._writable()
-        text = json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True)
+        text = record.to_json()  # serialised once, in one pass
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
