@@ -43,13 +43,18 @@ Parameters:
   so ``start=先聲奪人`` loads as ``start=先声夺人`` and both name the same game (one match id).
 * ``max_turns`` (int >= 1, default 50): moves before a draw.
 * ``match`` (``exact`` or ``homophone``, default ``exact``): the chain rule.
+* ``dictionary`` (default ``xinhua+cedict-1``): the idiom dictionary and its version
+  (:mod:`game_defs.datasets.idiom_versions`): ``xinhua-1``, the 29,502 idioms of ``china-idiom-without-tone``,
+  or ``xinhua+cedict-1``, those plus every four-character CC-CEDICT entry tagged as an idiom (30,412). Action ids
+  are indexes into the chosen dictionary, so games with different dictionaries are different games.
 * ``hint`` (bool, default false): also tell the seat to move which character (and, for ``homophone``, which
   syllable) its idiom must start with. The paper shows the chain only, so by default the seats must read the
   last character themselves; ``hint=true`` (``preset = "project"``) is this project's first behaviour.
 
 Payoff bounds: ``min_utility = -1``, ``max_utility = 1``, zero-sum.
 
-Version history: 1 — first version; 2 — ``hint`` (off by default: the chain only, as in the paper).
+Version history: 1 — first version; 2 — ``hint`` (off by default: the chain only, as in the paper) and
+``dictionary`` (the Xinhua list united with CC-CEDICT's idioms by default).
 """
 
 from __future__ import annotations
@@ -62,10 +67,12 @@ import pyspiel
 
 from deepeval_games.message_pool import seat_label
 from deepeval_games.observer import TextObserver
-from game_defs.datasets.idioms import IdiomDictionary, load_idioms
+from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary
+from game_defs.datasets.idioms import IdiomDictionary
 
 __all__ = [
     "BREAK_REASONS",
+    "DEFAULT_DICTIONARY",
     "GAME_VERSION",
     "REPLY_TOKENS",
     "IdiomFields",
@@ -75,7 +82,7 @@ __all__ = [
     "reply_to_action",
 ]
 
-GAME_VERSION = 1
+GAME_VERSION = 2
 SHORT_NAME = "deepeval_idiom_solitaire"
 
 REPLY_TOKENS = 256
@@ -86,6 +93,7 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "max_turns": 50,
     "match": "exact",
     "hint": False,
+    "dictionary": DEFAULT_DICTIONARY,
 }
 PRESETS: dict[str, dict[str, Any]] = {"paper": {"hint": False}, "project": {"hint": True}}
 """Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`): the paper shows the
@@ -120,12 +128,12 @@ _GAME_TYPE = pyspiel.GameType(
 )
 
 
-def dictionary() -> IdiomDictionary:
-    """The idiom dictionary the game uses (loaded once per process).
+def dictionary(version: str = DEFAULT_DICTIONARY) -> IdiomDictionary:
+    """The idiom dictionary of ``version`` (the game's ``dictionary`` parameter; loaded once per process).
 
-    States never hold it (``clone()`` deep-copies a state), they look it up here.
+    States never hold it (``clone()`` deep-copies a state), they look it up here by its version.
     """
-    return load_idioms()
+    return load_dictionary(version)
 
 
 class IdiomFields(TypedDict):
@@ -165,11 +173,12 @@ class IdiomSolitaireGame(pyspiel.Game):
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
         max_turns = _validate(merged)
-        merged["start"] = dictionary().text(_start_id(merged))  # canonical spelling: one game, one string
+        # the canonical spelling: one game, one string
+        merged["start"] = dictionary(str(merged["dictionary"])).text(_start_id(merged))
         super().__init__(
             self.game_type,
             pyspiel.GameInfo(
-                num_distinct_actions=len(dictionary()) + 1,
+                num_distinct_actions=len(dictionary(str(merged["dictionary"]))) + 1,
                 max_chance_outcomes=0,
                 num_players=2,
                 min_utility=-1.0,
@@ -201,7 +210,7 @@ class IdiomSolitaireGame(pyspiel.Game):
     def rules_text(self) -> str:
         """The rules in plain words, as the referee broadcasts them to every seat."""
         p = self.get_parameters()
-        start = dictionary().text(_start_id(p))
+        start = dictionary(str(p["dictionary"])).text(_start_id(p))
         sound = ", or is pronounced the same way (tones do not matter)" if p["match"] == "homophone" else ""
         return (
             "This is an idiom chain game (成语接龙) for two players, who take turns; Player 1 moves first.\n"
@@ -218,7 +227,7 @@ class IdiomSolitaireGame(pyspiel.Game):
 
 def _start_id(params: Mapping[str, Any]) -> int:
     start = str(params["start"])
-    start_id = dictionary().id_of(start)
+    start_id = dictionary(str(params["dictionary"])).id_of(start)
     if start_id is None:
         raise ValueError(f"start idiom {start!r} is not in the idiom dictionary")
     return start_id
@@ -229,6 +238,8 @@ def _validate(params: Mapping[str, Any]) -> int:
     match = str(params["match"])
     if match not in _MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(_MATCH_MODES)}, got {match!r}")
+    if params["dictionary"] not in DICTIONARIES:
+        raise ValueError(f"dictionary must be one of {', '.join(DICTIONARIES)}, got {params['dictionary']!r}")
     if not isinstance(params["hint"], bool):
         raise ValueError(f"hint must be true or false, got {params['hint']!r}")
     max_turns = int(params["max_turns"])
@@ -246,6 +257,7 @@ class IdiomSolitaireState(pyspiel.State):
         params = game.get_parameters()
         self._match = str(params["match"])
         self._hint = bool(params["hint"])
+        self._dictionary = str(params["dictionary"])
         self._max_turns = int(params["max_turns"])
         self._invalid = game.num_distinct_actions() - 1
         self._chain: list[int] = [_start_id(params)]  # ids of valid idioms, start first
@@ -289,7 +301,7 @@ class IdiomSolitaireState(pyspiel.State):
     def _action_to_string(self, player: int, action: int) -> str:
         if action == self._invalid:
             return _INVALID_STRING
-        return dictionary().text(action)
+        return dictionary(self._dictionary).text(action)
 
     def is_terminal(self) -> bool:
         """The chain broke, or ``max_turns`` moves were made."""
@@ -304,7 +316,7 @@ class IdiomSolitaireState(pyspiel.State):
         return out
 
     def __str__(self) -> str:
-        chain = _ARROW.join(dictionary().text(i) for i in self._chain)
+        chain = _ARROW.join(dictionary(self._dictionary).text(i) for i in self._chain)
         if self._broken_by is None:
             return chain
         last = self._moves[-1]
@@ -324,7 +336,7 @@ class IdiomSolitaireState(pyspiel.State):
         """Which rule ``action`` would break as the next move (see :data:`BREAK_REASONS`), or ``None``."""
         if action == self._invalid:
             return NOT_AN_IDIOM
-        if not dictionary().follows(self._chain[-1], action, self._match):  # type: ignore[arg-type]
+        if not dictionary(self._dictionary).follows(self._chain[-1], action, self._match):  # type: ignore[arg-type]
             return WRONG_FIRST_CHAR
         if action in self._used:
             return REPEAT
@@ -336,12 +348,12 @@ class IdiomSolitaireState(pyspiel.State):
 
     def chain_texts(self) -> list[str]:
         """The valid idioms so far, the start idiom first."""
-        d = dictionary()
+        d = dictionary(self._dictionary)
         return [d.text(i) for i in self._chain]
 
     def required_first(self) -> tuple[str, str]:
         """(character, toneless syllable) the next idiom must start with (the syllable counts in homophone mode)."""
-        last = dictionary()[self._chain[-1]]
+        last = dictionary(self._dictionary)[self._chain[-1]]
         return last.last_char, last.last_pinyin
 
     def match_metrics(self) -> dict[str, Any]:
@@ -457,7 +469,7 @@ def reply_to_action(game_or_state: pyspiel.Game | pyspiel.State, text: str) -> i
     Legality (chain rule, repeats) is not checked here: the game judges the move.
     """
     game = game_or_state.get_game() if isinstance(game_or_state, pyspiel.State) else game_or_state
-    found = dictionary().parse_reply(text).idiom_id
+    found = dictionary(str(game.get_parameters()["dictionary"])).parse_reply(text).idiom_id
     return game.num_distinct_actions() - 1 if found is None else int(found)
 
 

@@ -25,6 +25,7 @@ import pyspiel
 from deepeval_games.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.registry import register_bot
 from game_defs.datasets.idioms import ChainMode, IdiomDictionary, load_idioms
+from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, dictionary
 
 __all__ = [
     "DictionaryIdiomBot",
@@ -56,9 +57,10 @@ def opponent_replies(
 
 
 @functools.lru_cache(maxsize=16)
-def known_vocabulary(fraction: float, vocabulary_seed: int) -> frozenset[int]:
-    """The dictionary ids a limited player knows: ``round(fraction * N)`` ids drawn with ``vocabulary_seed``."""
-    size = len(load_idioms())
+def known_vocabulary(fraction: float, vocabulary_seed: int, size: int | None = None) -> frozenset[int]:
+    """The dictionary ids a limited player knows: ``round(fraction * N)`` ids drawn with ``vocabulary_seed``, of a
+    dictionary of ``size`` idioms (default: the Xinhua list's)."""
+    size = len(load_idioms()) if size is None else size
     count = round(fraction * size)
     picks = np.random.default_rng(vocabulary_seed).choice(size, size=count, replace=False)
     return frozenset(int(i) for i in picks)
@@ -69,7 +71,7 @@ class _IdiomBot(DeepEvalBot):
 
     def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
         super().__init__(player_id, rng)
-        self.dictionary = load_idioms()
+        self.dictionary = dictionary(str(game.get_parameters().get("dictionary", DEFAULT_DICTIONARY)))
 
     def replies(self, fields: Mapping[str, Any]) -> list[int]:
         """Valid replies this bot can think of."""
@@ -127,7 +129,7 @@ class LimitedIdiomBot(_IdiomBot):
             raise ValueError(f"fraction must be in [0, 1], got {fraction}")
         self.fraction = float(fraction)
         self.vocabulary_seed = int(vocabulary_seed)
-        self.vocabulary = known_vocabulary(self.fraction, self.vocabulary_seed)
+        self.vocabulary = known_vocabulary(self.fraction, self.vocabulary_seed, len(self.dictionary))
 
     def replies(self, fields: Mapping[str, Any]) -> list[int]:
         return [i for i in super().replies(fields) if i in self.vocabulary]

@@ -21,6 +21,7 @@ from deepeval_games import (
     run_experiment,
 )
 from deepeval_games.records import MatchRecord
+from game_defs.datasets.idiom_versions import load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary, load_idioms
 from game_defs.idiom_starts import playable_start_ids, sample_start_idioms, sweep_toml_line
 from llm_bots.adapters.idiom_solitaire import IdiomSolitaireAdapter, parse_idiom
@@ -33,7 +34,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "idiom_scripted.
 
 @pytest.fixture(scope="module")
 def d() -> IdiomDictionary:
-    return load_idioms()
+    """The dictionary the game uses by default: the Xinhua list (same ids) with CC-CEDICT's idioms after it."""
+    return load_dictionary()
 
 
 def _decide(bot_name: str, game_string: str, moves: tuple[str, ...] = (), seed: int = 0, **params: object) -> int:
@@ -65,7 +67,8 @@ def test_opponent_replies_matches_brute_force(d: IdiomDictionary) -> None:
 
 def test_known_vocabulary_is_seeded(d: IdiomDictionary) -> None:
     vocab = known_vocabulary(0.2, 0)
-    assert len(vocab) == round(0.2 * len(d)) and vocab == known_vocabulary(0.2, 0)
+    assert len(vocab) == round(0.2 * len(load_idioms())) and vocab == known_vocabulary(0.2, 0)
+    assert len(known_vocabulary(0.2, 0, len(d))) == round(0.2 * len(d))
     assert vocab != known_vocabulary(0.2, 1)
 
 
@@ -114,7 +117,7 @@ def test_strategic_player_minimises_replies(d: IdiomDictionary) -> None:
 
 
 def test_limited_player_only_uses_its_vocabulary(d: IdiomDictionary) -> None:
-    vocab = known_vocabulary(0.5, 3)
+    vocab = known_vocabulary(0.5, 3, len(d))
     for seed in range(10):
         action = _decide(
             "idiom_limited",

@@ -10,6 +10,7 @@ import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, UnknownGameError, load_game, play_match
 from deepeval_games.testing import check_game
+from game_defs.datasets.idiom_versions import load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary
 from game_defs.idiom_solitaire import (
     NOT_AN_IDIOM,
@@ -20,6 +21,12 @@ from game_defs.idiom_solitaire import (
 )
 from llm_bots.scripted_idiom import valid_replies
 from tests.idiom_helpers import idiom_id
+
+
+@pytest.fixture(scope="module")
+def d() -> IdiomDictionary:
+    """The dictionary the game uses by default: the Xinhua list (same ids) with CC-CEDICT's idioms after it."""
+    return load_dictionary()
 
 
 def _state(game_string: str = "deepeval_idiom_solitaire(start=一马当先)") -> IdiomSolitaireState:
@@ -40,6 +47,7 @@ def test_chinese_start_round_trips_through_game_strings() -> None:
         "max_turns": 6,
         "match": "homophone",
         "hint": False,
+        "dictionary": "xinhua+cedict-1",
     }
 
 

@@ -18,9 +18,9 @@ from deepeval_games.records import MatchRecord
 from deepeval_games.registry import scorers_for
 from deepeval_games.runner import build_player
 from deepeval_games.spec import PlayerSpec, load_spec
+from game_defs import translation_scorer
 from game_defs.datasets.iwslt import load_iwslt2017
 from game_defs.translation import REPLY_TOKENS_BASE, REPLY_TOKENS_PER_WORD, sample_games
-from game_defs import translation_scorer
 from game_defs.translation_scorer import score_texts
 from llm_bots.scripted_translation import drop_sentences, drop_words
 

@@ -202,8 +202,12 @@ class IdiomDictionary:
         source: str = "<memory>",
         sha256: str = "",
         package_version: str = "",
+        sort: bool = True,
     ) -> None:
         """Index ``(text, toned pinyin)`` pairs; a text seen twice keeps its first pinyin.
+
+        Ids follow the texts sorted by code point, or with ``sort=False`` the order the texts first appear in
+        (a dictionary that extends another keeps the other's ids).
 
         Raises:
             DatasetError: an entry is not four characters, or its pinyin cannot be read as four syllables.
@@ -213,7 +217,7 @@ class IdiomDictionary:
             if len(text) != _IDIOM_LENGTH:
                 raise DatasetError(f"{source}: {text!r} is not a four-character idiom")
             pinyin_of.setdefault(text, pinyin)
-        texts = sorted(pinyin_of)
+        texts = sorted(pinyin_of) if sort else list(pinyin_of)
         tokens = {t: toneless_syllables(pinyin_of[t]) for t in texts}
         known = frozenset(s for toks in tokens.values() if len(toks) == _IDIOM_LENGTH for s in toks)
         idioms: list[Idiom] = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from deepeval_games.bot import Observation
-from game_defs.idiom_solitaire import IdiomFields, dictionary
+from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, IdiomFields, dictionary
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
 from llm_bots.prompts import load_prompts
 
@@ -34,9 +34,10 @@ def _reason(name: str, **values: Any) -> str:
     return load_prompts(_TASK).render("reasons", name, **values).strip()
 
 
-def parse_idiom(reply: str, invalid_action: int) -> Parsed:
-    """The move a reply names (see the module docs); ``Parsed.error`` when it names no candidate at all."""
-    found = dictionary().parse_reply(reply or "")
+def parse_idiom(reply: str, invalid_action: int, version: str = DEFAULT_DICTIONARY) -> Parsed:
+    """The move a reply names in dictionary ``version`` (see the module docs); ``Parsed.error`` when it names
+    no candidate at all."""
+    found = dictionary(version).parse_reply(reply or "")
     if found.idiom_id is not None:
         return Parsed(action=int(found.idiom_id), text=reply)
     if found.text is not None:
@@ -69,7 +70,8 @@ class IdiomSolitaireAdapter(TaskAdapter):
         return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
-        parsed = parse_idiom(reply, cast(IdiomFields, observation.fields)["invalid_action"])
+        version = str(observation.params.get("dictionary", DEFAULT_DICTIONARY))
+        parsed = parse_idiom(reply, cast(IdiomFields, observation.fields)["invalid_action"], version)
         if parsed.ok and parsed.action not in observation.legal_actions:
             return Parsed(error=_reason("not_a_move", reply=repr(reply)))
         return parsed
