@@ -37,16 +37,22 @@ narrower there; it keeps one log-wealth pair per grid point (constant memory, ``
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from deepeval_games.games import game_variant, load_game
+from deepeval_games.records import MatchRecord
+
 __all__ = [
     "METHODS",
+    "AnytimeScore",
     "BettingConfidenceSequence",
     "ConfidenceSequence",
     "Interval",
+    "anytime_scores",
     "confidence_sequence",
     "make_sequence",
 ]
@@ -217,3 +223,48 @@ def make_sequence(method: str, low: float, high: float, *, alpha: float = 0.05) 
     if method == "bernstein":
         return ConfidenceSequence(low, high, alpha=alpha)
     raise ValueError(f"unknown confidence sequence {method!r}; use one of {', '.join(METHODS)}")
+
+
+@dataclass(frozen=True)
+class AnytimeScore:
+    """A player's mean payoff (per role for asymmetric tasks) in one game variant with its anytime-valid interval."""
+
+    variant: str
+    player: str
+    role: str
+    interval: Interval
+
+
+def anytime_scores(
+    records: Iterable[MatchRecord], *, alpha: float = 0.05, method: str = "betting"
+) -> list[AnytimeScore]:
+    """The confidence sequence of every reported mean: each player's payoffs (per role, per game variant) in the
+    order of repetition (repeat, game, match id), on the game's payoff range (its min and max utility), at level
+    ``alpha``. The interval holds whenever the run was stopped, however often it was looked at. Payoffs from
+    different opponents have different means: the interval is then for the mean over the schedule (a complete,
+    balanced schedule repeats every seating each repeat). Variants whose game declares no finite payoff range are
+    left out. Sorted by variant, role, then mean (best first)."""
+    rows: dict[tuple[str, str, str], list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
+    games: dict[str, str] = {}
+    for record in records:
+        if record.status != "complete":
+            continue
+        variant = game_variant(record.game)
+        games.setdefault(variant, record.game)
+        roles = record.roles or ["player"] * len(record.seats)
+        for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
+            rows[(variant, role, name)].append(((record.repeat, record.game, record.match_id), float(payoff)))
+    bounds: dict[str, tuple[float, float] | None] = {}
+    for variant, game_string in games.items():
+        game = load_game(game_string)
+        low, high = float(game.min_utility()), float(game.max_utility())
+        bounds[variant] = (low, high) if math.isfinite(low) and math.isfinite(high) and high > low else None
+    out = []
+    for (variant, role, name), values in rows.items():
+        span = bounds[variant]
+        if span is None:
+            continue
+        sequence = make_sequence(method, *span, alpha=alpha)
+        interval = sequence.extend(p for _, p in sorted(values, key=lambda pair: pair[0]))
+        out.append(AnytimeScore(variant, name, role, interval))
+    return sorted(out, key=lambda s: (s.variant, s.role, -s.interval.mean, s.player))

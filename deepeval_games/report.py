@@ -296,6 +296,33 @@ def _scores(ctx: ReportContext) -> list[Block]:
     return [Block("scores", title, text=format_scores(scores, title=title), header=header, rows=rows)]
 
 
+@section("anytime", "Anytime-valid intervals")
+def _anytime(ctx: ReportContext) -> list[Block]:
+    """Every mean of the scores with its anytime-valid confidence sequence (:mod:`analysis.confseq`): valid however
+    often the results were looked at before the run stopped."""
+    from analysis.confseq import anytime_scores
+
+    scores = anytime_scores(ctx.records)
+    if not scores:
+        return []
+    with_role = any(s.role != "player" for s in scores)
+    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "95% anytime-valid interval")
+    rows = tuple(
+        (
+            s.player,
+            *((s.role,) if with_role else ()),
+            str(s.interval.n),
+            f"{s.interval.mean:.2f}",
+            f"[{s.interval.low:.2f}, {s.interval.high:.2f}]",
+        )
+        for s in scores
+    )
+    title = "Anytime-valid 95% intervals of the mean payoff (hedged-capital confidence sequence, game payoff range)"
+    width = max(len(r[0]) for r in rows)
+    lines = [title] + ["  ".join([row[0].ljust(width), *row[1:]]) for row in rows]
+    return [Block("anytime", title, text="\n".join(lines), header=header, rows=rows)]
+
+
 @section("ratings", "Ratings", core=True)
 def _ratings(ctx: ReportContext) -> list[Block]:
     """Bradley–Terry with intervals (two seats, one role), Plackett–Luce (more seats, one role), Bradley–Terry

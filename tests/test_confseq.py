@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,3 +82,28 @@ def test_bad_input_is_refused_clearly() -> None:
         BettingConfidenceSequence(0.0, 1.0).update(-0.1)
     empty = ConfidenceSequence(0.0, 4.0).interval()
     assert (empty.low, empty.high, empty.n) == (0.0, 4.0, 0)
+
+
+def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from analysis.confseq import anytime_scores
+    from deepeval_games.cli import main
+    from deepeval_games.records import MatchRecord
+    from deepeval_games.store import Store
+
+    pgg = "deepeval_public_goods(alpha=1.6,endowment=10,goal=most,mode=1,players=2,rounds=1)"  # payoffs in [0, 18]
+    records = [
+        MatchRecord(match_id=f"m{i}", game=pgg, seats=["a", "b"], returns=[14.0 + i % 2, 6.0], turns=[], repeat=i)
+        for i in range(40)
+    ]
+    scores = anytime_scores(records)
+    assert [(s.player, s.role, s.interval.n) for s in scores] == [("a", "player", 40), ("b", "player", 40)]
+    a, b = (s.interval for s in scores)
+    assert a.low <= 14.5 <= a.high and b.low <= 6.0 <= b.high and a.low > b.high and a.high - a.low < 9
+    run = tmp_path / "run"
+    with Store(run, spec_hash="x", spec_text="{}") as store:
+        for record in records:
+            store.commit(record)
+    assert main(["report", str(run)]) == 0
+    assert "Anytime-valid 95% intervals" in capsys.readouterr().out
