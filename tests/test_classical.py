@@ -8,6 +8,7 @@ games of MCTS-1000 against random are marked ``slow``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from deepeval_games.records import MatchRecord, TurnRecord
 from deepeval_games.registry import make_bot
 from deepeval_games.store import Store
 from llm_bots.classical import ExactBot, MCTSPlayer, classical_support, count_states, exact_refusal, mcts_refusal
+from llm_bots.local_server import local_model_available
 
 
 def _spec(tmp_path: Path, game: str, players: dict[str, str], *, repeats: int, seed: int = 0) -> Path:
@@ -270,6 +272,45 @@ def test_games_all_lists_openspiel_games_with_llm_and_classical_support(capsys: 
     assert "not loadable with its defaults" in entry("efg_game")[0]
     assert not any(line.startswith("testkit_") for line in lines)
     assert "OpenSpiel exception" not in err  # OpenSpiel's C++ refusals stay out of the listing
+
+
+# -- must show: the real local model plays full matches against MCTS offline; the report has its rates -----------
+
+_LOCAL_REASON = local_model_available("local/smollm2")
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(_LOCAL_REASON is not None, reason=_LOCAL_REASON or "")
+def test_the_local_model_plays_tic_tac_toe_and_kuhn_poker_against_mcts(
+    repo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the study spec's players (examples/classical_baselines.toml), on its two short games, one repeat
+    example = (repo_root / "examples" / "classical_baselines.toml").read_text()
+    assert 'model = "local/smollm2"' in example and 'bot = "mcts"' in example
+    players = {
+        "smollm2": 'model = "local/smollm2"\ntemperature = 0.2\nmax_tokens = 48',
+        "mcts": 'bot = "mcts"\nparams = { simulations = 200 }',
+    }
+    spec = _spec(tmp_path, "tic_tac_toe", players, repeats=1)
+    spec.write_text(spec.read_text().replace('game = "tic_tac_toe"', 'games = ["tic_tac_toe", "kuhn_poker"]'))
+    records, out = _run(tmp_path, spec, capsys)
+    assert sorted((r.game, tuple(r.seats)) for r in records) == [
+        ("kuhn_poker()", ("mcts", "smollm2")),
+        ("kuhn_poker()", ("smollm2", "mcts")),
+        ("tic_tac_toe()", ("mcts", "smollm2")),
+        ("tic_tac_toe()", ("smollm2", "mcts")),
+    ]
+    for record in records:  # full matches: replayed to the end, the model's turns on record
+        state = load_game(record.game).new_initial_state()
+        for turn in record.turns:
+            if turn.seat >= 0 and record.seats[turn.seat] == "smollm2":
+                assert turn.raw_replies and turn.tokens_in > 0
+            state.apply_action(turn.action)
+        assert state.is_terminal() and list(state.returns()) == record.returns
+    for game in ("tic_tac_toe()", "kuhn_poker()"):
+        block = out.split(game, 1)[1]
+        assert "Two-player metrics" in block and re.search(r"\n +mcts +smollm2 +2 +\d+% \[", block)
+        assert "illegal-move rate: mcts 0% " in block and "smollm2 " in block.split("illegal-move rate:")[1]
 
 
 # -- the two-player metrics on hand-made records ----------------------------------------------------------------

@@ -1,0 +1,152 @@
+"""Benchmark: classical bots through the engine vs OpenSpiel's own ``evaluate_bots`` loop, same games and seeds.
+
+Run on demand (not a test): ``python bench/bench_classical.py [--scale F] [--games G ...]``.
+
+Two figures per game, each a ratio of wall times measured side by side, game by game, alternating which side goes
+first (so a machine whose load drifts slows both alike):
+
+* ``mcts``: OpenSpiel's C++ ``pyspiel.MCTSBot`` (1,000 simulations, random rollouts) in both seats. Engine side:
+  the ``mcts`` bot (:class:`llm_bots.classical.MCTSPlayer`) through :func:`deepeval_games.referee.play_match`,
+  which records every turn. OpenSpiel side: ``pyspiel.MCTSBot`` built with the same seeds, played by
+  ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. The seeds match, so both sides play the very same
+  games (checked: the returns must agree). Target: engine within 1.1x.
+* ``random``: uniformly random legal moves in both seats. Engine side: the ``random`` bot through ``play_match``,
+  where the engine's own cost per move (observation, pool message, turn record) is what is measured; OpenSpiel
+  side: ``pyspiel.make_uniform_random_bot`` under ``evaluate_bots``. Target: engine within 3x.
+
+The exit status is 1 when a ratio misses its target. On information-set games (kuhn_poker) the engine plays
+``pyspiel.ISMCTSBot`` for ``mcts`` (OpenSpiel's plain MCTS would see the hidden card), so kuhn_poker is measured
+for ``random`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyspiel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from open_spiel.python.algorithms.evaluate_bots import evaluate_bots
+
+from deepeval_games.bot import DeepEvalBot
+from deepeval_games.games import load_game
+from deepeval_games.referee import play_match
+from llm_bots.classical import MCTSPlayer, RandomBot
+
+TARGETS = {"mcts": 1.1, "random": 3.0}
+SIMULATIONS = 1000
+GAMES: dict[str, dict[str, int]] = {
+    # games per bot kind at --scale 1
+    "tic_tac_toe": {"mcts": 20, "random": 400},
+    "connect_four": {"mcts": 6, "random": 200},
+    "kuhn_poker": {"random": 1000},
+}
+
+
+@dataclass
+class Side:
+    """Seconds spent by one side, and the returns of its games."""
+
+    seconds: float = 0.0
+    returns: list[tuple[float, ...]] | None = None
+
+    def add(self, seconds: float, returns: tuple[float, ...]) -> None:
+        """Count one game."""
+        self.seconds += seconds
+        if self.returns is None:
+            self.returns = []
+        self.returns.append(returns)
+
+
+def _seeds(seed: int, seat: int) -> tuple[int, int]:
+    """The evaluator and search seeds :class:`MCTSPlayer` draws for ``seat`` of a match seeded ``seed``."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(seat + 1)[seat])
+    return int(rng.integers(0, 2**31 - 1)), int(rng.integers(0, 2**31 - 1))
+
+
+def _rng(seed: int, seat: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(seat + 1)[seat])
+
+
+async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:
+    bots: list[DeepEvalBot] = [
+        MCTSPlayer(seat, _rng(seed, seat), game=game, simulations=SIMULATIONS)
+        if kind == "mcts"
+        else RandomBot(seat, _rng(seed, seat), game=game)
+        for seat in range(game.num_players())
+    ]
+    start = time.perf_counter()
+    record = await play_match(game, bots, seed=seed, match_id=f"bench-{seed}")
+    return time.perf_counter() - start, tuple(record.returns)
+
+
+def _openspiel_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:
+    bots: list[pyspiel.Bot] = []
+    for seat in range(game.num_players()):
+        if kind == "mcts":
+            evaluator_seed, search_seed = _seeds(seed, seat)
+            evaluator = pyspiel.RandomRolloutEvaluator(1, evaluator_seed)
+            bots.append(pyspiel.MCTSBot(game, evaluator, 2.0, SIMULATIONS, 1000, False, search_seed, False))
+        else:
+            bots.append(pyspiel.make_uniform_random_bot(seat, seed * 7919 + seat))
+    chance = np.random.RandomState(seed)
+    start = time.perf_counter()
+    returns = evaluate_bots(game.new_initial_state(), bots, chance)
+    return time.perf_counter() - start, tuple(float(r) for r in returns)
+
+
+async def measure(game_string: str, kind: str, games: int) -> tuple[Side, Side]:
+    """Play ``games`` games each way, alternating which side goes first (one event loop, as the runner has)."""
+    game = load_game(game_string)
+    engine, openspiel = Side(), Side()
+    for seed in range(games):
+        first_engine = seed % 2 == 0
+        if not first_engine:
+            openspiel.add(*_openspiel_game(game, kind, seed))
+        engine.add(*await _engine_game(game, kind, seed))
+        if first_engine:
+            openspiel.add(*_openspiel_game(game, kind, seed))
+    return engine, openspiel
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per game and bot kind: seconds each side, the ratio, its target; 1 when one is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="scale the number of games (1.0: the sizes above)")
+    parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=sorted(GAMES))
+    args = parser.parse_args(argv)
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    missed = []
+    print(f"{'game':<14}{'bot':<8}{'games':>6}{'engine s':>10}{'openspiel s':>13}{'ratio':>8}{'target':>8}")
+    for game_string in args.games:
+        for kind, count in GAMES[game_string].items():
+            games = max(2, round(count * args.scale))
+            engine, openspiel = asyncio.run(measure(game_string, kind, games))
+            if kind == "mcts" and engine.returns != openspiel.returns:
+                print(f"{game_string} {kind}: the two sides played different games", file=sys.stderr)
+                missed.append(f"{game_string}/{kind} (different games)")
+            ratio = engine.seconds / openspiel.seconds
+            ok = ratio <= TARGETS[kind]
+            if not ok:
+                missed.append(f"{game_string}/{kind}")
+            print(
+                f"{game_string:<14}{kind:<8}{games:>6}{engine.seconds:>10.3f}{openspiel.seconds:>13.3f}"
+                f"{ratio:>7.2f}x{'<= ' + str(TARGETS[kind]):>8}{'' if ok else '  MISSED'}"
+            )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if missed:
+        print(f"targets missed: {', '.join(missed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
