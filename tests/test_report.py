@@ -54,7 +54,12 @@ EXAMPLE_RUNS: dict[str, tuple[str, set[str], set[str]]] = {
     "pgg": ("pgg_scripted.toml", set(), set()),
     "idiom": ("idiom_scripted.toml", {"ratings", "idiom_tables"}, {"idiom_figure"}),
     "code_review": ("code_review_scripted.toml", {"ratings", "code-review_tables"}, {"code-review_figure"}),
-    "translation": ("translation_scripted.toml", {"ratings", "translation_tables"}, {"translation_figure"}),
+    # re-judged by the fixture: the page shows the judge audit too
+    "translation": (
+        "translation_scripted.toml",
+        {"ratings", "translation_tables", "judge_audit"},
+        {"translation_figure"},
+    ),
     "ultimatum": ("ultimatum/ultimatum.toml", set(), set()),  # two players, no paired comparison per role
 }
 
@@ -71,6 +76,8 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             continue
         run_experiment(EXAMPLES / spec, root / name)
         runs[name] = root / name
+    if "translation" in runs:  # a second judge's verdicts beside the matches: the report adds the judge audit
+        assert main(["rejudge", str(runs["translation"]), "--judge", "judge_fixed"]) == 0
     return runs
 
 
