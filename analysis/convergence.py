@@ -24,15 +24,18 @@ __all__ = ["Stableness", "payoff_sequences", "running_means", "stableness"]
 def payoff_sequences(records: Iterable[MatchRecord], task: str | None = None) -> dict[str, list[float]]:
     """Every payoff of every player, ordered by (repeat, game, match id): the order of repetition.
 
-    ``task`` keeps one game variant (:func:`~deepeval_games.games.game_variant`, data items pooled).
+    ``task`` keeps one game variant (:func:`~deepeval_games.games.game_variant`, data items pooled). In a match whose
+    seats play different roles, a player's payoffs are kept per role, under ``"name (role)"``: a programmer's payoff
+    is never pooled with a reviewer's.
     """
     rows: dict[str, list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
     for record in records:
         if record.status != "complete" or (task is not None and game_variant(record.game) != task):
             continue
         key = (record.repeat, record.game, record.match_id)
-        for name, payoff in zip(record.seats, record.returns, strict=True):
-            rows[name].append((key, float(payoff)))
+        roles = record.roles if len(set(record.roles)) > 1 else [""] * len(record.seats)
+        for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
+            rows[f"{name} ({role})" if role else name].append((key, float(payoff)))
     return {name: [p for _, p in sorted(values, key=lambda pair: pair[0])] for name, values in rows.items()}
 
 

@@ -158,3 +158,15 @@ def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: 
     assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "Stopping rule: stopped after" in out and "separated or tied" in out and "mostly-full" in out
+
+
+def test_the_old_bootstrap_check_no_longer_pools_roles() -> None:
+    from analysis.convergence import payoff_sequences
+    from deepeval_games.records import MatchRecord
+
+    records = [
+        MatchRecord(match_id=str(i), game="g", seats=["p", "q"], returns=[8.0, 2.0], turns=[], repeat=i,
+                    roles=["programmer", "reviewer"])
+        for i in range(3)
+    ]  # fmt: skip
+    assert payoff_sequences(records) == {"p (programmer)": [8.0] * 3, "q (reviewer)": [2.0] * 3}
