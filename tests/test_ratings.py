@@ -133,3 +133,34 @@ def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> Non
     assert ci["s"][0] > ci["m"][0] > ci["w"][0]
     assert all(low <= value <= high for value, low, high in ci.values())
     assert ci == bradley_terry_ci(list(reversed(records)), samples=100)
+
+
+def test_code_review_ratings_are_reported_per_role(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deepeval_games.cli import main
+    from game_defs.sandbox import bubblewrap_usable
+
+    if not bubblewrap_usable():
+        pytest.skip("bubblewrap cannot create sandboxes here")
+    players = {
+        "reference": "cr_reference_programmer",
+        "broken": "cr_broken_programmer",
+        "test-reviewer": "cr_test_reviewer",
+    }
+    spec = {
+        "experiment": {
+            "name": "cr-ratings",
+            "game": "deepeval_code_review(max_rounds=2)",
+            "sweep": {"task_id": [11, 17]},
+            "pairing": "round_robin",
+        },
+        "players": [{"name": name, "bot": bot} for name, bot in players.items()],
+        "judge": {"bot": "judge_pass_rate"},
+    }
+    result = run_experiment(parse_spec(spec), tmp_path / "run")
+    ratings = role_ratings(result.records)
+    assert set(ratings) == {"programmer", "reviewer"}
+    assert ratings["programmer"]["reference"] > ratings["programmer"]["broken"]
+    assert pairwise_outcomes(result.records) == []  # a programmer's payoff is never compared with a reviewer's
+    assert main(["report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "programmer" in out and "reviewer" in out
