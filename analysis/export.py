@@ -227,12 +227,20 @@ def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[Column], path: 
     """Write rows as they come to ``path`` in ``fmt`` (csv, jsonl or parquet); returns the number of rows.
 
     Raises:
-        DeepEvalError: an unknown format, or ``parquet`` without ``pyarrow`` installed.
+        DeepEvalError: an unknown format, ``parquet`` without ``pyarrow`` installed, or a path that cannot be
+            written.
     """
     if fmt not in FORMATS:
         raise DeepEvalError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return _write(rows, columns, out, fmt)
+    except OSError as exc:
+        raise DeepEvalError(f"cannot write {out}: {exc}") from exc
+
+
+def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path, fmt: str) -> int:
     names = [c.name for c in columns]
     count = 0
     if fmt == "parquet":

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_games.bot import Outcome
+from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import DATA_ITEM_PARAMETERS, game_variant
 from deepeval_games.records import MatchRecord
 from deepeval_games.report import Block, ReportData, RunSource, load_report, render_blocks, variant_title
@@ -200,9 +201,7 @@ def _table_html(block: Block) -> str:
     caption = f"<caption>{html.escape(block.title)}</caption>"
     if block.header:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
-        body = "".join(
-            "<tr>" + "".join(_cell(str(cell)) for cell in row) + "</tr>" for row in block.rows
-        )
+        body = "".join("<tr>" + "".join(_cell(str(cell)) for cell in row) + "</tr>" for row in block.rows)
         return (
             f'<table class="dg-table" data-table="{key}">{caption}'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -264,9 +263,17 @@ def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int) 
 def write_html_report(
     run_dirs: Sequence[str | Path], out: str | Path, *, epsilon: float | None = None, chunk: int = CHUNK
 ) -> Path:
-    """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``."""
+    """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``.
+
+    Raises:
+        DeepEvalError: a run directory without results, or ``out`` cannot be written (a file, no permission).
+    """
     writer: HtmlReport | None = None
     folder = Path(out)
+    try:
+        (folder / "data").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DeepEvalError(f"cannot write the HTML report into {folder}: {exc}") from exc
 
     def add(run: RunSource, record: MatchRecord) -> None:
         nonlocal writer

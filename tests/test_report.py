@@ -255,6 +255,15 @@ def test_export_and_report_errors_are_clear(tmp_path: Path, capsys: pytest.Captu
     assert main(["export", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.csv")]) == 2
     assert main(["report", str(tmp_path / "nothing"), "--html", str(tmp_path / "h")]) == 2
     assert "no results in" in capsys.readouterr().err
+    _pgg_run(tmp_path / "run", {"a": "pgg_free_rider", "b": "pgg_full_contributor"})
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    assert main(["report", str(tmp_path / "run"), "--html", str(tmp_path / "afile")]) == 2
+    assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "afile" / "m.csv")]) == 2
+    with pytest.raises(SystemExit) as unknown:  # argparse names the formats and exits 2
+        main(["export", str(tmp_path / "run"), "--format", "xlsx", "--out", str(tmp_path / "m.x")])
+    assert unknown.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot write the HTML report" in err and "cannot write" in err and "Traceback" not in err
 
 
 def test_export_columns_are_documented_in_the_readme() -> None:
