@@ -336,6 +336,11 @@ def test_report_compares_runs_by_what_players_are(tmp_path: Path, capsys: pytest
     assert rows == {"rider": "4", "same": "2", "same (b)": "2"}
     assert "freeloader" not in out.split("Run directories")[0] and "same (b)" in out
     assert "Run directories" in out and "a: 2 matches" in out and "b: 2 matches" in out
+    # the HTML report of both: the same names in its tables and its match index
+    page = write_html_report([tmp_path / "a", tmp_path / "b"], tmp_path / "html")
+    index = (tmp_path / "html" / "data" / "index.js").read_text(encoding="utf-8")
+    assert '"same (b)"' in index and "freeloader" not in index and index.count('"rider"') == 4
+    assert 'data-table="runs"' in page.read_text(encoding="utf-8")
 
 
 # -- figures -------------------------------------------------------------------------------------------------
