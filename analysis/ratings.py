@@ -13,7 +13,9 @@
 * α-Rank (:func:`alpha_rank`, OpenSpiel's ``open_spiel.python.egt.alpharank``) over the empirical meta-game payoff
   table (:func:`meta_game`): one population for symmetric games (a matrix for two seats, a heuristic payoff table for
   more), one population per role for asymmetric two-seat games. It needs the payoff of every seating with
-  replacement, self-play included: ``pairing = "self_play"``.
+  replacement, self-play included: ``pairing = "self_play"``. Nash averaging (:func:`nash_averaging`, OpenSpiel's
+  ``open_spiel.python.algorithms.nash_averaging``, which needs ``cvxpy``: ``pip install deepeval-games[nash]``) of
+  symmetric two-seat meta-games.
 
 Only complete matches count. Self-play matches (a player against itself) are no comparison and are skipped by the
 comparison-based ratings; α-Rank uses them.
@@ -42,6 +44,7 @@ __all__ = [
     "bradley_terry_ci",
     "elo",
     "meta_game",
+    "nash_averaging",
     "paired_comparison",
     "pairwise_outcomes",
     "plackett_luce",
@@ -404,3 +407,32 @@ def alpha_rank(game: MetaGame) -> AlphaRank:
 def alpha_rank_records(records: Sequence[MatchRecord], *, task: str | None = None) -> AlphaRank:
     """α-Rank of the empirical meta-game of ``records`` (:func:`meta_game`, then :func:`alpha_rank`)."""
     return alpha_rank(meta_game(records, task=task))
+
+
+def nash_averaging(game: MetaGame) -> dict[str, tuple[float, float]]:
+    """Nash averaging (Balduzzi et al. 2018) of a symmetric two-seat meta-game: player -> (its mass in the
+    maximum-entropy Nash equilibrium, its mean payoff margin against that mixture).
+
+    The meta-game is made zero-sum by antisymmetrising it, ``A = (M - M^T) / 2`` (how much more a player earns
+    against an opponent than the opponent earns against it), then OpenSpiel's solver finds the maximum-entropy Nash
+    mixture (a dominated player gets no mass; redundant copies of a player share theirs).
+
+    Raises:
+        ValueError: the meta-game is not one population of a two-seat game.
+        RuntimeError: ``cvxpy`` (the solver's dependency) is not installed.
+    """
+    if game.heuristic or len(game.tables) != 1:
+        raise ValueError("Nash averaging reads symmetric two-seat meta-games only")
+    try:
+        from open_spiel.python.algorithms import nash_averaging as solver
+    except ImportError as exc:  # cvxpy is missing
+        raise RuntimeError("Nash averaging needs cvxpy: pip install 'deepeval-games[nash]'") from exc
+    import pyspiel
+
+    table = np.asarray(game.tables[0], dtype=float)
+    margin = (table - table.T) / 2.0
+    matrix = pyspiel.create_matrix_game(margin.tolist(), (-margin).tolist())
+    mixture, scores = solver.nash_averaging(matrix)
+    mass = np.clip(np.asarray(mixture, dtype=float).ravel(), 0.0, 1.0)
+    values = np.asarray(scores, dtype=float).ravel()
+    return {p: (float(mass[i]), float(values[i])) for i, p in enumerate(game.players)}

@@ -14,6 +14,7 @@ from analysis.ratings import (
     bradley_terry,
     bradley_terry_ci,
     meta_game,
+    nash_averaging,
     paired_comparison,
     pairwise_outcomes,
     plackett_luce,
@@ -164,3 +165,13 @@ def test_code_review_ratings_are_reported_per_role(tmp_path: Path, capsys: pytes
     assert main(["report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "programmer" in out and "reviewer" in out
+
+
+def test_nash_averaging_spreads_mass_over_a_cycle_and_drops_a_dominated_player() -> None:
+    pytest.importorskip("cvxpy")
+    cycle = np.array([[0, -1, 1, 2], [1, 0, -1, 2], [-1, 1, 0, 2], [-2, -2, -2, 0]], dtype=float)
+    result = nash_averaging(MetaGame(("rock", "paper", "scissors", "weak"), ("player",), (cycle,)))
+    assert all(abs(result[p][0] - 1 / 3) < 1e-3 and abs(result[p][1]) < 1e-3 for p in ("rock", "paper", "scissors"))
+    assert result["weak"][0] < 1e-3 and result["weak"][1] == pytest.approx(-2.0, abs=1e-3)
+    with pytest.raises(ValueError, match="two-seat"):
+        nash_averaging(MetaGame(("a", "b"), ("x", "y"), (cycle[:2, :2], cycle[:2, :2])))
