@@ -5,7 +5,8 @@ function from a :class:`ReportContext` (the records of one game variant, or of t
 :class:`Block` s: a table (fixed-width text for the terminal, a header and rows for HTML), or a figure (SVG). The
 text report (``deepeval-games report``) prints every block's text; the HTML report
 (:mod:`deepeval_games.html_report`) shows the same blocks and the transcripts. A new analysis adds its section
-with ``@section("key", "Title")`` here; the analysis itself stays a library function over records.
+with ``@section("key", "Title")`` here; the analysis itself stays a library function over records. An outside
+package does the same in a module it lists under the entry point group ``deepeval_games.report``.
 
 **Several run directories** (``report A B``): each record is read once, in order, from every store. Players are
 keyed by what they are (:attr:`MatchRecord.players`: bot or model, settings, prompt version), not by the name a
@@ -33,10 +34,12 @@ from typing import Any, Literal
 from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import game_variant
 from deepeval_games.judgements import JudgementRecord
+from deepeval_games.plugins import load_entry_points
 from deepeval_games.records import MatchRecord
 from deepeval_games.store import DB_NAME, Store
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "SECTIONS",
     "TABLE_MODULES",
     "Block",
@@ -242,6 +245,8 @@ class Section:
 
 SECTIONS: list[Section] = []
 """Every section, in the order the report shows them."""
+ENTRY_POINT_GROUP = "deepeval_games.report"
+"""Outside packages add sections by listing a module under this entry point group; importing it registers them."""
 
 
 def section(
@@ -556,6 +561,7 @@ def render_blocks(
     Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one.
     """
     epsilon = epsilon if epsilon is not None else data.epsilon
+    load_entry_points(ENTRY_POINT_GROUP)  # sections of installed outside packages
     for sec in SECTIONS:
         if core_only and not sec.core:
             continue

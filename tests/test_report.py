@@ -420,3 +420,30 @@ def test_the_match_list_filters_by_task_player_seat_outcome_and_data_item(
         shown = re.search(r'id="f-count">(\d+) of (\d+) matches', dom)
         assert shown is not None and int(shown.group(1)) == expected, fragment
         assert dom.count('<tr data-match="') == min(expected, 50)  # one page of at most 50 rows
+
+
+def test_a_new_analysis_adds_its_section_in_one_place(
+    example_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepeval_games import report
+
+    @report.section("longest", "Longest match")
+    def _longest(ctx: report.ReportContext) -> list[report.Block]:
+        turns = max(len(r.turns) for r in ctx.records)
+        return [
+            report.Block(
+                "longest",
+                "Longest match",
+                text=f"Longest match: {turns} turns",
+                header=("turns",),
+                rows=((str(turns),),),
+            )
+        ]
+
+    try:
+        assert main(["report", str(example_runs["pgg"])]) == 0
+        assert "Longest match: 20 turns" in capsys.readouterr().out
+        page = write_html_report([example_runs["pgg"]], tmp_path / "html").read_text(encoding="utf-8")
+        assert 'data-section="longest"' in page and 'data-table="longest"' in page
+    finally:
+        report.SECTIONS[:] = [s for s in report.SECTIONS if s.key != "longest"]
