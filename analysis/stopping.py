@@ -32,6 +32,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from analysis.confseq import ConfidenceSequence, Interval, make_sequence
 from deepeval_games.records import MatchRecord
@@ -92,6 +93,42 @@ class StoppingReport:
     def unresolved(self) -> list[PairStatus]:
         """The adjacent pairs left neither separated nor tied."""
         return [p for p in self.pairs if p.status == "unresolved"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (``stopping.json`` in a run directory); :meth:`from_dict` reads it back."""
+        return {
+            "reason": self.reason,
+            "rounds": self.rounds,
+            "matches": self.matches,
+            "keys": [
+                {
+                    "key": list(key),
+                    "matches": self.matches_per_key.get(key, 0),
+                    **{f: getattr(interval, f) for f in ("low", "high", "mean", "n")},
+                }
+                for key, interval in sorted(self.intervals.items())
+            ],
+            "pairs": [{"better": list(p.better), "worse": list(p.worse), "status": p.status} for p in self.pairs],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoppingReport:
+        """The report :meth:`to_dict` wrote."""
+
+        def key(value: Sequence[str]) -> Key:
+            return (str(value[0]), str(value[1]), str(value[2]))
+
+        return cls(
+            reason=str(data["reason"]),
+            rounds=int(data["rounds"]),
+            matches=int(data["matches"]),
+            matches_per_key={key(k["key"]): int(k["matches"]) for k in data["keys"]},
+            intervals={
+                key(k["key"]): Interval(float(k["low"]), float(k["high"]), float(k["mean"]), int(k["n"]))
+                for k in data["keys"]
+            },
+            pairs=[PairStatus(key(p["better"]), key(p["worse"]), str(p["status"])) for p in data["pairs"]],
+        )
 
     def max_half_width(self, keys: Iterable[Key] | None = None) -> float:
         """The widest half-width among ``keys`` (default: every key)."""

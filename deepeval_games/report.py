@@ -501,6 +501,26 @@ def _runs(ctx: ReportContext) -> list[Block]:
     return blocks
 
 
+@section("stopping", "Adaptive stopping rule", scope="report")
+def _stopping(ctx: ReportContext) -> list[Block]:
+    """What stopped each run played under ``until_stable`` with ``rule = "adaptive"`` (its ``stopping.json``)."""
+    from analysis.stopping import StoppingReport, format_stopping
+
+    blocks = []
+    for run in ctx.runs:
+        path = run.path / "stopping.json"
+        if not path.is_file():
+            continue
+        try:
+            report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+            continue
+        text = f"{run.label}: " + format_stopping(report)
+        blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))
+    return blocks
+
+
 @section("judge_audit", "Judge audit", scope="report")
 def _judge_audit(ctx: ReportContext) -> list[Block]:
     if not ctx.judgements:

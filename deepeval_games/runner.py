@@ -41,7 +41,10 @@ from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
 from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
 from deepeval_games.store import RunLock, Store
 
-__all__ = ["RunResult", "build_player", "check_run", "run_experiment", "run_experiment_async"]
+__all__ = ["STOPPING_FILE", "RunResult", "build_player", "check_run", "run_experiment", "run_experiment_async"]
+
+STOPPING_FILE = "stopping.json"
+"""The adaptive stopping rule's report in a run directory (:meth:`analysis.stopping.StoppingReport.to_dict`)."""
 
 log = logging.getLogger(__name__)
 
@@ -509,6 +512,10 @@ async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: 
             result.model_calls = runtime.calls
         result.repeats = stopping.report.rounds
         result.stopping = stopping.report
+        target = Path(out_dir) / STOPPING_FILE  # for 'report': what stopped the run, written whole or not at all
+        partial = target.with_suffix(".json.tmp")
+        partial.write_text(json.dumps(stopping.report.to_dict(), indent=1), encoding="utf-8")
+        partial.replace(target)
         log.info("adaptive stopping rule: %s after %d rounds", stopping.report.reason, stopping.report.rounds)
         return result
     finally:

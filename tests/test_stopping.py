@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.stopping import AdaptiveStopping, Seating, format_stopping
+from analysis.stopping import AdaptiveStopping, Seating, StoppingReport, format_stopping
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.errors import SpecError
 
@@ -158,6 +159,10 @@ def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: 
     assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "Stopping rule: stopped after" in out and "separated or tied" in out and "mostly-full" in out
+    saved = json.loads((tmp_path / "run" / "stopping.json").read_text(encoding="utf-8"))
+    assert format_stopping(StoppingReport.from_dict(saved)) in out  # the report file says what the run printed
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "Stopping rule: stopped after" in capsys.readouterr().out
 
 
 def test_the_old_bootstrap_check_no_longer_pools_roles() -> None:
