@@ -74,7 +74,6 @@ __all__ = [
     "BREAK_REASONS",
     "DEFAULT_DICTIONARY",
     "GAME_VERSION",
-    "REPLY_TOKENS",
     "IdiomFields",
     "IdiomSolitaireGame",
     "IdiomSolitaireState",
@@ -84,9 +83,6 @@ __all__ = [
 
 GAME_VERSION = 2
 SHORT_NAME = "deepeval_idiom_solitaire"
-
-REPLY_TOKENS = 256
-"""The task's reply limit for every role (its ``reply_limit``): one idiom and a sentence around it."""
 
 _DEFAULT_PARAMS: dict[str, Any] = {
     "start": "一马当先",
@@ -202,10 +198,6 @@ class IdiomSolitaireGame(pyspiel.Game):
     def seat_roles(self) -> list[str]:
         """Seat 0 moves first ("early"), seat 1 second ("late"), as in the paper's Tables 1 and 2."""
         return ["early", "late"]
-
-    def reply_limit(self, role: str) -> int | None:
-        """Tokens an answer may need in any role: one idiom, perhaps with a sentence around it."""
-        return REPLY_TOKENS
 
     def rules_text(self) -> str:
         """The rules in plain words, as the referee broadcasts them to every seat."""

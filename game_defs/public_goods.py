@@ -50,9 +50,6 @@ from deepeval_games.observer import TextObserver
 
 GAME_VERSION = 2
 
-REPLY_TOKENS = 256
-"""The task's reply limit for every role (its ``reply_limit``): a number of coins and a short reason."""
-
 _DEFAULT_PARAMS: dict[str, Any] = {
     "players": 4,
     "rounds": 5,
@@ -161,10 +158,6 @@ class PublicGoodsGame(pyspiel.Game):
     ) -> PublicGoodsObserver:
         """The observer behind the observation and information-state strings and tensors."""
         return PublicGoodsObserver(iig_obs_type, params, game_params=self.get_parameters())
-
-    def reply_limit(self, role: str) -> int | None:
-        """Tokens an answer may need: a number of coins with a short reason."""
-        return REPLY_TOKENS
 
     def rules_text(self) -> str:
         """The rules in plain words, as the referee broadcasts them to every seat."""

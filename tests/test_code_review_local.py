@@ -32,7 +32,7 @@ def test_real_model_programs_against_the_test_running_reviewer() -> None:
     local = PlayerSpec(
         name="smollm2",
         model="local/smollm2",
-        params={"temperature": 0.2, "max_tokens": 200, "timeout_s": 120, "max_retries": 1},
+        params={"temperature": 0.2, "max_tokens": 200, "timeout_s": 120, "max_retries": 1, "max_reasks": 1},
     )
     bots = [
         build_player(local, game, 0, np.random.default_rng(0)),

@@ -13,7 +13,6 @@ from deepeval_games import parse_spec, run_experiment
 from deepeval_games.bot import Outcome
 from deepeval_games.cli import main
 from deepeval_games.schedule import plan_matches
-from game_defs.public_goods import REPLY_TOKENS
 from llm_bots.model_config import DEFAULT_MAX_TOKENS, ModelSettings
 from llm_bots.parsing import strip_reasoning
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
@@ -35,15 +34,15 @@ def _llm_turns(result: Any) -> list[Any]:
     return [t for r in result.records for t in r.turns if t.seat >= 0 and r.seats[t.seat] == "fake-model"]
 
 
-def test_no_temperature_is_sent_unless_the_spec_sets_one_and_the_cap_is_the_tasks(tmp_path: Path) -> None:
+def test_no_temperature_is_sent_unless_the_spec_sets_one_and_the_cap_resolves(tmp_path: Path) -> None:
     with FakeOpenAIServer(default=Behaviour.reply(ANSWER), max_hang_s=5) as server:
         run_experiment(_pgg_spec(server), tmp_path / "unset")
         unset = server.requests[-1]
         run_experiment(_pgg_spec(server, temperature=0.7, max_tokens=100), tmp_path / "set")
         chosen = server.requests[-1]
     assert "temperature" not in unset and "top_p" not in unset  # the provider's default
-    assert unset["max_tokens"] == REPLY_TOKENS  # the task's reply limit
-    assert chosen["temperature"] == 0.7 and chosen["max_tokens"] == REPLY_TOKENS  # a larger task limit wins
+    assert unset["max_tokens"] == DEFAULT_MAX_TOKENS  # the PGG declares no reply limit: the default cap
+    assert chosen["temperature"] == 0.7 and chosen["max_tokens"] == 100  # as set (a task limit would be a floor)
     assert ModelSettings().temperature is None and ModelSettings().max_tokens is None
 
 
@@ -74,7 +73,7 @@ def test_a_reply_cut_by_the_cap_is_reasked_then_recorded_as_truncated_and_counte
     (turn,) = _llm_turns(truncated)
     assert turn.outcome == Outcome.TRUNCATED and turn.finish_reasons == ["length", "length"]
     assert turn.action_string == "forfeit" and "cut off" in (turn.error or "")  # never read as a move: the penalty
-    assert f"cut off at the limit of {REPLY_TOKENS} tokens" in reask
+    assert f"cut off at the limit of {DEFAULT_MAX_TOKENS} tokens" in reask
     assert main(["report", str(tmp_path / "truncated")]) == 0
     out = capsys.readouterr().out
     assert "Turn outcomes:" in out and "truncated 1 (of 1)" in out
@@ -141,7 +140,7 @@ def test_changing_a_default_setting_changes_the_match_ids(monkeypatch: pytest.Mo
     assert _ids(scripted) == before_scripted  # scripted players have no model settings
     monkeypatch.undo()
     assert _ids(spec) == before
-    monkeypatch.setattr("game_defs.public_goods.REPLY_TOKENS", 300)  # the task's cap is an effective setting too
+    monkeypatch.setattr("llm_bots.model_config.DEFAULT_MAX_TOKENS", 300)  # the resolved cap is a setting too
     assert set(_ids(spec)).isdisjoint(before)
 
 
