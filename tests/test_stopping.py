@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -147,8 +146,7 @@ def test_spec_checks_the_rule() -> None:
 
 @pytest.mark.slow
 def test_bench_meets_its_targets_on_real_pgg_matches(tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "bench"))
-    import bench_stopping
+    from bench import bench_stopping
 
     assert bench_stopping.main(["--runs", "200", "--pool", str(tmp_path)]) == 0
 
