@@ -447,3 +447,25 @@ def test_a_new_analysis_adds_its_section_in_one_place(
         assert 'data-section="longest"' in page and 'data-table="longest"' in page
     finally:
         report.SECTIONS[:] = [s for s in report.SECTIONS if s.key != "longest"]
+
+
+def _local_reason() -> str | None:
+    from llm_bots.local_server import local_model_available
+
+    return local_model_available("local/smollm2")
+
+
+@needs_chromium
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_html_report_of_the_local_model_example(tmp_path: Path) -> None:
+    reason = _local_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    from deepeval_games.spec import load_spec
+
+    spec = load_spec(EXAMPLES / "pgg_local_model.toml")  # one match of one round: a real model's page
+    spec = spec.with_experiment(repeats=1, game=spec.games[0].replace(")", ",rounds=1)"))
+    run_experiment(spec, tmp_path / "run")
+    page = write_html_report([tmp_path / "run"], tmp_path / "html")
+    _check_page(page, {"scores", "usage", "ratings"}, {"payoffs", "convergence"}, _outcomes(tmp_path / "run"), tmp_path)
