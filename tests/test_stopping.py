@@ -173,3 +173,25 @@ def test_the_old_bootstrap_check_no_longer_pools_roles() -> None:
         for i in range(3)
     ]  # fmt: skip
     assert payoff_sequences(records) == {"p (programmer)": [8.0] * 3, "q (reviewer)": [2.0] * 3}
+
+
+def test_four_seat_pgg_declares_identical_players_tied(tmp_path: Path) -> None:
+    # in a one-round game the conditional cooperator opens with E: it plays exactly as the full contributor
+    players = [*POPULATION, ("conditional", "pgg_conditional_cooperator", 0.0)]
+    spec = {
+        "experiment": {
+            "name": "four-seats",
+            "game": "deepeval_public_goods(players=4,alpha=1.6,rounds=1)",
+            "repeats": 2,
+            "until_stable": {"epsilon": 1.0, "rule": "adaptive", "max_repeats": 300},
+        },
+        "players": [
+            {"name": name, "bot": bot, **({"params": {"noise": noise}} if noise else {})}
+            for name, bot, noise in players
+        ],
+    }
+    report = run_experiment(parse_spec(spec), tmp_path / "run").stopping
+    assert report.reason == "resolved" and report.rounds < 300
+    statuses = {frozenset((p.better[2], p.worse[2])): p.status for p in report.pairs}
+    assert statuses[frozenset(("full", "conditional"))] == "tied"
+    assert "Tied within epsilon: " in format_stopping(report)
