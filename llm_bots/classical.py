@@ -119,6 +119,33 @@ def _can_resample(game: pyspiel.Game) -> bool:
     return _RESAMPLES[key]
 
 
+_PLAYOUT_STEPS = 200
+"""Moves of the seeded random playout that :func:`random_refusal` tries."""
+
+
+def random_refusal(game: pyspiel.Game) -> str | None:
+    """Why ``random`` cannot play ``game`` (None: it can): a seeded random playout of its first moves fails."""
+    rng = np.random.default_rng(0)
+    state = game.new_initial_state()
+    try:
+        with _quiet_stderr():
+            for _ in range(_PLAYOUT_STEPS):
+                if state.is_terminal():
+                    break
+                if state.is_chance_node():
+                    outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+                    state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
+                elif state.is_simultaneous_node():
+                    seats = range(game.num_players())
+                    state.apply_actions([int(rng.choice(state.legal_actions(p) or [0])) for p in seats])
+                else:
+                    state.apply_action(int(rng.choice(state.legal_actions())))
+    except Exception as exc:  # e.g. a game that has no legal-action list (crossword) or a mean-field node
+        detail = str(exc).split("OpenSpiel exception:")[-1].strip().splitlines()[0][:120]
+        return f"random plays legal moves; a random playout of {_short(game)} fails ({type(exc).__name__}: {detail})"
+    return None
+
+
 def mcts_refusal(game: pyspiel.Game) -> str | None:
     """Why ``mcts`` cannot play ``game`` (None: it can)."""
     game_type = game.get_type()
@@ -182,7 +209,7 @@ def classical_support(game: pyspiel.Game, *, search: bool = False) -> dict[str, 
 
     With ``search=False`` (a quick listing) ``exact`` is judged by the game's type only, not by its size.
     """
-    return {"random": None, "mcts": mcts_refusal(game), "exact": exact_refusal(game, search=search)}
+    return {"random": random_refusal(game), "mcts": mcts_refusal(game), "exact": exact_refusal(game, search=search)}
 
 
 # -- the bots ---------------------------------------------------------------------------------------------------
@@ -349,6 +376,6 @@ def openspiel_listing() -> list[str]:
             continue
         llm = "LLM: yes" if playable.ok else f"LLM: no ({playable.reason.splitlines()[0]})"
         bots = [kind + ("*" if kind == "exact" else "") for kind, reason in support.items() if reason is None]
-        lines += [f"{name}  [{llm}; classical: {', '.join(bots)}]", f"    {params}"]
+        lines += [f"{name}  [{llm}; classical: {', '.join(bots) or 'none'}]", f"    {params}"]
     lines.append(f"* exact: when the game has at most {DEFAULT_NODE_BUDGET} states (checked when a spec names it)")
     return lines

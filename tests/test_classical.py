@@ -270,6 +270,7 @@ def test_games_all_lists_openspiel_games_with_llm_and_classical_support(capsys: 
     assert entry("first_sealed_auction")[0].endswith("[LLM: yes; classical: random]")
     assert entry("connect_four")[1].strip() == "columns=7, egocentric_obs_tensor=False, rows=6, x_in_row=4"
     assert "LLM: no (crossword fails a random playout" in entry("crossword")[0]  # probed, not read from flags
+    assert entry("crossword")[0].endswith("classical: none]")
     assert "not loadable with its defaults" in entry("efg_game")[0]
     assert not any(line.startswith("testkit_") for line in lines)
     assert "OpenSpiel exception" not in err  # OpenSpiel's C++ refusals stay out of the listing
