@@ -54,6 +54,7 @@ EXAMPLE_RUNS: dict[str, tuple[str, set[str], set[str]]] = {
     "pgg": ("pgg_scripted.toml", set(), set()),
     "idiom": ("idiom_scripted.toml", {"ratings", "idiom_tables"}, {"idiom_figure"}),
     "code_review": ("code_review_scripted.toml", {"ratings", "code-review_tables"}, {"code-review_figure"}),
+    "code_review_canary": ("code_review_canary.toml", {"ratings", "code-review_tables"}, {"code-review_figure"}),
     # re-judged by the fixture: the page shows the judge audit too
     "translation": (
         "translation_scripted.toml",
@@ -70,7 +71,7 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("examples")
     runs = {}
     for name, (spec, _, _) in EXAMPLE_RUNS.items():
-        if name == "code_review" and not _bubblewrap():
+        if name.startswith("code_review") and not _bubblewrap():
             continue
         if name == "ultimatum" and not _ultimatum_installed():
             continue
