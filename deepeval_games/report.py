@@ -501,6 +501,24 @@ def _runs(ctx: ReportContext) -> list[Block]:
     return blocks
 
 
+@section("aborted", "Aborted match attempts", scope="report")
+def _aborted(ctx: ReportContext) -> list[Block]:
+    """Attempts the runner gave up on (the store's ``attempts`` table): infrastructure failures, rescheduled and
+    never scored, and errors of a bot or game. They are not results; they say what a run spent beyond them."""
+    rows = []
+    for run in ctx.runs:
+        with Store(run.path, read_only=True) as store:
+            attempts = store.attempts()
+        for kind in sorted({kind for _, kind, _ in attempts}):
+            of_kind = [match_id for match_id, k, _ in attempts if k == kind]
+            rows.append((run.label, kind, str(len(of_kind)), str(len(set(of_kind)))))
+    if not rows:
+        return []
+    title = "Aborted match attempts (not results: infra failures are rescheduled, errors lose their match)"
+    text = title + "\n" + "\n".join(f"  {r[0]}: {r[1]} {r[2]} attempts of {r[3]} matches" for r in rows)
+    return [Block("aborted", title, text=text, header=("run", "kind", "attempts", "matches"), rows=tuple(rows))]
+
+
 @section("stopping", "Adaptive stopping rule", scope="report")
 def _stopping(ctx: ReportContext) -> list[Block]:
     """What stopped each run played under ``until_stable`` with ``rule = "adaptive"`` (its ``stopping.json``)."""

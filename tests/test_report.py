@@ -470,3 +470,16 @@ def test_html_report_of_the_local_model_example(tmp_path: Path) -> None:
     run_experiment(spec, tmp_path / "run")
     page = write_html_report([tmp_path / "run"], tmp_path / "html")
     _check_page(page, {"scores", "usage", "ratings"}, {"payoffs", "convergence"}, _outcomes(tmp_path / "run"), tmp_path)
+
+
+def test_aborted_attempts_are_reported_apart_from_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _pgg_run(tmp_path / "run", {"a": "pgg_free_rider", "b": "pgg_full_contributor"})
+    with Store(tmp_path / "run") as store:
+        store.log_attempt("m1", "infra", "HTTP 503")
+        store.log_attempt("m1", "infra", "HTTP 503")
+        store.log_attempt("m2", "error", "Traceback ...")
+    assert main(["report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "run: infra 2 attempts of 1 matches" in out and "run: error 1 attempts of 1 matches" in out
+    page = write_html_report([tmp_path / "run"], tmp_path / "html").read_text(encoding="utf-8")
+    assert 'data-table="aborted"' in page
