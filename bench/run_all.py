@@ -256,6 +256,25 @@ sys.exit(code)
 """
 
 
+API_CHILD = """
+import json, resource, sys
+from deepeval_games import run_experiment
+result = run_experiment(json.loads(sys.argv[1]), sys.argv[2])
+print(f"BENCH played={result.played} maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
+"""
+
+
+def api_run_mb(spec: dict[str, Any], out: Path) -> float:
+    """Peak RSS (MB) of a fresh interpreter that runs ``spec`` through :func:`run_experiment` (no CLI summary)."""
+    done = subprocess.run(
+        [sys.executable, "-c", API_CHILD, json.dumps(spec), str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"run_experiment failed: {done.stderr[-2000:]}")
+    line = [x for x in done.stdout.splitlines() if x.startswith("BENCH ")][-1]
+    return int(line.split("maxrss_kb=")[1]) / 1024
+
+
 def cli(argv: list[str], work: Path) -> dict[str, Any]:
     """Run ``deepeval-games ARGV`` in a fresh interpreter; its wall time (from interpreter start), peak RSS (MB)
     and whether litellm was imported."""
@@ -316,6 +335,14 @@ def fig_memory(args: argparse.Namespace, work: Path) -> tuple[Figure, Figure]:
             f"{small} matches {runs[small]['rss_mb']:.0f} MB ({runs[small]['wall']:.1f} s), "
             f"{large} matches {runs[large]['rss_mb']:.0f} MB ({runs[large]['wall']:.1f} s)"
         )
+        api = {
+            size: api_run_mb(scripted_spec(size, f"bench-api-{size}"), work / f"api-{size}-{n}")
+            for size in (small, large)
+        }
+        memory.notes.append(
+            f"the runner alone (run_experiment, no CLI summary): {api[small]:.0f} MB -> {api[large]:.0f} MB, "
+            f"grows {api[large] - api[small]:.0f} MB"
+        )
         shown = cli(["report", str(work / f"memory-{large}-{n}")], work)
         report.values.append(shown["rss_mb"])
         report.notes.append(f"report on {large} matches: {shown['rss_mb']:.0f} MB, {shown['wall']:.1f} s")
@@ -364,7 +391,7 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
     workers.skipped = "no process executor (--workers) yet"
     from deepeval_games import run_experiment
 
-    matches = max(16, round(200 * args.scale))
+    matches = max(16, round(args.concurrency_matches * args.scale))
     os.environ[KEY_ENV] = "bench"
     with Endpoint(50) as endpoint:
         names = ("seat-a", "seat-b", "seat-c", "seat-d")
@@ -450,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-repeats", type=int, default=1, help="repeats of the memory and report figures")
     parser.add_argument("--scale", type=float, default=1.0, help="scale the match counts (1.0: the issue's sizes)")
     parser.add_argument("--sandbox-programs", type=int, default=60)
+    parser.add_argument("--concurrency-matches", type=int, default=200, help="matches of the concurrency figure")
     parser.add_argument("--only", nargs="+", choices=sorted(FIGURES), help="run only these figures")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder)")
     args = parser.parse_args(argv)

@@ -191,16 +191,20 @@ def observe(
     *,
     text: str | None = None,
     fields: Mapping[str, Any] | None = None,
+    legal_actions: tuple[int, ...] | None = None,
 ) -> Observation:
     """Build the :class:`Observation` of ``seat`` from a state; only what the seat may see goes in.
 
     The observation names actions from ``state`` itself (no copy is made): use it while ``state`` stays where it
     is, as the referee does (every seat of a round chooses before the round's moves are applied). ``text`` and
     ``fields``, when given, are the seat's observation text and fields of this very state, already computed (the
-    referee computed them to deliver them).
+    referee computed them to deliver them); ``legal_actions`` likewise, the seat's legal actions in this state.
     """
     game = state.get_game()
-    legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
+    if legal_actions is not None:
+        legal = legal_actions
+    else:
+        legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
     return Observation(
         seat=seat,
         num_seats=game.num_players(),

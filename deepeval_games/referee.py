@@ -62,6 +62,7 @@ class _Match:
         self.round = 0
         self.n = game.num_players()
         self._delivered: dict[int, str] = {}
+        self._moves: tuple[int, dict[int, tuple[int, ...] | None]] | None = None
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
         """Per seat: (length of the history, observation text, fields or None) last computed, reused by
         :meth:`observation` while the state has not moved (the text is computed once per seat and state)."""
@@ -82,11 +83,24 @@ class _Match:
 
     def seats_to_act(self) -> list[int]:
         """The seats that move next: all seats with legal moves at a simultaneous node, else the current one."""
+        return list(self.legal_moves())
+
+    def legal_moves(self) -> dict[int, tuple[int, ...] | None]:
+        """The seats that move next, each with its legal actions where they were read (None: not read yet); read
+        once per state (the observations are delivered, then the seats asked, from the same state)."""
+        at = len(self.state.history())
+        if self._moves is not None and self._moves[0] == at:
+            return self._moves[1]
+        moves: dict[int, tuple[int, ...] | None] = {}
         if self.state.is_terminal() or self.state.is_chance_node():
-            return []
-        if self.state.is_simultaneous_node():
-            return [seat for seat in range(self.n) if self.state.legal_actions(seat)]
-        return [self.state.current_player()]
+            pass
+        elif self.state.is_simultaneous_node():
+            legal = {seat: tuple(self.state.legal_actions(seat)) for seat in range(self.n)}
+            moves = {seat: actions for seat, actions in legal.items() if actions}
+        else:
+            moves = {self.state.current_player(): None}
+        self._moves = (at, moves)
+        return moves
 
     def deliver_observations(self) -> None:
         """Send the seats about to move (every seat, once the game is over) their view, if it changed.
@@ -109,11 +123,12 @@ class _Match:
                 round=self.round, sender=REFEREE, recipients=(seat,), kind="observation", text=text, fields=fields
             )
 
-    def observation(self, seat: int) -> Observation:
+    def observation(self, seat: int, legal: tuple[int, ...] | None = None) -> Observation:
         at, text, fields = self._views.get(seat, (-1, "", None))
+        inbox = self.pool.visible_to(seat)
         if at != len(self.state.history()):  # computed for another state: compute it here
-            return observe(self.state, seat, self.pool.visible_to(seat), self.round)
-        return observe(self.state, seat, self.pool.visible_to(seat), self.round, text=text, fields=fields)
+            return observe(self.state, seat, inbox, self.round, legal_actions=legal)
+        return observe(self.state, seat, inbox, self.round, text=text, fields=fields, legal_actions=legal)
 
     # -- moves ---------------------------------------------------------------------------------
 
@@ -167,8 +182,9 @@ class _Match:
         )
 
     async def simultaneous_round(self) -> None:
-        seats = self.seats_to_act()
-        observations = {seat: self.observation(seat) for seat in seats}  # all from the same state
+        moves = self.legal_moves()
+        seats = list(moves)
+        observations = {seat: self.observation(seat, moves[seat]) for seat in seats}  # all from the same state
         answers = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in seats])
         joint = [pyspiel.INVALID_ACTION] * self.n
         resolved: list[tuple[int, int, Decision, float]] = []
