@@ -294,7 +294,8 @@ def test_the_local_model_plays_tic_tac_toe_and_kuhn_poker_against_mcts(
         "mcts": 'bot = "mcts"\nparams = { simulations = 200 }',
     }
     spec = _spec(tmp_path, "tic_tac_toe", players, repeats=1)
-    spec.write_text(spec.read_text().replace('game = "tic_tac_toe"', 'games = ["tic_tac_toe", "kuhn_poker"]'))
+    games = 'games = ["tic_tac_toe", "kuhn_poker"]\nmax_concurrency = 1'  # one request at a time: a small server
+    spec.write_text(spec.read_text().replace('game = "tic_tac_toe"', games))
     records, out = _run(tmp_path, spec, capsys)
     assert sorted((r.game, tuple(r.seats)) for r in records) == [
         ("kuhn_poker()", ("mcts", "smollm2")),
