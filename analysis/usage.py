@@ -40,6 +40,8 @@ class PlayerUsage:
     """Transport attempts that failed and were retried (429, 5xx, timeouts)."""
     tokens_in: int = 0
     tokens_out: int = 0
+    reasoning_tokens: int = 0
+    """The part of ``tokens_out`` the model spent on reasoning, where the provider reports it."""
     cost_usd: float = 0.0
 
     @property
@@ -76,11 +78,22 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             usage.retried += sum(1 for a in turn.attempts if a.status == "infra")
             usage.tokens_in += turn.tokens_in
             usage.tokens_out += turn.tokens_out
+            usage.reasoning_tokens += turn.reasoning_tokens
             usage.cost_usd += turn.cost_usd
     return dict(sorted(out.items()))
 
 
-USAGE_HEADER = ("player", *OUTCOME_ORDER, "invalid share", "calls", "retried", "tokens in", "tokens out", "cost USD")
+USAGE_HEADER = (
+    "player",
+    *OUTCOME_ORDER,
+    "invalid share",
+    "calls",
+    "retried",
+    "tokens in",
+    "tokens out",
+    "reasoning tokens",
+    "cost USD",
+)
 
 
 def usage_rows(usage: Mapping[str, PlayerUsage]) -> list[tuple[str, ...]]:
@@ -96,6 +109,7 @@ def usage_rows(usage: Mapping[str, PlayerUsage]) -> list[tuple[str, ...]]:
                 str(u.retried),
                 str(u.tokens_in),
                 str(u.tokens_out),
+                str(u.reasoning_tokens),
                 f"{u.cost_usd:.4f}",
             )
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from analysis.usage import format_usage, player_usage
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.bot import Outcome
 from deepeval_games.cli import main
@@ -77,6 +78,7 @@ def test_a_reply_cut_by_the_cap_is_reasked_then_recorded_as_truncated_and_counte
     assert main(["report", str(tmp_path / "truncated")]) == 0
     out = capsys.readouterr().out
     assert "Turn outcomes:" in out and "truncated 1 (of 1)" in out
+    assert player_usage(truncated.records)["fake-model"].outcomes == {"truncated": 1}
 
 
 def test_reasoning_text_is_kept_in_the_record_but_never_read_as_the_move(tmp_path: Path) -> None:
@@ -88,6 +90,8 @@ def test_reasoning_text_is_kept_in_the_record_but_never_read_as_the_move(tmp_pat
     (turn,) = _llm_turns(result)
     assert turn.outcome == Outcome.OK and turn.action == 3  # not 10, the last JSON object in the raw reply
     assert turn.raw_replies == [reply] and turn.reasoning_tokens > 0
+    usage = player_usage(result.records)["fake-model"]  # counted in the report's usage table
+    assert usage.reasoning_tokens == turn.reasoning_tokens and "reasoning tokens" in format_usage({"m": usage})
     assert "<think>" not in turn.text and len(second) == 1
     assert strip_reasoning("<think>unfinished thoughts {coins: 9}") == ""
     assert strip_reasoning("<THINKING>a</THINKING>Bonjour.") == "Bonjour."
