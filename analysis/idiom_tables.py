@@ -13,7 +13,11 @@ As in the paper, the last column is each row's mean of s_E over its cells (the p
 moves first) and the last row each column's mean of s_L (its mean score when it moves second): unweighted
 means of cell values. Self-play cells (same player both seats), if any, are shown but left out of the means.
 
-Print both tables for a run directory, and save the figure::
+Beside them, :func:`losses_by_cause` counts each player's lost matches by what broke the chain: ``not an idiom``
+(a four-character answer outside the dictionary), ``wrong first character``, ``repeat``, or ``format`` (no
+usable answer at all after the re-asks, a refusal or a reply cut by the token cap: the referee's penalty).
+
+Print the tables for a run directory, and save the figure::
 
     deepeval-games tables idiom runs/idiom-demo --plot runs/idiom-demo/idiom_tables.png
 """
@@ -37,6 +41,7 @@ from analysis.tables import (
     task_groups,
     task_records,
 )
+from deepeval_games.bot import Outcome
 from deepeval_games.records import MatchRecord
 
 __all__ = [
@@ -187,6 +192,42 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
     return save_figure(fig, path)
 
 
+LOSS_CAUSES = ("not an idiom", "wrong first character", "repeat", "format")
+"""Why a player lost a chain, in the order the table shows them."""
+_BREAK_CAUSE = {"not_an_idiom": "not an idiom", "wrong_first_char": "wrong first character", "repeat": "repeat"}
+_NO_ANSWER = ("invalid", "refusal", "context_overflow", "truncated")
+
+
+def losses_by_cause(records: Iterable[MatchRecord]) -> dict[str, dict[str, int]]:
+    """Per player (sorted), its lost matches by cause (see the module docs); every cause present, 0 when none."""
+    out: dict[str, dict[str, int]] = {}
+    for record in task_records(records, GAME):
+        for name in record.seats:
+            out.setdefault(name, dict.fromkeys(LOSS_CAUSES, 0))
+        loser = record.metrics.get("broken_by")
+        if loser is None or not 0 <= int(loser) < len(record.seats):
+            continue
+        moves = [t for t in record.turns if t.seat == int(loser)]
+        last = Outcome(moves[-1].outcome).value if moves else ""
+        cause = "format" if last in _NO_ANSWER else _BREAK_CAUSE.get(str(record.metrics.get("break_reason")), "format")
+        out[record.seats[int(loser)]][cause] += 1
+    return dict(sorted(out.items()))
+
+
+def format_losses(losses: dict[str, dict[str, int]]) -> str:
+    """The losses-by-cause table as fixed-width text."""
+    header = ("player", *LOSS_CAUSES, "lost")
+    rows = [(name, *(str(c[k]) for k in LOSS_CAUSES), str(sum(c.values()))) for name, c in losses.items()]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in (header, *rows)
+    ]
+    return "\n".join(["Losses by cause:", *(line.rstrip() for line in lines)])
+
+
 def print_tables(
     records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
 ) -> int:
@@ -200,6 +241,8 @@ def print_tables(
         print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
         print()
         print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
+        print()
+        print(format_losses(losses_by_cause(records)))
         if plot:
             path = numbered_path(plot, index, len(groups))
             print(f"\nfigure: {plot_early_late_tables([wins, hits], path)}")
