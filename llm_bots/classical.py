@@ -3,8 +3,9 @@
 * ``random`` — a uniformly random legal move, from the seat's observation (any game with a finite move set).
 * ``mcts`` — OpenSpiel's C++ Monte-Carlo tree search with random rollouts (``pyspiel.MCTSBot``) on
   perfect-information games (plain UCT, no MCTS-Solver: against weak play it keeps reaching for wins where a
-  solver settles for a proven draw); on imperfect-information games information-set MCTS (``pyspiel.ISMCTSBot``), which
-  searches worlds resampled from the seat's information state, never the true hidden state. A game whose states
+  solver settles for a proven draw); on imperfect-information games OpenSpiel's information-set MCTS
+  (``open_spiel.python.algorithms.ismcts``), which searches worlds resampled from the seat's information state, never
+  the true hidden state, each resample drawn from the bot's own seeded generator. A game whose states
   OpenSpiel cannot resample (``liars_dice``, ``first_sealed_auction``) is refused. Parameters: ``simulations``
   (1000), ``uct_c`` (2.0), ``rollouts`` (1 random rollout per leaf).
 * ``exact`` — a solved player for small two-player zero-sum sequential games: on deterministic
@@ -14,9 +15,9 @@
   A game with more than ``node_budget`` distinct states (``connect_four``) is refused. Solutions are cached per
   game string for the process.
 
-Reproducibility: ``random``, ``exact`` and plain ``mcts`` give the same moves for the same match seed.
-OpenSpiel's ``ISMCTSBot`` does not (measured on kuhn_poker: two runs with the same seeds agreed on 28 of 60
-decisions), so ``mcts`` matches on imperfect-information games are reproducible in distribution only.
+Reproducibility: every kind gives the same moves for the same match seed. (OpenSpiel's C++ ``pyspiel.ISMCTSBot``
+does not: it resamples worlds with an unseeded sampler, and two runs with the same seeds agreed on 28 of 60
+kuhn_poker decisions. Its Python twin is used instead, its resampling drawn from the bot's generator.)
 
 ``mcts`` and ``exact`` are :class:`~deepeval_games.bot.StateBot` s: trusted code that the referee hands a copy
 of the state. :func:`classical_support` says which of them can play a game, and why not.
@@ -232,6 +233,31 @@ class RandomBot(DeepEvalBot):
         return _identity(self)
 
 
+def _seeded_ismcts(
+    game: pyspiel.Game, random_state: np.random.RandomState, *, simulations: int, uct_c: float, rollouts: int
+) -> pyspiel.Bot:
+    """OpenSpiel's Python ISMCTS, its worlds resampled from ``random_state`` (so a seed gives the same moves).
+
+    The final policy is the normalized visit count, sampled: mixed play where the search finds it, as poker needs.
+    """
+    from open_spiel.python.algorithms import ismcts, mcts
+
+    class SeededISMCTS(ismcts.ISMCTSBot):
+        def resample_from_infostate(self, state: pyspiel.State) -> pyspiel.State:
+            sampler = pyspiel.UniformProbabilitySampler(int(random_state.randint(2**31 - 1)), 0.0, 1.0)
+            return state.resample_from_infostate(state.current_player(), sampler)
+
+    evaluator = mcts.RandomRolloutEvaluator(rollouts, random_state)
+    return SeededISMCTS(
+        game,
+        evaluator,
+        uct_c,
+        simulations,
+        random_state=random_state,
+        final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT,
+    )
+
+
 @register_bot("mcts")
 class MCTSPlayer(StateBot):
     """OpenSpiel's MCTS with random rollouts; information-set MCTS on imperfect-information games."""
@@ -255,12 +281,15 @@ class MCTSPlayer(StateBot):
         if reason is not None:
             raise SpecError(reason)
         self.params = {"simulations": int(simulations), "uct_c": float(uct_c), "rollouts": int(rollouts)}
-        evaluator = pyspiel.RandomRolloutEvaluator(int(rollouts), _seed(self.rng))
         self.information_sets = game.get_type().information != _Type.Information.PERFECT_INFORMATION
         self.search: pyspiel.Bot
         if self.information_sets:
-            self.search = pyspiel.ISMCTSBot(_seed(self.rng), evaluator, float(uct_c), int(simulations))
+            state_rng = np.random.RandomState(_seed(self.rng))
+            self.search = _seeded_ismcts(
+                game, state_rng, simulations=int(simulations), uct_c=float(uct_c), rollouts=int(rollouts)
+            )
         else:
+            evaluator = pyspiel.RandomRolloutEvaluator(int(rollouts), _seed(self.rng))
             self.search = pyspiel.MCTSBot(
                 game, evaluator, float(uct_c), int(simulations), 1000, False, _seed(self.rng), False
             )
