@@ -26,6 +26,7 @@ from typing import Any
 
 import pyspiel
 
+from deepeval_games import task
 from deepeval_games.games import load_game
 
 __all__ = ["PRESETS", "apply_preset", "game_presets", "preset_parameters"]
@@ -37,8 +38,7 @@ PRESETS = ("paper", "project")
 @functools.cache
 def game_presets(name: str) -> Mapping[str, Mapping[str, Any]]:
     """The presets a registered game declares (its ``presets`` attribute), by preset name; empty when none."""
-    table = getattr(load_game(name), "presets", None)
-    return {str(k): dict(v) for k, v in table.items()} if isinstance(table, Mapping) else {}
+    return task.presets(load_game(name))
 
 
 def preset_parameters(game_string: str, preset: str | None) -> dict[str, Any]:

@@ -18,9 +18,12 @@ hook                                without it
 ``prompt_file() -> Path``           the LLM players use the generic answer format and re-ask texts
 ``max_reply_chars() -> int``        :data:`DEFAULT_MAX_REPLY_CHARS`: a longer model reply is cut to it
                                     (the cut is recorded) before it is stored or sent back
-``reply_limit(role) -> int | None`` every LLM player keeps its own ``max_tokens``; with the hook, a
-                                    reply in ``role`` may take that many tokens when the player's
-                                    own setting is smaller (None: nothing for that role)
+``reply_limit(role) -> int | None`` an LLM player's reply cap is its own ``max_tokens``, else 512;
+                                    with the hook, a reply in ``role`` may take that many tokens when
+                                    the player's setting is smaller or unset (None: nothing for that
+                                    role)
+``presets: Mapping``                a spec's ``preset`` leaves the game as it is; with it, preset name
+                                    -> game parameters it selects (:mod:`deepeval_games.presets`)
 ==================================  ===============================================================
 
 :class:`TaskState` (on the state):
@@ -77,6 +80,7 @@ __all__ = [
     "observation_text",
     "penalty_action",
     "playability",
+    "presets",
     "prompt_file",
     "register_rules_card",
     "reply_limit",
@@ -90,6 +94,8 @@ class TaskGame(Protocol):
     """Optional hooks of a game (see the module docs for the defaults)."""
 
     judged: bool
+    presets: Mapping[str, Mapping[str, Any]]
+    """Game parameters per preset name (``paper``, ``project``) that a spec's ``preset`` selects."""
 
     def rules_text(self) -> str:
         """The rules in plain words; the referee broadcasts them to every seat before the first move."""
@@ -198,6 +204,12 @@ def seat_roles(game: pyspiel.Game) -> list[str]:
 def is_judged(game: pyspiel.Game) -> bool:
     """True when the game ends in a verdict node, so a spec must name a judge."""
     return bool(getattr(game, "judged", False))
+
+
+def presets(game: pyspiel.Game) -> dict[str, dict[str, Any]]:
+    """The game's presets: preset name -> the game parameters it selects (empty without the hook)."""
+    table = getattr(game, "presets", None)
+    return {str(k): dict(v) for k, v in table.items()} if isinstance(table, Mapping) else {}
 
 
 def prompt_file(game: pyspiel.Game) -> Path | None:
