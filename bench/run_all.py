@@ -353,7 +353,7 @@ def fig_memory(args: argparse.Namespace, work: Path) -> tuple[Figure, Figure]:
 
 
 def fig_sandbox(args: argparse.Namespace, work: Path) -> Figure:
-    """Sandboxed ÷ plain subprocess on the first N MBPP reference solutions (bench/bench_sandbox.py's sides)."""
+    """Sandboxed ÷ plain subprocess on N MBPP reference solutions spread over the test split (bench_sandbox's sides)."""
     figure = Figure("sandbox", "sandboxed MBPP ÷ plain subprocess per program", 2.0, True, required=False)
     try:
         from bench import bench_sandbox
@@ -365,7 +365,8 @@ def fig_sandbox(args: argparse.Namespace, work: Path) -> Figure:
         figure.skipped = "bubblewrap is not usable on this machine"
         return figure
     try:
-        records = bench_sandbox.load_records()[: args.sandbox_programs]
+        every = bench_sandbox.load_records()
+        records = every[:: max(1, len(every) // args.sandbox_programs)][: args.sandbox_programs]  # spread over all
     except OSError as exc:
         figure.skipped = f"MBPP data not found ({exc})"
         return figure

@@ -62,8 +62,14 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_VERSIONS: dict[str, str] = {}
+""":func:`package_versions`, read once per process (reading package metadata takes tens of milliseconds a run)."""
+
+
 def package_versions() -> dict[str, str]:
     """The installed versions of :data:`_PACKAGES`, plus ``python`` and ``platform``."""
+    if _VERSIONS:
+        return dict(_VERSIONS)
     versions: dict[str, str] = {}
     for name in _PACKAGES:
         try:
@@ -72,6 +78,7 @@ def package_versions() -> dict[str, str]:
             continue
     versions["python"] = sys.version.split()[0]
     versions["platform"] = platform.platform()
+    _VERSIONS.update(versions)
     return versions
 
 

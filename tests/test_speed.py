@@ -136,3 +136,54 @@ def test_the_runner_keeps_no_records_and_reads_them_from_the_store(tmp_path: Pat
     assert len(stored) == 6 and [r.to_dict() for r in result.iter_records()] == stored == [
         r.to_dict() for r in result.records
     ]
+
+
+_PINNED_IDS = {
+    "v1/pgg_scripted": ["5434562bee8643d1c410", "197b4eea46f5bc15fd21"],
+    "v3/pgg_scripted": ["d7afadcc3f3815e8c29f"],
+}
+"""Match ids that the code before issue 14 plans for the specs of these checked-in run directories. (The ids stored
+in them are older still: the game strings gained ``goal`` since; see tests/fixtures.)"""
+
+
+@pytest.mark.parametrize("name", sorted(_PINNED_IDS))
+def test_match_ids_are_unchanged_and_a_run_resumes(name: str, tmp_path: Path) -> None:
+    import sqlite3
+
+    from deepeval_games.runner import run_experiment
+    from deepeval_games.schedule import plan_matches
+    from deepeval_games.spec import parse_spec
+
+    with sqlite3.connect(ROOT / "tests" / "fixtures" / name / "results.sqlite") as db:
+        spec = json.loads(db.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()[0])
+    assert [m.match_id for m in plan_matches(parse_spec(spec))] == _PINNED_IDS[name]
+    first = run_experiment(spec, tmp_path / "run")
+    again = run_experiment(spec, tmp_path / "run")  # resumes: every match found by its id
+    assert sorted(first.match_ids) == sorted(_PINNED_IDS[name]) and (again.played, again.skipped) == (0, first.played)
+
+
+def test_llm_match_ids_are_unchanged() -> None:
+    from deepeval_games.schedule import plan_matches
+    from deepeval_games.spec import parse_spec
+
+    llm = {"name": "llm", "model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "max_tokens": 64}
+    spec = {
+        "experiment": {"game": "deepeval_public_goods(players=2,rounds=2)", "seed": 5, "repeats": 2, "cache": False},
+        "players": [{"name": "free", "bot": "pgg_free_rider"}, {**llm, "temperature": 0.0}],
+    }
+    assert [m.match_id for m in plan_matches(parse_spec(spec))] == ["b286851b231f1b7c3a54", "9d18a932189363275d3f"]
+
+
+def test_cache_keys_are_unchanged() -> None:
+    """Keys computed by the code before issue 14 (a rerun of an older run replays from its cache)."""
+    from llm_bots.call_cache import call_key
+    from llm_bots.model_config import ModelConfig
+
+    config = ModelConfig.from_mapping(
+        {"model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "temperature": 0.0, "seed": 7}
+    )
+    messages = [{"role": "user", "content": "Round 1: invest how many coins?"}]
+    first = call_key(config, messages, response_format=None, match_id="a92035b821598ca28496", seat=1, turn=0, ask=0)
+    later = call_key(config, messages, response_format={"type": "json_object"}, match_id="m", seat=0, turn=2, ask=1)
+    assert first == "dc6e09e28cf9c61504695f66808797d410743df3dc528d2bf3648f184e6bf35e"
+    assert later == "e9081383cbd0a2762c22c8ae4ce664f5bd3ba3255ec762774008f3a8e7f4ad41"
