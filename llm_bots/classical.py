@@ -280,8 +280,13 @@ class MCTSPlayer(StateBot):
         reason = mcts_refusal(game)
         if reason is not None:
             raise SpecError(reason)
-        self.params = {"simulations": int(simulations), "uct_c": float(uct_c), "rollouts": int(rollouts)}
         self.information_sets = game.get_type().information != _Type.Information.PERFECT_INFORMATION
+        self.params: dict[str, Any] = {
+            "search": "ismcts-seeded" if self.information_sets else "mcts",  # in match ids: what searched
+            "simulations": int(simulations),
+            "uct_c": float(uct_c),
+            "rollouts": int(rollouts),
+        }
         self.search: pyspiel.Bot
         if self.information_sets:
             state_rng = np.random.RandomState(_seed(self.rng))

@@ -248,6 +248,17 @@ def test_a_state_bot_is_not_played_from_an_observation() -> None:
     from deepeval_games.bot import observe
 
     bot = make_bot("mcts", load_game("tic_tac_toe"), 0, np.random.default_rng(0), {"simulations": 10})
+    assert bot.identity() == {
+        "kind": "classical",
+        "class": "MCTSPlayer",
+        "search": "mcts",
+        "simulations": 10,
+        "uct_c": 2.0,
+        "rollouts": 1,
+    }
+    assert make_bot("mcts", load_game("kuhn_poker"), 0, np.random.default_rng(0)).identity()["search"] == (
+        "ismcts-seeded"
+    )
     state = load_game("tic_tac_toe").new_initial_state()
     import asyncio
 
