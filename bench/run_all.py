@@ -155,21 +155,27 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
             },
             "players": [model_player("llm", endpoint.api_base), *({"name": b, "bot": b} for b in SCRIPTED[:3])],
         }
-        prompts: list[list[dict[str, str]]] = []
+        prompts: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
+        """Every call the engine sent: messages and sampling settings (the raw side replays them)."""
 
         def engine(n: int) -> tuple[float, int]:
             start = time.perf_counter()
             result = run_experiment(spec, work / f"llm-move-{n}")
             elapsed = time.perf_counter() - start
             if not prompts:
-                prompts.extend(ask for r in result.records for t in r.turns for ask in t.prompts)
+                for record in result.iter_records():
+                    for turn in record.turns:
+                        if turn.prompts:
+                            sampling = record.players[turn.seat]["sampling"]
+                            sampling = {k: v for k, v in sampling.items() if v is not None}
+                            prompts.extend((ask, sampling) for ask in turn.prompts)
             return elapsed, result.model_calls
 
         def raw() -> float:
             import litellm
 
             async def calls() -> None:
-                for messages in prompts:
+                for messages, sampling in prompts:
                     await litellm.acompletion(
                         model="openai/llm",
                         messages=messages,
@@ -179,7 +185,7 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
                         num_retries=0,
                         max_retries=0,
                         drop_params=True,
-                        temperature=0.0,
+                        **sampling,
                     )
 
             start = time.perf_counter()
@@ -190,11 +196,11 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
         engine(-1)  # warm-up: imports, first connections; also records the prompts the raw side replays
         raw()
         for n in range(args.repeats):
-            engine_s, calls = engine(n)
+            engine_s, sent = engine(n)
             raw_s = raw()
-            per_engine, per_raw = engine_s / calls * 1000, raw_s / len(prompts) * 1000
+            per_engine, per_raw = engine_s / sent * 1000, raw_s / len(prompts) * 1000
             figure.values.append(per_engine / per_raw)
-            figure.notes.append(f"engine {per_engine:.2f} ms/move ({calls} calls), raw {per_raw:.2f} ms/move")
+            figure.notes.append(f"engine {per_engine:.2f} ms/move ({sent} calls), raw {per_raw:.2f} ms/move")
     return figure
 
 
@@ -398,6 +404,9 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
         names = ("seat-a", "seat-b", "seat-c", "seat-d")
         players = [model_player(name, endpoint.api_base, max_concurrency=256) for name in names]
 
+        calls: list[list[list[tuple[str, list[dict[str, str]], dict[str, Any]]]]] = []
+        """Per match, per round, the four calls the engine sent: model, messages, sampling settings."""
+
         def engine(n: int) -> float:
             spec = {
                 "experiment": {
@@ -415,34 +424,45 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
             elapsed = time.perf_counter() - start
             if result.model_calls != matches * 4 * 5:
                 figure.notes.append(f"engine sent {result.model_calls} calls, expected {matches * 20}")
+            if not calls:  # the raw side replays exactly these calls (prompts, sampling, seed), in the same pattern
+                for record in result.iter_records():
+                    rounds: dict[int, list[tuple[str, list[dict[str, str]], dict[str, Any]]]] = {}
+                    for turn in record.turns:
+                        if turn.seat < 0:
+                            continue
+                        sampling = {k: v for k, v in record.players[turn.seat]["sampling"].items() if v is not None}
+                        for ask in turn.prompts:
+                            model = f"openai/{record.seats[turn.seat]}"
+                            rounds.setdefault(turn.round, []).append((model, ask, sampling))
+                    calls.append([rounds[r] for r in sorted(rounds)])
             return elapsed
 
         def raw() -> float:
             import litellm
 
-            message = [{"role": "user", "content": "Your move. Reply with JSON: coins 0..10."}]
-
-            async def one_match(gate: asyncio.Semaphore) -> None:
+            async def one_match(gate: asyncio.Semaphore, match: list[Any]) -> None:
                 async with gate:
-                    for _ in range(5):
+                    for round_calls in match:
                         await asyncio.gather(
                             *(
                                 litellm.acompletion(
-                                    model=f"openai/{name}",
-                                    messages=message,
+                                    model=model,
+                                    messages=messages,
                                     api_base=endpoint.api_base,
                                     api_key="x",
                                     timeout=30,
                                     num_retries=0,
                                     max_retries=0,
+                                    drop_params=True,
+                                    **sampling,
                                 )
-                                for name in names
+                                for model, messages, sampling in round_calls
                             )
                         )
 
             async def everything() -> None:
                 gate = asyncio.Semaphore(64)
-                await asyncio.gather(*(one_match(gate) for _ in range(matches)))
+                await asyncio.gather(*(one_match(gate, match) for match in calls))
 
             start = time.perf_counter()
             asyncio.run(everything())
