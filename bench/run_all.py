@@ -24,6 +24,9 @@ concurrency 200 PGG matches of four LLM seats, 50 ms endpoint, concurrency 64: e
             making the same calls in the same pattern (wall)
 workers2    the same with ``--workers 2`` ÷ one process                                                   ≤ 0.65
 ========== ====================================================================================== =========
+
+The raw litellm sides replay the engine's own calls (messages, sampling settings, seeds) in the engine's pattern;
+the sandbox figure takes ``--sandbox-programs`` programs spread over the MBPP test split.
 """
 
 from __future__ import annotations
