@@ -262,6 +262,11 @@ def _cmd_games(args: argparse.Namespace) -> int:
             f"{info.min_players}" if info.min_players == info.max_players else f"{info.min_players}-{info.max_players}"
         )
         print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
+    if args.all:  # OpenSpiel's own games: LLM-playable (probed), classical bots that play them
+        from llm_bots.classical import openspiel_listing
+
+        print("\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout):")
+        print("\n".join(openspiel_listing()))
     return 0
 
 
