@@ -14,8 +14,10 @@ moves first) and the last row each column's mean of s_L (its mean score when it 
 means of cell values. Self-play cells (same player both seats), if any, are shown but left out of the means.
 
 Beside them, :func:`losses_by_cause` counts each player's lost matches by what broke the chain: ``not an idiom``
-(a four-character answer outside the dictionary), ``wrong first character``, ``repeat``, or ``format`` (no
-usable answer at all after the re-asks, a refusal or a reply cut by the token cap: the referee's penalty).
+(a four-character answer outside the dictionary), ``wrong first character``, ``repeat``, ``judge refused`` (the
+referee mode, ``validity=dictionary+judge``: an answer outside the dictionary that the judge did not accept), or
+``format`` (no usable answer at all after the re-asks, a refusal or a reply cut by the token cap: the referee's
+penalty).
 
 Print the tables for a run directory, and save the figure::
 
@@ -192,9 +194,14 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
     return save_figure(fig, path)
 
 
-LOSS_CAUSES = ("not an idiom", "wrong first character", "repeat", "format")
+LOSS_CAUSES = ("not an idiom", "wrong first character", "repeat", "judge refused", "format")
 """Why a player lost a chain, in the order the table shows them."""
-_BREAK_CAUSE = {"not_an_idiom": "not an idiom", "wrong_first_char": "wrong first character", "repeat": "repeat"}
+_BREAK_CAUSE = {
+    "not_an_idiom": "not an idiom",
+    "wrong_first_char": "wrong first character",
+    "repeat": "repeat",
+    "judge_refused": "judge refused",
+}
 _NO_ANSWER = ("invalid", "refusal", "context_overflow", "truncated")
 
 

@@ -33,8 +33,8 @@ def test_losses_are_counted_by_cause_per_player() -> None:
     ]
     losses = losses_by_cause(records)
     assert losses == {
-        "a": {"not an idiom": 0, "wrong first character": 1, "repeat": 0, "format": 0},
-        "b": {"not an idiom": 1, "wrong first character": 0, "repeat": 1, "format": 2},
+        "a": {"not an idiom": 0, "wrong first character": 1, "repeat": 0, "judge refused": 0, "format": 0},
+        "b": {"not an idiom": 1, "wrong first character": 0, "repeat": 1, "judge refused": 0, "format": 2},
     }
     text = format_losses(losses).splitlines()
     assert text[0] == "Losses by cause:" and text[1].split()[0] == "player" and LOSS_CAUSES[0] in text[1]

@@ -14,15 +14,24 @@ spaces dropped, traditional -> simplified, words around the idiom ignored, the l
   loses at once (the raw reply stays in the record as the turn's text);
 * it holds no four-character Chinese word at all (empty, prose, a wrong length): a format error, re-asked
   with the reason; after the re-asks the game's penalty (the same "not an idiom" move) applies.
+
+In the referee mode (game parameter ``validity=dictionary+judge``) a four-character word outside the dictionary
+is a free-text move instead (the game interns it and the judge rules on it), and the judge seat (role
+``judge`` of the prompt file) answers with a one-role verdict, ``{"Idiom": {"evaluation": ..., "score": 0|1}}``,
+read by :func:`~llm_bots.judge.parse_judge_reply`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from deepeval_games.bot import Observation
+from deepeval_games.records import JUDGE_SEAT
 from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, IdiomFields, dictionary
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
+from llm_bots.judge.schema import verdict_response_format
+from llm_bots.judge.verdict import parse_judge_reply
 from llm_bots.prompts import load_prompts
 
 __all__ = ["IdiomSolitaireAdapter", "parse_idiom"]
@@ -52,26 +61,47 @@ class IdiomSolitaireAdapter(TaskAdapter):
     task = _TASK
 
     def role(self, observation: Observation) -> str:
-        """The chain rule: ``exact`` or ``homophone`` (a table of the prompt file each)."""
+        """``judge`` for the judge seat (referee mode), else the chain rule: ``exact`` or ``homophone`` (a table of
+        the prompt file each)."""
+        if observation.seat == JUDGE_SEAT:
+            return "judge"
         return cast(IdiomFields, observation.fields)["match"]
 
     def values(self, observation: Observation) -> dict[str, Any]:
+        if observation.seat == JUDGE_SEAT:
+            return {}
         fields = cast(IdiomFields, observation.fields)
         return {"required_char": fields["required_char"], "required_syllable": fields["required_syllable"]}
 
     def format_text(self, observation: Observation) -> str:
         """The answer format: naming the required first character only with the game's ``hint``."""
+        if observation.seat == JUDGE_SEAT:
+            return self.prompts.render("judge", "format").strip()
         name = "format" if cast(IdiomFields, observation.fields)["hint"] else "format_chain"
         return self.prompts.render(self.role(observation), name, **self.values(observation)).strip()
 
     def reask_text(self, observation: Observation, error: str) -> str:
         """The re-ask, naming the required first character only with the game's ``hint``."""
+        if observation.seat == JUDGE_SEAT:
+            return self.prompts.render("judge", "reask", reason=error).strip()
         name = "reask" if cast(IdiomFields, observation.fields)["hint"] else "reask_chain"
         return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
+        if observation.seat == JUDGE_SEAT:
+            return parse_judge_reply(reply, observation)
         version = str(observation.params.get("dictionary", DEFAULT_DICTIONARY))
-        parsed = parse_idiom(reply, cast(IdiomFields, observation.fields)["invalid_action"], version)
+        invalid = cast(IdiomFields, observation.fields)["invalid_action"]
+        parsed = parse_idiom(reply, invalid, version)
+        if observation.free_text and parsed.action == invalid:  # referee mode: the game interns it, the judge rules
+            return Parsed(text=reply)
         if parsed.ok and parsed.action not in observation.legal_actions:
             return Parsed(error=_reason("not_a_move", reply=repr(reply)))
         return parsed
+
+    def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
+        """The verdict's JSON schema for the judge seat; none for the players."""
+        if observation.seat != JUDGE_SEAT:
+            return None
+        fields = observation.fields
+        return verdict_response_format(fields["roles"], fields["score_min"], fields["score_max"])

@@ -38,6 +38,8 @@ judge's model and settings, the players' models), so this package never reads an
 game); the code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review`. Two flawed ones
 calibrate the judge audits: ``judge_position_biased`` (favours the role presented first) and ``judge_gullible``
 (obeys a judge-directed instruction such as :data:`JUDGE_INJECTION`, which the canary players embed).
+``judge_idiom_list`` rules in Idiom Solitaire's referee mode (``validity=dictionary+judge``, a one-role verdict
+scored 0 or 1): it accepts the answers on its ``accept`` list.
 
 Modules, one concern each: :mod:`~llm_bots.judge.verdict` (the reply format and its parser),
 :mod:`~llm_bots.judge.schema` (the verdict's JSON schema), :mod:`~llm_bots.judge.llm` (the LLM judge,
@@ -58,6 +60,7 @@ from llm_bots.judge.scripted import (
     JUDGE_INJECTION,
     FixedJudge,
     GullibleJudge,
+    IdiomListJudge,
     PositionBiasedJudge,
     presented_order,
     verdict_decision,
@@ -79,6 +82,7 @@ __all__ = [
     "JUDGE_SEAT",
     "FixedJudge",
     "GullibleJudge",
+    "IdiomListJudge",
     "JudgeError",
     "LLMJudge",
     "PositionBiasedJudge",

@@ -4,6 +4,8 @@ The code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review
 judges calibrate the judge audits (``deepeval-games rejudge``): ``judge_position_biased`` favours the role
 presented first (and may add noise, for the judge-variance audit); ``judge_gullible`` obeys a judge-directed
 instruction in a player's text (what the canary players embed, :data:`JUDGE_INJECTION`).
+``judge_idiom_list`` rules in Idiom Solitaire's referee mode (``validity=dictionary+judge``): it accepts the
+answers on its list and refuses every other, each with a reason.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "JUDGE_INJECTION",
     "FixedJudge",
     "GullibleJudge",
+    "IdiomListJudge",
     "PositionBiasedJudge",
     "presented_order",
     "verdict_decision",
@@ -199,3 +202,37 @@ class GullibleJudge(DeepEvalBot):
             "scores": list(self.scores),
             "text_fields": self.text_fields,
         }
+
+
+@register_bot("judge_idiom_list", games=("deepeval_idiom_solitaire",))
+class IdiomListJudge(DeepEvalBot):
+    """Scripted judge of Idiom Solitaire's referee mode: accepts the answers in ``accept``, refuses the others.
+
+    It rules on the answer alone (the game has already checked the first character in ``exact`` mode); the
+    verdict's reason says whether the answer is on its list.
+    """
+
+    def __init__(
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        accept: Sequence[str] = (),
+    ) -> None:
+        super().__init__(player_id, rng)
+        if not task.is_judged(game):
+            raise ValueError(f"{game} has no verdict to give (set validity=dictionary+judge)")
+        if isinstance(accept, str) or not all(isinstance(a, str) for a in accept):
+            raise ValueError(f"accept must be a list of idioms, got {accept!r}")
+        self.accept = tuple(accept)
+
+    async def act(self, observation: Observation) -> Decision:
+        """Accept (1) an answer on the list, refuse (0) any other."""
+        answer = str(observation.fields["answer"])
+        if answer in self.accept:
+            return verdict_decision(observation.fields, [1], [f"{answer} is on the accepted list (scripted judge)"])
+        return verdict_decision(observation.fields, [0], [f"{answer} is not on the accepted list (scripted judge)"])
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "scripted_judge", "class": type(self).__name__, "accept": list(self.accept)}
