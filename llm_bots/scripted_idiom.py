@@ -11,6 +11,10 @@ game's ``match`` rule and is not in the chain yet.
 * ``idiom_limited`` — knows a seeded fraction of the dictionary (``fraction``, default 0.2, drawn with
   ``vocabulary_seed``, default 0: the same vocabulary in every match); a random valid reply it knows.
   A tunable weak baseline.
+* ``idiom_phrasebook`` — knows every idiom, plus a list of ``answers`` of its own (``answers``, e.g. idioms the
+  dictionary lacks): it plays the first of them that starts with the required character and is not used yet,
+  as free text where the game takes it (the referee mode, ``validity=dictionary+judge``), else a random valid
+  dictionary reply. Exercises the judge offline.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, dictionary
 __all__ = [
     "DictionaryIdiomBot",
     "LimitedIdiomBot",
+    "PhrasebookIdiomBot",
     "StrategicIdiomBot",
     "known_vocabulary",
     "opponent_replies",
@@ -75,7 +80,14 @@ class _IdiomBot(DeepEvalBot):
 
     def replies(self, fields: Mapping[str, Any]) -> list[int]:
         """Valid replies this bot can think of."""
-        return valid_replies(fields["chain_ids"], fields["match"], self.dictionary)
+        chain = fields["chain_ids"]
+        if chain[-1] < len(self.dictionary):
+            return valid_replies(chain, fields["match"], self.dictionary)
+        # after an answer the judge accepted (referee mode): not a dictionary idiom, so start from its last character
+        ids = set(self.dictionary.ids_starting_with(fields["required_char"]))
+        if fields["match"] == "homophone" and fields["required_syllable"]:
+            ids |= set(self.dictionary.ids_starting_with_pinyin(fields["required_syllable"]))
+        return sorted(ids - set(chain))
 
     def answer(self, observation: Observation, action: int | None) -> Decision:
         """The decision for ``action``; ``None`` gives the invalid reply."""
@@ -105,7 +117,8 @@ class StrategicIdiomBot(_IdiomBot):
         options = self.replies(fields)
         if not options:
             return self.answer(observation, None)
-        used, match = fields["chain_ids"], fields["match"]
+        used = [i for i in fields["chain_ids"] if i < len(self.dictionary)]  # judged answers are not in it
+        match = fields["match"]
         counts = np.array([opponent_replies(c, used, match, self.dictionary) for c in options])
         best = np.flatnonzero(counts == counts.min())
         return self.answer(observation, options[int(self.rng.choice(best))])
@@ -140,3 +153,36 @@ class LimitedIdiomBot(_IdiomBot):
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "fraction": self.fraction, "vocabulary_seed": self.vocabulary_seed}
+
+
+@register_bot("idiom_phrasebook", games=_IDIOM)
+class PhrasebookIdiomBot(_IdiomBot):
+    """Plays its own ``answers`` first where they continue the chain, else a random valid dictionary reply."""
+
+    def __init__(
+        self,
+        player_id: int,
+        rng: np.random.Generator | None = None,
+        *,
+        game: pyspiel.Game,
+        answers: Sequence[str] = (),
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        if isinstance(answers, str) or not all(isinstance(a, str) and len(a) == 4 for a in answers):
+            raise ValueError(f"answers must be a list of four-character idioms, got {answers!r}")
+        self.answers = tuple(answers)
+
+    async def act(self, observation: Observation) -> Decision:
+        """The first own answer that starts right and is unused (free text); else a random valid reply."""
+        fields = observation.fields
+        for answer in self.answers:
+            if answer[0] == fields["required_char"] and answer not in fields["chain"]:
+                if observation.free_text:
+                    return Decision(action=None, text=answer)
+                known = self.dictionary.id_of(answer)
+                return self.answer(observation, known)
+        options = self.replies(fields)
+        return self.answer(observation, int(self.rng.choice(options)) if options else None)
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "answers": list(self.answers)}

@@ -138,3 +138,51 @@ def test_llm_player_and_llm_judge_through_the_fake_endpoint() -> None:
 
 def _params(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in ("name", "model")}
+
+
+def test_a_spec_with_a_scripted_judge_runs_and_the_table_counts_judge_refusals(tmp_path: Any, capsys: Any) -> None:
+    """End to end through the runner: phrasebook players, judge_idiom_list; `tables idiom` counts the refusals."""
+    from deepeval_games import run_experiment
+    from deepeval_games.cli import main
+
+    spec = {
+        "experiment": {
+            "name": "idiom-judge",
+            "game": f"deepeval_idiom_solitaire(start=天长地久,max_turns=4,{JUDGED})",
+            "repeats": 1,
+            "seed": 0,
+            "pairing": "round_robin",
+        },
+        "players": [
+            {"name": "veteran", "bot": "idiom_phrasebook", "params": {"answers": ["久经沙场"]}},
+            {"name": "talker", "bot": "idiom_phrasebook", "params": {"answers": ["场面热闹"]}},
+        ],
+        "judge": {"name": "referee", "bot": "judge_idiom_list", "params": {"accept": ACCEPT}},
+    }
+    result = run_experiment(spec, tmp_path / "run")
+    assert not result.failed and result.played == 2
+    records = result.records
+    first = next(r for r in records if r.seats == ["veteran", "talker"])
+    assert [r["accepted"] for r in first.metrics["rulings"]] == [True, False]
+    assert first.metrics["break_reason"] == JUDGE_REFUSED
+    assert main(["tables", "idiom", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    losses = out.split("Losses by cause:")[1]
+    talker = next(line for line in losses.splitlines() if line.startswith("talker"))
+    assert "judge refused" in out and talker.split()[4] == "1"  # not idiom, wrong char, repeat, judge refused
+
+
+@pytest.mark.parametrize("bot", ["idiom_dictionary", "idiom_strategic", "idiom_limited"])
+def test_scripted_players_continue_after_an_accepted_answer(bot: str) -> None:
+    from deepeval_games.bot import observe
+    from deepeval_games.registry import make_bot
+
+    game = load_game(f"deepeval_idiom_solitaire(start=孤立寡与,{JUDGED})")
+    state = game.new_initial_state()
+    state.apply_action(state.intern_utterance(0, "与时俱进"))
+    state.apply_action(1)  # accepted
+    params = {"fraction": 1.0} if bot == "idiom_limited" else {}
+    player = make_bot(bot, game, 1, np.random.default_rng(0), params)
+    decision = asyncio.run(player.act(observe(state, 1, (), 1)))
+    assert decision.action is not None and dictionary()[decision.action].first_char == "进"
+    assert state.why_invalid(decision.action) is None
