@@ -19,7 +19,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from deepeval_games.errors import DeepEvalError
@@ -41,13 +41,14 @@ def _task(record: MatchRecord) -> str:
     return game_variant(record.game)
 
 
-def score_report(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
+def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
 
     Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
     rates (:mod:`analysis.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
     not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
-    task's penalty or a seeded random legal move was played for the seat).
+    task's penalty or a seeded random legal move was played for the seat). ``records`` are read once, as they
+    come (a stream from the store keeps memory flat), and kept slim.
     """
     from deepeval_games.report import core_text  # the report's core sections (deepeval_games.report)
 
@@ -77,9 +78,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             before = store.completed_ids()
     result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait)
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
-    print(score_report(result.records, epsilon=epsilon))
+    print(score_report(result.iter_records(), epsilon=epsilon))  # streamed from the store: flat memory
     if spec.uses_models():
-        played_now = [r for r in result.records if r.match_id not in before]
+        played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
         print("\n" + estimate.format_run_summary(totals, result.calls_by_model, result.cache_hits))
     if result.stopping is not None:  # the adaptive rule: what stopped it, matches per player, what is unresolved

@@ -25,7 +25,7 @@ import json
 import logging
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -35,7 +35,7 @@ from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import game_variant
 from deepeval_games.judgements import JudgementRecord
 from deepeval_games.plugins import load_entry_points
-from deepeval_games.records import MatchRecord
+from deepeval_games.records import MatchRecord, TurnRecord
 from deepeval_games.store import DB_NAME, Store
 
 __all__ = [
@@ -182,17 +182,53 @@ def stream_records(
                 yield run, record
 
 
-def slim(record: MatchRecord) -> MatchRecord:
-    """A copy without the texts tables never read: prompts, reasoning, the message pool, and the seats' replies and
-    utterances (each reply becomes ``""``, so the number of asks stays). Transport attempts, outcomes, tokens, cost
-    and the judge's verdicts (seat -2) are kept."""
+Interned = dict[Any, Any]
+"""Shared parts of slim records (:func:`slim`'s ``interned``): equal slim turns, seat lists and player entries."""
+
+
+def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
+    """The fields of a slim turn, as a key under which equal turns share one object; None when it has attempts."""
+    if turn.attempts:
+        return None
+    return (
+        turn.index, turn.round, turn.seat, turn.action, turn.action_string, turn.text, turn.outcome,
+        tuple(turn.raw_replies), turn.retries, turn.model, turn.tokens_in, turn.tokens_out, turn.cost_usd,
+        turn.error, tuple(turn.cut_chars), tuple(turn.finish_reasons), turn.reasoning_tokens,
+    )  # fmt: skip
+
+
+def _shared(interned: Interned, value: Any) -> Any:
+    """One object for every equal ``value`` (a JSON-like list or dict) of a report."""
+    key = ("json", json.dumps(value, sort_keys=True, default=str))
+    return interned.setdefault(key, value)
+
+
+def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
+    """A copy without the texts tables never read: prompts, reasoning, the message pool, the seats' replies and
+    utterances (each reply becomes ``""``, so the number of asks stays) and the turns' latency. Transport attempts,
+    outcomes, tokens, cost and the judge's verdicts (seat -2) are kept.
+
+    With ``interned`` (one dict per report, empty at first) equal slim turns, seat lists, role lists and player
+    entries are one shared object, so a report of many matches of few distinct moves stays small: sections only
+    read records, never change them.
+    """
     turns = []
     for turn in record.turns:
-        update: dict[str, Any] = {"prompts": [], "reasoning": []}
+        update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
         if turn.seat >= 0:
             update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
-        turns.append(turn.model_copy(update=update))
-    return record.model_copy(update={"turns": turns, "messages": []})
+        light = turn.model_copy(update=update)
+        key = _turn_key(light) if interned is not None else None
+        turns.append(light if key is None or interned is None else interned.setdefault(key, light))
+    update = {"turns": turns, "messages": []}
+    if interned is not None:
+        update.update(
+            seats=_shared(interned, record.seats),
+            roles=_shared(interned, record.roles),
+            players=[_shared(interned, p) for p in record.players],
+            game=interned.setdefault(("game", record.game), record.game),
+        )
+    return record.model_copy(update=update)
 
 
 # -- sections ---------------------------------------------------------------------------------------------
@@ -577,11 +613,12 @@ def load_report(
     labels = player_labels(runs)
     variants: dict[str, list[MatchRecord]] = {}
     counts: dict[str, dict[str, int]] = {}
+    interned: Interned = {}
     for run, record in stream_records(runs, labels):
         if on_record is not None:
             on_record(run, record)
         variant = game_variant(record.game)
-        variants.setdefault(variant, []).append(slim(record))
+        variants.setdefault(variant, []).append(slim(record, interned))
         per_run = counts.setdefault(variant, {})
         per_run[run.label] = per_run.get(run.label, 0) + 1
     judgements: list[JudgementRecord] = []
@@ -654,10 +691,12 @@ def text_report(data: ReportData, *, epsilon: float | None = None, core_only: bo
     return text or "no completed matches"
 
 
-def core_text(records: Sequence[MatchRecord], *, epsilon: float | None = None) -> str:
-    """The score summary of records in memory (what ``run`` prints): the core sections only."""
+def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
+    """The score summary of ``records`` (what ``run`` prints): the core sections only. The records are read once,
+    as they come, and kept slim (:func:`slim`): a stream from the store keeps memory small."""
     variants: dict[str, list[MatchRecord]] = {}
+    interned: Interned = {}
     for record in records:
-        variants.setdefault(game_variant(record.game), []).append(record)
+        variants.setdefault(game_variant(record.game), []).append(slim(record, interned))
     data = ReportData([], dict(sorted(variants.items())), [], {v: {} for v in variants})
     return text_report(data, epsilon=epsilon, core_only=True)
