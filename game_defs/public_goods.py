@@ -28,6 +28,13 @@ Rules card
   applies it when a bot gave no valid answer after its re-asks. A forfeiting seat loses its E coins of
   the round (it neither keeps nor invests them) but still receives its pool share, so a forfeit is
   strictly worse for that seat than any legal move and changes nothing for the others.
+* What the referee does with a reply that is not in the answer format depends on ``unusable``: ``forfeit``
+  (default) re-asks and, after the re-asks, applies the forfeit; ``reformat`` (``preset = "paper"``: the paper's
+  referee rewrites an unusable reply in the answer format) reads the amount the reply states in prose (the last
+  number followed by "coin(s)", else the last whole number from 0 to E in it) and plays it; only a reply that
+  states no such amount is re-asked and, in the end, forfeited. The LLM adapter applies it
+  (:mod:`llm_bots.adapters.public_goods`) and records the rewritten answer as the turn's text. The default is left
+  out of the game string, so earlier games keep their match ids.
 
 With 1 < alpha < n, investing nothing is a dominant strategy (the Nash equilibrium) while everyone
 investing everything is the social optimum.
@@ -35,7 +42,8 @@ investing everything is the social optimum.
 Payoff bounds: ``min_utility = 0`` (forfeit every round, nobody invests) and
 ``max_utility = rounds * max(E + alpha * (n - 1) * E / n, alpha * E)``.
 
-Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wording by default).
+Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wording by default); ``unusable``
+(forfeit by default, so version 2 games are unchanged).
 """
 
 from __future__ import annotations
@@ -57,11 +65,17 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "alpha": 1.6,
     "mode": 1,
     "goal": "most",
+    "unusable": "forfeit",
 }
 GOALS = ("most", "max")
 """The values of ``goal``: ``most`` (end with the most coins, as the paper words it) or ``max`` (hold as many coins
 as possible, this project's first wording)."""
-PRESETS: dict[str, dict[str, Any]] = {"paper": {"goal": "most"}, "project": {"goal": "max"}}
+UNUSABLE = ("forfeit", "reformat")
+"""The values of ``unusable``: what the referee does with a reply outside the answer format (see the rules card)."""
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"goal": "most", "unusable": "reformat"},
+    "project": {"goal": "max", "unusable": "forfeit"},
+}
 """Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`)."""
 _MAX_PLAYERS = 10
 
@@ -134,6 +148,10 @@ class PublicGoodsGame(pyspiel.Game):
         _validate(n, rounds, endowment, alpha, mode)
         if merged["goal"] not in GOALS:
             raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {merged['goal']!r}")
+        if merged["unusable"] not in UNUSABLE:
+            raise ValueError(f"unusable must be one of {', '.join(UNUSABLE)}, got {merged['unusable']!r}")
+        if merged["unusable"] == "forfeit":  # the default stays out of the string: earlier games keep their ids
+            del merged["unusable"]
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
         super().__init__(
             self.game_type,

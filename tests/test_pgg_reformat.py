@@ -1,0 +1,71 @@
+"""PGG: with unusable=reformat (preset "paper") the referee rewrites an unusable reply instead of forfeiting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepeval_games import UnknownGameError, load_game, play_match
+from deepeval_games.presets import apply_preset
+from deepeval_games.runner import build_player
+from deepeval_games.spec import PlayerSpec
+from llm_bots.adapters.public_goods import reformat_coins
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+PROSE = "After some thought I will put 3 coins into the pool, keeping the rest of my 10."
+
+
+@pytest.mark.parametrize(
+    ("reply", "amount"),
+    [
+        (PROSE, 3),
+        ("I choose 7", 7),
+        ("Round 3: I put in 4 of my 10", 4),
+        ("6/10 seems fair", 6),
+        ("I keep all 10 coins and invest 0 coins", 0),
+        ("投入３枚", 3),  # full-width digit
+        ("I will invest 11", None),  # out of range
+        ("no number at all", None),
+    ],
+)
+def test_reformat_reads_the_stated_amount(reply: str, amount: int | None) -> None:
+    assert reformat_coins(reply, 10) == amount
+
+
+def test_the_option_is_a_game_parameter_the_paper_preset_selects() -> None:
+    plain = "deepeval_public_goods(players=2,rounds=1)"
+    assert "unusable" not in str(load_game(plain))  # the default keeps earlier game strings and match ids
+    assert str(load_game("deepeval_public_goods(players=2,rounds=1,unusable=forfeit)")) == str(load_game(plain))
+    assert "unusable=reformat" in str(load_game(apply_preset(plain, "paper")))
+    assert "unusable" not in str(load_game(apply_preset(plain, "project")))
+    with pytest.raises(UnknownGameError, match="unusable must be one of"):
+        load_game("deepeval_public_goods(unusable=guess)")
+
+
+def _play(game_string: str) -> Any:
+    game = load_game(game_string)
+    rng = np.random.default_rng(0)
+    with FakeOpenAIServer(default=Behaviour.reply(PROSE), max_hang_s=5) as server:
+        entry = model_player("fake-player", server)
+        params = {k: v for k, v in entry.items() if k not in ("name", "model")}
+        llm = build_player(PlayerSpec(name="p", model=entry["model"], params=params), game, 0, rng)
+        other = build_player(PlayerSpec(name="q", bot="pgg_free_rider"), game, 1, rng)
+        record = asyncio.run(play_match(game, [llm, other], seed=0))
+        return record, server.request_count
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_a_prose_reply_is_forfeited_by_default_and_rewritten_under_reformat() -> None:
+    forfeited, asked = _play("deepeval_public_goods(players=2,rounds=1)")
+    turn = forfeited.turns[0]
+    assert turn.seat == 0 and turn.action == 11 and turn.action_string == "forfeit" and asked > 1  # re-asked first
+    rewritten, asked = _play("deepeval_public_goods(players=2,rounds=1,unusable=reformat)")
+    turn = rewritten.turns[0]
+    assert turn.seat == 0 and turn.action == 3 and asked == 1 and turn.outcome == "ok"
+    answer = json.loads(turn.text)
+    assert answer == {"reason": PROSE, "coins": 3, "reformatted": True}
+    assert rewritten.returns[0] > forfeited.returns[0]
