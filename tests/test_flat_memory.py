@@ -1,0 +1,128 @@
+"""Flat memory (issue 14, item 2): the summary ``run`` prints and ``report`` stream the store into slim records that
+share their equal parts, and the bootstrap interval draws its resamples in blocks."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deepeval_games.records import MatchRecord
+from deepeval_games.report import ReportData, load_report, slim, text_report
+from deepeval_games.runner import RunResult, run_experiment
+from deepeval_games.store import Store
+
+BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
+GAME = "deepeval_public_goods(players=4,rounds=2)"
+
+
+def _spec(repeats: int) -> dict[str, object]:
+    return {
+        "experiment": {"game": GAME, "repeats": repeats, "seed": 3},
+        "players": [{"name": bot, "bot": bot} for bot in BOTS],
+    }
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("flat") / "run"
+    run_experiment(_spec(80), out)
+    return out
+
+
+def _full(run_dir: Path) -> list[MatchRecord]:
+    with Store(run_dir, read_only=True) as store:
+        return list(store.records())
+
+
+def test_report_shares_equal_slim_turns_and_its_tables_are_those_of_the_full_records(run_dir: Path) -> None:
+    full = _full(run_dir)
+    data = load_report([run_dir])
+    slims = data.records
+    turns = [t for r in slims for t in r.turns]
+    assert len(slims) == 80 and len(turns) == sum(len(r.turns) for r in full)
+    assert len({id(t) for t in turns}) < len(turns) // 4  # scripted moves repeat: one object per distinct turn
+    assert len({id(r.seats) for r in slims}) < len(slims)
+    for record, light in zip(full, slims, strict=True):  # what tables read is kept
+        assert (light.match_id, light.returns, light.status, light.seats) == (
+            record.match_id,
+            record.returns,
+            record.status,
+            record.seats,
+        )
+        assert [(t.seat, t.action, t.outcome, t.tokens_in) for t in light.turns] == [
+            (t.seat, t.action, t.outcome, t.tokens_in) for t in record.turns
+        ]
+    (variant,) = data.variants
+    unslimmed = ReportData(data.runs, {variant: full}, [], data.run_counts, data.epsilon)
+    assert text_report(data) == text_report(unslimmed)
+
+
+def test_shared_slim_records_take_a_fraction_of_the_memory(run_dir: Path) -> None:
+    full = _full(run_dir)
+
+    def held(interned: dict[object, object] | None) -> int:
+        tracemalloc.start()
+        try:
+            kept = [slim(r, interned) for r in full]
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert len(kept) == len(full)
+        return size
+
+    alone, shared = held(None), held({})
+    assert shared < alone / 4, (alone, shared)
+    assert shared / len(full) < 8_000  # bytes per 8-turn match (a full slim copy: about 20,000)
+
+
+def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepeval_games.cli import main
+
+    def every_record_at_once(self: RunResult) -> list[MatchRecord]:
+        raise AssertionError("the run summary read every record at once")
+
+    monkeypatch.setattr(RunResult, "records", property(every_record_at_once))
+    lines = [f'game = "{GAME}"', "repeats = 3", "seed = 3"]
+    players = "".join(f'\n[[players]]\nname = "{b}"\nbot = "{b}"\n' for b in BOTS)
+    spec = tmp_path / "spec.toml"
+    spec.write_text("[experiment]\n" + "\n".join(lines) + "\n" + players)
+    streamed: list[str] = []
+    original = RunResult.iter_records
+
+    def counted(self: RunResult) -> object:
+        streamed.append("once")
+        return original(self)
+
+    monkeypatch.setattr(RunResult, "iter_records", counted)
+    assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    assert streamed == ["once"]  # a scripted run reads the store once, for the scores
+
+
+def test_run_summary_is_the_report_core(run_dir: Path) -> None:
+    from deepeval_games.cli import score_report
+
+    full = _full(run_dir)
+    assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
+
+
+def test_bootstrap_in_blocks_draws_the_interval_of_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.scores as scores
+
+    values = np.random.default_rng(1).normal(size=1001)
+    data = np.sort(values)
+    means = np.random.default_rng(0).choice(data, size=(2000, data.size), replace=True).mean(axis=1)
+    one_draw = (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
+    assert scores.bootstrap_ci(values) == one_draw
+    monkeypatch.setattr(scores, "_BOOTSTRAP_BLOCK", 777)  # blocks of a row: the same stream, the same interval
+    assert scores.bootstrap_ci(values) == one_draw
+    monkeypatch.undo()
+    tracemalloc.start()
+    try:
+        scores.bootstrap_ci(np.arange(10_000.0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 60e6, peak  # one draw of 2,000 x 10,000: 320 MB
