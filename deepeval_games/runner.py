@@ -313,6 +313,17 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     return plan
 
 
+def _finish_manifest(manifest: RunManifest, status: str, spec: ExperimentSpec, runtime: Any, result: RunResult) -> None:
+    """Close the run's manifest: how it ended, what it played, and what the providers reported."""
+    manifest.finish(
+        status=status,
+        records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
+        reported=runtime.reported if runtime is not None else None,
+        played=result.played,
+        failed=len(result.failed),
+    )
+
+
 async def _run_once(
     spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, plan: list[PlannedMatch] | None
 ) -> RunResult:
@@ -341,13 +352,7 @@ async def _run_once(
             result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
             status = "finished"
         finally:
-            manifest.finish(
-                status=status,
-                records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
-                reported=runtime.reported if runtime is not None else None,
-                played=result.played,
-                failed=len(result.failed),
-            )
+            _finish_manifest(manifest, status, spec, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
             result.calls_by_model, result.cache_hits = dict(runtime.sent), dict(runtime.hits)
@@ -501,13 +506,7 @@ async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: 
             result.match_ids = frozenset(selected_ids & store.completed_ids())
             status = "finished"
         finally:
-            manifest.finish(
-                status=status,
-                records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
-                reported=runtime.reported if runtime is not None else None,
-                played=result.played,
-                failed=len(result.failed),
-            )
+            _finish_manifest(manifest, status, spec, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
         result.repeats = stopping.report.rounds
