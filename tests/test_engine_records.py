@@ -1,0 +1,33 @@
+"""The engine plays the same matches as before its per-move cost was cut: records equal, timings aside.
+
+The fixture (``tests/fixtures/engine_records.jsonl``) was written by the engine before that work (see
+:mod:`tests.engine_cases`): scripted, random, MCTS and exact players, illegal moves and their penalties, chance
+nodes, simultaneous rounds, free-text moves and a judge, on the Public Goods Game, tic_tac_toe, connect_four,
+kuhn_poker, liars_dice, the iterated prisoner's dilemma, Idiom Solitaire and Machine Translation. A digest of every
+observation a test seat received is part of its moves, so an LLM seat's prompt would be unchanged too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.engine_cases import CASES, FIXTURE, _normal, play
+
+EXPECTED = {entry["case"]: entry["record"] for entry in map(json.loads, FIXTURE.read_text("utf-8").splitlines())}
+
+
+def test_the_fixture_holds_every_case() -> None:
+    assert sorted(EXPECTED) == sorted(case.name for case in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_same_seed_same_record_as_before(case) -> None:
+    played = _normal(asyncio.run(play(case)))
+    assert played["case"] == case.name
+    record, expected = played["record"], EXPECTED[case.name]
+    assert record["turns"] == expected["turns"]
+    assert record["messages"] == expected["messages"]
+    assert record == expected
