@@ -62,7 +62,8 @@ class DigestBot(DeepEvalBot):
     async def act(self, observation: Observation) -> Decision:
         legal = observation.legal_actions
         action = int(legal[int(self.rng.integers(len(legal)))])
-        return Decision(action=action, text=f"{observation.action_to_string(action)} #{observation_digest(observation)}")
+        name = observation.action_to_string(action)
+        return Decision(action=action, text=f"{name} #{observation_digest(observation)}")
 
 
 class IllegalEveryOther(DeepEvalBot):
