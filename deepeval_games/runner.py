@@ -17,11 +17,12 @@ spec with a typo leaves nothing behind and its corrected version runs into the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from tqdm import tqdm
 
 from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.executors import ProcessExecutor, check_workers, resolve_workers, spec_modules
 from deepeval_games.games import load_game
 from deepeval_games.manifest import RunManifest
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
@@ -168,6 +170,8 @@ class _Runner:
         self.progress = progress
         self.runtime = runtime
         self.games: dict[str, pyspiel.Game] = {}
+        self.executor: ProcessExecutor | None = None
+        """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
 
     def game(self, game_string: str) -> pyspiel.Game:
         if game_string not in self.games:
@@ -199,6 +203,8 @@ class _Runner:
                 _check_credentials(player)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
+        if self.executor is not None:  # played in a worker process; the record comes back here to be committed
+            return await self.executor.play(planned)
         game = self.game(planned.game)
         seeds = np.random.SeedSequence(planned.seed).spawn(game.num_players() + 1)
         bots = [
@@ -313,6 +319,25 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     return plan
 
 
+@contextlib.asynccontextmanager
+async def _executor(runner: _Runner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
+    """Play the runner's matches in worker processes while inside (:func:`~deepeval_games.executors.resolve_workers`
+    decides how many; one: in this process). Leaving it stops the workers and adds their call counters to the
+    runner's model runtime."""
+    count = resolve_workers(runner.spec, workers, matches)
+    if count <= 1:
+        yield
+        return
+    log.info("playing %d matches in %d worker processes", matches, count)
+    modules = spec_modules(runner.spec, runner.games.values())
+    async with ProcessExecutor(runner.spec, count, runner.runtime, modules=modules) as executor:
+        runner.executor = executor
+        try:
+            yield
+        finally:
+            runner.executor = None
+
+
 def _finish_manifest(manifest: RunManifest, status: str, spec: ExperimentSpec, runtime: Any, result: RunResult) -> None:
     """Close the run's manifest: how it ended, what it played, and what the providers reported."""
     manifest.finish(
@@ -325,7 +350,13 @@ def _finish_manifest(manifest: RunManifest, status: str, spec: ExperimentSpec, r
 
 
 async def _run_once(
-    spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, plan: list[PlannedMatch] | None
+    spec: ExperimentSpec,
+    out_dir: str | Path,
+    *,
+    progress: bool,
+    run_lock: RunLock,
+    plan: list[PlannedMatch] | None,
+    workers: int | str | None = None,
 ) -> RunResult:
     if plan is None:  # a later round of until_stable: the first was checked in full
         plan = plan_matches(spec)
@@ -348,7 +379,8 @@ async def _run_once(
         manifest.start()
         status = "failed"
         try:
-            await runner.run(todo, result)
+            async with _executor(runner, workers, len(todo)):
+                await runner.run(todo, result)
             result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
             status = "finished"
         finally:
@@ -383,29 +415,42 @@ async def run_experiment_async(
     *,
     progress: bool = False,
     wait_s: float = 0.0,
+    workers: int | str | None = None,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
     spec = as_spec(spec)
+    check_workers(workers)
     plan = check_run(spec, out_dir)  # nothing is written before this passes
     with RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
-        return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
+        return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)
 
 
 async def _run_locked(
-    spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, plan: list[PlannedMatch]
+    spec: ExperimentSpec,
+    out_dir: str | Path,
+    *,
+    progress: bool,
+    run_lock: RunLock,
+    plan: list[PlannedMatch],
+    workers: int | str | None = None,
 ) -> RunResult:
     rule = spec.until_stable
     if rule is None:
-        return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan)
+        return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)
     if rule.rule == "adaptive":
-        return await _run_adaptive(spec, out_dir, progress=progress, run_lock=run_lock)
+        return await _run_adaptive(spec, out_dir, progress=progress, run_lock=run_lock, workers=workers)
     repeats, played, model_calls = spec.repeats, 0, 0
     sent: dict[str, int] = {}
     hits: dict[str, int] = {}
     first: list[PlannedMatch] | None = plan
     while True:
         result = await _run_once(
-            spec.with_experiment(repeats=repeats), out_dir, progress=progress, run_lock=run_lock, plan=first
+            spec.with_experiment(repeats=repeats),
+            out_dir,
+            progress=progress,
+            run_lock=run_lock,
+            plan=first,
+            workers=workers,
         )
         first = None
         played, model_calls = played + result.played, model_calls + result.model_calls
@@ -438,7 +483,9 @@ class _RecordingRunner(_Runner):
         return record
 
 
-async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock) -> RunResult:
+async def _run_adaptive(
+    spec: ExperimentSpec, out_dir: str | Path, *, progress: bool, run_lock: RunLock, workers: int | str | None = None
+) -> RunResult:
     """``until_stable`` with ``rule = "adaptive"``: round ``r`` plays the seatings of repeat ``r`` that
     :class:`~analysis.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier rounds,
     so a resumed run replays the committed rounds (reading the store once) and continues with the same schedule."""
@@ -479,7 +526,9 @@ async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: 
         manifest = RunManifest(out_dir, spec, runner.games.values(), limit)
         manifest.start()
         status = "failed"
+        pool = contextlib.AsyncExitStack()  # the worker processes, if any, live through every round
         try:
+            await pool.enter_async_context(_executor(runner, workers, max(0, limit - len(committed))))
             repeat = 0
             while stopping.report.reason == "running":
                 if repeat:
@@ -506,6 +555,7 @@ async def _run_adaptive(spec: ExperimentSpec, out_dir: str | Path, *, progress: 
             result.match_ids = frozenset(selected_ids & store.completed_ids())
             status = "finished"
         finally:
+            await pool.aclose()
             _finish_manifest(manifest, status, spec, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
@@ -529,6 +579,7 @@ def run_experiment(
     *,
     progress: bool = False,
     wait_s: float = 0.0,
+    workers: int | str | None = None,
 ) -> RunResult:
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
 
@@ -539,5 +590,8 @@ def run_experiment(
     :class:`~deepeval_games.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec, and
     :class:`~deepeval_games.store.RunLockedError` if another process is writing it (after waiting up to
     ``wait_s`` seconds for it to finish). Every check of :func:`check_run` runs before anything is written.
+
+    ``workers``: processes that play the matches (a number or ``"auto"``), overriding ``[experiment] workers``;
+    see :mod:`deepeval_games.executors`. The records and match ids do not depend on it.
     """
-    return asyncio.run(run_experiment_async(spec, out_dir, progress=progress, wait_s=wait_s))
+    return asyncio.run(run_experiment_async(spec, out_dir, progress=progress, wait_s=wait_s, workers=workers))

@@ -77,7 +77,15 @@ PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixe
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 """Model settings that change how calls are delivered, never what a model is asked."""
 
-_RUN_ONLY_KEYS = ("max_concurrency", "max_match_attempts", "cache", "budget_usd", "until_stable", "max_matches")
+_RUN_ONLY_KEYS = (
+    "max_concurrency",
+    "max_match_attempts",
+    "cache",
+    "budget_usd",
+    "until_stable",
+    "max_matches",
+    "workers",
+)
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
 HUMAN_BOT = "human"
@@ -236,6 +244,9 @@ class ExperimentTable(BaseModel):
     """Matches played at once. Run setting: not part of the spec hash."""
     max_match_attempts: int = Field(default=3, ge=1)
     """Attempts of a match whose model infrastructure fails before it is given up. Run setting."""
+    workers: Literal["auto"] | Annotated[int, Field(ge=1)] = "auto"
+    """Processes that play the matches (:mod:`deepeval_games.executors`): a number, or ``"auto"`` (one per core
+    for a run of many LLM matches, else one; see the README). Run setting: not part of the spec hash."""
     sweep: Annotated[dict[str, list[SweepValue] | SweepRange], Field(strict=False)] = Field(default_factory=dict)
     """Game parameters to vary: every game is played with every combination of these values. A value is a
     list (``alpha = [1.2, 1.6]``) or an integer range (``task_id = {from = 11, to = 510}``)."""
@@ -264,6 +275,13 @@ class ExperimentTable(BaseModel):
         for game in [value] if isinstance(value, str) else value or []:
             _check_game_string(game)
         return value
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers_value(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise _spec_error(f"[experiment] workers: 'auto' or a number of processes >= 1, got {value!r}")
 
     @field_validator("cache", mode="before")
     @classmethod
