@@ -76,7 +76,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if (Path(args.out) / DB_NAME).exists():
         with Store(args.out, read_only=True) as store:
             before = store.completed_ids()
-    result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait)
+    result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait, workers=args.workers)
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
     print(score_report(result.iter_records(), epsilon=epsilon))  # streamed from the store: flat memory
     if spec.uses_models():
@@ -100,6 +100,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for match_id, error in result.failed:
         print(f"  failed {match_id}: {error}", file=sys.stderr)
     return 1 if result.failed else 0
+
+
+def _workers_arg(text: str) -> int | str:
+    """``--workers``: ``auto`` or a number >= 1."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'auto' or a number of processes >= 1, not {text!r}")
+    return value
 
 
 def _read_run(run_dir: str) -> list[MatchRecord]:
@@ -324,6 +337,13 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         metavar="SECONDS",
         help="when another run is writing the directory, wait this long for it before refusing (default 0)",
+    )
+    run.add_argument(
+        "--workers",
+        type=_workers_arg,
+        metavar="N",
+        help="processes that play the matches: a number or 'auto' (default: the spec's [experiment] workers, itself "
+        "'auto': one per core for a run of many LLM matches, else one); the records do not depend on it",
     )
     run.add_argument(
         "--dry-run",
