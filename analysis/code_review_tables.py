@@ -27,14 +27,15 @@ from pathlib import Path
 
 from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables import (
-    column_mean,
+    PairTable,
+    agg_figure,
     format_number,
     format_pair_table,
+    metric_value,
     numbered_path,
     pair_heatmap,
     pool_pairs,
     role_seats,
-    row_mean,
     save_figure,
     task_groups,
     task_records,
@@ -76,7 +77,7 @@ class PairCell:
 
 
 @dataclass(frozen=True)
-class Table3:
+class Table3(PairTable[PairCell]):
     """Table 3 and its pass-rate twin: cells keyed by (reviewer, programmer)."""
 
     players: tuple[str, ...]
@@ -84,25 +85,21 @@ class Table3:
     unmeasured: int = 0
     """Matches whose pass rate is missing (``None``)."""
 
-    def cell(self, reviewer: str, programmer: str) -> PairCell | None:
-        """The cell of an ordered pair, or ``None`` when no record has it."""
-        return self.cells.get((reviewer, programmer))
-
     def reviewer_mean(self, player: str) -> float:
         """Mean s_R over the row of ``player`` (self-play left out)."""
-        return row_mean(self.cells, player, lambda c: c.reviewer_score)
+        return self.row_mean(player, lambda c: c.reviewer_score)
 
     def programmer_mean(self, player: str) -> float:
         """Mean s_P over the column of ``player`` (self-play left out)."""
-        return column_mean(self.cells, player, lambda c: c.programmer_score)
+        return self.column_mean(player, lambda c: c.programmer_score)
 
     def pass_rate_row_mean(self, reviewer: str) -> float:
         """Mean pass rate over the row of ``reviewer`` (self-play left out)."""
-        return row_mean(self.cells, reviewer, lambda c: c.pass_rate)
+        return self.row_mean(reviewer, lambda c: c.pass_rate)
 
     def pass_rate_column_mean(self, programmer: str) -> float:
         """Mean pass rate over the column of ``programmer`` (self-play left out)."""
-        return column_mean(self.cells, programmer, lambda c: c.pass_rate)
+        return self.column_mean(programmer, lambda c: c.pass_rate)
 
 
 def code_review_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
@@ -116,8 +113,7 @@ def _seats(record: MatchRecord) -> tuple[int, int]:
 
 
 def _pass_rate(record: MatchRecord) -> float | None:
-    value = record.metrics.get("pass_rate")
-    return None if value is None else float(value)
+    return metric_value(record, "pass_rate")
 
 
 def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> Table3:
@@ -230,11 +226,7 @@ def plot_table3(table: Table3, records: Iterable[MatchRecord], path: str | Path,
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change). Returns the path written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(16, 4.8), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = agg_figure((16, 4.8))
     axes = fig.subplots(1, 3)
     players = table.players
 

@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.tables import (
-    column_mean,
+    PairTable,
+    agg_figure,
     format_number,
     format_pair_table,
     numbered_path,
     pair_heatmap,
     pool_pairs,
     role_seats,
-    row_mean,
     save_figure,
     task_groups,
     task_records,
@@ -78,7 +78,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class EarlyLateTable:
+class EarlyLateTable(PairTable[Cell]):
     """A table shaped like the paper's Tables 1 and 2."""
 
     metric: str
@@ -88,17 +88,13 @@ class EarlyLateTable:
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
     """Keyed by (early player, late player)."""
 
-    def cell(self, early: str, late: str) -> Cell | None:
-        """The cell of an ordered pair, or ``None`` when no record has it."""
-        return self.cells.get((early, late))
-
     def early_mean(self, player: str) -> float:
         """Mean of s_E over the row of ``player`` (self-play left out); NaN when the row is empty."""
-        return row_mean(self.cells, player, lambda c: c.early)
+        return self.row_mean(player, lambda c: c.early)
 
     def late_mean(self, player: str) -> float:
         """Mean of s_L over the column of ``player`` (self-play left out); NaN when the column is empty."""
-        return column_mean(self.cells, player, lambda c: c.late)
+        return self.column_mean(player, lambda c: c.late)
 
 
 def idiom_records(records: Iterable[MatchRecord], game: str = GAME) -> list[MatchRecord]:
@@ -167,11 +163,7 @@ def plot_early_late_tables(tables: Sequence[EarlyLateTable], path: str | Path, *
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change). Returns the path written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5.2 * len(tables), 4.6), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = agg_figure((5.2 * len(tables), 4.6))
     axes = fig.subplots(1, len(tables), squeeze=False)[0]
     for ax, table in zip(axes, tables, strict=True):
         pair_heatmap(

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from analysis.scores import Score
 from deepeval_games.games import game_variant
@@ -22,10 +22,13 @@ from deepeval_games.records import MatchRecord
 __all__ = [
     "PairKey",
     "PairStats",
+    "PairTable",
+    "agg_figure",
     "column_mean",
     "format_number",
     "format_pair_table",
     "format_scores",
+    "metric_value",
     "numbered_path",
     "pair_heatmap",
     "pool_pairs",
@@ -83,6 +86,22 @@ def task_records(records: Iterable[MatchRecord], game: str) -> list[MatchRecord]
     return [
         r for r in records if r.status == "complete" and r.game.split("(", 1)[0].strip() == game and len(r.seats) == 2
     ]
+
+
+def metric_value(record: MatchRecord, name: str) -> float | None:
+    """``record.metrics[name]`` as a float; ``None`` when the match does not have it."""
+    value = record.metrics.get(name)
+    return None if value is None else float(value)
+
+
+def agg_figure(figsize: tuple[float, float]) -> Any:
+    """A constrained-layout matplotlib figure on its own Agg canvas (no pyplot, no global backend change)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
 
 
 def save_figure(figure: Any, path: str | Path) -> Path:
@@ -196,6 +215,29 @@ def row_mean(cells: Mapping[PairKey, C], player: str, value: Callable[[C], float
 def column_mean(cells: Mapping[PairKey, C], player: str, value: Callable[[C], float]) -> float:
     """Mean of ``value`` over the column of ``player`` (self-play and NaN left out); NaN when nothing is left."""
     return _mean([value(c) for (row, column), c in cells.items() if column == player and row != player])
+
+
+class PairTable(Generic[C]):
+    """What the pairwise tables share: cells keyed by (row player, column player), and their row and column means.
+
+    A task's table is a frozen dataclass with the fields ``players`` and ``cells`` that subclasses this.
+    """
+
+    players: tuple[str, ...]
+    """Row and column order."""
+    cells: dict[PairKey, C]
+
+    def cell(self, row: str, column: str) -> C | None:
+        """The cell of an ordered pair, or ``None`` when no record has it."""
+        return self.cells.get((row, column))
+
+    def row_mean(self, player: str, value: Callable[[C], float]) -> float:
+        """Mean of ``value`` over the row of ``player`` (self-play and NaN left out); NaN when the row is empty."""
+        return row_mean(self.cells, player, value)
+
+    def column_mean(self, player: str, value: Callable[[C], float]) -> float:
+        """Mean of ``value`` over the column of ``player`` (self-play and NaN left out); NaN when it is empty."""
+        return column_mean(self.cells, player, value)
 
 
 def format_number(value: float, digits: int) -> str:

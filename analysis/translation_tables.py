@@ -35,13 +35,14 @@ import pyspiel
 from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables import (
     PairKey,
-    column_mean,
+    PairTable,
+    agg_figure,
     format_number,
     format_pair_table,
+    metric_value,
     pair_heatmap,
     pool_pairs,
     role_seats,
-    row_mean,
     save_figure,
     task_records,
 )
@@ -103,7 +104,7 @@ class TranslationCell:
 
 
 @dataclass(frozen=True)
-class TranslationTable:
+class TranslationTable(PairTable[TranslationCell]):
     """One of Tables 4–6 and its metric grids: cells keyed by (proofreader, translator)."""
 
     pair: str
@@ -117,18 +118,6 @@ class TranslationTable:
     def number(self) -> int | None:
         """The paper's table number of the direction (None for another direction)."""
         return TABLE_NUMBERS.get(self.pair)
-
-    def cell(self, proofreader: str, translator: str) -> TranslationCell | None:
-        """The cell of an ordered pair, or ``None`` when no record has it."""
-        return self.cells.get((proofreader, translator))
-
-    def row_mean(self, proofreader: str, value: Callable[[TranslationCell], float]) -> float:
-        """Mean of ``value`` over the row of ``proofreader`` (self-play left out)."""
-        return row_mean(self.cells, proofreader, value)
-
-    def column_mean(self, translator: str, value: Callable[[TranslationCell], float]) -> float:
-        """Mean of ``value`` over the column of ``translator`` (self-play left out)."""
-        return column_mean(self.cells, translator, value)
 
     def proofreader_mean(self, player: str) -> float:
         """Mean s_Pr over the row of ``player``."""
@@ -166,11 +155,6 @@ def _seats(record: MatchRecord) -> tuple[int, int]:
     return role_seats(record, "translator", "proofreader")
 
 
-def _metric(record: MatchRecord, name: str) -> float | None:
-    value = record.metrics.get(name)
-    return None if value is None else float(value)
-
-
 def translation_groups(records: Iterable[MatchRecord]) -> dict[str, list[MatchRecord]]:
     """The complete translation records per table: one group per direction (Tables 4, 5, 6 first).
 
@@ -204,7 +188,7 @@ def translation_table(records: Iterable[MatchRecord], players: Sequence[str] | N
         lambda r, proofreader, translator: (
             float(r.returns[translator]),
             float(r.returns[proofreader]),
-            *(_metric(r, name) for name in names),
+            *(metric_value(r, name) for name in names),
         ),
         players,
     )
@@ -216,7 +200,7 @@ def translation_table(records: Iterable[MatchRecord], players: Sequence[str] | N
             translation, proofread, gain = s.means[first : first + 3]
             metrics[metric] = MetricCell(translation, proofread, gain, measured=s.counts[first])
         cells[key] = TranslationCell(s.means[0], s.means[1], s.matches, metrics)
-    unmeasured = {metric: sum(_metric(r, f"{metric}_translation") is None for r in task) for metric in METRICS}
+    unmeasured = {metric: sum(metric_value(r, f"{metric}_translation") is None for r in task) for metric in METRICS}
     return TranslationTable(pairs[0] if pairs else "?", order, cells, unmeasured)
 
 
@@ -291,7 +275,7 @@ def judge_correlations(records: Iterable[MatchRecord], metric: str = "chrf") -> 
     for role, index, key, measure in wanted:
         points = []
         for record in task:
-            value = _metric(record, key)
+            value = metric_value(record, key)
             if value is not None:
                 points.append((value, float(record.returns[_seats(record)[index]])))
         out.append(
@@ -311,11 +295,7 @@ def plot_translation_tables(table: TranslationTable, records: Iterable[MatchReco
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change). Returns the path written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(17, 9.5), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = agg_figure((17, 9.5))
     axes = fig.subplots(2, 3)
 
     def chrf(cell: TranslationCell) -> MetricCell:
