@@ -1,7 +1,20 @@
 """Durable results: a SQLite store (WAL) plus ``matches.jsonl`` in the run directory.
 
-A match is committed once, whole, in one transaction, keyed by its stable id; a killed run resumes
-with only the missing ids. Records are stored as written (``MatchRecord.to_dict``) and read back through
+A match is committed once, whole, keyed by its stable id; a killed run resumes with only the missing ids.
+
+**Commits are batched** (issue 14). :meth:`Store.commit` writes the record's line to ``matches.jsonl`` with one
+``write()`` (an ``O_APPEND`` descriptor held open) and only then returns True: from that moment the match survives a
+``kill -9`` of the process, since the bytes are in the operating system. The database receives the pending lines in
+one transaction per batch: every :attr:`Store.flush_interval_s` (0.1 s, by a timer thread) or every
+:attr:`Store.batch_max` records, and at :meth:`Store.flush`, :meth:`Store.completed_ids`, :meth:`Store.records` and
+:meth:`Store.close`. ``matches.jsonl`` is thus the store's write-ahead log: a writer opening the directory inserts
+the complete lines that the database lacks (a run killed mid-batch), drops a torn last line (a run killed mid-write;
+that commit never returned) and rewrites the file from the database if the two disagree otherwise. Nothing is
+``fsync``-ed per match: after a power loss the repaired files are consistent but may lack the newest matches (those
+of the last batches; SQLite runs in WAL mode with ``synchronous=NORMAL``), and a resume replays them, same seeds.
+Readers see a committed match in the database at most one batch interval later.
+
+Records are stored as written (``MatchRecord.to_json``) and read back through
 ``MatchRecord.from_dict``, which migrates records of an older schema version: the run directory of an older
 version still loads, reports and resumes. The store remembers the hash of the spec that created it and refuses to
 mix in results of a different spec. Aborted attempts (infrastructure failures, bugs) are logged in a
@@ -11,20 +24,22 @@ One writer at a time: a writing store holds the run directory's :class:`RunLock`
 the kernel releases when its process dies, so a killed run never leaves a stale lock). A second writer waits for it
 up to its ``wait_s`` and then refuses with :class:`RunLockedError`, naming the holder's pid and host. Readers
 (``Store(run_dir, read_only=True)``: ``report``, ``tables``, analysis) open the database read-only, take no lock
-and never touch ``matches.jsonl``; the JSONL is repaired from the database only by the writer, under its lock.
+and never touch ``matches.jsonl``; only the writer, under its lock, completes the database from the JSONL and
+repairs the JSONL from the database.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import socket
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
@@ -69,17 +84,34 @@ CREATE TABLE IF NOT EXISTS judgements (
 """Re-judged verdicts (``deepeval-games rejudge``), beside the matches; created when first used."""
 
 
-def _jsonl_ids(text: str) -> list[str] | None:
-    """Match ids of a ``matches.jsonl`` text in order; None if a line is torn or the last one unfinished."""
-    if text and not text.endswith("\n"):
+log = logging.getLogger(__name__)
+
+_ID_PREFIX = b'{"match_id":"'
+
+
+def _line_id(line: bytes) -> str | None:
+    """The match id of one complete ``matches.jsonl`` line (None if it is no record). A record written by
+    :meth:`MatchRecord.to_json` starts with its id (hex digits), read without parsing the line; older lines are
+    parsed."""
+    if line.startswith(_ID_PREFIX):
+        end = line.find(b'"', len(_ID_PREFIX))
+        if end > 0:
+            return line[len(_ID_PREFIX) : end].decode("ascii", "replace")
+    try:
+        match_id = json.loads(line)["match_id"]
+    except (ValueError, KeyError, TypeError):
         return None
-    ids = []
-    for line in text.splitlines():
-        try:
-            ids.append(json.loads(line)["match_id"])
-        except (ValueError, KeyError, TypeError):
-            return None
-    return ids
+    return match_id if isinstance(match_id, str) else None
+
+
+def _whole_record(line: bytes) -> str | None:
+    """The text of a ``matches.jsonl`` line the database lacks, if it is a whole record (else None)."""
+    try:
+        text = line.decode("utf-8")
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return text if isinstance(data, dict) and isinstance(data.get("match_id"), str) else None
 
 
 def _now() -> str:
@@ -233,6 +265,11 @@ class Store:
         self._lock = threading.Lock()
         self._run_lock: RunLock | None = None
         self._owns_lock = False
+        self._pending: list[tuple[str, str]] = []
+        """(match id, record text) written to ``matches.jsonl``, not yet inserted into the database."""
+        self._pending_ids: set[str] = set()
+        self._timer: threading.Timer | None = None
+        self._jsonl_fd: int | None = None
         if read_only:
             self._db = self._connect_read_only()
             return
@@ -249,7 +286,11 @@ class Store:
                 raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
             if spec_hash is not None:
                 self._bind(spec_hash, spec_text or "")
-            self._sync_jsonl()
+            self._recover_jsonl()
+            try:
+                self._jsonl_fd = os.open(self.run_dir / JSONL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
         except BaseException:
             if self._owns_lock:
                 self._run_lock.release()
@@ -294,28 +335,112 @@ class Store:
                 "use a new --out directory for a changed experiment."
             )
 
+    flush_interval_s: float = 0.1
+    """Longest time a committed match waits in ``matches.jsonl`` before its batch is inserted into the database."""
+    batch_max: int = 256
+    """A batch is inserted into the database at once when it holds this many matches."""
+
     def completed_ids(self) -> set[str]:
-        """Ids of every committed match."""
+        """Ids of every committed match (a writer inserts its pending batch first)."""
+        self.flush()
         return {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
 
     def commit(self, record: MatchRecord) -> bool:
-        """Store a finished match once; returns False if its id was already stored."""
+        """Store a finished match once; returns False if its id was already stored.
+
+        When it returns True the record's line is in ``matches.jsonl`` (one ``write()``): the match survives a
+        ``kill -9``. It reaches the database with its batch (see the module documentation)."""
+        return self.commit_json(record.match_id, record.to_json())  # serialised once, in one pass
+
+    def commit_json(self, match_id: str, text: str) -> bool:
+        """:meth:`commit` for a record already serialised by :meth:`MatchRecord.to_json` (``text``, one line),
+        e.g. in a worker process: the driver stores it without parsing it again. ``match_id`` must be the record's.
+
+        Raises:
+            ValueError: ``text`` is not one line.
+            OSError: ``matches.jsonl`` cannot be written (nothing of the line is left in it).
+        """
         self._writable()
-        text = record.to_json()  # serialised once, in one pass
+        if "\n" in text:
+            raise ValueError(f"match record {match_id!r}: a stored record is one line of JSON")
         with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute(
-                    "INSERT INTO matches (match_id, record, committed_at) VALUES (?, ?, ?)",
-                    (record.match_id, text, _now()),
-                )
-                self._db.execute("COMMIT")
-            except sqlite3.IntegrityError:
-                self._db.execute("ROLLBACK")
+            if (
+                match_id in self._pending_ids
+                or self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
+            ):
                 return False
-            with open(self.run_dir / JSONL_NAME, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            self._append((text + "\n").encode("utf-8"))
+            self._pending.append((match_id, text))
+            self._pending_ids.add(match_id)
+            if len(self._pending) >= self.batch_max:
+                self._flush_locked()
+            elif self._timer is None:
+                self._timer = threading.Timer(self.flush_interval_s, self._timed_flush)
+                self._timer.daemon = True
+                self._timer.start()
         return True
+
+    def commit_many(self, records: Iterable[MatchRecord]) -> list[bool]:
+        """:meth:`commit` for several records; per record, whether it was stored now."""
+        return [self.commit_json(record.match_id, record.to_json()) for record in records]
+
+    def _append(self, data: bytes) -> None:
+        """Write ``data`` at the end of ``matches.jsonl``; on failure cut the file back to where it ended."""
+        assert self._jsonl_fd is not None
+        view = memoryview(data)
+        start = None
+        try:
+            written = os.write(self._jsonl_fd, view)
+            if written < len(data):  # a short write (a full disk): append the rest, or undo
+                start = os.fstat(self._jsonl_fd).st_size - written
+                while written < len(data):
+                    step = os.write(self._jsonl_fd, view[written:])
+                    if step <= 0:
+                        raise OSError(f"cannot write {self.run_dir / JSONL_NAME}")
+                    written += step
+        except OSError:
+            if start is not None:
+                os.ftruncate(self._jsonl_fd, start)
+            raise
+
+    def flush(self) -> None:
+        """Insert the pending batch into the database now (a no-op for readers and without pending matches)."""
+        if self.read_only or not self._pending:
+            return
+        with self._lock:
+            self._flush_locked()
+
+    def _timed_flush(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._jsonl_fd is None:  # closed meanwhile
+                return
+            try:
+                self._flush_locked()
+            except sqlite3.Error as exc:  # the lines are in matches.jsonl: the next flush or open inserts them
+                log.warning("could not insert %d committed matches into %s yet: %s", len(self._pending), DB_NAME, exc)
+
+    def _flush_locked(self) -> None:
+        """Insert the pending batch in one transaction (the caller holds ``self._lock``)."""
+        if self._timer is not None:  # the next batch starts its own
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        at = _now()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(
+                "INSERT OR IGNORE INTO matches (match_id, record, committed_at) VALUES (?, ?, ?)",
+                [(match_id, text, at) for match_id, text in self._pending],
+            )
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        self._pending.clear()
+        self._pending_ids.clear()
 
     def log_attempt(self, match_id: str, kind: str, error: str) -> None:
         """Remember a failed attempt (``infra`` or ``error``); it is not a result."""
@@ -335,6 +460,7 @@ class Store:
         Raises:
             RecordError: a stored record is of a newer version than this code, or does not validate.
         """
+        self.flush()
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
                 yield MatchRecord.from_dict(json.loads(text))
@@ -388,20 +514,87 @@ class Store:
             except RecordError as exc:
                 raise RecordError(f"{self.run_dir}: {exc}") from exc
 
-    def _sync_jsonl(self) -> None:
-        """Rewrite ``matches.jsonl`` from the database if a crash left them apart (missing or torn lines)."""
+    def _recover_jsonl(self) -> None:
+        """Make ``matches.jsonl`` and the database agree after a crash (the writer, under its lock, at open).
+
+        Complete lines the database lacks (a batch a killed run had not inserted yet) are inserted, in file
+        order; a torn last line (a run killed mid-write: its commit never returned) is cut off. If the two still
+        disagree (lines missing or out of order, unreadable lines), the file is rewritten from the database. The
+        file is streamed: memory does not grow with the run."""
         path = self.run_dir / JSONL_NAME
-        rows = list(self._db.execute("SELECT match_id, record FROM matches ORDER BY seq"))
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        if [match_id for match_id, _ in rows] == _jsonl_ids(text):
+        if not path.exists():
+            if self._db.execute("SELECT 1 FROM matches LIMIT 1").fetchone():
+                self._rewrite_jsonl()
             return
+        stored = self._db.execute("SELECT match_id FROM matches ORDER BY seq")
+        missing: list[tuple[str, str]] = []
+        missing_ids: set[str] = set()
+        in_order, torn_at, offset = True, None, 0
+        with open(path, "rb") as handle:
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    torn_at = offset
+                    break
+                offset += len(line)
+                match_id = _line_id(line)
+                row = stored.fetchone() if in_order and not missing else None
+                if match_id is not None and row is not None and row[0] == match_id:
+                    continue
+                if row is not None:  # the database has a match here that the file lacks
+                    in_order = False
+                if (
+                    match_id is None
+                    or self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
+                ):
+                    in_order = False  # an unreadable line, or a stored match out of place
+                    continue
+                text = _whole_record(line[:-1])
+                if text is None or match_id in missing_ids:
+                    in_order = False
+                    continue
+                missing.append((match_id, text))
+                missing_ids.add(match_id)
+        if in_order and not missing and stored.fetchone() is not None:
+            in_order = False  # the database holds matches the file lacks
+        stored.close()
+        if missing:
+            log.warning("%s: %d committed matches recovered from %s", self.run_dir, len(missing), JSONL_NAME)
+            with self._lock:
+                self._pending = missing
+                self._flush_locked()
+        if not in_order:
+            self._rewrite_jsonl()
+        elif torn_at is not None:
+            with open(path, "r+b") as handle:
+                handle.truncate(torn_at)
+
+    def _rewrite_jsonl(self) -> None:
+        """Write ``matches.jsonl`` afresh from the database, in commit order (streamed)."""
+        path = self.run_dir / JSONL_NAME
         tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(record + "\n" for _, record in rows), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for (record,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
+                handle.write(record + "\n")
         tmp.replace(path)
 
     def close(self) -> None:
-        """Close the database (and let go of the run lock this store took)."""
+        """Insert the pending batch, close the database (and let go of the run lock this store took)."""
         try:
+            with self._lock:
+                try:
+                    self._flush_locked()
+                except sqlite3.Error as exc:  # the lines are in matches.jsonl: the next writer inserts them
+                    log.warning(
+                        "%s: %d committed matches left to recover from %s: %s",
+                        self.run_dir,
+                        len(self._pending),
+                        JSONL_NAME,
+                        exc,
+                    )
+                finally:
+                    if self._jsonl_fd is not None:
+                        os.close(self._jsonl_fd)
+                        self._jsonl_fd = None
             self._db.close()
         finally:
             if self._run_lock is not None and self._owns_lock:
