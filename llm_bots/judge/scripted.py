@@ -72,21 +72,26 @@ class FixedJudge(DeepEvalBot):
         scores: Sequence[int] | None = None,
     ) -> None:
         super().__init__(player_id, rng)
-        if not task.is_judged(game):
-            raise ValueError(f"{game.get_type().short_name} has no verdict to give")
-        self.scores = _scores_param(game, scores, 7)
+        self.scores = _judge_scores(game, scores, 7)
 
     async def act(self, observation: Observation) -> Decision:
         """The fixed verdict."""
         return verdict_decision(observation.fields, self.scores, ["fixed score (scripted judge)"] * len(self.scores))
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "scripted_judge", "class": type(self).__name__, "scores": list(self.scores)}
+        return _identity(self, scores=list(self.scores))
 
 
-def _scores_param(game: pyspiel.Game, scores: Sequence[int] | None, default: int) -> tuple[int, ...]:
-    """A scripted judge's ``scores`` parameter: one whole number per seat within the game's verdict range (an
-    out-of-range score is an error, never silently clipped)."""
+def _identity(judge: DeepEvalBot, **settings: Any) -> dict[str, Any]:
+    """A scripted judge's identity: its kind, its class and its settings."""
+    return {"kind": "scripted_judge", "class": type(judge).__name__, **settings}
+
+
+def _judge_scores(game: pyspiel.Game, scores: Sequence[int] | None, default: int) -> tuple[int, ...]:
+    """A scripted judge's checks: the game must end in a verdict, and the ``scores`` parameter must be one whole
+    number per seat within the game's verdict range (an out-of-range score is an error, never silently clipped)."""
+    if not task.is_judged(game):
+        raise ValueError(f"{game.get_type().short_name} has no verdict to give")
     given = list(scores) if scores is not None else [default] * game.num_players()
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in given):
         raise ValueError(f"scores must be whole numbers, one per seat, got {given}")
@@ -119,9 +124,7 @@ class PositionBiasedJudge(DeepEvalBot):
         noise: int = 0,
     ) -> None:
         super().__init__(player_id, rng)
-        if not task.is_judged(game):
-            raise ValueError(f"{game.get_type().short_name} has no verdict to give")
-        self.scores = _scores_param(game, scores, 6)
+        self.scores = _judge_scores(game, scores, 6)
         self.bonus, self.noise = int(bonus), int(noise)
         if self.noise < 0:
             raise ValueError(f"noise must be >= 0, got {noise}")
@@ -139,13 +142,7 @@ class PositionBiasedJudge(DeepEvalBot):
         return verdict_decision(observation.fields, scores, why)
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "kind": "scripted_judge",
-            "class": type(self).__name__,
-            "scores": list(self.scores),
-            "bonus": self.bonus,
-            "noise": self.noise,
-        }
+        return _identity(self, scores=list(self.scores), bonus=self.bonus, noise=self.noise)
 
 
 def _seat_texts(fields: Mapping[str, Any], text_fields: Sequence[str] | None) -> list[str]:
@@ -179,9 +176,7 @@ class GullibleJudge(DeepEvalBot):
         text_fields: Sequence[str] | None = None,
     ) -> None:
         super().__init__(player_id, rng)
-        if not task.is_judged(game):
-            raise ValueError(f"{game.get_type().short_name} has no verdict to give")
-        self.scores = _scores_param(game, scores, 6)
+        self.scores = _judge_scores(game, scores, 6)
         self.text_fields = list(text_fields) if text_fields is not None else None
         if self.text_fields is not None and len(self.text_fields) != game.num_players():
             raise ValueError(f"text_fields needs one field name per seat ({game.num_players()})")
@@ -196,12 +191,7 @@ class GullibleJudge(DeepEvalBot):
         return verdict_decision(fields, scores, why)
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "kind": "scripted_judge",
-            "class": type(self).__name__,
-            "scores": list(self.scores),
-            "text_fields": self.text_fields,
-        }
+        return _identity(self, scores=list(self.scores), text_fields=self.text_fields)
 
 
 @register_bot("judge_idiom_list", games=("deepeval_idiom_solitaire",))
@@ -235,4 +225,4 @@ class IdiomListJudge(DeepEvalBot):
         return verdict_decision(observation.fields, [0], [f"{answer} is not on the accepted list (scripted judge)"])
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "scripted_judge", "class": type(self).__name__, "accept": list(self.accept)}
+        return _identity(self, accept=list(self.accept))
