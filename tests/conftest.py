@@ -19,6 +19,25 @@ os.environ.setdefault("DEEPEVAL_GAMES_OFFLINE", "1")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="deepeval-games-test-cache-")
 
 
+PGG_SCRIPTED_PLAYERS = """
+[[players]]
+name = "free-rider"
+bot = "pgg_free_rider"
+
+[[players]]
+name = "full-contributor"
+bot = "pgg_full_contributor"
+
+[[players]]
+name = "conditional"
+bot = "pgg_conditional_cooperator"
+
+[[players]]
+name = "random"
+bot = "pgg_random"
+"""
+"""The four scripted Public Goods players as a spec's ``[[players]]`` tables (append to an ``[experiment]``)."""
+
 FAKE_KEY_ENV = "FAKE_PROVIDER_KEY"
 """Variable that specs talking to the fake OpenAI server name in ``api_key_env``."""
 

@@ -17,25 +17,9 @@ from deepeval_games import DeepEvalError, run_experiment
 from deepeval_games.cli import main
 from deepeval_games.spec import load_spec
 from deepeval_games.store import DB_NAME, JSONL_NAME
+from tests.conftest import PGG_SCRIPTED_PLAYERS
 
 PGG = 'game = "deepeval_public_goods(players=4,rounds=2,mode=1,alpha=1.6)"'
-PLAYERS = """
-[[players]]
-name = "free-rider"
-bot = "pgg_free_rider"
-
-[[players]]
-name = "full-contributor"
-bot = "pgg_full_contributor"
-
-[[players]]
-name = "conditional"
-bot = "pgg_conditional_cooperator"
-
-[[players]]
-name = "random"
-bot = "pgg_random"
-"""
 GOOD = f"""
 [experiment]
 name = "validation"
@@ -43,7 +27,7 @@ name = "validation"
 repeats = 2
 seed = 3
 {{extra}}
-{PLAYERS}
+{PGG_SCRIPTED_PLAYERS}
 """
 """The corrected spec: every bad spec below is a typo away from it."""
 

@@ -22,33 +22,21 @@ from deepeval_games import DeepEvalError
 from deepeval_games.cli import main
 from deepeval_games.runner import run_experiment
 from deepeval_games.store import DB_NAME, JSONL_NAME, LOCK_NAME, RunLock, RunLockedError, Store
+from tests.conftest import PGG_SCRIPTED_PLAYERS
 
 REPO = Path(__file__).resolve().parent.parent
 
-SPEC = """
+SPEC = (
+    """
 [experiment]
 name = "lock-test"
 game = "deepeval_public_goods(players=4,mode=1,alpha=1.6)"
 repeats = {repeats}
 seed = 0
 max_concurrency = 2
-
-[[players]]
-name = "free-rider"
-bot = "pgg_free_rider"
-
-[[players]]
-name = "full-contributor"
-bot = "pgg_full_contributor"
-
-[[players]]
-name = "conditional"
-bot = "pgg_conditional_cooperator"
-
-[[players]]
-name = "random"
-bot = "pgg_random"
 """
+    + PGG_SCRIPTED_PLAYERS
+)
 
 
 def _spec_file(tmp_path: Path, repeats: int) -> Path:
