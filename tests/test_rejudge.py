@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,14 @@ from deepeval_games.errors import SpecError, UnknownBotError
 from deepeval_games.games import load_game
 from deepeval_games.judgements import JudgementRecord
 from deepeval_games.records import JUDGE_SEAT, MatchRecord, TurnRecord
-from deepeval_games.rejudge import Presentation, RejudgeError, judge_source, rejudge, replay_to_verdict
+from deepeval_games.rejudge import (
+    JudgeSource,
+    Presentation,
+    RejudgeError,
+    judge_source,
+    rejudge,
+    replay_to_verdict,
+)
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
 from game_defs.sandbox import bubblewrap_usable
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
@@ -34,17 +42,24 @@ def _originals(run_dir: Path) -> tuple[list[tuple[str, str, str]], bytes]:
     return rows, (run_dir / JSONL_NAME).read_bytes()
 
 
-def _small_run(tmp_path: Path, players: list[dict[str, Any]], judge: dict[str, Any], tasks: list[int]) -> Path:
-    """A code review run that needs no sandbox (reviewers answer over; the scorer's pass rate may be None)."""
+def _small_run(tmp_path: Path, tasks: Sequence[int] = (11,), scores: list[int] | None = None) -> Path:
+    """A code review run of the reference and the broken programmer judged by ``judge_fixed`` (``scores``, if
+    given), one MBPP task a sweep point; it needs no sandbox (reviewers answer over; the pass rate may be None)."""
+    judge: dict[str, Any] = (
+        {"bot": "judge_fixed"} if scores is None else {"bot": "judge_fixed", "params": {"scores": scores}}
+    )
     spec = parse_spec(
         {
             "experiment": {
                 "name": "rejudge-test",
                 "game": "deepeval_code_review(max_rounds=1)",
-                "sweep": {"task_id": tasks},
+                "sweep": {"task_id": list(tasks)},
                 "pairing": "round_robin",
             },
-            "players": players,
+            "players": [
+                {"name": "ref", "bot": "cr_reference_programmer"},
+                {"name": "broken", "bot": "cr_broken_programmer"},
+            ],
             "judge": judge,
         }
     )
@@ -52,6 +67,18 @@ def _small_run(tmp_path: Path, players: list[dict[str, Any]], judge: dict[str, A
     result = run_experiment(spec, out)
     assert not result.failed
     return out
+
+
+def _first_record(run_dir: Path) -> MatchRecord:
+    """The first match record of a run."""
+    with Store(run_dir) as store:
+        return next(iter(store.records()))
+
+
+def _fake_judge(server: FakeOpenAIServer, **settings: Any) -> JudgeSource:
+    """The fake server's model as a re-judging judge."""
+    entry = model_player("fake-judge", server, **settings)
+    return judge_source(entry["model"], {k: v for k, v in entry.items() if k not in ("name", "model")})
 
 
 # -- the issue's "must show", on the Code Review example run ------------------------------------------------
@@ -120,14 +147,8 @@ def test_the_canary_buys_points_from_a_gullible_judge_and_none_from_the_pass_rat
 
 
 def test_replay_rebuilds_the_verdict_node_and_refuses_a_tampered_transcript(tmp_path: Path) -> None:
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed"},
-        [11],
-    )
-    with Store(run_dir) as store:
-        record = next(iter(store.records()))
+    run_dir = _small_run(tmp_path)
+    record = _first_record(run_dir)
     game = load_game(record.game)
     state, _ = replay_to_verdict(record, game)
     original_brief = next(m["text"] for m in record.messages if m["kind"] == "brief")
@@ -139,14 +160,8 @@ def test_replay_rebuilds_the_verdict_node_and_refuses_a_tampered_transcript(tmp_
 
 
 def test_swapped_brief_introduces_the_reviewer_first_under_swapped_labels(tmp_path: Path) -> None:
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed"},
-        [11],
-    )
-    with Store(run_dir) as store:
-        record = next(iter(store.records()))
+    run_dir = _small_run(tmp_path)
+    record = _first_record(run_dir)
     state, _ = replay_to_verdict(record, load_game(record.game))
     shown = Presentation.swapped(2)
     text = state.judge_text_presented(list(shown.order), list(shown.labels))
@@ -158,12 +173,7 @@ def test_swapped_brief_introduces_the_reviewer_first_under_swapped_labels(tmp_pa
 def test_an_llm_judge_is_given_the_swapped_brief_and_its_position_bias_is_measured(
     tmp_path: Path, fake_provider_key: str
 ) -> None:
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed", "params": {"scores": [5, 5]}},
-        [11, 12, 13],
-    )
+    run_dir = _small_run(tmp_path, [11, 12, 13], scores=[5, 5])
     before = _originals(run_dir)
 
     def first_mentioned_wins(body: dict[str, Any]) -> str:
@@ -176,9 +186,7 @@ def test_an_llm_judge_is_given_the_swapped_brief_and_its_position_bias_is_measur
         )
 
     with FakeOpenAIServer(default=Behaviour.responder(first_mentioned_wins), max_hang_s=5) as server:
-        entry = model_player("fake-judge", server)
-        params = {k: v for k, v in entry.items() if k not in ("name", "model")}
-        result = rejudge(run_dir, judge_source(entry["model"], params), swap=True)
+        result = rejudge(run_dir, _fake_judge(server), swap=True)
     assert (result.planned, result.judged, result.failed) == (12, 12, [])
     assert _originals(run_dir) == before
     with Store(run_dir) as store:
@@ -190,12 +198,7 @@ def test_an_llm_judge_is_given_the_swapped_brief_and_its_position_bias_is_measur
 
 
 def test_judge_variance_from_repeats_and_agreement_between_judges(tmp_path: Path) -> None:
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed", "params": {"scores": [6, 6]}},
-        [11, 12, 13, 14],
-    )
+    run_dir = _small_run(tmp_path, [11, 12, 13, 14], scores=[6, 6])
     steady = rejudge(run_dir, judge_source("judge_position_biased", {"bonus": 0}), repeat=3)
     noisy = rejudge(run_dir, judge_source("judge_position_biased", {"bonus": 0, "noise": 2}), repeat=3)
     assert steady.judged == noisy.judged == 24
@@ -288,8 +291,7 @@ def test_translation_canary_and_a_swap_for_a_scripted_judge(tmp_path: Path) -> N
     assert shifts[(gullible.name, "translator")] > 0
     assert shifts[(ORIGINAL, "translator")] <= 0  # chrF gives the canary's extra sentence nothing
     assert any(measure == "chrf_translation" for _, _, measure, _ in audit.ground_truth)
-    with Store(run_dir) as store:
-        record = next(iter(store.records()))
+    record = _first_record(run_dir)
     state, _ = replay_to_verdict(record, load_game(record.game))
     assert state.judge_text() == next(m["text"] for m in record.messages if m["kind"] == "brief")
     swapped = state.judge_text_presented([1, 0], ["Player 2", "Player 1"])
@@ -309,12 +311,7 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     capsys.readouterr()
     assert main(["rejudge", str(pgg), "--judge", "judge_fixed"]) == 2
     assert "no judged matches" in capsys.readouterr().err
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed"},
-        [11],
-    )
+    run_dir = _small_run(tmp_path)
     assert main(["rejudge", str(run_dir), "--judge", "judge_fixed", "--repeat", "0"]) == 2
     assert main(["rejudge", str(run_dir), "--judge", "judge_fixed", "--param", "scores=[1]"]) == 2
     assert "bad parameters" in capsys.readouterr().err
@@ -325,18 +322,11 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_a_judge_without_a_usable_verdict_is_logged_and_the_other_matches_go_on(
     tmp_path: Path, fake_provider_key: str
 ) -> None:
-    run_dir = _small_run(
-        tmp_path,
-        [{"name": "ref", "bot": "cr_reference_programmer"}, {"name": "broken", "bot": "cr_broken_programmer"}],
-        {"bot": "judge_fixed"},
-        [11],
-    )
+    run_dir = _small_run(tmp_path)
     verdict = json.dumps({"Programmer": {"evaluation": "ok", "score": 7}, "Reviewer": {"evaluation": "ok", "score": 6}})
     with FakeOpenAIServer(default=Behaviour.reply(verdict), max_hang_s=5) as server:
         server.script(Behaviour.reply("no verdict here"))  # the first judgement gets no usable verdict
-        entry = model_player("fake-judge", server, max_reasks=0)
-        params = {k: v for k, v in entry.items() if k not in ("name", "model")}
-        result = rejudge(run_dir, judge_source(entry["model"], params), max_concurrency=1)
+        result = rejudge(run_dir, _fake_judge(server, max_reasks=0), max_concurrency=1)
     assert result.judged == 1 and len(result.failed) == 1 and "JudgeError" in result.failed[0][1]
     with Store(run_dir) as store:
         assert [kind for _, kind, _ in store.attempts()] == ["rejudge"]
