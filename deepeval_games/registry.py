@@ -21,7 +21,7 @@ from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import SpecError, UnknownBotError
 from deepeval_games.plugins import load_entry_points
 
-__all__ = ["BotEntry", "make_bot", "register_bot", "registered_bots"]
+__all__ = ["BotEntry", "BotFactory", "bot_factory", "make_bot", "register_bot", "registered_bots"]
 
 ENTRY_POINT_GROUP = "deepeval_games.bots"
 GAMES_ENTRY_POINT_GROUP = "deepeval_games.games"
@@ -95,6 +95,36 @@ def _init_parameters(cls: type) -> Mapping[str, inspect.Parameter]:
     return _INIT_PARAMETERS[cls]
 
 
+BotFactory = Callable[[int, np.random.Generator], DeepEvalBot]
+"""Builds one registered bot, with its game and parameters fixed, for a seat and its generator."""
+
+
+def bot_factory(name: str, game: pyspiel.Game, params: Mapping[str, Any] | None = None) -> BotFactory:
+    """The registered bot ``name`` with ``game`` and ``params`` resolved once: the bot, whether it plays ``game``
+    and whether it takes ``params`` are checked here, so a runner builds its seats without looking them up per match.
+
+    Raises:
+        UnknownBotError: no bot is registered under ``name``.
+        SpecError: it cannot play ``game`` or takes no such parameter (bad values surface when a bot is built).
+    """
+    entry = lookup_bot(name, game)
+    fixed = dict(params or {})
+    accepted = _init_parameters(entry.cls)
+    unknown = [key for key in fixed if key not in accepted]
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        allowed = [k for k in accepted if k not in ("self", "player_id", "rng", "game")]
+        raise SpecError(f"bot {name!r} takes no parameter {', '.join(unknown)}; it takes: {allowed or 'none'}")
+    cls = entry.cls
+
+    def build(player_id: int, rng: np.random.Generator) -> DeepEvalBot:
+        try:
+            return cls(player_id, rng, game=game, **fixed)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"bad parameters for bot {name!r}: {exc}") from exc
+
+    return build
+
+
 def make_bot(
     name: str,
     game: pyspiel.Game,
@@ -102,18 +132,8 @@ def make_bot(
     rng: np.random.Generator,
     params: Mapping[str, Any] | None = None,
 ) -> DeepEvalBot:
-    """Build the registered bot ``name`` for one seat of ``game``."""
-    entry = lookup_bot(name, game)
-    params = dict(params or {})
-    accepted = _init_parameters(entry.cls)
-    unknown = [key for key in params if key not in accepted]
-    if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-        allowed = [k for k in accepted if k not in ("self", "player_id", "rng", "game")]
-        raise SpecError(f"bot {name!r} takes no parameter {', '.join(unknown)}; it takes: {allowed or 'none'}")
-    try:
-        return entry.cls(player_id, rng, game=game, **params)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"bad parameters for bot {name!r}: {exc}") from exc
+    """Build the registered bot ``name`` for one seat of ``game`` (see :func:`bot_factory`)."""
+    return bot_factory(name, game, params)(player_id, rng)
 
 
 _SCORERS: dict[str, list[Callable[..., Mapping[str, Any]]]] = {}
