@@ -79,6 +79,7 @@ __all__ = [
     "SCORE_MIN",
     "SHORT_NAME",
     "TRANSLATOR",
+    "ParagraphFields",
     "TranslationFields",
     "TranslationGame",
     "TranslationJudgeFields",
@@ -124,8 +125,8 @@ def sample_games(pairs: Sequence[str] = PAIRS, count: int = 3, seed: int = 0, wo
     return out
 
 
-class TranslationFields(TypedDict):
-    """A seat's observation as named values (:meth:`TranslationState.observation_fields`)."""
+class ParagraphFields(TypedDict):
+    """The paragraph a game is about, as the seats and the judge are given it."""
 
     pair: str
     paragraph: str
@@ -136,6 +137,11 @@ class TranslationFields(TypedDict):
     target_language: str
     source: str
     """The paragraph to translate."""
+
+
+class TranslationFields(ParagraphFields):
+    """A seat's observation as named values (:meth:`TranslationState.observation_fields`)."""
+
     role: str
     """This seat's role: ``translator`` or ``proofreader``."""
     translation: str | None
@@ -146,17 +152,10 @@ class TranslationFields(TypedDict):
     """The seat to write now, None once the dialogue is over."""
 
 
-class TranslationJudgeFields(TypedDict):
+class TranslationJudgeFields(ParagraphFields):
     """What the judge is given as values (:meth:`TranslationState.judge_fields`); roles, never names."""
 
     task: str
-    pair: str
-    paragraph: str
-    words: int
-    split: str
-    source_language: str
-    target_language: str
-    source: str
     translation: str
     proofread: str
     roles: list[str]
