@@ -115,10 +115,7 @@ class ConfidenceSequence:
         Raises:
             ValueError: the value lies outside ``[low, high]`` (the guarantee would not hold).
         """
-        value = float(value)
-        if not self.low <= value <= self.high:
-            raise ValueError(f"observation {value} lies outside the declared range [{self.low}, {self.high}]")
-        x = (value - self.low) / (self.high - self.low)
+        x = self._rescaled(value)
         t = self.n + 1
         variance = self._var_sum / t  # s2_{t-1}
         bet = min(math.sqrt(2.0 * self._log_term / (variance * t * math.log1p(t))), _MAX_BET)
@@ -136,6 +133,13 @@ class ConfidenceSequence:
         if self._lo > self._hi:  # the sequence has excluded every mean (a rare miss): keep a point, never empty
             self._lo = self._hi = centre
         return self.interval()
+
+    def _rescaled(self, value: float) -> float:
+        """``value`` mapped from ``[low, high]`` to ``[0, 1]``; ``ValueError`` outside the declared range."""
+        value = float(value)
+        if not self.low <= value <= self.high:
+            raise ValueError(f"observation {value} lies outside the declared range [{self.low}, {self.high}]")
+        return (value - self.low) / (self.high - self.low)
 
     def extend(self, values: Iterable[float]) -> Interval:
         """Add several observations in order; the interval after the last."""
@@ -175,10 +179,7 @@ class BettingConfidenceSequence(ConfidenceSequence):
         Raises:
             ValueError: the value lies outside ``[low, high]`` (the guarantee would not hold).
         """
-        value = float(value)
-        if not self.low <= value <= self.high:
-            raise ValueError(f"observation {value} lies outside the declared range [{self.low}, {self.high}]")
-        x = (value - self.low) / (self.high - self.low)
+        x = self._rescaled(value)
         t = self.n + 1
         bet = math.sqrt(2.0 * self._log_term / ((self._var_sum / t) * t * math.log1p(t)))
         diff = x - self._grid
