@@ -23,9 +23,9 @@ from typing import Any, cast
 
 from deepeval_games.bot import Observation
 from deepeval_games.records import JUDGE_SEAT
-from game_defs.code_review import CodeReviewFields, CodeReviewJudgeFields
+from game_defs.code_review import CodeReviewFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
-from llm_bots.judge import parse_judge_reply, verdict_response_format
+from llm_bots.judge import judge_response_schema, parse_judge_reply
 from llm_bots.prompts import load_prompts
 
 __all__ = ["CodeReviewAdapter", "extract_code"]
@@ -87,7 +87,4 @@ class CodeReviewAdapter(TaskAdapter):
         return Parsed(text=review) if review else Parsed(error=_reason("empty_review"))
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
-        if observation.seat != JUDGE_SEAT:
-            return None
-        fields = cast(CodeReviewJudgeFields, observation.fields)
-        return verdict_response_format(fields["roles"], fields["score_min"], fields["score_max"])
+        return judge_response_schema(observation)

@@ -30,7 +30,7 @@ from deepeval_games.bot import Observation
 from deepeval_games.records import JUDGE_SEAT
 from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, IdiomFields, dictionary
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
-from llm_bots.judge.schema import verdict_response_format
+from llm_bots.judge.schema import judge_response_schema
 from llm_bots.judge.verdict import parse_judge_reply
 from llm_bots.prompts import load_prompts
 
@@ -101,7 +101,4 @@ class IdiomSolitaireAdapter(TaskAdapter):
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         """The verdict's JSON schema for the judge seat; none for the players."""
-        if observation.seat != JUDGE_SEAT:
-            return None
-        fields = observation.fields
-        return verdict_response_format(fields["roles"], fields["score_min"], fields["score_max"])
+        return judge_response_schema(observation)

@@ -21,9 +21,9 @@ from typing import Any, cast
 
 from deepeval_games.bot import Observation
 from deepeval_games.records import JUDGE_SEAT
-from game_defs.translation import TranslationFields, TranslationJudgeFields
+from game_defs.translation import TranslationFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
-from llm_bots.judge import parse_judge_reply, verdict_response_format
+from llm_bots.judge import judge_response_schema, parse_judge_reply
 from llm_bots.prompts import load_prompts
 
 __all__ = ["TranslationAdapter", "extract_text"]
@@ -75,7 +75,4 @@ class TranslationAdapter(TaskAdapter):
         return Parsed(text=text) if text else Parsed(error=_reason("empty_text"))
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
-        if observation.seat != JUDGE_SEAT:
-            return None
-        fields = cast(TranslationJudgeFields, observation.fields)
-        return verdict_response_format(fields["roles"], fields["score_min"], fields["score_max"])
+        return judge_response_schema(observation)

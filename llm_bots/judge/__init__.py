@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from deepeval_games.records import JUDGE_SEAT
 from llm_bots.judge.independence import ALLOW_PLAYER_MODEL, check_judge
-from llm_bots.judge.schema import verdict_response_format
+from llm_bots.judge.schema import judge_response_schema, verdict_response_format
 from llm_bots.judge.scripted import (
     JUDGE_INJECTION,
     FixedJudge,
@@ -88,6 +88,7 @@ __all__ = [
     "PositionBiasedJudge",
     "Verdict",
     "check_judge",
+    "judge_response_schema",
     "make_llm_judge",
     "parse_judge_reply",
     "parse_verdict",

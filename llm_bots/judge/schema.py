@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from deepeval_games.bot import Observation
+from deepeval_games.records import JUDGE_SEAT
 from llm_bots.judge.verdict import role_labels
 
-__all__ = ["verdict_response_format"]
+__all__ = ["judge_response_schema", "verdict_response_format"]
 
 
 def verdict_response_format(roles: Sequence[str], low: int, high: int) -> dict[str, Any]:
@@ -32,3 +34,11 @@ def verdict_response_format(roles: Sequence[str], low: int, high: int) -> dict[s
             },
         },
     }
+
+
+def judge_response_schema(observation: Observation) -> dict[str, Any] | None:
+    """A judged task adapter's ``response_schema``: the verdict's schema for the judge seat, None for the players."""
+    if observation.seat != JUDGE_SEAT:
+        return None
+    fields = observation.fields
+    return verdict_response_format(fields["roles"], int(fields["score_min"]), int(fields["score_max"]))
