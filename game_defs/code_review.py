@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 import pyspiel
@@ -324,6 +324,11 @@ class CodeReviewState(JudgedExchangeState):
             for i, text in enumerate(self.dialogue_texts())
         ]
 
+    def _quoted_dialogue(self, label: Callable[[DialogueMove], str]) -> str:
+        """Every move quoted under ``label(move)`` for the judge, or a note that nothing was said."""
+        moves = [quote_player_text(label(m), m["text"] if m["text"].strip() else EMPTY_REPLY) for m in self._dialogue()]
+        return "\n\n".join(moves) if moves else "(nothing was said)"
+
     def observation_fields(self, player: int) -> CodeReviewFields:
         """What ``player`` may know now, as named values (for prompts and scripted bots): everything said."""
         p = self.problem()
@@ -372,11 +377,7 @@ class CodeReviewState(JudgedExchangeState):
         """
         p = self.problem()
         tests = "\n".join(p.test_list)
-        moves = []
-        for move in self._dialogue():
-            label = f"{move['role'].capitalize()}, round {move['round']}"
-            moves.append(quote_player_text(label, move["text"] if move["text"].strip() else EMPTY_REPLY))
-        dialogue = "\n\n".join(moves) if moves else "(nothing was said)"
+        dialogue = self._quoted_dialogue(lambda move: f"{move['role'].capitalize()}, round {move['round']}")
         if self._consensus:
             ended = "The reviewer ended the conversation by answering over."
         else:
@@ -431,11 +432,7 @@ class CodeReviewState(JudgedExchangeState):
                 ],
             }
         rubric = "\n".join(f"{i}. {point}" for i, point in enumerate((q for s in order for q in points[s]), 1))
-        moves = []
-        for move in self._dialogue():
-            label = f"{labels[move['seat']]} ({move['role']}), round {move['round']}"
-            moves.append(quote_player_text(label, move["text"] if move["text"].strip() else EMPTY_REPLY))
-        dialogue = "\n\n".join(moves) if moves else "(nothing was said)"
+        dialogue = self._quoted_dialogue(lambda m: f"{labels[m['seat']]} ({m['role']}), round {m['round']}")
         if self._consensus:
             ended = f"{who[REVIEWER]} ended the conversation by answering over."
         else:
