@@ -30,6 +30,18 @@ def _lines(name: str) -> list[dict]:
     return [json.loads(line) for line in (FIXTURES / name / JSONL_NAME).read_text(encoding="utf-8").splitlines()]
 
 
+def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord, dict]]:
+    """Each record of a fixture run directory of record ``version`` as the store loads it now (migrated to the
+    current version, in the same order), with the fixture's JSONL line it came from."""
+    old = _lines(name)
+    assert {line["schema_version"] for line in old} == {version}
+    with Store(_copy(name, tmp_path)) as store:
+        records = list(store.records())
+    assert [r.match_id for r in records] == [line["match_id"] for line in old]
+    assert all(record.schema_version == SCHEMA_VERSION for record in records)
+    return list(zip(records, old, strict=True))
+
+
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
     assert SCHEMA_VERSION == 4
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
@@ -40,13 +52,8 @@ def test_every_old_version_has_a_migration_and_a_fixture() -> None:
 
 @pytest.mark.parametrize("name", ["v1/pgg_scripted", "v1/pgg_llm"])
 def test_v1_run_directories_load_migrated_and_validated(name: str, tmp_path: Path) -> None:
-    old = _lines(name)
-    assert {line["schema_version"] for line in old} == {1}
-    with Store(_copy(name, tmp_path)) as store:
-        records = list(store.records())
-    assert [r.match_id for r in records] == [line["match_id"] for line in old]
-    for record, line in zip(records, old, strict=True):
-        assert record.schema_version == SCHEMA_VERSION and record.status == "complete"
+    for record, line in _migrated(name, 1, tmp_path):
+        assert record.status == "complete"
         assert MatchRecord.model_validate(record.to_dict()) == record
         for turn, v1 in zip(record.turns, line["turns"], strict=True):
             assert isinstance(turn.outcome, Outcome) and turn.outcome == v1["outcome"]
@@ -177,13 +184,7 @@ def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["v2/pgg_scripted", "v2/pgg_llm"])
 def test_v2_run_directories_gain_empty_attempts_and_cuts(name: str, tmp_path: Path) -> None:
-    old = _lines(name)
-    assert {line["schema_version"] for line in old} == {2}
-    with Store(_copy(name, tmp_path)) as store:
-        records = list(store.records())
-    assert [r.match_id for r in records] == [line["match_id"] for line in old]
-    for record, line in zip(records, old, strict=True):
-        assert record.schema_version == SCHEMA_VERSION
+    for record, line in _migrated(name, 2, tmp_path):
         for turn, v2 in zip(record.turns, line["turns"], strict=True):
             assert turn.attempts == [] and turn.cut_chars == []
             assert turn.prompts == v2["prompts"] and turn.raw_replies == v2["raw_replies"]
@@ -191,15 +192,10 @@ def test_v2_run_directories_gain_empty_attempts_and_cuts(name: str, tmp_path: Pa
 
 @pytest.mark.parametrize("name", ["v3/pgg_scripted", "v3/pgg_llm"])
 def test_v3_run_directories_gain_empty_finish_reasons(name: str, tmp_path: Path) -> None:
-    old = _lines(name)
-    assert {line["schema_version"] for line in old} == {3}
-    with Store(_copy(name, tmp_path)) as store:
-        records = list(store.records())
-    assert [r.match_id for r in records] == [line["match_id"] for line in old]
-    for record, line in zip(records, old, strict=True):
-        assert record.schema_version == SCHEMA_VERSION
+    migrated = _migrated(name, 3, tmp_path)
+    for record, line in migrated:
         for turn, v3 in zip(record.turns, line["turns"], strict=True):
             assert turn.finish_reasons == [] and turn.reasoning_tokens == 0
             assert turn.outcome == v3["outcome"] and turn.raw_replies == v3["raw_replies"]
     if name.endswith("llm"):
-        assert any(t.outcome == "reasked" for t in records[0].turns)
+        assert any(t.outcome == "reasked" for t in migrated[0][0].turns)
