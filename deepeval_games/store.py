@@ -265,10 +265,16 @@ class Store:
         self._lock = threading.Lock()
         self._run_lock: RunLock | None = None
         self._owns_lock = False
+        self._log = threading.Condition(threading.Lock())
+        """Guards the commit log: ``matches.jsonl``'s descriptor, the pending batch, the committed ids, the flusher.
+        Taken before ``self._lock`` (the database's), never while holding it."""
         self._pending: list[tuple[str, str]] = []
         """(match id, record text) written to ``matches.jsonl``, not yet inserted into the database."""
-        self._pending_ids: set[str] = set()
-        self._timer: threading.Timer | None = None
+        self._pending_since = 0.0
+        self._ids: set[str] = set()
+        """Ids of every committed match (in the database or pending): a commit never asks the database."""
+        self._flusher: threading.Thread | None = None
+        self._closing = False
         self._jsonl_fd: int | None = None
         if read_only:
             self._db = self._connect_read_only()
@@ -287,6 +293,7 @@ class Store:
             if spec_hash is not None:
                 self._bind(spec_hash, spec_text or "")
             self._recover_jsonl()
+            self._ids = {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
             try:
                 self._jsonl_fd = os.open(self.run_dir / JSONL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
@@ -363,21 +370,21 @@ class Store:
         self._writable()
         if "\n" in text:
             raise ValueError(f"match record {match_id!r}: a stored record is one line of JSON")
-        with self._lock:
-            if (
-                match_id in self._pending_ids
-                or self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
-            ):
+        with self._log:
+            if self._jsonl_fd is None:
+                raise DeepEvalError(f"the store of {self.run_dir} is closed")
+            if match_id in self._ids:
                 return False
             self._append((text + "\n").encode("utf-8"))
+            self._ids.add(match_id)
+            if not self._pending:
+                self._pending_since = time.monotonic()
             self._pending.append((match_id, text))
-            self._pending_ids.add(match_id)
-            if len(self._pending) >= self.batch_max:
-                self._flush_locked()
-            elif self._timer is None:
-                self._timer = threading.Timer(self.flush_interval_s, self._timed_flush)
-                self._timer.daemon = True
-                self._timer.start()
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, name="store-flusher", daemon=True)
+                self._flusher.start()
+            elif len(self._pending) == 1 or len(self._pending) >= self.batch_max:
+                self._log.notify()
         return True
 
     def commit_many(self, records: Iterable[MatchRecord]) -> list[bool]:
@@ -404,43 +411,74 @@ class Store:
             raise
 
     def flush(self) -> None:
-        """Insert the pending batch into the database now (a no-op for readers and without pending matches)."""
-        if self.read_only or not self._pending:
-            return
-        with self._lock:
-            self._flush_locked()
+        """Insert the pending batch into the database now, and wait for a batch being inserted (a no-op for
+        readers).
 
-    def _timed_flush(self) -> None:
-        with self._lock:
-            self._timer = None
-            if self._jsonl_fd is None:  # closed meanwhile
-                return
+        Raises:
+            sqlite3.Error: the database refused the batch (its matches stay committed in ``matches.jsonl``).
+        """
+        if not self.read_only:
+            self._drain(background=False)
+
+    def _flush_loop(self) -> None:
+        """The flusher thread: inserts each batch once it is ``flush_interval_s`` old or ``batch_max`` long; ends
+        after a second without commits (the next commit starts another) or when the store closes."""
+        while True:
+            with self._log:
+                if not self._pending:
+                    if not self._closing:
+                        self._log.wait(1.0)
+                    if not self._pending:
+                        self._flusher = None
+                        return
+                    continue
+                wait = self._pending_since + self.flush_interval_s - time.monotonic()
+                if wait > 0 and len(self._pending) < self.batch_max and not self._closing:
+                    self._log.wait(wait)
+                    continue
+            self._drain(background=True)
+
+    def _drain(self, *, background: bool) -> None:
+        """Take the pending batch and insert it in one transaction. Batches reach the database in the order of
+        ``matches.jsonl``: the database lock is taken before the commit log's is let go."""
+        with self._log:
+            batch, self._pending = self._pending, []
+            self._lock.acquire()
+        try:
+            failed = None
             try:
-                self._flush_locked()
-            except sqlite3.Error as exc:  # the lines are in matches.jsonl: the next flush or open inserts them
-                log.warning("could not insert %d committed matches into %s yet: %s", len(self._pending), DB_NAME, exc)
+                self._insert_locked(batch)
+            except sqlite3.Error as exc:
+                failed = exc
+        finally:
+            self._lock.release()
+        if failed is None:
+            return
+        with self._log:  # still committed (in matches.jsonl): inserted by a later batch, or when a writer opens
+            self._pending[:0] = batch
+            self._pending_since = time.monotonic()
+        if not background:
+            raise failed
+        log.warning(
+            "%s: could not insert %d committed matches into %s yet: %s", self.run_dir, len(batch), DB_NAME, failed
+        )
 
-    def _flush_locked(self) -> None:
-        """Insert the pending batch in one transaction (the caller holds ``self._lock``)."""
-        if self._timer is not None:  # the next batch starts its own
-            self._timer.cancel()
-            self._timer = None
-        if not self._pending:
+    def _insert_locked(self, batch: list[tuple[str, str]]) -> None:
+        """Insert ``batch`` in one transaction (the caller holds ``self._lock``)."""
+        if not batch:
             return
         at = _now()
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "INSERT OR IGNORE INTO matches (match_id, record, committed_at) VALUES (?, ?, ?)",
-                [(match_id, text, at) for match_id, text in self._pending],
+                [(match_id, text, at) for match_id, text in batch],
             )
             self._db.execute("COMMIT")
         except sqlite3.Error:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
-        self._pending.clear()
-        self._pending_ids.clear()
 
     def log_attempt(self, match_id: str, kind: str, error: str) -> None:
         """Remember a failed attempt (``infra`` or ``error``); it is not a result."""
@@ -560,8 +598,7 @@ class Store:
         if missing:
             log.warning("%s: %d committed matches recovered from %s", self.run_dir, len(missing), JSONL_NAME)
             with self._lock:
-                self._pending = missing
-                self._flush_locked()
+                self._insert_locked(missing)
         if not in_order:
             self._rewrite_jsonl()
         elif torn_at is not None:
@@ -580,21 +617,22 @@ class Store:
     def close(self) -> None:
         """Insert the pending batch, close the database (and let go of the run lock this store took)."""
         try:
-            with self._lock:
+            if not self.read_only:
+                with self._log:
+                    self._closing = True
+                    self._log.notify_all()
+                    flusher = self._flusher
+                if flusher is not None:
+                    flusher.join()
                 try:
-                    self._flush_locked()
+                    self.flush()
                 except sqlite3.Error as exc:  # the lines are in matches.jsonl: the next writer inserts them
-                    log.warning(
-                        "%s: %d committed matches left to recover from %s: %s",
-                        self.run_dir,
-                        len(self._pending),
-                        JSONL_NAME,
-                        exc,
-                    )
+                    log.warning("%s: committed matches left to recover from %s: %s", self.run_dir, JSONL_NAME, exc)
                 finally:
-                    if self._jsonl_fd is not None:
-                        os.close(self._jsonl_fd)
-                        self._jsonl_fd = None
+                    with self._log:
+                        if self._jsonl_fd is not None:
+                            os.close(self._jsonl_fd)
+                            self._jsonl_fd = None
             self._db.close()
         finally:
             if self._run_lock is not None and self._owns_lock:

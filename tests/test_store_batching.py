@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from deepeval_games import DeepEvalError
 from deepeval_games.records import MatchRecord
 from deepeval_games.runner import run_experiment
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
@@ -127,29 +128,39 @@ def _record(match_id: str) -> MatchRecord:
     return MatchRecord(match_id=match_id, game="g", seats=["a"], returns=[1.0], turns=[])
 
 
+def _eventually(check: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_commits_are_batched_by_count_and_time_and_flushed_on_read(tmp_path: Path) -> None:
-    store = Store(tmp_path / "run")
+    run = tmp_path / "run"
+    store = Store(run)
     store.flush_interval_s, store.batch_max = 3600.0, 3
     try:
         assert store.commit(_record("a")) and store.commit(_record("b"))
-        assert _db_ids(tmp_path / "run") == []  # pending: in the log only
-        assert (tmp_path / "run" / JSONL_NAME).read_text().count("\n") == 2
+        time.sleep(0.2)
+        assert _db_ids(run) == []  # pending: in the log only
+        assert (run / JSONL_NAME).read_text().count("\n") == 2
         assert not store.commit(_record("a"))  # a pending id is already committed
-        assert store.commit(_record("c")) and _db_ids(tmp_path / "run") == ["a", "b", "c"]  # the batch is full
+        assert store.commit(_record("c"))
+        assert _eventually(lambda: _db_ids(run) == ["a", "b", "c"])  # the batch is full: inserted in the background
         assert store.commit_json("d", _record("d").to_json()) and store.completed_ids() == {"a", "b", "c", "d"}
         with pytest.raises(ValueError, match="one line"):
             store.commit_json("e", '{"match_id": "e",\n"game": "g"}')
         store.flush_interval_s = 0.05
         assert store.commit(_record("e"))
-        for _ in range(100):  # the timer inserts a batch nobody flushes
-            if "e" in _db_ids(tmp_path / "run"):
-                break
-            time.sleep(0.02)
-        assert _db_ids(tmp_path / "run") == ["a", "b", "c", "d", "e"]
+        assert _eventually(lambda: _db_ids(run) == ["a", "b", "c", "d", "e"])  # by time, nobody flushing
         assert store.commit_many([_record("f"), _record("a")]) == [True, False]
     finally:
         store.close()
-    assert _db_ids(tmp_path / "run") == ["a", "b", "c", "d", "e", "f"]  # close inserts the pending batch
+    assert _db_ids(run) == ["a", "b", "c", "d", "e", "f"]  # close inserts the pending batch
+    with pytest.raises(DeepEvalError, match="closed"):
+        store.commit(_record("g"))
 
 
 def test_recovery_inserts_missing_lines_cuts_a_torn_tail_and_rewrites_a_disordered_log(tmp_path: Path) -> None:
