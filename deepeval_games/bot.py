@@ -12,10 +12,11 @@ a simultaneous node can be asked at once; :meth:`DeepEvalBot.step` wraps it so O
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyspiel
@@ -23,7 +24,19 @@ import pyspiel
 from deepeval_games import task
 from deepeval_games.message_pool import Message
 
-__all__ = ["CallAttempt", "Decision", "DeepEvalBot", "Observation", "Outcome", "Prompt", "StateBot", "observe"]
+__all__ = [
+    "CallAttempt",
+    "Decision",
+    "DeepEvalBot",
+    "Observation",
+    "Outcome",
+    "Prompt",
+    "StateBot",
+    "SyncBot",
+    "answers_at_once",
+    "make_observation",
+    "observe",
+]
 
 
 class Outcome(str, enum.Enum):
@@ -139,6 +152,40 @@ class Decision:
     reasoning: tuple[str, ...] = ()
     """Per ask, the reasoning text the provider sent apart from the reply ("" when none)."""
 
+    @classmethod
+    def move(cls, action: int | None, text: str = "") -> Decision:
+        """``Decision(action=action, text=text)``: a plain move, every other field at its default.
+
+        Built without the dataclass's per-field ``__setattr__`` (a scripted bot makes one a move): only ``action``
+        and ``text`` are stored on the instance, the other fields read their defaults from the class, as a
+        dataclass keeps them; equality, ``repr``, :func:`dataclasses.replace` and pickling see the same decision.
+        """
+        decision = _new(cls)
+        _set(decision, "__dict__", {"action": action, "text": text, "_plain": True})
+        return decision
+
+    _plain: ClassVar[bool] = False
+    """True on a decision made by :meth:`move` (not a field: a frozen decision made so keeps every default)."""
+
+    def is_plain(self) -> bool:
+        """True when no model was asked: every field of the exchange with a model is at its default."""
+        if self._plain:
+            return True
+        return (
+            not self.raw_replies
+            and not self.prompts
+            and not self.attempts
+            and not self.cut_chars
+            and not self.finish_reasons
+            and not self.reasoning
+            and self.retries == 0
+            and self.model is None
+            and self.tokens_in == 0
+            and self.tokens_out == 0
+            and self.cost_usd == 0.0
+            and self.reasoning_tokens == 0
+        )
+
     def exchange(self) -> dict[str, Any]:
         """The fields a turn record copies: outcome, replies, prompts per ask, re-asks, model, tokens, cost, error."""
         return {
@@ -159,28 +206,78 @@ class Decision:
         }
 
 
+_new = object.__new__
+_set = object.__setattr__
+if not all(  # Decision.move relies on it: every field but action has a plain default, kept on the class
+    f.default is not dataclasses.MISSING and getattr(Decision, name) == f.default
+    for name, f in Decision.__dataclass_fields__.items()
+    if name != "action"
+):
+    raise TypeError("Decision.move needs every field of Decision but action to have a plain default")
+
+
 class _ActionNames:
     """``Observation.action_to_string`` without a copy of the state: names are read from the live state, and
     remembered, while it is where the observation was made (a seat names its moves while it chooses). Naming a
-    move after the game moved on is a bug in the caller and says so rather than naming it from another state."""
+    move after the game moved on is a bug in the caller and says so rather than naming it from another state.
 
-    __slots__ = ("_at", "_names", "_seat", "_state")
+    Where the state is is its history's length, or, given a ``clock`` (an object whose ``step`` counts the moves
+    applied to the state, as the referee's match does), that count, which costs nothing to read.
+    """
 
-    def __init__(self, state: pyspiel.State, seat: int) -> None:
+    __slots__ = ("_at", "_clock", "_names", "_seat", "_state")
+
+    def __init__(self, state: pyspiel.State, seat: int, clock: Any = None) -> None:
         self._state = state
         self._seat = seat
-        self._at = len(state.history())
+        self._clock = clock
+        self._at = len(state.history()) if clock is None else clock.step
         self._names: dict[int, str] = {}
 
     def __call__(self, action: int) -> str:
         name = self._names.get(action)
         if name is None:
-            if len(self._state.history()) != self._at:
+            clock = self._clock
+            if (len(self._state.history()) if clock is None else clock.step) != self._at:
                 raise RuntimeError(
                     f"action {action} named for seat {self._seat} after the game moved on: name moves while choosing"
                 )
             name = self._names[action] = self._state.action_to_string(self._seat, action)
         return name
+
+
+def make_observation(
+    seat: int,
+    num_seats: int,
+    game: str,
+    params: Mapping[str, Any],
+    round: int,
+    text: str,
+    fields: Mapping[str, Any],
+    legal_actions: tuple[int, ...],
+    inbox: tuple[Message, ...],
+    penalty_action: int | None,
+    free_text: bool,
+    action_to_string: Callable[[int], str],
+) -> Observation:
+    """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
+    (the referee makes one a move; the result equals ``Observation(...)`` of the same values)."""
+    observation = _new(Observation)
+    observation.__dict__.update(
+        seat=seat,
+        num_seats=num_seats,
+        game=game,
+        params=params,
+        round=round,
+        text=text,
+        fields=fields,
+        legal_actions=legal_actions,
+        inbox=inbox,
+        penalty_action=penalty_action,
+        free_text=free_text,
+        action_to_string=action_to_string,
+    )
+    return observation
 
 
 def observe(
@@ -205,19 +302,19 @@ def observe(
         legal = legal_actions
     else:
         legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
-    return Observation(
-        seat=seat,
-        num_seats=game.num_players(),
-        game=game.get_type().short_name,
-        params=dict(game.get_parameters()),
-        round=round,
-        text=task.observation_text(state, seat) if text is None else text,
-        fields=task.observation_fields(state, seat) if fields is None else fields,
-        legal_actions=legal,
-        inbox=inbox,
-        penalty_action=task.penalty_action(state, seat),
-        free_text=task.is_free_text_turn(state, seat),
-        action_to_string=_ActionNames(state, seat),
+    return make_observation(
+        seat,
+        game.num_players(),
+        game.get_type().short_name,
+        dict(game.get_parameters()),
+        round,
+        task.observation_text(state, seat) if text is None else text,
+        task.observation_fields(state, seat) if fields is None else fields,
+        legal,
+        inbox,
+        task.penalty_action(state, seat),
+        task.is_free_text_turn(state, seat),
+        _ActionNames(state, seat),
     )
 
 
@@ -266,6 +363,38 @@ class DeepEvalBot(pyspiel.Bot):
     def provides_policy(self) -> bool:
         """DeepEval bots return actions, not policies."""
         return False
+
+
+class SyncBot(DeepEvalBot):
+    """A player that answers at once, awaiting nothing (scripted baselines, ``random``): it implements
+    :meth:`respond`, which the referee calls directly, with no coroutine or task per move.
+
+    :meth:`act` still works (it returns :meth:`respond`'s answer), so anything that awaits a bot can await it. A
+    subclass that overrides :meth:`act` instead is awaited as before.
+    """
+
+    def respond(self, observation: Observation) -> Decision:
+        """Choose a move for ``observation``, synchronously."""
+        raise NotImplementedError
+
+    async def act(self, observation: Observation) -> Decision:
+        """:meth:`respond`, for callers that await a bot."""
+        return self.respond(observation)
+
+    def step(self, state: pyspiel.State) -> int:
+        """OpenSpiel entry point: :meth:`respond` to the seat's observation of ``state``, no event loop."""
+        if type(self).act is not SyncBot.act:  # a subclass that answers in act
+            return super().step(state)
+        decision = self.respond(observe(state, self.player_id))
+        if decision.action is None:
+            return task.intern_utterance(state, self.player_id, decision.text)
+        return int(decision.action)
+
+
+def answers_at_once(bot: DeepEvalBot) -> bool:
+    """True when the referee may call ``bot`` without awaiting it: a :class:`StateBot`, or a :class:`SyncBot`
+    whose class answers in :meth:`SyncBot.respond` (not in an overridden :meth:`~DeepEvalBot.act`)."""
+    return isinstance(bot, StateBot) or (isinstance(bot, SyncBot) and type(bot).act is SyncBot.act)
 
 
 class StateBot(DeepEvalBot):

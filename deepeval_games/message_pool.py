@@ -46,23 +46,28 @@ class Message:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form: a shallow copy (``fields`` is a new dict holding the same values, which the pool
         never changes), so a record is not built by deep-copying every message."""
-        return {
-            "index": self.index,
-            "round": self.round,
-            "sender": self.sender,
-            "recipients": list(self.recipients),
-            "kind": self.kind,
-            "text": self.text,
-            "action": self.action,
-            "fields": dict(self.fields),
-        }
+        data = self.__dict__.copy()  # the fields, in order (the pool's fast constructors keep that order too)
+        data["recipients"] = list(self.recipients)
+        data["fields"] = dict(self.fields)
+        return data
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 class MessagePool:
-    """Append-only list of :class:`Message`, with per-seat views."""
+    """Append-only list of :class:`Message`, with per-seat views.
+
+    Each seat's view (its inbox) is kept as messages are added, so reading it costs nothing per message already in
+    the pool: a match's views cost linear time in its messages, not quadratic.
+    """
 
     def __init__(self) -> None:
         self._messages: list[Message] = []
+        self._inboxes: dict[int, list[Message]] = {}
+        self._views: dict[int, tuple[Message, ...]] = {}
+        """Per seat, its inbox as a tuple, as last read (dropped when a message reaches the seat)."""
 
     def add(
         self,
@@ -76,22 +81,96 @@ class MessagePool:
         fields: dict[str, Any] | None = None,
     ) -> Message:
         """Append a message and return it."""
-        message = Message(
-            index=len(self._messages),
-            round=round,
-            sender=sender,
-            recipients=tuple(recipients),
-            kind=kind,
-            text=text,
-            action=action,
-            fields=dict(fields or {}),
+        recipients = tuple(recipients)
+        message = _new(Message)  # a frozen dataclass filled without its per-field __setattr__: the same message
+        _set(
+            message,
+            "__dict__",
+            {
+                "index": len(self._messages),
+                "round": round,
+                "sender": sender,
+                "recipients": recipients,
+                "kind": kind,
+                "text": text,
+                "action": action,
+                "fields": dict(fields) if fields else {},
+            },
         )
         self._messages.append(message)
+        inboxes, views = self._inboxes, self._views
+        for seat in recipients if len(recipients) < 2 else dict.fromkeys(recipients):  # each seat once
+            inboxes.setdefault(seat, []).append(message)
+            views.pop(seat, None)
+        if sender not in recipients:
+            inboxes.setdefault(sender, []).append(message)
+            views.pop(sender, None)
+        return message
+
+    def add_move(self, round: int, sender: int, text: str, action: int) -> Message:
+        """``add(round=round, sender=sender, recipients=(), kind="move", text=text, action=action)``, the
+        referee's most frequent message, without the general method's keyword handling."""
+        messages = self._messages
+        message = _new(Message)
+        _set(
+            message,
+            "__dict__",
+            {
+                "index": len(messages),
+                "round": round,
+                "sender": sender,
+                "recipients": (),
+                "kind": "move",
+                "text": text,
+                "action": action,
+                "fields": {},
+            },
+        )
+        messages.append(message)
+        inbox = self._inboxes.get(sender)
+        if inbox is None:
+            self._inboxes[sender] = [message]
+        else:
+            inbox.append(message)
+        self._views.pop(sender, None)
+        return message
+
+    def tell(self, round: int, seat: int, kind: str, text: str, fields: dict[str, Any]) -> Message:
+        """``add(round=round, sender=REFEREE, recipients=(seat,), kind=kind, text=text, fields=fields)``: the
+        referee's word to one seat (its view), without the general method's keyword handling."""
+        messages = self._messages
+        message = _new(Message)
+        _set(
+            message,
+            "__dict__",
+            {
+                "index": len(messages),
+                "round": round,
+                "sender": REFEREE,
+                "recipients": (seat,),
+                "kind": kind,
+                "text": text,
+                "action": None,
+                "fields": dict(fields) if fields else {},
+            },
+        )
+        messages.append(message)
+        inboxes, views = self._inboxes, self._views
+        for reader in (seat, REFEREE):
+            inbox = inboxes.get(reader)
+            if inbox is None:
+                inboxes[reader] = [message]
+            else:
+                inbox.append(message)
+            views.pop(reader, None)
         return message
 
     def visible_to(self, seat: int) -> tuple[Message, ...]:
         """Every message the seat may read, in order (its own moves included)."""
-        return tuple(m for m in self._messages if seat in m.recipients or m.sender == seat)
+        view = self._views.get(seat)
+        if view is None:
+            view = self._views[seat] = tuple(self._inboxes.get(seat, ()))
+        return view
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self._messages)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar, cast
 
@@ -28,7 +28,17 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import task
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, StateBot, observe
+from deepeval_games.bot import (
+    Decision,
+    DeepEvalBot,
+    Observation,
+    Outcome,
+    StateBot,
+    SyncBot,
+    _ActionNames,
+    answers_at_once,
+    make_observation,
+)
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import REFEREE, Message, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
@@ -41,28 +51,194 @@ Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 """Computes ground-truth metrics from a finished match (e.g. MBPP pass rate) for ``record.metrics``."""
 
 
-_FACTORY_FIELDS: tuple[tuple[str, Callable[[], Any]], ...] = tuple(
-    (name, cast(Callable[[], Any], field.default_factory))
-    for name, field in TurnRecord.model_fields.items()
-    if field.default_factory is not None
+_new = object.__new__
+_set = object.__setattr__
+
+_CHANCE_FIELDS_SET = frozenset(
+    ["index", "round", "seat", "action", "action_string"]
+    + [name for name, field in TurnRecord.model_fields.items() if field.default_factory is not None]
 )
-"""The turn record's fields whose default is made by a factory (the empty lists)."""
+"""The fields a chance turn was built with (the rest at their defaults), as ``model_fields_set`` reports them."""
+_MOVE_FIELDS_SET = frozenset(TurnRecord.model_fields)
+"""A seat's or the judge's turn is built with every field."""
 
 
-def _turn(**values: Any) -> TurnRecord:
-    """A turn record built without validation, its list fields filled here.
+def _record(values: dict[str, Any], fields_set: frozenset[str]) -> TurnRecord:
+    """A turn record of ``values`` (every field, in the model's order), built as ``model_construct`` ends.
 
-    pydantic's ``model_construct`` inspects each default factory's signature on every call (about 0.1 ms a
-    field, most of a chance turn's cost); filling them here keeps the record identical and the turn cheap.
+    pydantic's ``model_construct`` walks every field (aliases, defaults, default factories) on each call, about
+    5 us a turn; the values here are complete and already of their types, so the record is the same.
     """
-    for name, factory in _FACTORY_FIELDS:
-        if name not in values:
-            values[name] = factory()
-    return TurnRecord.model_construct(**values)
+    turn = _new(TurnRecord)
+    _set(turn, "__dict__", values)
+    _set(turn, "__pydantic_fields_set__", set(fields_set))
+    _set(turn, "__pydantic_extra__", None)
+    _set(turn, "__pydantic_private__", None)
+    return turn
+
+
+def _chance_turn(index: int, round: int, action: int, action_string: str) -> TurnRecord:
+    """The record of a chance outcome."""
+    values = {
+        "index": index,
+        "round": round,
+        "seat": CHANCE_SEAT,
+        "action": action,
+        "action_string": action_string,
+        "text": "",
+        "outcome": Outcome.OK,
+        "raw_replies": [],
+        "prompts": [],
+        "retries": 0,
+        "model": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": 0.0,
+        "latency_s": 0.0,
+        "error": None,
+        "attempts": [],
+        "cut_chars": [],
+        "finish_reasons": [],
+        "reasoning_tokens": 0,
+        "reasoning": [],
+    }
+    return _record(values, _CHANCE_FIELDS_SET)
+
+
+def _move_turn(
+    index: int, round: int, seat: int, action: int, action_string: str, text: str, latency: float, decision: Decision
+) -> TurnRecord:
+    """The record of a seat's (or the judge's) move: the decision's exchange with a model copied as it is."""
+    d = decision
+    if d._plain:  # Decision.move: no exchange with a model to copy
+        return _record(
+            {
+                "index": index,
+                "round": round,
+                "seat": seat,
+                "action": action,
+                "action_string": action_string,
+                "text": text,
+                "outcome": Outcome.OK,
+                "raw_replies": [],
+                "prompts": [],
+                "retries": 0,
+                "model": None,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "cost_usd": 0.0,
+                "latency_s": latency,
+                "error": None,
+                "attempts": [],
+                "cut_chars": [],
+                "finish_reasons": [],
+                "reasoning_tokens": 0,
+                "reasoning": [],
+            },
+            _MOVE_FIELDS_SET,
+        )
+    outcome = d.outcome
+    values = {
+        "index": index,
+        "round": round,
+        "seat": seat,
+        "action": action,
+        "action_string": action_string,
+        "text": text,
+        "outcome": outcome if outcome.__class__ is Outcome else Outcome(outcome),
+        "raw_replies": list(d.raw_replies),
+        "prompts": [[dict(m) for m in ask] for ask in d.prompts] if d.prompts else [],
+        "retries": d.retries,
+        "model": d.model,
+        "tokens_in": d.tokens_in,
+        "tokens_out": d.tokens_out,
+        "cost_usd": d.cost_usd,
+        "latency_s": latency,
+        "error": d.error,
+        "attempts": list(d.attempts),
+        "cut_chars": list(d.cut_chars),
+        "finish_reasons": list(d.finish_reasons),
+        "reasoning_tokens": d.reasoning_tokens,
+        "reasoning": list(d.reasoning),
+    }
+    return _record(values, _MOVE_FIELDS_SET)
+
+
+@dataclass(frozen=True)
+class _GameFacts:
+    """What the referee reads of a game once, not per match: a game object never changes (OpenSpiel's games are
+    immutable), and the runner plays many matches of one."""
+
+    game: pyspiel.Game
+    name: str
+    """``str(game)``: the game string of the record."""
+    short_name: str
+    params: Mapping[str, Any]
+    """The game's parameters (one dict shared by the observations of every match: read-only by contract)."""
+    rules: str
+    roles: tuple[str, ...]
+    string_method: str | None
+    """``observation_string`` or ``information_state_string`` (what :func:`task.observation_text` reads), or None."""
+    custom_text: bool
+    """The state class has its own Python method for that string: read it through :func:`task.observation_reader`."""
+    has_fields: bool
+    has_penalty: bool
+    has_free_text: bool
+    has_judge: bool
+
+    def read_text(self, state: pyspiel.State) -> Callable[[int], str]:
+        """``seat -> task.observation_text(state, seat)`` for one state object."""
+        if self.string_method is None:
+            return _no_text
+        return cast(Callable[[int], str], getattr(state, self.string_method))
+
+
+def _no_text(seat: int) -> str:
+    return ""
+
+
+_FACTS: dict[int, _GameFacts] = {}
+_FACTS_KEPT = 256
+
+
+def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
+    """The facts of ``game`` (``state``: a state of it, whose class tells which hooks the game's states have)."""
+    facts = _FACTS.get(id(game))
+    if facts is not None and facts.game is game:
+        return facts
+    kind = task.playability(game).observation
+    method = None if kind is None else ("observation_string" if kind == "observation" else "information_state_string")
+    facts = _GameFacts(
+        game=game,
+        name=str(game),
+        short_name=game.get_type().short_name,
+        params=dict(game.get_parameters()),
+        rules=task.rules_text(game),
+        roles=tuple(task.seat_roles(game)),
+        string_method=method,
+        custom_text=method is not None and getattr(type(state), method, None) is not getattr(pyspiel.State, method),
+        has_fields=callable(getattr(state, "observation_fields", None)),
+        has_penalty=callable(getattr(state, "penalty_action", None)),
+        has_free_text=callable(getattr(state, "is_free_text_turn", None)),
+        has_judge=callable(getattr(state, "is_judge_turn", None)),
+    )
+    if len(_FACTS) >= _FACTS_KEPT:
+        _FACTS.clear()
+    _FACTS[id(game)] = facts
+    return facts
+
+
+_TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
 
 
 class _Match:
-    """State of one match in progress (kept apart from :func:`play_match` for readability)."""
+    """State of one match in progress (kept apart from :func:`play_match` for readability).
+
+    The hot path is one seat's move: read its view, ask its bot, record the move. What does not change during a
+    match is read once here (the game's name and parameters, which observation string a seat is shown, which
+    hooks the game's state has); bots that answer at once (scripted, classical) are called directly, without a
+    coroutine per move; asyncio is used only for bots that really await (LLMs, sandboxed scorers, humans).
+    """
 
     def __init__(
         self,
@@ -75,22 +251,49 @@ class _Match:
         self.bots = bots
         self.judge = judge
         self.state = game.new_initial_state()
-        self.rng = np.random.default_rng(seed)
-        self.penalty_rng = np.random.default_rng([seed, 1])  # its own stream: penalties never shift chance draws
+        self.seed = seed
+        self._rng: np.random.Generator | None = None
+        self._penalty_rng: np.random.Generator | None = None
         self.pool = MessagePool()
         self.turns: list[TurnRecord] = []
         self.round = 0
         self.n = game.num_players()
+        self.step = 0
+        """Moves applied to the state so far (chance and joint moves count one each): the state's position."""
+        self.at_once = [answers_at_once(bot) for bot in bots]
+        """Per seat: its bot answers without being awaited."""
+        self.facts = facts = _facts(game, self.state)
+        self._short_name = facts.short_name
+        self._params = facts.params
+        self._read_text = task.observation_reader(self.state) if facts.custom_text else facts.read_text(self.state)
+        self._has_fields = facts.has_fields
+        self._has_penalty = facts.has_penalty
+        self._has_free_text = facts.has_free_text
+        self._has_judge = facts.has_judge
         self._delivered: dict[int, str] = {}
-        self._moves: tuple[int, dict[int, tuple[int, ...] | None]] | None = None
+        self._moves: tuple[int, str, dict[int, tuple[int, ...] | None]] | None = None
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
-        """Per seat: (length of the history, observation text, fields or None) last computed, reused by
+        """Per seat: (the state's position, observation text, fields or None) last computed, reused by
         :meth:`observation` while the state has not moved (the text is computed once per seat and state)."""
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The chance nodes' generator, from the match seed (made when first needed: most games have no chance)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
+
+    @property
+    def penalty_rng(self) -> np.random.Generator:
+        """The generator of random penalty moves: a stream of its own, so penalties never shift chance draws."""
+        if self._penalty_rng is None:
+            self._penalty_rng = np.random.default_rng([self.seed, 1])
+        return self._penalty_rng
 
     # -- messages ------------------------------------------------------------------------------
 
     def broadcast_rules(self) -> None:
-        rules = task.rules_text(self.game)
+        rules = self.facts.rules
         for seat in range(self.n):
             self.pool.add(
                 round=0,
@@ -108,19 +311,28 @@ class _Match:
     def legal_moves(self) -> dict[int, tuple[int, ...] | None]:
         """The seats that move next, each with its legal actions where they were read (None: not read yet); read
         once per state (the observations are delivered, then the seats asked, from the same state)."""
-        at = len(self.state.history())
-        if self._moves is not None and self._moves[0] == at:
-            return self._moves[1]
+        return self.node()[1]
+
+    def node(self) -> tuple[str, dict[int, tuple[int, ...] | None]]:
+        """What kind of node the state is at (``terminal``, ``chance``, ``simultaneous``, ``sequential``) and
+        :meth:`legal_moves`; read once per state."""
+        if self._moves is not None and self._moves[0] == self.step:
+            return self._moves[1], self._moves[2]
+        state = self.state
         moves: dict[int, tuple[int, ...] | None] = {}
-        if self.state.is_terminal() or self.state.is_chance_node():
-            pass
-        elif self.state.is_simultaneous_node():
-            legal = {seat: tuple(self.state.legal_actions(seat)) for seat in range(self.n)}
+        if state.is_terminal():
+            kind = _TERMINAL
+        elif state.is_chance_node():
+            kind = _CHANCE
+        elif state.is_simultaneous_node():
+            kind = _SIMULTANEOUS
+            legal = {seat: tuple(state.legal_actions(seat)) for seat in range(self.n)}
             moves = {seat: actions for seat, actions in legal.items() if actions}
         else:
-            moves = {self.state.current_player(): None}
-        self._moves = (at, moves)
-        return moves
+            kind = _SEQUENTIAL
+            moves = {state.current_player(): None}
+        self._moves = (self.step, kind, moves)
+        return kind, moves
 
     def deliver_observations(self) -> None:
         """Send the seats about to move (every seat, once the game is over) their view, if it changed.
@@ -129,28 +341,56 @@ class _Match:
         round gets its next view at its next turn (which then shows everything it may know), so no model is
         shown an intermediate view it could not act on. Views never include a same-round move of another seat.
         """
-        seats = range(self.n) if self.state.is_terminal() else self.seats_to_act()
-        at = len(self.state.history())
+        kind, moves = self.node()
+        seats = range(self.n) if kind is _TERMINAL else moves
+        at = self.step
         for seat in seats:
-            text = task.observation_text(self.state, seat)
-            self._views[seat] = (at, text, None)
+            text = self._read_text(seat)
             if not text or self._delivered.get(seat) == text:
+                self._views[seat] = (at, text, None)
                 continue
             self._delivered[seat] = text
-            fields = task.observation_fields(self.state, seat)
+            fields = task.observation_fields(self.state, seat) if self._has_fields else {}
             self._views[seat] = (at, text, fields)
-            self.pool.add(
-                round=self.round, sender=REFEREE, recipients=(seat,), kind="observation", text=text, fields=fields
-            )
+            self.pool.tell(self.round, seat, "observation", text, fields)
 
     def observation(self, seat: int, legal: tuple[int, ...] | None = None) -> Observation:
-        at, text, fields = self._views.get(seat, (-1, "", None))
-        inbox = self.pool.visible_to(seat)
-        if at != len(self.state.history()):  # computed for another state: compute it here
-            return observe(self.state, seat, inbox, self.round, legal_actions=legal)
-        return observe(self.state, seat, inbox, self.round, text=text, fields=fields, legal_actions=legal)
+        """What ``seat`` is asked with in the current state (its view as delivered, its inbox, its legal moves)."""
+        state = self.state
+        view = self._views.get(seat)
+        if view is not None and view[0] == self.step:
+            text, fields = view[1], view[2]
+        else:  # computed for another state: compute it here
+            text, fields = self._read_text(seat), None
+        if fields is None:
+            fields = task.observation_fields(state, seat) if self._has_fields else {}
+        if legal is None:
+            legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
+        return make_observation(
+            seat,
+            self.n,
+            self._short_name,
+            self._params,
+            self.round,
+            text,
+            fields,
+            legal,
+            self.pool.visible_to(seat),
+            task.penalty_action(state, seat) if self._has_penalty else None,
+            task.is_free_text_turn(state, seat) if self._has_free_text else False,
+            _ActionNames(state, seat, self),
+        )
 
     # -- moves ---------------------------------------------------------------------------------
+
+    def ask_now(self, bot: DeepEvalBot, observation: Observation) -> tuple[Decision, float]:
+        """A bot that answers at once (:func:`~deepeval_games.bot.answers_at_once`), called directly."""
+        start = time.perf_counter()
+        if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
+            decision = bot.decide(self.state.clone(), observation)
+        else:
+            decision = cast(SyncBot, bot).respond(observation)
+        return decision, time.perf_counter() - start
 
     async def ask(self, bot: DeepEvalBot, observation: Observation) -> tuple[Decision, float]:
         start = time.perf_counter()
@@ -184,62 +424,98 @@ class _Match:
         note = f"a random legal move ({observation.action_to_string(action)}) was played for the seat"
         return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
 
-    def record_move(self, seat: int, action: int, decision: Decision, latency: float) -> None:
-        action_string = self.state.action_to_string(seat, action)
+    def record_move(
+        self,
+        seat: int,
+        action: int,
+        decision: Decision,
+        latency: float,
+        names: Callable[[int], str] | None = None,
+    ) -> None:
+        """Put the move in the pool and the turn in the record; ``names`` names the seat's actions in this state
+        (the observation's, which remembers the names its bot read), else the state is asked."""
+        action_string = names(action) if names is not None else self.state.action_to_string(seat, action)
         text = decision.text or action_string
-        self.pool.add(round=self.round, sender=seat, recipients=(), kind="move", text=text, action=action)
-        self.turns.append(
-            _turn(
-                index=len(self.turns),
-                round=self.round,
-                seat=seat,
-                action=action,
-                action_string=action_string,
-                text=text,
-                latency_s=latency,
-                **decision.exchange(),
-            )
-        )
+        self.pool.add_move(self.round, seat, text, action)
+        self.turns.append(_move_turn(len(self.turns), self.round, seat, action, action_string, text, latency, decision))
+
+    def apply(self, action: int) -> None:
+        """Apply one move (a seat's, chance's or the judge's) to the state."""
+        self.state.apply_action(action)
+        self.step += 1
 
     async def simultaneous_round(self) -> None:
         moves = self.legal_moves()
         seats = list(moves)
         observations = {seat: self.observation(seat, moves[seat]) for seat in seats}  # all from the same state
-        answers = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in seats])
+        answers: dict[int, tuple[Decision, float]] = {}
+        waiting = []
+        for seat in seats:  # bots that answer at once first: a failure there leaves no model call behind
+            if self.at_once[seat]:
+                answers[seat] = self.ask_now(self.bots[seat], observations[seat])
+            else:
+                waiting.append(seat)
+        if waiting:
+            awaited = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in waiting])
+            answers.update(zip(waiting, awaited, strict=True))
         joint = [pyspiel.INVALID_ACTION] * self.n
         resolved: list[tuple[int, int, Decision, float]] = []
-        for seat, (decision, latency) in zip(seats, answers, strict=True):
+        for seat in seats:
+            decision, latency = answers[seat]
             action, decision = self.resolve(seat, observations[seat], decision)
             joint[seat] = action
             resolved.append((seat, action, decision, latency))
         for seat, action, decision, latency in resolved:  # into the pool together, before anyone sees them
-            self.record_move(seat, action, decision, latency)
+            self.record_move(seat, action, decision, latency, observations[seat].action_to_string)
         self.state.apply_actions(joint)
+        self.step += 1
+
+    def move_now(self, seat: int) -> None:
+        """A sequential move of a seat whose bot answers at once: :meth:`sequential_round` without awaiting,
+        its steps written out (the engine's hottest path: a random or scripted move)."""
+        state = self.state
+        observation = self.observation(seat, tuple(state.legal_actions(seat)))
+        bot = self.bots[seat]
+        start = time.perf_counter()
+        if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
+            decision = bot.decide(state.clone(), observation)
+        else:
+            decision = cast(SyncBot, bot).respond(observation)
+        latency = time.perf_counter() - start
+        action = decision.action
+        if action is not None and action in observation.legal_actions:
+            action = int(action)
+        else:
+            action, decision = self.resolve(seat, observation, decision)
+        action_string = observation.action_to_string(action)
+        text = decision.text or action_string
+        self.pool.add_move(self.round, seat, text, action)
+        turns = self.turns
+        turns.append(_move_turn(len(turns), self.round, seat, action, action_string, text, latency, decision))
+        state.apply_action(action)
+        self.step += 1
 
     async def sequential_round(self) -> None:
         seat = self.state.current_player()
         observation = self.observation(seat)
         decision, latency = await self.ask(self.bots[seat], observation)
         action, decision = self.resolve(seat, observation, decision)
-        self.record_move(seat, action, decision, latency)
-        self.state.apply_action(action)
+        self.record_move(seat, action, decision, latency, observation.action_to_string)
+        self.apply(action)
+
+    def chance(self) -> None:
+        """Sample a chance outcome from the match seed."""
+        outcomes, probs = zip(*self.state.chance_outcomes(), strict=True)
+        action = int(self.rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
+        action_string = self.state.action_to_string(CHANCE_SEAT, action)
+        self.turns.append(_chance_turn(len(self.turns), self.round, action, action_string))
+        self.apply(action)
 
     async def chance_or_judge(self) -> None:
         if task.is_judge_turn(self.state):
             await self.judge_round()
-            return
-        outcomes, probs = zip(*self.state.chance_outcomes(), strict=True)
-        action = int(self.rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
-        self.turns.append(
-            _turn(
-                index=len(self.turns),
-                round=self.round,
-                seat=CHANCE_SEAT,
-                action=action,
-                action_string=self.state.action_to_string(CHANCE_SEAT, action),
-            )
-        )
-        self.state.apply_action(action)
+        else:
+            self.chance()
 
     async def judge_round(self) -> None:
         if self.judge is None:
@@ -260,22 +536,31 @@ class _Match:
             round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict
         )
         self.record_move(JUDGE_SEAT, verdict, decision, latency)
-        self.state.apply_action(verdict)
+        self.apply(verdict)
 
     async def run(self, max_rounds: int) -> None:
         self.broadcast_rules()
         self.deliver_observations()
-        while not self.state.is_terminal():
+        kind, moves = self.node()
+        while kind is not _TERMINAL:
             if self.round >= max_rounds:
                 raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
             self.round += 1
-            if self.state.is_chance_node():
-                await self.chance_or_judge()
-            elif self.state.is_simultaneous_node():
+            if kind is _CHANCE:
+                if self._has_judge and task.is_judge_turn(self.state):
+                    await self.judge_round()
+                else:
+                    self.chance()
+            elif kind is _SIMULTANEOUS:
                 await self.simultaneous_round()
             else:
-                await self.sequential_round()
+                seat = next(iter(moves))
+                if self.at_once[seat]:
+                    self.move_now(seat)
+                else:
+                    await self.sequential_round()
             self.deliver_observations()
+            kind, moves = self.node()
 
 
 def judge_observation(
@@ -317,6 +602,37 @@ async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
         raise
 
 
+_RECORD_DEFAULTS = {
+    name: field.get_default(call_default_factory=False)
+    for name, field in MatchRecord.model_fields.items()
+    if not field.is_required() and field.default_factory is None
+}
+"""The match record's fields with a plain default."""
+_RECORD_FACTORIES = {
+    name: cast(Callable[[], Any], field.default_factory)
+    for name, field in MatchRecord.model_fields.items()
+    if field.default_factory is not None
+}
+"""The match record's fields whose default a factory makes (empty lists and dicts)."""
+
+
+def _match_record(**values: Any) -> MatchRecord:
+    """``MatchRecord.model_construct(**values)`` without its walk over every field (aliases, defaults, factories):
+    the values are already of their types (validation would only copy them); the record is the same."""
+    fields_set = set(values)
+    for name, default in _RECORD_DEFAULTS.items():
+        values.setdefault(name, default)
+    for name, factory in _RECORD_FACTORIES.items():
+        if name not in values:
+            values[name] = factory()
+    record = _new(MatchRecord)
+    _set(record, "__dict__", {name: values[name] for name in MatchRecord.model_fields})
+    _set(record, "__pydantic_fields_set__", fields_set)
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record
+
+
 def _invalid(decision: Decision, reason: str) -> Decision:
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
@@ -344,15 +660,15 @@ async def play_match(
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed)
     await match.run(max_rounds if max_rounds is not None else max(game.max_game_length(), 1) * 4 + 16)
-    record = MatchRecord(
+    record = _match_record(
         match_id=match_id,
-        game=str(game),
+        game=match.facts.name,
         seats=names,
         returns=[float(r) for r in match.state.returns()],
         turns=match.turns,
         seed=seed,
         players=[bot.identity() for bot in bots],
-        roles=task.seat_roles(game),
+        roles=list(match.facts.roles),
         messages=[m.to_dict() for m in match.pool],
         metrics=task.match_metrics(match.state),
         started_at=started,

@@ -52,7 +52,7 @@ OpenSpiel games misreport their capability flags (``liars_dice`` has only an inf
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
@@ -77,6 +77,7 @@ __all__ = [
     "match_metrics",
     "max_reply_chars",
     "observation_fields",
+    "observation_reader",
     "observation_text",
     "penalty_action",
     "playability",
@@ -389,6 +390,22 @@ def observation_text(state: pyspiel.State, seat: int) -> str:
     if kind is None:
         return ""
     return str(getattr(state, _STRINGS[kind])(seat))
+
+
+def observation_reader(state: pyspiel.State) -> Callable[[int], str]:
+    """``seat -> observation_text(state, seat)`` for this state object (which string to read is probed once here,
+    not per call): the referee reads every seat's view of its one state, move after move, through it."""
+    kind = playability(state.get_game()).observation
+    if kind is None:
+        return _no_text
+    method: Callable[[int], Any] = getattr(state, _STRINGS[kind])
+    if getattr(type(state), _STRINGS[kind], None) is getattr(pyspiel.State, _STRINGS[kind]):
+        return cast(Callable[[int], str], method)  # OpenSpiel's own method: its C++ returns a str already
+    return lambda seat: str(method(seat))
+
+
+def _no_text(seat: int) -> str:
+    return ""
 
 
 def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:

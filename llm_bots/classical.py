@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot, SyncBot
 from deepeval_games.errors import SpecError
 from deepeval_games.registry import register_bot
 
@@ -221,13 +221,13 @@ def _identity(bot: DeepEvalBot, **params: Any) -> dict[str, Any]:
 
 
 @register_bot("random")
-class RandomBot(DeepEvalBot):
+class RandomBot(SyncBot):
     """A uniformly random legal move (any game whose moves are a finite set)."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         legal = observation.legal_actions
         action = int(legal[int(self.rng.integers(len(legal)))])  # rng.choice would cost ten times as much
-        return Decision(action=action, text=observation.action_to_string(action))
+        return Decision.move(action, observation.action_to_string(action))
 
     def identity(self) -> dict[str, Any]:
         return _identity(self)

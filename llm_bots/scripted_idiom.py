@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.bot import Decision, Observation, SyncBot
 from deepeval_games.registry import register_bot
 from game_defs.datasets.idioms import ChainMode, IdiomDictionary, load_idioms
 from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, dictionary
@@ -71,7 +71,7 @@ def known_vocabulary(fraction: float, vocabulary_seed: int, size: int | None = N
     return frozenset(int(i) for i in picks)
 
 
-class _IdiomBot(DeepEvalBot):
+class _IdiomBot(SyncBot):
     """Shared plumbing: read the chain, answer with an idiom or the invalid reply."""
 
     def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
@@ -92,8 +92,8 @@ class _IdiomBot(DeepEvalBot):
     def answer(self, observation: Observation, action: int | None) -> Decision:
         """The decision for ``action``; ``None`` gives the invalid reply."""
         if action is None:
-            return Decision(action=int(observation.fields["invalid_action"]), text="我想不出来了。")
-        return Decision(action=int(action), text=self.dictionary.text(action))
+            return Decision.move(int(observation.fields["invalid_action"]), "我想不出来了。")
+        return Decision.move(int(action), self.dictionary.text(action))
 
     def identity(self) -> dict[str, Any]:
         return {"kind": "scripted", "class": type(self).__name__}
@@ -103,7 +103,7 @@ class _IdiomBot(DeepEvalBot):
 class DictionaryIdiomBot(_IdiomBot):
     """Knows every idiom; plays a uniformly random valid reply (the invalid reply when none is left)."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         options = self.replies(observation.fields)
         return self.answer(observation, int(self.rng.choice(options)) if options else None)
 
@@ -112,7 +112,7 @@ class DictionaryIdiomBot(_IdiomBot):
 class StrategicIdiomBot(_IdiomBot):
     """Knows every idiom; plays the valid reply that leaves the opponent the fewest replies (ties at random)."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         fields = observation.fields
         options = self.replies(fields)
         if not options:
@@ -147,7 +147,7 @@ class LimitedIdiomBot(_IdiomBot):
     def replies(self, fields: Mapping[str, Any]) -> list[int]:
         return [i for i in super().replies(fields) if i in self.vocabulary]
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         options = self.replies(observation.fields)
         return self.answer(observation, int(self.rng.choice(options)) if options else None)
 
@@ -172,7 +172,7 @@ class PhrasebookIdiomBot(_IdiomBot):
             raise ValueError(f"answers must be a list of four-character idioms, got {answers!r}")
         self.answers = tuple(answers)
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         """The first own answer that starts right and is unused (free text); else a random valid reply."""
         fields = observation.fields
         for answer in self.answers:

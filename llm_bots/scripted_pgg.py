@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.bot import Decision, Observation, SyncBot
 from deepeval_games.registry import register_bot
 
 __all__ = [
@@ -52,7 +52,7 @@ def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
     return None
 
 
-class _PGGBot(DeepEvalBot):
+class _PGGBot(SyncBot):
     """Shared plumbing: a decision that invests ``amount`` coins."""
 
     def __init__(
@@ -69,7 +69,7 @@ class _PGGBot(DeepEvalBot):
         if self.noise and self.rng.random() < self.noise:
             amount = int(self.rng.integers(0, self.endowment + 1))
         action = int(min(max(amount, 0), self.endowment))
-        return Decision(action=action, text=observation.action_to_string(action))
+        return Decision.move(action, observation.action_to_string(action))
 
     def identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {"kind": "scripted", "class": type(self).__name__}
@@ -82,7 +82,7 @@ class _PGGBot(DeepEvalBot):
 class FreeRider(_PGGBot):
     """Always invests nothing (the Nash move when alpha < n)."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         return self.invest(observation, 0)
 
 
@@ -90,7 +90,7 @@ class FreeRider(_PGGBot):
 class FullContributor(_PGGBot):
     """Always invests its whole endowment (the social optimum)."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         return self.invest(observation, self.endowment)
 
 
@@ -98,7 +98,7 @@ class FullContributor(_PGGBot):
 class RandomInvestor(_PGGBot):
     """Invests a uniformly random amount in 0..E each round."""
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         return self.invest(observation, int(self.rng.integers(0, self.endowment + 1)))
 
 
@@ -120,7 +120,7 @@ class ConditionalCooperator(_PGGBot):
         if not 0 <= self.first <= self.endowment:
             raise ValueError(f"first must be in 0..{self.endowment}, got {self.first}")
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         mean = last_round_mean_investment(observation.fields)
         return self.invest(observation, self.first if mean is None else int(np.floor(mean + 0.5)))
 
@@ -144,7 +144,7 @@ class GrimTrigger(_PGGBot):
         self.threshold = float(threshold)
         self.triggered = False
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         mean = last_round_mean_investment(observation.fields)
         if mean is not None and mean < self.threshold * self.endowment:
             self.triggered = True

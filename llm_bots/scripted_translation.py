@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.bot import Decision, Observation, SyncBot
 from deepeval_games.registry import register_bot
 from game_defs.translation import ROLES, TRANSLATOR, paragraph_of
 from game_defs.translation_scorer import chrf
@@ -106,7 +106,7 @@ def _share(name: str, value: Any) -> float:
     return float(value)
 
 
-class _TranslationPlayer(DeepEvalBot):
+class _TranslationPlayer(SyncBot):
     """Shared plumbing: one behaviour per role, chosen by the seat's role in the observation."""
 
     default_translator = "copy_source"
@@ -143,7 +143,7 @@ class _TranslationPlayer(DeepEvalBot):
             "sentence_share": self.sentence_share,
         }
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         """Write the translation or the proofread text, by the seat's role."""
         fields = observation.fields
         if fields["role"] == ROLES[TRANSLATOR]:
@@ -227,7 +227,7 @@ class CanaryTranslator(ReferenceTranslator):
 
 
 @register_bot("judge_chrf", games=_GAME)
-class ChrFJudge(DeepEvalBot):
+class ChrFJudge(SyncBot):
     """Scripted translation judge: scores from chrF against the reference (see the module docs)."""
 
     def __init__(self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game) -> None:
@@ -236,7 +236,7 @@ class ChrFJudge(DeepEvalBot):
     def identity(self) -> dict[str, Any]:
         return {"kind": "scripted_judge", "class": type(self).__name__}
 
-    async def act(self, observation: Observation) -> Decision:
+    def respond(self, observation: Observation) -> Decision:
         """Score the translation by its chrF and the proofreading by its chrF gain."""
         fields = observation.fields
         reference = paragraph_of(fields["pair"], fields["paragraph"], int(fields["words"]), fields["split"]).reference

@@ -1,0 +1,157 @@
+"""The engine's lean move path: fast constructors that build the very same objects, per-seat inboxes, bots that
+answer at once called without a coroutine, and a bound on the Python calls a move costs (deterministic, unlike a
+timing). That records stay what they were is ``tests/test_engine_records.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import pickle
+import sys
+
+import numpy as np
+import pyspiel
+import pytest
+
+from deepeval_games import Decision, Observation, load_game, make_bot, play_match
+from deepeval_games.bot import SyncBot, answers_at_once, make_observation, observe
+from deepeval_games.message_pool import REFEREE, Message, MessagePool
+from deepeval_games.records import TurnRecord
+from deepeval_games.referee import _chance_turn, _match_record, _move_turn
+from llm_bots.classical import MCTSPlayer, RandomBot
+
+
+def test_decision_move_is_the_same_decision() -> None:
+    fast, slow = Decision.move(3, "invest 3"), Decision(action=3, text="invest 3")
+    assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert dataclasses.replace(fast, error="late") == dataclasses.replace(slow, error="late")
+    assert pickle.loads(pickle.dumps(fast)) == slow
+    assert fast.exchange() == slow.exchange()
+    assert fast.is_plain() and slow.is_plain() and not dataclasses.replace(slow, retries=1).is_plain()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.action = 4  # type: ignore[misc]
+
+
+def test_fast_records_equal_pydantic_construction() -> None:
+    decision = Decision(action=2, text="two", raw_replies=("r",), prompts=(({"role": "user", "content": "c"},),))
+    for made in (decision, Decision.move(2, "two")):
+        turn = _move_turn(4, 2, 1, 2, "2", made.text, 0.5, made)
+        values = dict(index=4, round=2, seat=1, action=2, action_string="2", text=made.text, latency_s=0.5)
+        old = TurnRecord.model_construct(**values, **made.exchange())
+        assert turn == old and turn.model_dump() == old.model_dump()
+        assert turn.model_fields_set == old.model_fields_set
+        assert TurnRecord.model_validate(turn.model_dump()) == turn
+    chance = _chance_turn(0, 1, 5, "Deal 5")
+    old = TurnRecord.model_construct(
+        index=0,
+        round=1,
+        seat=-1,
+        action=5,
+        action_string="Deal 5",
+        **{name: [] for name in ("raw_replies", "prompts", "attempts", "cut_chars", "finish_reasons", "reasoning")},
+    )
+    assert chance == old and chance.model_fields_set == old.model_fields_set
+    from deepeval_games.records import MatchRecord
+
+    values = dict(match_id="m", game="g", seats=["a"], returns=[1.0], turns=[chance], messages=[], started_at="t")
+    record, old_record = _match_record(**values), MatchRecord(**values)
+    assert record == old_record and record.model_fields_set == old_record.model_fields_set
+    assert record.to_json() == old_record.to_json()
+
+
+def test_make_observation_is_the_same_observation() -> None:
+    state = pyspiel.load_game("tic_tac_toe").new_initial_state()
+    slow = observe(state, 0)
+    fast = make_observation(**{f.name: getattr(slow, f.name) for f in dataclasses.fields(Observation)})
+    assert fast == slow and repr(fast) == repr(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.round = 3  # type: ignore[misc]
+
+
+def test_pool_inboxes_are_the_messages_each_seat_may_read() -> None:
+    rng = np.random.default_rng(0)
+    pool = MessagePool()
+    for i in range(300):
+        choice = int(rng.integers(4))
+        if choice == 0:
+            pool.add_move(i, int(rng.integers(3)), f"m{i}", i)
+        elif choice == 1:
+            pool.tell(i, int(rng.integers(3)), "observation", f"o{i}", {"i": i})
+        else:
+            recipients = tuple(int(s) for s in rng.integers(-2, 3, size=int(rng.integers(0, 3))))
+            pool.add(round=i, sender=int(rng.integers(-1, 3)), recipients=recipients, kind="x", text=f"t{i}")
+        if i % 7 == 0:
+            for seat in (-2, -1, 0, 1, 2, 3):
+                assert pool.visible_to(seat) == tuple(m for m in pool if seat in m.recipients or m.sender == seat)
+    told = next(m for m in pool if m.kind == "observation")
+    assert told.sender == REFEREE and told == Message(
+        **{f.name: getattr(told, f.name) for f in dataclasses.fields(told)}
+    )
+    assert [m.index for m in pool] == list(range(len(pool)))
+
+
+class NeverAwaited(SyncBot):
+    """Answers only through respond: the referee must not await it."""
+
+    def respond(self, observation: Observation) -> Decision:
+        return Decision.move(observation.legal_actions[0], "first")
+
+    async def act(self, observation: Observation) -> Decision:  # an override: awaited, as any bot's act
+        await asyncio.sleep(0)
+        return self.respond(observation)
+
+
+def test_bots_that_answer_at_once_are_called_without_a_coroutine(monkeypatch: pytest.MonkeyPatch) -> None:
+    game = load_game("tic_tac_toe")
+    bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
+    assert all(answers_at_once(bot) for bot in bots)
+    assert answers_at_once(MCTSPlayer(0, np.random.default_rng(0), game=game, simulations=5))
+    assert not answers_at_once(NeverAwaited(0))  # it answers in its own act: awaited
+
+    async def refuse(self: SyncBot, observation: Observation) -> Decision:
+        raise AssertionError("the referee awaited a bot that answers at once")
+
+    monkeypatch.setattr(SyncBot, "act", refuse)
+    record = asyncio.run(play_match(game, bots, seed=1))  # respond is called; act never is
+    assert record.turns and all(t.outcome == "ok" for t in record.turns)
+    monkeypatch.undo()
+    mixed = asyncio.run(play_match(game, [NeverAwaited(0), bots[1]], seed=1))
+    assert mixed.turns[0].text == "first"
+
+
+def test_sync_bots_step_inside_a_running_event_loop() -> None:
+    """OpenSpiel's step() on a scripted bot needs no event loop of its own (it used to call asyncio.run)."""
+    game = load_game("deepeval_public_goods(players=2,rounds=1)")
+    bot = make_bot("pgg_full_contributor", game, 0, np.random.default_rng(0))
+
+    async def inside() -> int:
+        return bot.step(game.new_initial_state())
+
+    assert asyncio.run(inside()) == bot.step(game.new_initial_state())
+
+
+def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
+    """Every Python and C call made while playing a connect_four match, per turn (fixed costs included).
+
+    Deterministic, unlike a timing: 178 a turn before the lean path, 96 with it. A regression that puts work back
+    on the move path (a pydantic construction per turn, a scan of the pool per ask) crosses the bound."""
+    game = load_game("connect_four")
+    bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    async def match() -> int:
+        sys.setprofile(count)
+        try:
+            record = await play_match(game, bots, seed=3)
+        finally:
+            sys.setprofile(None)
+        return len(record.turns)
+
+    turns = asyncio.run(match())
+    assert turns > 20 and calls / turns < 115, (calls, turns)
