@@ -262,11 +262,8 @@ class TranslationState(JudgedExchangeState):
         """The source paragraph."""
         return self._source
 
-    def observation_fields(self, player: int) -> TranslationFields:
-        """What ``player`` may know now, as named values: everything said, never the reference."""
-        texts = self.dialogue_texts()
-        to_move = len(self._moves) if self.is_free_text_turn(len(self._moves)) else None
-        return TranslationFields(
+    def _paragraph_fields(self) -> ParagraphFields:
+        return ParagraphFields(
             pair=self._pair,
             paragraph=self._paragraph_id,
             words=self._words,
@@ -274,6 +271,14 @@ class TranslationState(JudgedExchangeState):
             source_language=self._languages[0],
             target_language=self._languages[1],
             source=self._source,
+        )
+
+    def observation_fields(self, player: int) -> TranslationFields:
+        """What ``player`` may know now, as named values: everything said, never the reference."""
+        texts = self.dialogue_texts()
+        to_move = len(self._moves) if self.is_free_text_turn(len(self._moves)) else None
+        return TranslationFields(
+            **self._paragraph_fields(),
             role=ROLES[player],
             translation=texts[TRANSLATOR] if texts else None,
             proofread=texts[PROOFREADER] if len(texts) > PROOFREADER else None,
@@ -284,13 +289,7 @@ class TranslationState(JudgedExchangeState):
         """What the judge is shown: the source, the translation and the proofread text (roles, not names)."""
         return TranslationJudgeFields(
             task=SHORT_NAME,
-            pair=self._pair,
-            paragraph=self._paragraph_id,
-            words=self._words,
-            split=self._split,
-            source_language=self._languages[0],
-            target_language=self._languages[1],
-            source=self._source,
+            **self._paragraph_fields(),
             translation=self.translation(),
             proofread=self.proofread(),
             roles=list(ROLES),
