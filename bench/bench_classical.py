@@ -3,7 +3,9 @@
 Run on demand (not a test): ``python bench/bench_classical.py [--scale F] [--games G ...]``.
 
 Two figures per game, each a ratio of wall times measured side by side, game by game, alternating which side goes
-first (so a machine whose load drifts slows both alike):
+first (so a machine whose load drifts slows both alike). Each game is played ``--repeats`` times by each side and
+its fastest play counts (both sides alike): on a shared machine one preemption of a few milliseconds would
+otherwise outweigh the whole OpenSpiel side of a figure (200 random connect_four games take it about 6 ms).
 
 * ``mcts``: OpenSpiel's C++ ``pyspiel.MCTSBot`` (1,000 simulations, random rollouts) in both seats. Engine side:
   the ``mcts`` bot (:class:`llm_bots.classical.MCTSPlayer`) through :func:`deepeval_games.referee.play_match`,
@@ -14,9 +16,11 @@ first (so a machine whose load drifts slows both alike):
   where the engine's own cost per move (observation, pool message, turn record) is what is measured; OpenSpiel
   side: ``pyspiel.make_uniform_random_bot`` under ``evaluate_bots``. Target: engine within 3x.
 
-The exit status is 1 when a ratio misses its target. On information-set games (kuhn_poker) the engine plays
-``pyspiel.ISMCTSBot`` for ``mcts`` (OpenSpiel's plain MCTS would see the hidden card), so kuhn_poker is measured
-for ``random`` only.
+Per move, it also prints each side's cost in microseconds (moves of seated players: chance outcomes are not counted
+as moves, though both sides pay for them). The exit status is 1 when a ratio misses its target.
+
+On information-set games (kuhn_poker) the engine plays ``pyspiel.ISMCTSBot`` for ``mcts`` (OpenSpiel's plain MCTS
+would see the hidden card), so kuhn_poker is measured for ``random`` only.
 """
 
 from __future__ import annotations
@@ -57,10 +61,12 @@ class Side:
 
     seconds: float = 0.0
     returns: list[tuple[float, ...]] | None = None
+    moves: int = 0
 
-    def add(self, seconds: float, returns: tuple[float, ...]) -> None:
+    def add(self, seconds: float, returns: tuple[float, ...], moves: int = 0) -> None:
         """Count one game."""
         self.seconds += seconds
+        self.moves += moves
         if self.returns is None:
             self.returns = []
         self.returns.append(returns)
@@ -76,7 +82,7 @@ def _rng(seed: int, seat: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed).spawn(seat + 1)[seat])
 
 
-async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:
+async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...], int]:
     bots: list[DeepEvalBot] = [
         MCTSPlayer(seat, _rng(seed, seat), game=game, simulations=SIMULATIONS)
         if kind == "mcts"
@@ -85,7 +91,7 @@ async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float,
     ]
     start = time.perf_counter()
     record = await play_match(game, bots, seed=seed, match_id=f"bench-{seed}")
-    return time.perf_counter() - start, tuple(record.returns)
+    return time.perf_counter() - start, tuple(record.returns), sum(1 for t in record.turns if t.seat >= 0)
 
 
 def _openspiel_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:
@@ -103,17 +109,23 @@ def _openspiel_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tu
     return time.perf_counter() - start, tuple(float(r) for r in returns)
 
 
-async def measure(game_string: str, kind: str, games: int) -> tuple[Side, Side]:
-    """Play ``games`` games each way, alternating which side goes first (one event loop, as the runner has)."""
+async def measure(game_string: str, kind: str, games: int, repeats: int = 1) -> tuple[Side, Side]:
+    """Play ``games`` games each way, alternating which side goes first (one event loop, as the runner has); each
+    game ``repeats`` times a side, its fastest play counted."""
     game = load_game(game_string)
     engine, openspiel = Side(), Side()
     for seed in range(games):
-        first_engine = seed % 2 == 0
-        if not first_engine:
-            openspiel.add(*_openspiel_game(game, kind, seed))
-        engine.add(*await _engine_game(game, kind, seed))
-        if first_engine:
-            openspiel.add(*_openspiel_game(game, kind, seed))
+        ours: list[tuple[float, tuple[float, ...], int]] = []
+        theirs: list[tuple[float, tuple[float, ...]]] = []
+        for repeat in range(repeats):
+            first_engine = (seed + repeat) % 2 == 0
+            if not first_engine:
+                theirs.append(_openspiel_game(game, kind, seed))
+            ours.append(await _engine_game(game, kind, seed))
+            if first_engine:
+                theirs.append(_openspiel_game(game, kind, seed))
+        engine.add(*min(ours))
+        openspiel.add(*min(theirs))
     return engine, openspiel
 
 
@@ -122,14 +134,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="scale the number of games (1.0: the sizes above)")
     parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=sorted(GAMES))
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="plays of each game per side, the fastest counted (1: a single pass)"
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     missed = []
-    print(f"{'game':<14}{'bot':<8}{'games':>6}{'engine s':>10}{'openspiel s':>13}{'ratio':>8}{'target':>8}")
+    print(f"repeats: {args.repeats} plays of each game per side, the fastest counted")
+    header = f"{'game':<14}{'bot':<8}{'games':>6}{'engine s':>10}{'openspiel s':>13}{'ratio':>8}{'target':>8}"
+    print(f"{header}{'us/move engine':>16}{'openspiel':>11}")
     for game_string in args.games:
         for kind, count in GAMES[game_string].items():
             games = max(2, round(count * args.scale))
-            engine, openspiel = asyncio.run(measure(game_string, kind, games))
+            engine, openspiel = asyncio.run(measure(game_string, kind, games, max(1, args.repeats)))
             if kind == "mcts" and engine.returns != openspiel.returns:
                 print(f"{game_string} {kind}: the two sides played different games", file=sys.stderr)
                 missed.append(f"{game_string}/{kind} (different games)")
@@ -137,9 +154,11 @@ def main(argv: list[str] | None = None) -> int:
             ok = ratio <= TARGETS[kind]
             if not ok:
                 missed.append(f"{game_string}/{kind}")
+            per_move = [1e6 * side.seconds / max(engine.moves, 1) for side in (engine, openspiel)]
             print(
                 f"{game_string:<14}{kind:<8}{games:>6}{engine.seconds:>10.3f}{openspiel.seconds:>13.3f}"
-                f"{ratio:>7.2f}x{'<= ' + str(TARGETS[kind]):>8}{'' if ok else '  MISSED'}"
+                f"{ratio:>7.2f}x{'<= ' + str(TARGETS[kind]):>8}{per_move[0]:>16.1f}{per_move[1]:>11.1f}"
+                f"{'' if ok else '  MISSED'}"
             )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     if missed:

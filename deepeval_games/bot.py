@@ -413,7 +413,7 @@ class StateBot(DeepEvalBot):
     def decide(self, state: pyspiel.State, observation: Observation) -> Decision:
         """The referee's entry point: :meth:`choose`, named as the seat would name it."""
         action = int(self.choose(state))
-        return Decision(action=action, text=observation.action_to_string(action))
+        return Decision.move(action, observation.action_to_string(action))
 
     async def act(self, observation: Observation) -> Decision:
         """A state bot cannot play from an observation alone."""

@@ -155,3 +155,24 @@ def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
 
     turns = asyncio.run(match())
     assert turns > 20 and calls / turns < 115, (calls, turns)
+
+
+def test_chance_draws_are_numpy_choice_exactly() -> None:
+    """The referee's chance sampler gives rng.choice's outcome from the same generator state, draw after draw."""
+    from deepeval_games.referee import draw
+
+    source = np.random.default_rng(5)
+    for _ in range(1500):
+        n = int(source.integers(1, 20))
+        weights = source.random(n) ** 3
+        if source.random() < 0.3:
+            weights[int(source.integers(n))] = 0.0
+        weights[int(source.integers(n))] += 1e-3  # never all zero
+        probs = [float(w) for w in (weights / weights.sum() if source.random() < 0.5 else weights)]
+        outcomes = list(range(7, 7 + n))
+        seed = int(source.integers(2**31))
+        ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        for _ in range(3):
+            assert draw(ours, outcomes, probs) == int(numpys.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
+    with pytest.raises(ValueError):
+        draw(np.random.default_rng(0), [0, 1], [1.5, -0.5])
