@@ -661,6 +661,21 @@ def _invalid(decision: Decision, reason: str) -> Decision:
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
+_STARTED: list[tuple[int, str]] = [(-1, "")]
+
+
+def _now_iso() -> str:
+    """``datetime.now(timezone.utc).isoformat(timespec="seconds")``, made once a second (matches start by the
+    thousand a second; the text of a second is the same for all of them)."""
+    now = time.time()
+    second = int(now)
+    cached = _STARTED[0]
+    if cached[0] != second:
+        cached = (second, datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds"))
+        _STARTED[0] = cached
+    return cached[1]
+
+
 async def play_match(
     game: pyspiel.Game,
     bots: Sequence[DeepEvalBot],
@@ -680,7 +695,7 @@ async def play_match(
     if len(bots) != game.num_players():
         raise SpecError(f"{game} has {game.num_players()} seats, got {len(bots)} bots")
     names = list(seat_names) if seat_names is not None else [seat_label(i) for i in range(len(bots))]
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = _now_iso()
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed)
     await match.run(max_rounds if max_rounds is not None else max(game.max_game_length(), 1) * 4 + 16)
