@@ -83,6 +83,17 @@ class ModelSettings(BaseModel):
     """Retries after the first attempt, for infrastructure failures only (429, 5xx, timeouts). Delivery only."""
     max_concurrency: int = Field(default=4, ge=1)
     """Calls in flight at once for this model and api_base (shared by all bots of a run). Delivery only."""
+    rpm: Annotated[int, Field(ge=1)] | None = None
+    """Requests per minute this model and api_base may receive, as the provider states its limit: at most this
+    many calls start in any 60 seconds (shared by all players of the model); unset: no limit. Delivery only."""
+    tpm: Annotated[int, Field(ge=1)] | None = None
+    """Tokens per minute, as the provider states its limit: the calls started in any 60 seconds add up to at
+    most this many tokens (estimated before a call from the prompt plus the reply cap, corrected by the reply's
+    usage); unset: no limit. Delivery only."""
+    adaptive_concurrency: bool = True
+    """On a rate-limited reply (429) halve this model's concurrency, then add it back one call at a time after
+    successes, never above `max_concurrency`. A Retry-After header pauses all calls of the model either way.
+    Delivery only."""
     accept_model_ids: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, strict=False)
     """Model ids that may answer besides the configured one (e.g. an Azure deployment that reports the
     underlying model), compared after the same normalisation as the configured id. Delivery only."""
@@ -144,6 +155,9 @@ DELIVERY_SETTING_KEYS = frozenset(
     {
         "api_key_env",
         "max_concurrency",
+        "rpm",
+        "tpm",
+        "adaptive_concurrency",
         "timeout_s",
         "max_retries",
         "backoff_base_s",
@@ -193,6 +207,9 @@ class ModelConfig:
     timeout_s: float = 60.0
     max_retries: int = 4
     max_concurrency: int = 4
+    rpm: int | None = None
+    tpm: int | None = None
+    adaptive_concurrency: bool = True
     accept_model_ids: tuple[str, ...] = ()
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
@@ -236,6 +253,12 @@ class ModelConfig:
         _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
         _check_int(where, "max_retries", self.max_retries, lo=0)
         _check_int(where, "max_concurrency", self.max_concurrency, lo=1)
+        _check_int(where, "rpm", self.rpm, lo=1, optional=True)
+        _check_int(where, "tpm", self.tpm, lo=1, optional=True)
+        if not isinstance(self.adaptive_concurrency, bool):
+            raise ModelConfigError(
+                f"{where}: adaptive_concurrency must be true or false, got {self.adaptive_concurrency!r}"
+            )
         _check_number(where, "backoff_base_s", self.backoff_base_s, lo=0.0, hi=None)
         _check_number(where, "backoff_max_s", self.backoff_max_s, lo=0.0, hi=None)
         _check_number(where, "retry_after_max_s", self.retry_after_max_s, lo=0.0, hi=None)

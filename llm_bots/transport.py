@@ -16,7 +16,10 @@ What it guarantees, whatever the provider:
 - a prompt that cannot fit the model's context (`context_tokens`, else litellm's model info where it knows the
   model; the prompt's size estimated at `CHARS_PER_TOKEN` characters a token) is a `context_overflow` outcome
   without a call;
-- a shared `Budget` stops new calls once spent; a per-(model, api_base) semaphore bounds calls in flight;
+- a shared `Budget` stops new calls once spent; the process's limiter (`llm_bots.limits`) holds each model's
+  concurrency, requests and tokens per minute, cuts concurrency on 429s and pauses the model on Retry-After;
+- litellm's connections come from one aiohttp session per event loop with no pool limit of its own, so a call the
+  limiter admits never queues for a connection;
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local_server`).
 
 litellm is imported only when a call is made (`llm_bots.model_info.litellm`): a run whose calls all come from the
@@ -47,7 +50,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from deepeval_games.bot import CallAttempt
 from deepeval_games.errors import FatalRunError, InfrastructureError
-from llm_bots import model_info
+from llm_bots import limits, model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
 
@@ -345,6 +348,13 @@ def _status_code(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _rate_limited(exc: BaseException) -> bool:
+    """Whether a failed attempt was the provider's rate limit (HTTP 429 or its rate-limit error), not a spent quota."""
+    if _status_code(exc) != 429 and "RateLimit" not in type(exc).__name__:
+        return False
+    return "insufficient_quota" not in str(exc).lower()
+
+
 def _retry_after_s(exc: BaseException) -> float | None:
     """Seconds a server asked us to wait (`retry-after-ms`, `Retry-After` as seconds or an HTTP date)."""
     header_sources: list[Any] = []
@@ -410,24 +420,47 @@ def _fatal_message(config: ModelConfig, exc: BaseException, status: int | None, 
 
 
 # ----------------------------------------------------------------------------------------------------------
-# concurrency limits
-
-_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
+# connection pool
 
 
-def _limiter(config: ModelConfig) -> asyncio.Semaphore:
-    """The semaphore shared by every call to this model and api_base in the running event loop.
+_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+_closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
-    Sized by the first config seen for the key; later configs with another `max_concurrency` share it.
+
+def _shared_session() -> Any:
+    """The aiohttp session every litellm call of the running event loop goes through (litellm's ``shared_session``).
+
+    Its connector has no connection limit of its own: the limiter (:mod:`llm_bots.limits`) already bounds the calls
+    in flight per model, so the pool holds exactly the connections the limits admit. litellm's own pool (1,000
+    connections, 500 to one host) made calls admitted by the limiter queue for a connection, with a warning
+    each, once the models on one endpoint were allowed more than 500 calls between them. The session is closed
+    when its event loop shuts down (``asyncio.run`` closes the loop's async generators, this one included).
+    None when litellm does not use aiohttp (``litellm.disable_aiohttp_transport``) or aiohttp is missing.
     """
     loop = asyncio.get_running_loop()
-    per_loop = _limiters.setdefault(loop, {})
-    key = (config.model, config.api_base or "")
-    if key not in per_loop:
-        per_loop[key] = asyncio.Semaphore(config.max_concurrency)
-    return per_loop[key]
+    session = _sessions.get(loop)
+    if session is not None:
+        return session if not session.closed else None
+    if getattr(_litellm(), "disable_aiohttp_transport", False):
+        return None
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - aiohttp is a dependency of litellm
+        return None
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=120)
+    session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+    _sessions[loop] = session
+
+    async def close_with_loop() -> Any:
+        try:
+            yield None
+        finally:
+            await session.close()
+
+    closer = close_with_loop()
+    started = loop.create_task(closer.__anext__())  # once started, the loop closes it (and the session) on shutdown
+    _closers[loop] = (closer, started)
+    return session
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -662,14 +695,23 @@ async def complete(
         return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
     call_config, api_key = await _route(config)
     kwargs = _litellm_kwargs(call_config, api_key, messages, response_format, mock_response)
-    limiter = _limiter(call_config)
+    if mock_response is None:
+        session = _shared_session()
+        if session is not None:
+            kwargs["shared_session"] = session
+    limiter = limits.get_limiter()
+    key, call_limits = limits.limit_key(call_config), limits.limits_of(call_config)
+    est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if call_limits.tpm is not None else 0
     guard_s = call_config.timeout_s + _GUARD_GRACE_S
     started = time.monotonic()
     attempts = 0
     log: list[CallAttempt] = []
     while True:
         attempts += 1
-        async with limiter:
+        grant = await limiter.acquire(key, call_limits, est_tokens)
+        used_tokens: int | None = None
+        rate_limited, retry_after = False, None
+        try:
             attempt_start = time.monotonic()
             try:
                 response = await asyncio.wait_for(_litellm().acompletion(**kwargs), timeout=guard_s)
@@ -681,11 +723,16 @@ async def complete(
                 raise
             except Exception as exc:
                 failure: Exception = exc
+                rate_limited = _rate_limited(exc)
+                retry_after = _retry_after_s(exc) if rate_limited else None
             else:
+                used_tokens = completion.prompt_tokens + completion.completion_tokens
                 if budget is not None:
                     budget.charge(completion.cost_usd)
                 log.append(CallAttempt(status=completion.outcome.value))
                 return dataclasses.replace(completion, attempt_log=tuple(log))
+        finally:
+            await limiter.release(grant, used_tokens, rate_limited, retry_after)
         latency = time.monotonic() - attempt_start
         kind = ErrorKind.INFRA if isinstance(failure, _MalformedResponse) else classify_error(failure)
         if kind is ErrorKind.UNKNOWN:

@@ -128,6 +128,11 @@ class FakeOpenAIServer:
         self.request_times: list[float] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.arrivals: list[tuple[float, int, int]] = []
+        """Per request: arrival time (monotonic), requests in flight with it, HTTP status answered (429 or 200)."""
+        self.usage_log: list[tuple[float, int]] = []
+        """Per reply with usage: arrival time of its request and the total tokens the reply reported."""
+        self._overload: tuple[int, float | None, float] | None = None
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -146,6 +151,31 @@ class FakeOpenAIServer:
             self.requests.append(body)
             self.request_times.append(time.monotonic())
             return self._queue.popleft() if self._queue else self.default
+
+    def overload(self, max_in_flight: int, *, retry_after: float | None = None, for_s: float = 1.0) -> None:
+        """For the next ``for_s`` seconds, answer HTTP 429 (with Retry-After unless None) to a request that arrives
+        while ``max_in_flight`` others are in flight: a provider's rate limit, as it answers when one is passed."""
+        with self._lock:
+            self._overload = (max_in_flight, retry_after, time.monotonic() + for_s)
+
+    def _admit(self, body: dict[str, Any]) -> Behaviour:
+        """Count a request in; its behaviour (a 429 while overloaded)."""
+        behaviour = self._next_behaviour(body)
+        with self._lock:
+            now = time.monotonic()
+            over = self._overload
+            limited = over is not None and now < over[2] and self.in_flight >= over[0]
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.arrivals.append((now, self.in_flight, 429 if limited else 200))
+        if limited and over is not None:
+            return Behaviour.rate_limited(retry_after=over[1])
+        return behaviour
+
+    def in_flight_between(self, start: float, end: float) -> int:
+        """The most requests in flight at an arrival between ``start`` and ``end`` (monotonic), 429s left out."""
+        with self._lock:
+            return max((n for t, n, status in self.arrivals if start <= t < end and status == 200), default=0)
 
     @property
     def request_count(self) -> int:
@@ -285,19 +315,17 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 self._send(404, b'{"error":{"message":"unknown path"}}')
                 return
-            behaviour = server._next_behaviour(body)
-            with server._lock:
-                server.in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            behaviour = server._admit(body)
+            arrived = time.monotonic()
             if behaviour.respond is not None:
                 behaviour = dataclasses.replace(behaviour, text=behaviour.respond(body), respond=None)
             try:
-                self._answer(behaviour, str(body.get("model", "")))
+                self._answer(behaviour, str(body.get("model", "")), arrived)
             finally:
                 with server._lock:
                     server.in_flight -= 1
 
-        def _answer(self, behaviour: Behaviour, requested: str) -> None:
+        def _answer(self, behaviour: Behaviour, requested: str, arrived: float) -> None:
             if behaviour.delay_s > 0:
                 server._stopping.wait(min(behaviour.delay_s, server.max_hang_s))
             if behaviour.kind == "hang":
@@ -312,7 +340,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 error = {"error": {"message": behaviour.error_message, "type": "fake_error", "code": None}}
                 self._send(behaviour.status, json.dumps(error).encode(), behaviour.headers)
             else:
-                self._send(200, json.dumps(_completion_body(behaviour, requested)).encode(), behaviour.headers)
+                body = _completion_body(behaviour, requested)
+                with server._lock:
+                    server.usage_log.append((arrived, int(body["usage"]["total_tokens"])))
+                self._send(200, json.dumps(body).encode(), behaviour.headers)
 
     return Handler
 
