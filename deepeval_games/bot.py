@@ -263,19 +263,23 @@ def make_observation(
     """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
     (the referee makes one a move; the result equals ``Observation(...)`` of the same values)."""
     observation = _new(Observation)
-    observation.__dict__.update(
-        seat=seat,
-        num_seats=num_seats,
-        game=game,
-        params=params,
-        round=round,
-        text=text,
-        fields=fields,
-        legal_actions=legal_actions,
-        inbox=inbox,
-        penalty_action=penalty_action,
-        free_text=free_text,
-        action_to_string=action_to_string,
+    _set(
+        observation,
+        "__dict__",
+        {
+            "seat": seat,
+            "num_seats": num_seats,
+            "game": game,
+            "params": params,
+            "round": round,
+            "text": text,
+            "fields": fields,
+            "legal_actions": legal_actions,
+            "inbox": inbox,
+            "penalty_action": penalty_action,
+            "free_text": free_text,
+            "action_to_string": action_to_string,
+        },
     )
     return observation
 

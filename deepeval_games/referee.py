@@ -358,8 +358,9 @@ class _Match:
         self._moves = (self.step, kind, moves)
         return kind, moves
 
-    def deliver_observations(self) -> None:
-        """Send the seats about to move (every seat, once the game is over) their view, if it changed.
+    def deliver_observations(self) -> tuple[str, dict[int, tuple[int, ...] | None]]:
+        """Send the seats about to move (every seat, once the game is over) their view, if it changed; return the
+        node (:meth:`node`) they were sent it at.
 
         A seat's view is delivered when it is needed, before the seat chooses: a seat that does not move this
         round gets its next view at its next turn (which then shows everything it may know), so no model is
@@ -377,6 +378,7 @@ class _Match:
             fields = task.observation_fields(self.state, seat) if self._has_fields else {}
             self._views[seat] = (at, text, fields)
             self.pool.tell(self.round, seat, "observation", text, fields)
+        return kind, moves
 
     def observation(self, seat: int, legal: tuple[int, ...] | None = None) -> Observation:
         """What ``seat`` is asked with in the current state (its view as delivered, its inbox, its legal moves)."""
@@ -564,8 +566,7 @@ class _Match:
 
     async def run(self, max_rounds: int) -> None:
         self.broadcast_rules()
-        self.deliver_observations()
-        kind, moves = self.node()
+        kind, moves = self.deliver_observations()
         while kind is not _TERMINAL:
             if self.round >= max_rounds:
                 raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
@@ -583,8 +584,7 @@ class _Match:
                     self.move_now(seat)
                 else:
                     await self.sequential_round()
-            self.deliver_observations()
-            kind, moves = self.node()
+            kind, moves = self.deliver_observations()
 
 
 def judge_observation(
