@@ -9,7 +9,7 @@ so importing the core never imports the layers above it.
 
 from typing import TYPE_CHECKING
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, observe
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, SyncBot, observe
 from deepeval_games.errors import (
     ConformanceError,
     DeepEvalError,
@@ -50,6 +50,7 @@ __all__ = [
     "ResumeMismatchError",
     "RunResult",
     "SpecError",
+    "SyncBot",
     "TurnRecord",
     "UnknownBotError",
     "UnknownGameError",
