@@ -76,7 +76,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if (Path(args.out) / DB_NAME).exists():
         with Store(args.out, read_only=True) as store:
             before = store.completed_ids()
-    result = run_experiment(spec, args.out, progress=not args.no_progress, wait_s=args.wait, workers=args.workers)
+    result = run_experiment(
+        spec,
+        args.out,
+        progress=not args.no_progress,
+        wait_s=args.wait,
+        workers=args.workers,
+        executor=args.executor,
+        ray_address=args.ray_address,
+    )
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
     print(score_report(result.iter_records(), epsilon=epsilon))  # streamed from the store: flat memory
     if spec.uses_models():
@@ -344,6 +352,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes that play the matches: a number or 'auto' (default: the spec's [experiment] workers, itself "
         "'auto': one per core for a run of many LLM matches, else one); the records do not depend on it",
+    )
+    run.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where the matches are played: this machine (local, the default) or actors on a Ray cluster (ray; "
+        'pip install "deepeval-games[ray]"); overrides [experiment] executor',
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="with --executor ray: the cluster to join (host:port, or 'auto' for the one 'ray start' made here); "
+        "default: RAY_ADDRESS, else a local Ray instance for the run",
     )
     run.add_argument(
         "--dry-run",

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyspiel
@@ -42,6 +42,9 @@ from deepeval_games.registry import make_bot, scorers_for
 from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
 from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
 from deepeval_games.store import RunLock, Store
+
+if TYPE_CHECKING:
+    from deepeval_games.ray_executor import RayExecutor
 
 __all__ = ["STOPPING_FILE", "RunResult", "build_player", "check_run", "run_experiment", "run_experiment_async"]
 
@@ -170,7 +173,7 @@ class _Runner:
         self.progress = progress
         self.runtime = runtime
         self.games: dict[str, pyspiel.Game] = {}
-        self.executor: ProcessExecutor | None = None
+        self.executor: ProcessExecutor | RayExecutor | None = None
         """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
 
     def game(self, game_string: str) -> pyspiel.Game:
@@ -324,6 +327,10 @@ async def _executor(runner: _Runner, workers: int | str | None, matches: int) ->
     """Play the runner's matches in worker processes while inside (:func:`~deepeval_games.executors.resolve_workers`
     decides how many; one: in this process). Leaving it stops the workers and adds their call counters to the
     runner's model runtime."""
+    if runner.spec.experiment.executor == "ray":
+        async with _ray_executor(runner, workers, matches):
+            yield
+        return
     count = resolve_workers(runner.spec, workers, matches)
     if count <= 1:
         yield
@@ -331,6 +338,29 @@ async def _executor(runner: _Runner, workers: int | str | None, matches: int) ->
     log.info("playing %d matches in %d worker processes", matches, count)
     modules = spec_modules(runner.spec, runner.games.values())
     async with ProcessExecutor(runner.spec, count, runner.runtime, modules=modules) as executor:
+        runner.executor = executor
+        try:
+            yield
+        finally:
+            runner.executor = None
+
+
+@contextlib.asynccontextmanager
+async def _ray_executor(runner: _Runner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
+    """Play the runner's matches in actors on a Ray cluster while inside (:mod:`deepeval_games.ray_executor`): one
+    actor per CPU of the cluster, or ``workers`` when it is a number; none when nothing is left to play."""
+    if matches <= 0:
+        yield
+        return
+    from deepeval_games.ray_executor import RayExecutor
+
+    setting = runner.spec.experiment.workers if workers is None else workers
+    actors = setting if isinstance(setting, int) else None
+    modules = spec_modules(runner.spec, runner.games.values())
+    address = runner.spec.experiment.ray_address
+    async with RayExecutor(
+        runner.spec, runner.runtime, address=address, actors=actors, modules=modules, matches=matches
+    ) as executor:
         runner.executor = executor
         try:
             yield
@@ -409,6 +439,33 @@ def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, A
     }
 
 
+def _with_executor(spec: ExperimentSpec, executor: str | None, ray_address: str | None) -> ExperimentSpec:
+    """``spec`` with the caller's executor settings (run settings: the spec hash and match ids stay the same);
+    under Ray, what it cannot run is refused here, before anything is written."""
+    changes: dict[str, Any] = {}
+    if executor is not None:
+        changes["executor"] = executor
+    if ray_address is not None:
+        changes["ray_address"] = ray_address
+    if changes:
+        spec = spec.with_experiment(**changes)
+    if spec.experiment.executor == "ray":
+        from deepeval_games.ray_executor import check_ray_run
+
+        check_ray_run(spec)
+    return spec
+
+
+def _ray_connection(spec: ExperimentSpec) -> contextlib.AbstractContextManager[Any]:
+    """Under Ray, the run's connection to it, opened before the run directory is (a cluster that cannot be reached
+    leaves nothing behind) and kept for every round of the run; else nothing."""
+    if spec.experiment.executor != "ray":
+        return contextlib.nullcontext()
+    from deepeval_games.ray_executor import RayCluster
+
+    return RayCluster(spec.experiment.ray_address)
+
+
 async def run_experiment_async(
     spec: ExperimentSpec | Mapping[str, Any] | str | Path,
     out_dir: str | Path,
@@ -416,12 +473,14 @@ async def run_experiment_async(
     progress: bool = False,
     wait_s: float = 0.0,
     workers: int | str | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
-    spec = as_spec(spec)
+    spec = _with_executor(as_spec(spec), executor, ray_address)
     check_workers(workers)
     plan = check_run(spec, out_dir)  # nothing is written before this passes
-    with RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
+    with _ray_connection(spec), RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
         return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)
 
 
@@ -580,6 +639,8 @@ def run_experiment(
     progress: bool = False,
     wait_s: float = 0.0,
     workers: int | str | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
 
@@ -593,5 +654,19 @@ def run_experiment(
 
     ``workers``: processes that play the matches (a number or ``"auto"``), overriding ``[experiment] workers``;
     see :mod:`deepeval_games.executors`. The records and match ids do not depend on it.
+
+    ``executor``: ``"local"`` or ``"ray"`` (actors on a Ray cluster, :mod:`deepeval_games.ray_executor`), and
+    ``ray_address``: the cluster to join; both override ``[experiment] executor`` / ``ray_address``. Under Ray,
+    ``workers`` (a number) is the number of actors, by default one per CPU of the cluster.
     """
-    return asyncio.run(run_experiment_async(spec, out_dir, progress=progress, wait_s=wait_s, workers=workers))
+    return asyncio.run(
+        run_experiment_async(
+            spec,
+            out_dir,
+            progress=progress,
+            wait_s=wait_s,
+            workers=workers,
+            executor=executor,
+            ray_address=ray_address,
+        )
+    )

@@ -85,6 +85,8 @@ _RUN_ONLY_KEYS = (
     "until_stable",
     "max_matches",
     "workers",
+    "executor",
+    "ray_address",
 )
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
@@ -247,6 +249,13 @@ class ExperimentTable(BaseModel):
     workers: Literal["auto"] | Annotated[int, Field(ge=1)] = "auto"
     """Processes that play the matches (:mod:`deepeval_games.executors`): a number, or ``"auto"`` (one per core
     for a run of many LLM matches, else one; see the README). Run setting: not part of the spec hash."""
+    executor: Literal["local", "ray"] = "local"
+    """Where the matches are played: ``local`` (this process, or ``workers`` processes of this machine) or ``ray``
+    (actors on a Ray cluster, :mod:`deepeval_games.ray_executor`; needs ``pip install "deepeval-games[ray]"``).
+    The driver commits every record either way. Run setting: not part of the spec hash."""
+    ray_address: Name | None = None
+    """Under ``executor = "ray"``: the cluster to join (``ray start --head`` prints it; ``auto``: the one started on
+    this machine). Unset: ``RAY_ADDRESS``, else a local Ray instance for the run. Run setting."""
     sweep: Annotated[dict[str, list[SweepValue] | SweepRange], Field(strict=False)] = Field(default_factory=dict)
     """Game parameters to vary: every game is played with every combination of these values. A value is a
     list (``alpha = [1.2, 1.6]``) or an integer range (``task_id = {from = 11, to = 510}``)."""
@@ -289,6 +298,12 @@ class ExperimentTable(BaseModel):
         if not isinstance(value, (bool, str)):
             raise PydanticCustomError("spec_type", "true/false or a path")
         return value
+
+    @model_validator(mode="after")
+    def _ray_address_needs_ray(self) -> ExperimentTable:
+        if self.ray_address is not None and self.executor != "ray":
+            raise _spec_error("[experiment] ray_address is only used with executor = \"ray\" (--executor ray)")
+        return self
 
     @model_validator(mode="after")
     def _one_game_key(self) -> ExperimentTable:

@@ -163,7 +163,10 @@ def _with_player(**entry: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "data, message",
     [
-        (_doc(repeat=3), "[experiment]: unknown key 'repeat'; known keys: budget_usd, cache, data_dir, game, games,"),
+        (
+            _doc(repeat=3),
+            "[experiment]: unknown key 'repeat'; known keys: budget_usd, cache, data_dir, executor, game, games,",
+        ),
         (_doc(repeats="3"), "[experiment]: 'repeats' must be an integer, got '3'"),
         (_doc(repeats=True), "[experiment]: 'repeats' must be an integer, got True"),
         (_doc(seed=-1), "[experiment]: 'seed' must be >= 0, got -1"),
