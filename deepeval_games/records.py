@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepeval_games.bot import CallAttempt, Outcome
 from deepeval_games.errors import DeepEvalError
@@ -88,7 +88,8 @@ class TurnRecord(BaseModel):
     text: str = ""
     """The utterance added to the message pool."""
     outcome: Outcome = Outcome.OK
-    """``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow``, ``truncated`` or ``infra_error``."""
+    """``ok``, ``reasked``, ``invalid``, ``refusal``, ``context_overflow``, ``truncated`` or ``infra_error``
+    (an :class:`Outcome`, written as its value by pydantic's own enum serializer: no Python call per turn)."""
     raw_replies: list[str] = Field(default_factory=list)
     """Every raw model reply of the turn, in order (one per ask)."""
     prompts: list[list[dict[str, str]]] = Field(default_factory=list)
@@ -123,11 +124,6 @@ class TurnRecord(BaseModel):
     reasoning: list[str] = Field(default_factory=list)
     """Per ask, the reasoning text the provider sent apart from the reply ("" when none). Reasoning written into
     the reply itself (``<think>...</think>``) stays in ``raw_replies``; neither is ever read as the move."""
-
-    @field_serializer("outcome", when_used="json")
-    def _outcome_value(self, outcome: Outcome | str) -> str:
-        """The outcome's string value (also for a plain string given to ``model_construct``)."""
-        return Outcome(outcome).value
 
 
 class MatchRecord(BaseModel):
