@@ -12,9 +12,16 @@ machine); without one, ``RAY_ADDRESS`` is used when set, else a local Ray instan
 down after it. When Ray is already initialised in this process (a notebook, a test), that connection is used and
 left open.
 
-What the actors need from the driver's environment travels in their ``runtime_env``: the ``DEEPEVAL_GAMES_*``
-settings (data folder, offline mode, sandbox memory mode) and the API keys the spec's models read (their
-``api_key_env`` variables and the provider keys litellm names for them), taken from the driver's environment.
+Per-model limits (``max_concurrency``, ``rpm``, ``tpm``: :mod:`llm_bots.limits`) and the run's budget are kept by
+one services actor on the driver's node; each match actor installs a limiter proxy that asks it, so the limits hold
+across the cluster. An actor that dies mid-match is restarted by Ray; its matches in flight come back to the runner
+as :class:`InfrastructureError` and are rescheduled.
+
+What the actors need from the driver's environment is passed to them and set in their process before anything
+reads it (:func:`forwarded_env`): the ``DEEPEVAL_GAMES_*`` settings (data folder, offline mode, sandbox memory
+mode), the variables named by the players' ``api_key_env`` and the provider variables of each model string. (A
+``runtime_env`` with ``env_vars`` would do the same, but makes Ray start fresh worker processes: about 2 s more per
+run on two cores.)
 
 Ray is an optional extra (``pip install "deepeval-games[ray]"``): nothing here imports it before a run asks for it.
 """
@@ -51,6 +58,9 @@ log = logging.getLogger(__name__)
 
 RAY_INSTALL_HINT = 'pip install "deepeval-games[ray]"'
 """How to install Ray for ``--executor ray``."""
+
+ACTOR_START_TIMEOUT_S = 600.0
+"""How long the actors may take to start (a cluster that scales up adds nodes in minutes) before the run stops."""
 
 _FORWARDED_PREFIXES = ("DEEPEVAL_GAMES_",)
 """Driver environment variables every actor gets (data folder, offline mode, sandbox settings)."""
@@ -387,7 +397,8 @@ class RayExecutor:
 
     async def _start(self) -> None:
         ray = self.cluster.ray
-        count = self.requested or self.cluster.cpus()
+        cpus = self.cluster.cpus()
+        count = self.requested or cpus
         if self.matches is not None:
             count = min(count, max(1, self.matches))
         self.max_deaths = 2 * count + self.spec.max_match_attempts
@@ -408,7 +419,7 @@ class RayExecutor:
             [p.model for p in seats if p.model is not None],
         )
         actor_class = ray.remote(_MatchActor).options(
-            num_cpus=1,
+            num_cpus=min(1.0, cpus / count),  # more actors than CPUs (--workers N) share them
             max_restarts=-1,  # a dead actor comes back (its matches in flight are rescheduled by the runner)
             max_concurrency=10_000,  # the runner bounds the matches in flight
         )
@@ -417,9 +428,15 @@ class RayExecutor:
             for index in range(count)
         ]
         try:  # every actor built: a spec or module that cannot load in an actor stops the run here
-            await asyncio.gather(*(slot.actor.ready.remote() for slot in self._slots))
+            ready = asyncio.gather(*(slot.actor.ready.remote() for slot in self._slots))
+            await asyncio.wait_for(ready, timeout=ACTOR_START_TIMEOUT_S)
         except ray.exceptions.RayError as exc:
             raise FatalRunError(f"a Ray actor could not start: {_first_line(exc)}") from None
+        except asyncio.TimeoutError:
+            raise FatalRunError(
+                f"{count} Ray actors were not all running after {ACTOR_START_TIMEOUT_S:.0f} s (the cluster has "
+                f"{cpus} CPUs; see 'ray status'); nothing was played"
+            ) from None
         log.info("Ray: %d actors ready", count)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
