@@ -231,6 +231,9 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
 
 
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
+_TERMINAL_ID = int(pyspiel.PlayerId.TERMINAL)
+_CHANCE_ID = int(pyspiel.PlayerId.CHANCE)
+_SIMULTANEOUS_ID = int(pyspiel.PlayerId.SIMULTANEOUS)
 
 
 def draw(rng: np.random.Generator, outcomes: Sequence[int], probs: Sequence[float]) -> int:
@@ -344,17 +347,19 @@ class _Match:
             return self._moves[1], self._moves[2]
         state = self.state
         moves: dict[int, tuple[int, ...] | None] = {}
-        if state.is_terminal():
+        player = _TERMINAL_ID if state.is_terminal() else state.current_player()
+        # OpenSpiel's is_chance_node() and is_simultaneous_node() are these very tests of current_player()
+        if player == _TERMINAL_ID:
             kind = _TERMINAL
-        elif state.is_chance_node():
+        elif player == _CHANCE_ID:
             kind = _CHANCE
-        elif state.is_simultaneous_node():
+        elif player == _SIMULTANEOUS_ID:
             kind = _SIMULTANEOUS
             legal = {seat: tuple(state.legal_actions(seat)) for seat in range(self.n)}
             moves = {seat: actions for seat, actions in legal.items() if actions}
         else:
             kind = _SEQUENTIAL
-            moves = {state.current_player(): None}
+            moves = {player: None}
         self._moves = (self.step, kind, moves)
         return kind, moves
 
