@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import pickle
 import sys
+from typing import Any
 
 import numpy as np
 import pyspiel
@@ -37,25 +38,25 @@ def test_fast_records_equal_pydantic_construction() -> None:
     decision = Decision(action=2, text="two", raw_replies=("r",), prompts=(({"role": "user", "content": "c"},),))
     for made in (decision, Decision.move(2, "two")):
         turn = _move_turn(4, 2, 1, 2, "2", made.text, 0.5, made)
-        values = dict(index=4, round=2, seat=1, action=2, action_string="2", text=made.text, latency_s=0.5)
+        values: dict[str, Any] = dict(
+            index=4, round=2, seat=1, action=2, action_string="2", text=made.text, latency_s=0.5
+        )
         old = TurnRecord.model_construct(**values, **made.exchange())
         assert turn == old and turn.model_dump() == old.model_dump()
         assert turn.model_fields_set == old.model_fields_set
         assert TurnRecord.model_validate(turn.model_dump()) == turn
     chance = _chance_turn(0, 1, 5, "Deal 5")
-    old = TurnRecord.model_construct(
-        index=0,
-        round=1,
-        seat=-1,
-        action=5,
-        action_string="Deal 5",
-        **{name: [] for name in ("raw_replies", "prompts", "attempts", "cut_chars", "finish_reasons", "reasoning")},
-    )
+    empty: dict[str, Any] = {
+        name: [] for name in ("raw_replies", "prompts", "attempts", "cut_chars", "finish_reasons", "reasoning")
+    }
+    old = TurnRecord.model_construct(index=0, round=1, seat=-1, action=5, action_string="Deal 5", **empty)
     assert chance == old and chance.model_fields_set == old.model_fields_set
     from deepeval_games.records import MatchRecord
 
-    values = dict(match_id="m", game="g", seats=["a"], returns=[1.0], turns=[chance], messages=[], started_at="t")
-    record, old_record = _match_record(**values), MatchRecord(**values)
+    record_values: dict[str, Any] = dict(
+        match_id="m", game="g", seats=["a"], returns=[1.0], turns=[chance], messages=[], started_at="t"
+    )
+    record, old_record = _match_record(**record_values), MatchRecord(**record_values)
     assert record == old_record and record.model_fields_set == old_record.model_fields_set
     assert record.to_json() == old_record.to_json()
 

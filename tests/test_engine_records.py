@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from tests.engine_cases import CASES, FIXTURE, _normal, play
+from tests.engine_cases import CASES, FIXTURE, Case, _normal, play
 
 EXPECTED = {entry["case"]: entry["record"] for entry in map(json.loads, FIXTURE.read_text("utf-8").splitlines())}
 
@@ -24,7 +24,7 @@ def test_the_fixture_holds_every_case() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_same_seed_same_record_as_before(case) -> None:
+def test_same_seed_same_record_as_before(case: Case) -> None:
     played = _normal(asyncio.run(play(case)))
     assert played["case"] == case.name
     record, expected = played["record"], EXPECTED[case.name]
