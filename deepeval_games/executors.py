@@ -3,7 +3,8 @@ every executor drives (:class:`MatchWorker`).
 
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
 (``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes
-(fresh interpreters running ``python -m deepeval_games.executors``) and sends them the planned matches; each worker
+(forked from a fork server that imported pyspiel, the tasks and, for model players, litellm once) and sends them
+the planned matches over a socket, one JSON line each; each worker
 plays many matches at once in its own event loop (the run's ``max_concurrency`` is shared out among the workers,
 so LLM matches keep their concurrency) and sends back every finished record as JSON. The driver alone writes the
 store (it holds the run directory's :class:`~deepeval_games.store.RunLock`): one writer, the same records and the
@@ -33,13 +34,18 @@ Another executor (Ray) drives :class:`MatchWorker` directly; see its docstring.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import gc
 import importlib
 import json
 import logging
 import os
 import signal
+import socket
+import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +58,7 @@ from deepeval_games.spec import ExperimentSpec, as_spec
 
 __all__ = [
     "AUTO_MIN_MATCHES",
+    "LimiterProxy",
     "MatchWorker",
     "ProcessExecutor",
     "WorkerError",
@@ -233,6 +240,69 @@ def _shared_budget(limit_usd: float, report: Callable[[float], None]) -> Any:
     return SharedBudget(limit_usd)
 
 
+class LimiterProxy:
+    """A worker's limiter (:class:`llm_bots.limits.Limiter`): every ``acquire`` and ``release`` is forwarded to the
+    limiter the driver hosts, so per-model limits (calls in flight, requests and tokens per minute, adaptive
+    concurrency) hold across all workers. ``send`` delivers a JSON-able message to the driver; the driver's answer
+    to an ``acquire`` comes back through :meth:`granted`.
+
+    Messages: ``{"op": "acquire", "ask": n, "key", "limits": {...}, "est_tokens"}`` (answered by
+    ``granted(n, grant)``) and ``{"op": "release", "grant": {...}, "used_tokens", "rate_limited", "retry_after_s"}``.
+    """
+
+    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        """A proxy sending its requests through ``send``."""
+        self._send = send
+        self._asks = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+
+    async def acquire(self, key: str, limits: Any, est_tokens: int = 0) -> Any:
+        """Ask the driver's limiter for a grant and wait for it."""
+        import dataclasses
+
+        self._asks += 1
+        ask = self._asks
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[ask] = future
+        limits_data = dataclasses.asdict(limits)
+        self._send({"op": "acquire", "ask": ask, "key": key, "limits": limits_data, "est_tokens": est_tokens})
+        try:
+            return await future
+        finally:
+            self._pending.pop(ask, None)
+
+    def granted(self, ask: int, grant: Mapping[str, Any]) -> None:
+        """The driver granted ask ``ask``; a grant nobody waits for any more (cancelled) is handed back at once."""
+        from llm_bots.limits import Grant
+
+        value = Grant(**grant)
+        future = self._pending.pop(ask, None)
+        if future is None or future.done():
+            self._send({"op": "release", "grant": dict(grant), "used_tokens": None, "rate_limited": False})
+            return
+        future.set_result(value)
+
+    async def release(
+        self,
+        grant: Any,
+        used_tokens: int | None = None,
+        rate_limited: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        """Hand a grant back to the driver's limiter (returns at once)."""
+        import dataclasses
+
+        self._send(
+            {
+                "op": "release",
+                "grant": dataclasses.asdict(grant),
+                "used_tokens": used_tokens,
+                "rate_limited": rate_limited,
+                "retry_after_s": retry_after_s,
+            }
+        )
+
+
 class MatchWorker:
     """Plays planned matches of one spec in the current process and event loop; the worker side of every executor.
 
@@ -257,6 +327,9 @@ class MatchWorker:
         modules: modules to import first (:func:`spec_modules`): bots and games registered outside entry points.
         budget_usd: the run's budget; with ``on_charge``, each call's cost is reported to the driver.
         on_charge: called with the cost (USD) of every model call this worker made.
+        limiter: the limiter every model call of this process goes through (:func:`llm_bots.limits.set_limiter`):
+            a proxy of the one the driver hosts (:class:`LimiterProxy`), so per-model limits hold across workers.
+            None: the process's own (limits then hold per process only).
     """
 
     def __init__(
@@ -266,6 +339,7 @@ class MatchWorker:
         modules: Iterable[str] = (),
         budget_usd: float | None = None,
         on_charge: Callable[[float], None] | None = None,
+        limiter: Any = None,
     ) -> None:
         for module in modules:
             importlib.import_module(module)
@@ -276,6 +350,10 @@ class MatchWorker:
         if self.runtime is not None and budget_usd is not None and on_charge is not None:
             self.runtime.budget = _shared_budget(budget_usd, on_charge)
         self._runner = _Runner(self.spec, None, False, self.runtime)
+        if limiter is not None and self.spec.uses_models():
+            from llm_bots.limits import set_limiter
+
+            set_limiter(limiter)
 
     async def play(self, planned: Mapping[str, Any]) -> dict[str, Any]:
         """Play one planned match (:func:`encode_planned`); the result as described in the class docstring."""
@@ -329,23 +407,30 @@ def add_counters(runtime: Any, counters: Iterable[Mapping[str, Any]]) -> None:
 # -- the worker process ------------------------------------------------------------------------------------------
 
 
-async def _serve(reader: asyncio.StreamReader, out: Any) -> None:
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """The worker process's loop: read requests (JSON lines), play, write results (JSON lines) until input ends."""
 
     def send(text: str) -> None:
-        out.write(text.encode() + b"\n")
-        out.flush()
+        if not writer.is_closing():
+            writer.write(text.encode() + b"\n")
 
     first = await reader.readline()
     if not first:
         return
     init = json.loads(first)
+    # the driver's environment, directory and import path now, not the fork server's when it started
+    os.environ.clear()
+    os.environ.update(init.get("environ", {}))
+    sys.path[:] = init.get("path", sys.path)
+    proxy = LimiterProxy(lambda message: send(json.dumps(message)))
     try:
+        os.chdir(init.get("cwd", os.getcwd()))
         worker = MatchWorker(
             init["spec"],
             modules=init.get("modules", ()),
             budget_usd=init.get("budget_usd"),
             on_charge=lambda cost: send(json.dumps({"op": "charge", "cost": cost})),
+            limiter=proxy,
         )
     except Exception as exc:
         send(json.dumps({"op": "failed", **_error_result("", exc)}))
@@ -373,6 +458,8 @@ async def _serve(reader: asyncio.StreamReader, out: Any) -> None:
                 task = asyncio.create_task(play(int(message["id"]), message["match"]))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            elif op == "granted":
+                proxy.granted(int(message["ask"]), message["grant"])
             elif op == "budget":
                 worker.update_budget(float(message["spent"]))
     finally:
@@ -382,28 +469,133 @@ async def _serve(reader: asyncio.StreamReader, out: Any) -> None:
         worker.close()
 
 
-async def _worker_main_async() -> None:
-    out = os.fdopen(os.dup(1), "wb")  # the protocol's channel; anything else printed goes to stderr
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 30)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    with contextlib.suppress(BrokenPipeError):  # the driver is gone
-        await _serve(reader, out)
+async def _worker_main_async(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=_LINE_LIMIT)
+    with contextlib.suppress(ConnectionError):  # the driver is gone
+        await _serve(reader, writer)
 
 
-def worker_main() -> None:
-    """Entry point of a worker process (``python -m deepeval_games.executors``)."""
+def worker_main(sock: socket.socket) -> None:
+    """Entry point of a worker process: serve the driver over ``sock`` (JSON lines) until it closes it."""
+    gc.freeze()  # what the fork server imported (pyspiel, litellm's tables) stays out of the collector's walks
     logging.basicConfig(level=os.environ.get("DEEPEVAL_GAMES_WORKER_LOG", "WARNING"), stream=sys.stderr)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the driver decides
     try:
-        asyncio.run(_worker_main_async())
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the driver decides what happens
-        pass
+        asyncio.run(_worker_main_async(sock))
     finally:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
-    os._exit(0)  # no interpreter teardown: nothing is left to write
+        os._exit(0)  # no interpreter teardown: nothing is left to write
+
+
+_LINE_LIMIT = 1 << 30
+"""The longest message (a record as one JSON line) either side reads."""
+
+_PRELOAD = ("deepeval_games.executors", "deepeval_games.runner", "llm_bots.llm_bot")
+"""Modules the fork server imports once, so that each worker starts with them loaded (and litellm, for a run with
+model players)."""
+
+
+def _fork_server_main(fd: int, models: bool) -> None:
+    """The fork server (``python -m deepeval_games.executors FD models|plain``): import the heavy modules once, then
+    fork a worker for each socket the driver passes over ``fd``, and answer its pid; stop when the driver is gone.
+
+    Like multiprocessing's fork server, minus its re-import of the caller's main script in every worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for module in _PRELOAD:
+        importlib.import_module(module)
+    if models:
+        from llm_bots import model_info
+
+        model_info.litellm()
+    gc.collect()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers: no zombies
+    control = socket.socket(fileno=fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 1)
+        except OSError:
+            break
+        if not message or not fds:
+            break  # the driver closed the socket (it finished, or died)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a worker waits for its own subprocesses (the sandbox)
+            worker_main(socket.socket(fileno=fds[0]))
+        for descriptor in fds:
+            os.close(descriptor)
+        try:
+            control.sendall(f"{pid}\n".encode())
+        except OSError:
+            break
+    os._exit(0)
+
+
+class _ForkServer:
+    """The driver's handle on its fork server (one per driver process, reused by every run of the process)."""
+
+    def __init__(self, models: bool) -> None:
+        self.models = models
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        mode = "models" if models else "plain"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deepeval_games.executors", str(theirs.fileno()), mode],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.control = ours
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def fork(self) -> tuple[int, socket.socket]:
+        """A new worker: its pid and the driver's end of its socket (blocks while the server still imports)."""
+        ours, theirs = socket.socketpair()
+        try:
+            with self.lock:
+                socket.send_fds(self.control, [b"fork"], [theirs.fileno()])
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = self.control.recv(64)
+                    if not chunk:
+                        raise OSError("the fork server is gone")
+                    answer += chunk
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return int(answer), ours
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_server: _ForkServer | None = None
+_server_guard = threading.Lock()
+
+
+def _fork_server(models: bool) -> _ForkServer:
+    """The process's fork server, started (or restarted with litellm, for model players) when needed."""
+    global _server
+    with _server_guard:
+        if _server is not None and (not _server.alive() or (models and not _server.models)):
+            _server.close()
+            _server = None
+        if _server is None:
+            _server = _ForkServer(models)
+            atexit.register(_server.close)
+        return _server
 
 
 # -- the driver side ---------------------------------------------------------------------------------------------
@@ -412,20 +604,17 @@ def worker_main() -> None:
 @dataclass
 class _Process:
     index: int
-    proc: asyncio.subprocess.Process
+    pid: int
+    stream: asyncio.StreamReader
+    writer: asyncio.StreamWriter
     in_flight: dict[int, tuple[asyncio.Future[MatchRecord], str]] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
     reader: asyncio.Task[None] | None = None
     alive: bool = True
-
-
-def _death(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with status {code}"
+    grants: dict[int, Any] = field(default_factory=dict)
+    """Grants of the driver's limiter held by this worker's calls (handed back for it if it dies)."""
+    asking: set[asyncio.Task[None]] = field(default_factory=set)
+    """Its acquire requests waiting at the driver's limiter."""
 
 
 class ProcessExecutor:
@@ -449,6 +638,7 @@ class ProcessExecutor:
         self._next_id = 0
         self._broken: BaseException | None = None
         self._finished_counters: list[dict[str, Any]] = []
+        self._releasing: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> ProcessExecutor:
         for _ in range(self.workers):
@@ -459,26 +649,22 @@ class ProcessExecutor:
         await self.close()
 
     async def _start(self) -> _Process:
-        env = dict(os.environ)
-        paths = [p for p in sys.path if p]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "deepeval_games.executors",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=env,
-            limit=1 << 30,
-            start_new_session=False,
-        )
-        process = _Process(self._started, proc)
+        models = self.spec.uses_models()
+        try:
+            pid, ours = await asyncio.to_thread(lambda: _fork_server(models).fork())
+        except OSError:  # the fork server died: start another once
+            pid, ours = await asyncio.to_thread(lambda: _fork_server(models).fork())
+        stream, writer = await asyncio.open_unix_connection(sock=ours, limit=_LINE_LIMIT)
+        process = _Process(self._started, pid, stream, writer)
         self._started += 1
         init = {
             "op": "init",
             "spec": self.spec.source,
             "modules": self.modules,
             "budget_usd": self.spec.budget_usd if self._budget() is not None else None,
+            "environ": dict(os.environ),
+            "cwd": os.getcwd(),
+            "path": sys.path,
         }
         self._send(process, init)
         process.reader = asyncio.create_task(self._read(process))
@@ -489,18 +675,14 @@ class ProcessExecutor:
         return self.runtime.budget if self.runtime is not None else None
 
     def _send(self, process: _Process, message: Mapping[str, Any]) -> None:
-        stdin = process.proc.stdin
-        if stdin is None or stdin.is_closing():
-            return
-        stdin.write(json.dumps(message).encode() + b"\n")
+        if not process.writer.is_closing():
+            process.writer.write(json.dumps(message).encode() + b"\n")
 
     async def _read(self, process: _Process) -> None:
-        stdout = process.proc.stdout
-        assert stdout is not None
         try:
             while True:
                 try:
-                    line = await stdout.readline()
+                    line = await process.stream.readline()
                 except (ValueError, asyncio.LimitOverrunError, ConnectionError):
                     line = b""
                 if not line:
@@ -523,6 +705,16 @@ class ProcessExecutor:
                 future.set_result(raise_for_result({"match_id": match_id, **message}))
             except Exception as exc:
                 future.set_exception(exc)
+        elif op == "acquire":
+            task = asyncio.create_task(self._acquire(process, message))
+            process.asking.add(task)
+            task.add_done_callback(process.asking.discard)
+        elif op == "release":
+            grant = process.grants.pop(int(message["grant"]["serial"]), None)
+            if grant is not None:
+                self._release(
+                    grant, message.get("used_tokens"), bool(message.get("rate_limited")), message.get("retry_after_s")
+                )
         elif op == "charge":
             budget = self._budget()
             if budget is not None:
@@ -543,35 +735,67 @@ class ProcessExecutor:
                     future.set_exception(error)
             process.in_flight.clear()
 
+    def _limiter(self) -> Any:
+        from llm_bots.limits import get_limiter
+
+        return get_limiter()
+
+    def _release(
+        self, grant: Any, used_tokens: int | None = None, rate_limited: bool = False, retry_after_s: float | None = None
+    ) -> None:
+        limiter = self._limiter()
+        if hasattr(limiter, "release_nowait"):
+            limiter.release_nowait(grant, used_tokens, rate_limited, retry_after_s)
+            return
+        task = asyncio.ensure_future(limiter.release(grant, used_tokens, rate_limited, retry_after_s))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _acquire(self, process: _Process, message: Mapping[str, Any]) -> None:
+        """Wait at the driver's limiter for a worker's call; send the grant (or hand it back if the worker died)."""
+        import dataclasses
+
+        from llm_bots.limits import Limits
+
+        limiter = self._limiter()
+        grant = await limiter.acquire(str(message["key"]), Limits(**message["limits"]), int(message["est_tokens"]))
+        if not process.alive:
+            self._release(grant)
+            return
+        process.grants[grant.serial] = grant
+        self._send(process, {"op": "granted", "ask": message["ask"], "grant": dataclasses.asdict(grant)})
+
     async def _lost(self, process: _Process) -> None:
         """The worker's output ended: it finished or died. Fail what it had in flight, so the runner reschedules."""
         if not process.alive:
             return
         process.alive = False
-        code = await process.proc.wait()
+        for task in list(process.asking):
+            task.cancel()
+        for grant in process.grants.values():  # its calls in flight end with it: the slots go back to the others
+            self._release(grant)
+        process.grants.clear()
+        process.writer.close()
         self._finished_counters.append(process.counters)
         if process.in_flight:
             self.deaths += 1
-            why = _death(code)
+            why = "ended (killed, or crashed)"
             log.warning(
                 "worker process %d (pid %d) %s; %d match(es) in flight are rescheduled",
                 process.index,
-                process.proc.pid,
+                process.pid,
                 why,
                 len(process.in_flight),
             )
             for future, match_id in process.in_flight.values():
                 if not future.done():
                     future.set_exception(
-                        InfrastructureError(f"worker process {process.proc.pid} {why} while playing match {match_id}")
+                        InfrastructureError(f"worker process {process.pid} {why} while playing match {match_id}")
                     )
             process.in_flight.clear()
-        elif code not in (0, None) and self._broken is None:
-            self.deaths += 1
-            log.warning("worker process %d (pid %d) %s", process.index, process.proc.pid, _death(code))
 
     async def _pick(self) -> _Process:
-        alive = [p for p in self._processes if p.alive and p.proc.returncode is None]
+        alive = [p for p in self._processes if p.alive]
         while len(alive) < self.workers:
             if self.deaths >= self.max_deaths:
                 if alive:
@@ -594,32 +818,29 @@ class ProcessExecutor:
         future: asyncio.Future[MatchRecord] = asyncio.get_running_loop().create_future()
         process.in_flight[request_id] = (future, planned.match_id)
         self._send(process, {"op": "play", "id": request_id, "match": encode_planned(planned)})
-        stdin = process.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            with contextlib.suppress(ConnectionError):
-                await stdin.drain()
+        with contextlib.suppress(ConnectionError):
+            await process.writer.drain()
         return await future
 
     async def close(self) -> None:
         """Stop the workers (closing their input), wait for them, add their counters to the runtime."""
         for process in self._processes:
-            stdin = process.proc.stdin
-            if stdin is not None and not stdin.is_closing():
-                stdin.close()
+            if process.writer.can_write_eof():
+                with contextlib.suppress(OSError):
+                    process.writer.write_eof()
         for process in self._processes:
-            try:
-                await asyncio.wait_for(process.proc.wait(), timeout=10)
-            except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.proc.kill()
-                await process.proc.wait()
             if process.reader is not None:
-                with contextlib.suppress(Exception):
-                    await process.reader
+                try:
+                    await asyncio.wait_for(asyncio.shield(process.reader), timeout=10)
+                except asyncio.TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGKILL)
+                    with contextlib.suppress(Exception):
+                        await process.reader
         add_counters(self.runtime, self._finished_counters)
         self._finished_counters = []
         self._processes = []
 
 
 if __name__ == "__main__":
-    worker_main()
+    _fork_server_main(int(sys.argv[1]), sys.argv[2] == "models")

@@ -1,0 +1,233 @@
+"""The process executor (``workers = N``): the same records as one process, failures of the same kinds, counters
+summed, and a run killed at random points (driver or worker, SIGKILL) that resumes to the uninterrupted result."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tests.worker_bots  # registers the bots below in this process too
+from deepeval_games import FatalRunError, parse_spec, run_experiment
+from deepeval_games.executors import AUTO_MIN_MATCHES, resolve_workers
+from deepeval_games.records import MatchRecord
+from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player
+
+REPO = Path(__file__).resolve().parent.parent
+PGG = "deepeval_public_goods(players=2,mode=1,alpha=1.6)"
+NAMES = ("ann", "bob", "cy")
+
+
+def _spec(repeats: int = 2, bot: str = "test_worker_random", seed: int = 0, **experiment: Any) -> dict[str, Any]:
+    """Three players of two-seat PGG, every ordered pair: 6 matches a repeat."""
+    players = [{"name": name, "bot": bot if name == "ann" else "test_worker_random"} for name in NAMES]
+    return {
+        "experiment": {"name": "w", "game": PGG, "repeats": repeats, "seed": seed, **experiment},
+        "players": players,
+    }
+
+
+def _canonical(records: list[MatchRecord]) -> list[dict[str, Any]]:
+    return sorted((r.canonical() for r in records), key=lambda d: d["match_id"])
+
+
+def _returns(records: list[MatchRecord]) -> dict[str, float]:
+    totals: Counter[str] = Counter()
+    for record in records:
+        for seat, value in zip(record.seats, record.returns, strict=True):
+            totals[seat] += value
+    return dict(totals)
+
+
+# -- the rule for the number of processes --------------------------------------------------------------------
+
+
+def test_auto_uses_one_process_for_small_scripted_and_human_runs() -> None:
+    scripted = parse_spec(_spec())
+    assert resolve_workers(scripted, None, 10_000) == 1  # scripted: never worth a pipe
+    assert resolve_workers(scripted, 3, 10_000) == 3  # asked for: granted
+    assert resolve_workers(scripted, 3, 2) == 2  # never more processes than matches
+    llm = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "m", "model": "openai/gpt-4o-mini"}]})
+    assert resolve_workers(llm, "auto", AUTO_MIN_MATCHES - 1) == 1  # too small to win back start-up
+    assert resolve_workers(llm, "auto", 100 * AUTO_MIN_MATCHES) == min(len(os.sched_getaffinity(0)), 100)
+    human = parse_spec(
+        {"experiment": {"game": PGG}, "players": [{"name": "me", "human": True}, {"name": "b", "bot": "pgg_random"}]}
+    )
+    assert resolve_workers(human, 4, 100) == 1  # a person at the table: always one process
+    local = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "l", "model": "local/smollm2-135m"}]})
+    assert resolve_workers(local, 4, 100) == 1  # a local model's server belongs to one process
+
+
+@pytest.mark.parametrize("bad", [0, -1, "many", True])
+def test_bad_workers_settings_are_spec_errors(tmp_path: Path, bad: Any) -> None:
+    from deepeval_games import SpecError
+
+    with pytest.raises(SpecError, match="workers"):
+        run_experiment(_spec(), tmp_path / "run", workers=bad)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+# -- same records as one process -------------------------------------------------------------------------------
+
+
+def test_scripted_records_equal_one_process(tmp_path: Path) -> None:
+    spec = _spec(repeats=3, max_concurrency=4)
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+    two = run_experiment(spec, tmp_path / "two", workers=2)
+    assert one.played == two.played == 18 and not two.failed
+    assert _canonical(two.records) == _canonical(one.records)
+    # the driver was the only writer: the JSONL holds each match once, in the store's commit order
+    lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
+    assert [json.loads(line)["match_id"] for line in lines] == [r.match_id for r in two.records]
+
+
+def test_failures_come_back_as_the_same_kinds(tmp_path: Path) -> None:
+    # infrastructure failures: rescheduled (in any worker), never scored; the records are those of a clean run
+    infra = tmp_path / "infra-left"
+    infra.write_text("3")
+    os.environ[tests.worker_bots.INFRA_FILE_ENV] = str(infra)
+    try:
+        flaky = run_experiment(_spec(bot="test_worker_flaky"), tmp_path / "flaky", workers=2)
+    finally:
+        del os.environ[tests.worker_bots.INFRA_FILE_ENV]
+    clean = run_experiment(_spec(bot="test_worker_flaky"), tmp_path / "clean", workers=1)
+    assert infra.read_text() == "0" and not flaky.failed
+    assert _canonical(flaky.records) == _canonical(clean.records)
+    with Store(tmp_path / "flaky", read_only=True) as store:
+        assert [kind for _, kind, _ in store.attempts()] == ["infra"] * 3
+
+    # a bug in a bot: the match is reported, the tournament goes on; the worker's traceback is logged
+    buggy = run_experiment(_spec(bot="test_worker_buggy"), tmp_path / "buggy", workers=2)
+    assert len(buggy.failed) == 8 and buggy.played == 4  # ann sits in 8 of the 12 matches
+    assert all("ZeroDivisionError: bug in a bot" in error for _, error in buggy.failed)
+    with Store(tmp_path / "buggy", read_only=True) as store:
+        assert all("bug in a bot" in error and "worker_bots.py" in error for _, _, error in store.attempts())
+
+    # a fatal error stops the run, keeping what was committed
+    with pytest.raises(FatalRunError, match="API key was refused"):
+        run_experiment(_spec(bot="test_worker_fatal", max_concurrency=1), tmp_path / "fatal", workers=2)
+
+
+def test_adaptive_stopping_rule_runs_with_workers(tmp_path: Path) -> None:
+    spec = _spec(repeats=2, until_stable={"rule": "adaptive", "max_repeats": 6, "epsilon": 0.5, "alpha": 0.2})
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+    two = run_experiment(spec, tmp_path / "two", workers=2)
+    assert two.stopping is not None and two.stopping.to_dict() == one.stopping.to_dict()
+    assert _canonical(two.records) == _canonical(one.records)
+
+
+def test_llm_records_and_counters_equal_one_process(tmp_path: Path, fake_provider_key: str) -> None:
+    with FakeOpenAIServer(default=Behaviour.responder(first_legal_move)) as server:
+        spec = {
+            "experiment": {"name": "llm", "game": PGG, "repeats": 2, "seed": 1, "cache": False},
+            "players": [model_player("m1", server), model_player("m2", server), {"name": "r", "bot": "pgg_random"}],
+        }
+        one = run_experiment(spec, tmp_path / "one", workers=1)
+        two = run_experiment(spec, tmp_path / "two", workers=2)
+    assert one.played == two.played == 12 and not two.failed
+    assert _canonical(two.records) == _canonical(one.records)
+    assert two.model_calls == one.model_calls > 0
+    assert two.calls_by_model == one.calls_by_model
+    assert two.cache_hits == one.cache_hits
+
+
+def test_per_model_max_concurrency_holds_across_workers(tmp_path: Path, fake_provider_key: str) -> None:
+    # 12 matches at once in 2 workers, every seat of every match asking the one model; it allows 3 calls at once
+    with FakeOpenAIServer(default=Behaviour.responder(first_legal_move)) as server:
+        server.default = Behaviour(kind="reply", delay_s=0.05, respond=first_legal_move)
+        spec = {
+            "experiment": {"name": "lim", "game": PGG, "repeats": 2, "seed": 2, "cache": False, "max_concurrency": 12},
+            "players": [model_player(name, server, model="openai/shared", max_concurrency=3) for name in NAMES],
+        }
+        result = run_experiment(spec, tmp_path / "run", workers=2)
+        assert not result.failed and result.played == 12
+        assert server.max_in_flight == 3  # reached, never passed: one limit for the three processes
+
+
+# -- SIGKILL at random points, then resume ---------------------------------------------------------------------
+
+DRIVER = """
+import json, sys
+import tests.worker_bots
+from deepeval_games import run_experiment
+run_experiment(json.loads(sys.argv[1]), sys.argv[2], workers=2)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    """Children of ``pid`` (started by any of its threads)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def _workers(driver: int) -> list[int]:
+    """The driver's worker processes: the children of its fork server (its only child that has children)."""
+    return [worker for child in _children(driver) for worker in _children(child)]
+
+
+def _committed(out: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True, timeout=1) as db:
+            return int(db.execute("SELECT count(*) FROM matches").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for_progress(driver: subprocess.Popen[bytes], out: Path, matches: int, timeout_s: float = 20) -> None:
+    """Wait until ``matches`` more matches are committed (or the driver ended): a kill then lands mid-run."""
+    target, deadline = _committed(out) + matches, time.monotonic() + timeout_s
+    while driver.poll() is None and _committed(out) < target and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds worker processes through /proc")
+def test_sigkill_driver_and_workers_at_random_points_then_resume(tmp_path: Path) -> None:
+    spec = _spec(repeats=6, seed=7, max_concurrency=6)
+    spec["players"] = [{"name": n, "bot": "test_worker_random", "params": {"delay_s": 0.03}} for n in NAMES]
+    out = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    rng = random.Random(14)
+    kills: Counter[str] = Counter()
+    # each round: start the driver, let a random few matches commit, then SIGKILL a worker and/or the driver; the
+    # last rounds let the driver finish on its own (after losing a worker), then resume whatever is left
+    for kill_worker, kill_driver in [(True, True), (False, True), (True, True), (False, True), (True, False), (0, 0)]:
+        driver = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, json.dumps(spec), str(out)], cwd=REPO, env=env, stderr=subprocess.DEVNULL
+        )
+        _wait_for_progress(driver, out, rng.randint(1, 4))
+        if kill_worker and driver.poll() is None:
+            workers = _workers(driver.pid)
+            if workers:
+                os.kill(rng.choice(workers), signal.SIGKILL)
+                kills["worker"] += 1
+        if kill_driver and driver.poll() is None:
+            _wait_for_progress(driver, out, rng.randint(0, 3))
+            if driver.poll() is None:
+                driver.kill()
+                kills["driver"] += 1
+        driver.wait(timeout=120)
+    assert kills["driver"] >= 3 and kills["worker"] >= 2, kills  # the kills landed mid-run
+    with Store(out, read_only=True) as store:
+        records = list(store.records())
+    whole = run_experiment(spec, tmp_path / "whole", workers=1)
+    ids = [r.match_id for r in records]
+    assert len(ids) == len(set(ids)) == whole.played == 36  # every match exactly once
+    lines = (out / JSONL_NAME).read_text().splitlines()
+    assert sorted(json.loads(line)["match_id"] for line in lines) == sorted(ids)
+    assert _returns(records) == _returns(whole.records)  # aggregates of an uninterrupted single-process run
+    assert _canonical(records) == _canonical(whole.records)
