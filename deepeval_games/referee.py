@@ -322,14 +322,8 @@ class _Match:
     def broadcast_rules(self) -> None:
         rules = self.facts.rules
         for seat in range(self.n):
-            self.pool.add(
-                round=0,
-                sender=REFEREE,
-                recipients=(seat,),
-                kind="rules",
-                text=f"{rules}\nYou are {seat_label(seat)}.",
-                fields={"seat_label": seat_label(seat)},
-            )
+            label = seat_label(seat)
+            self.pool.tell(0, seat, "rules", f"{rules}\nYou are {label}.", {"seat_label": label})
 
     def seats_to_act(self) -> list[int]:
         """The seats that move next: all seats with legal moves at a simultaneous node, else the current one."""
