@@ -18,7 +18,7 @@ from typing import Any
 
 from deepeval_games import task
 from deepeval_games.errors import SpecError, UnknownBotError
-from deepeval_games.games import load_game
+from deepeval_games.games import check_file_parameters, load_game
 from deepeval_games.message_pool import seat_label
 from deepeval_games.records import MatchRecord
 from deepeval_games.registry import lookup_bot, registered_bots
@@ -61,16 +61,21 @@ def play_spec(
     judge: str | None = None,
     seed: int = 0,
     terminator: str = ".",
+    data_dir: str | Path | None = None,
 ) -> ExperimentSpec:
     """The spec of a game with a person in seat ``seat`` (1 = ``Player 1``) and ``against`` in the others.
 
     ``against`` names one bot or model for every other seat, or one per other seat in seat order (empty:
     :func:`default_opponent`). ``judge`` (``human``, a scripted judge or a model) is required by judged games.
+    ``data_dir`` is the spec's ``[experiment] data_dir``: the only folder a game parameter may name a file in
+    (``efg_game(filename=...)``), checked before the game is loaded, as for ``run``.
 
     Raises:
         SpecError: the seat, the number of opponents or the judge does not fit the game.
         UnknownBotError: an opponent is neither a registered bot nor a model string.
+        UnknownGameError: the game cannot be loaded, or a parameter names a file outside ``data_dir``.
     """
+    check_file_parameters(game_string, data_dir=data_dir)  # before OpenSpiel opens (and quotes) the file
     game = load_game(game_string)
     seats = game.num_players()
     if not 1 <= seat <= seats:
@@ -98,6 +103,7 @@ def play_spec(
             "seed": seed,
             "cache": False,
             "max_concurrency": 1,
+            **({"data_dir": str(data_dir)} if data_dir is not None else {}),
         },
         "players": players,
     }

@@ -17,8 +17,12 @@ Pairing policies (``[experiment] pairing``):
   order each repeat (the empirical meta-game that α-Rank reads);
 * ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
   every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
-* ``auto`` (default) — ``permute`` when the players fill the seats exactly, else ``round_robin`` for
-  two seats and ``combinations`` for more.
+* ``auto`` (default) — ``round_robin`` for a two-seat game with a first mover (sequential, both seats in one
+  role: tic_tac_toe, kuhn_poker; not Idiom Solitaire, whose seats are roles), so that both seatings of every pair
+  are played every repeat and the report shows what moving first is worth; otherwise ``permute`` when the players
+  fill the seats exactly, else ``round_robin`` for two seats and ``combinations`` for more. A match id depends only
+  on the game, the seats, the seed and the repeat: the seating ``permute`` drew for a repeat keeps its id under
+  ``round_robin``, so a run planned before this rule resumes and plays only the other seating.
 """
 
 from __future__ import annotations
@@ -76,21 +80,29 @@ def _identity(player: PlayerSpec, game: pyspiel.Game, seat: int = 0) -> dict[str
     return identity
 
 
-def _resolve_pairing(spec: ExperimentSpec, seats: int) -> str:
+def _has_first_mover(game: pyspiel.Game) -> bool:
+    """Two seats, one role, moves in turn: which seat moves first matters, so both seatings are played."""
+    sequential = game.get_type().dynamics == pyspiel.GameType.Dynamics.SEQUENTIAL
+    return game.num_players() == 2 and sequential and len(set(task.seat_roles(game))) == 1
+
+
+def _resolve_pairing(spec: ExperimentSpec, game: pyspiel.Game) -> str:
     if spec.pairing != "auto":
         return spec.pairing
-    if len(spec.players) == seats:
+    seats = game.num_players()
+    if len(spec.players) == seats and not _has_first_mover(game):
         return "permute"
     return "round_robin" if seats == 2 else "combinations"
 
 
 def _seatings(
-    spec: ExperimentSpec, game: str, seats: int, only_repeat: int | None = None
+    spec: ExperimentSpec, loaded: pyspiel.Game, only_repeat: int | None = None
 ) -> list[tuple[int, tuple[str, ...]]]:
+    game, seats = str(loaded), loaded.num_players()
     names = sorted(p.name for p in spec.players)  # listing order never matters
     if len(names) < seats:
         raise SpecError(f"{game} has {seats} seats but the spec lists only {len(names)} players")
-    pairing = _resolve_pairing(spec, seats)
+    pairing = _resolve_pairing(spec, loaded)
     if pairing in ("permute", "fixed") and len(names) != seats:
         raise SpecError(f"pairing {pairing!r} needs exactly {seats} players for {game}, the spec lists {len(names)}")
 
@@ -153,7 +165,7 @@ def _seatings_per_repeat(spec: ExperimentSpec, game: pyspiel.Game) -> int:
     players, seats = len(spec.players), game.num_players()
     if players < seats:
         raise SpecError(f"{game} has {seats} seats but the spec lists only {players} players")
-    pairing = _resolve_pairing(spec, seats)
+    pairing = _resolve_pairing(spec, game)
     if pairing in ("permute", "fixed"):
         return 1
     if pairing == "self_play":
@@ -209,7 +221,7 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
-        for repeat, seats in _seatings(spec, canonical, game.num_players(), only_repeat):
+        for repeat, seats in _seatings(spec, game, only_repeat):
             key = {
                 "game": canonical,
                 "seats": [_identity(spec.player(name), game, seat) for seat, name in enumerate(seats)],

@@ -77,13 +77,18 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def test_tic_tac_toe_and_kuhn_poker_run_through_the_cli_with_no_task_code(
     tmp_path: Path, server: FakeOpenAIServer, fake_provider_key: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = _spec(tmp_path, server, ["tic_tac_toe", "kuhn_poker"], ["good", "also-good"], repeats=2)
+    spec = _spec(tmp_path, server, ["tic_tac_toe", "kuhn_poker"], ["good", "also-good"], repeats=1)
     code, out, err = _run(["run", spec, "--out", str(tmp_path / "run"), "--no-progress"], capsys)
     assert code == 0, err
     assert "tic_tac_toe()" in out and "kuhn_poker()" in out and "Eq. 1" in out
     assert "Turn outcomes" not in out  # every turn ok: nothing to report
     records = _records(tmp_path / "run")
     assert {r.game for r in records} == {"tic_tac_toe()", "kuhn_poker()"} and len(records) == 4
+    assert {(r.game, tuple(r.seats)) for r in records} == {  # the default pairing: both seatings
+        (game, seats)
+        for game in ("tic_tac_toe()", "kuhn_poker()")
+        for seats in (("good", "also-good"), ("also-good", "good"))
+    }
     for record in records:
         game = load_game(record.game)
         card = task.rules_card(game.get_type().short_name)
@@ -123,11 +128,11 @@ def _unsure_moves(record: MatchRecord) -> list[tuple[int, bool]]:
 def test_a_model_that_never_answers_plays_seeded_random_legal_moves(
     tmp_path: Path, server: FakeOpenAIServer, fake_provider_key: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = _spec(tmp_path, server, ["tic_tac_toe"], ["good", "unsure"], repeats=3, seed=7)
+    spec = _spec(tmp_path, server, ["tic_tac_toe"], ["good", "unsure"], repeats=2, seed=7)
     code, out, err = _run(["run", spec, "--out", str(tmp_path / "a"), "--no-progress"], capsys)
     assert code == 0, err
     records = _records(tmp_path / "a")
-    assert len(records) == 3
+    assert len(records) == 4  # two repeats, both seatings
     unsure_turns = 0
     for record in records:
         seat = record.seats.index("unsure")

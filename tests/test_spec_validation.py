@@ -207,7 +207,7 @@ def test_files_named_by_game_parameters_stay_inside_the_data_folder(tmp_path: Pa
 
     inside = f"efg_game(filename={data / 'pennies.efg'})"
     result = run_experiment(spec(inside, str(data)), tmp_path / "ok")
-    assert result.played == 2 and not result.failed  # two repeats, seats permuted
+    assert result.played == 4 and not result.failed  # two repeats, both seatings (pennies has a first mover)
     refused = [
         (inside, None),  # no data folder named: no file at all
         (f"efg_game(filename={tmp_path / 'outside.efg'})", str(data)),

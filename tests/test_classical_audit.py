@@ -1,0 +1,159 @@
+"""Issue 9, checked end to end: both seatings of a two-player game are played under the default pairing (so the
+report's first-mover split has both halves), ``play`` confines file-naming game parameters as ``run`` does, and the
+README's table of which classical bot plays which game is what :func:`classical_support` says."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from deepeval_games import schedule
+from deepeval_games.cli import main
+from deepeval_games.errors import UnknownGameError
+from deepeval_games.games import load_game
+from deepeval_games.play import play_spec
+from deepeval_games.runner import run_experiment
+from deepeval_games.schedule import plan_matches
+from deepeval_games.spec import parse_spec
+from deepeval_games.store import Store
+from llm_bots.classical import classical_support
+
+
+def _spec(game: str, *, repeats: int, pairing: str = "auto", players: tuple[str, ...] = ("a", "b")) -> dict:
+    experiment = {"name": "seatings", "game": game, "repeats": repeats, "seed": 3, "pairing": pairing}
+    return {"experiment": experiment, "players": [{"name": name, "bot": "random"} for name in players]}
+
+
+# -- both seatings, always (the default pairing of a two-player game with a first mover) -------------------------
+
+
+@pytest.mark.parametrize("game", ["kuhn_poker", "tic_tac_toe", "breakthrough(rows=6,columns=6)"])
+def test_auto_pairing_plays_both_seatings_every_repeat_and_keeps_the_permuted_ids(game: str) -> None:
+    plan = plan_matches(parse_spec(_spec(game, repeats=4)))
+    assert len(plan) == 8
+    by_repeat: dict[int, set[tuple[str, ...]]] = {}
+    for match in plan:
+        by_repeat.setdefault(match.repeat, set()).add(match.seats)
+    assert by_repeat == {r: {("a", "b"), ("b", "a")} for r in range(4)}
+    # the seating permute drew for each repeat (the old default) keeps its match id and seed
+    permuted = plan_matches(parse_spec(_spec(game, repeats=4, pairing="permute")))
+    assert len(permuted) == 4 and set(permuted) <= set(plan)
+    assert schedule.count_matches(parse_spec(_spec(game, repeats=4))) == 8
+
+
+@pytest.mark.parametrize(
+    ("game", "pairing"),
+    [
+        ("deepeval_public_goods(players=2,rounds=2)", "auto"),  # simultaneous moves: no first mover
+        ("deepeval_idiom_solitaire(max_turns=4)", "auto"),  # seats with roles (early, late): the paper's schedule
+        ("kuhn_poker", "permute"),  # asked for by name
+        ("kuhn_poker", "fixed"),
+    ],
+)
+def test_one_match_a_repeat_where_no_seat_moves_first_or_the_spec_says_so(game: str, pairing: str) -> None:
+    plan = plan_matches(parse_spec(_spec(game, repeats=4, pairing=pairing)))
+    assert sorted(m.repeat for m in plan) == [0, 1, 2, 3]
+
+
+def test_a_run_planned_under_the_old_default_resumes_with_the_other_seatings_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = _spec("tic_tac_toe", repeats=6)
+    with monkeypatch.context() as patched:  # the default before: a random seating per repeat
+        patched.setattr(schedule, "_has_first_mover", lambda game: False)
+        before = run_experiment(spec, tmp_path / "run")
+    assert before.played == 6
+    after = run_experiment(spec, tmp_path / "run")
+    assert (after.played, after.skipped, after.failed) == (6, 6, [])
+    with Store(tmp_path / "run", read_only=True) as store:
+        records = list(store.records())
+    assert Counter(tuple(r.seats) for r in records) == {("a", "b"): 6, ("b", "a"): 6}
+
+
+def test_the_report_shows_the_first_mover_split_of_a_default_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[experiment]\nname = "first-mover"\ngame = "tic_tac_toe"\nrepeats = 10\nseed = 0\n'
+        '[[players]]\nname = "mcts"\nbot = "mcts"\nparams = { simulations = 200 }\n'
+        '[[players]]\nname = "random"\nbot = "random"\n'
+    )
+    assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert main(["report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    report = out.split("Two-player metrics", 2)[2]  # the report's block (the run printed one too)
+    row = re.search(r"\n +mcts +random +20 +(.*)", report)
+    assert row is not None, report
+    cells = re.findall(r"-?\d+% \[\d+, \d+\]", row.group(1))
+    assert len(cells) == 5, row.group(1)  # win, draw, loss, win moving 1st, win moving 2nd: all measured
+    assert "nan" not in row.group(1)
+    first = re.search(r"first mover: seat 0 wins (\d+)% .* over 20 matches", report)
+    assert first is not None and int(first.group(1)) > 0
+
+
+# -- play confines file-naming game parameters as run does -----------------------------------------------------
+
+
+EFG = """EFG 2 R "pennies" { "P1" "P2" } ""
+p "" 1 1 "" { "H" "T" } 0
+p "" 2 1 "" { "h" "t" } 0
+t "" 1 "" { 1, -1 }
+t "" 2 "" { -1, 1 }
+p "" 2 1 "" { "h" "t" } 0
+t "" 3 "" { -1, 1 }
+t "" 4 "" { 1, -1 }
+"""
+
+
+def test_play_refuses_a_file_outside_its_data_folder_before_reading_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the first line of a private file\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pennies.efg").write_text(EFG)
+    code = main(["play", f"efg_game(filename={secret})", "--against", "random", "--out", str(tmp_path / "p")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "names a file" in err and "[experiment] data_dir" in err, err
+    assert "private file" not in out + err and "Traceback" not in err  # OpenSpiel never opened it
+    assert not (tmp_path / "p").exists()
+    for folder in (None, str(data)):  # not without a data folder, not outside the one named
+        with pytest.raises(UnknownGameError, match="names"):
+            play_spec(f"efg_game(filename={secret})", data_dir=folder)
+    with pytest.raises(UnknownGameError, match="outside the data folder"):
+        play_spec(f"efg_game(filename={data}/../secret.txt)", data_dir=data)
+    spec = play_spec(f"efg_game(filename={data / 'pennies.efg'})", against=["random"], data_dir=data)
+    assert spec.experiment.data_dir == str(data) and spec.pairing == "fixed"
+
+
+# -- the README's table of classical bots is what the code says ----------------------------------------------------
+
+
+def test_the_readme_table_of_classical_bots_matches_the_code(repo_root: Path) -> None:
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    header = "| game | `random` | `mcts` | `exact` |"
+    assert header in readme
+    rows = readme.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]  # below the |---| line
+    table = {}
+    for row in rows:
+        game, *cells = (cell.strip() for cell in row.strip("|").split("|"))
+        table[game.strip("`")] = {
+            kind: cell.startswith("yes") for kind, cell in zip(("random", "mcts", "exact"), cells, strict=True)
+        }
+    assert set(table) == {
+        "tic_tac_toe",
+        "connect_four",
+        "kuhn_poker",
+        "liars_dice",
+        "breakthrough(rows=6,columns=6)",
+        "python_iterated_prisoners_dilemma",
+        "first_sealed_auction",
+    }
+    for game, claimed in table.items():
+        support = classical_support(load_game(game), search=True)
+        assert {kind: reason is None for kind, reason in support.items()} == claimed, (game, support)
