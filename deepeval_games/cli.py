@@ -262,6 +262,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         judge=args.judge,
         seed=args.seed,
         terminator=args.terminator,
+        data_dir=args.data_dir,
     )
     out = Path(args.out) if args.out else default_out(spec)
     result = run_experiment(spec, out, progress=False)
@@ -434,6 +435,11 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=int, default=0, help="the match seed (another seed: another game)")
     play.add_argument("--out", help="run directory (default plays/<game>-<hash>; the same command resumes)")
     play.add_argument("--terminator", default=".", help="the line that ends a multi-line answer (default '.')")
+    play.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="the folder a game parameter may name a file in (efg_game(filename=...)), as [experiment] data_dir",
+    )
     play.set_defaults(func=_cmd_play)
     games = sub.add_parser("games", help="list registered tasks (--all: OpenSpiel's games too)")
     games.add_argument(

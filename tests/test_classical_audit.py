@@ -129,6 +129,8 @@ def test_play_refuses_a_file_outside_its_data_folder_before_reading_it(
         play_spec(f"efg_game(filename={data}/../secret.txt)", data_dir=data)
     spec = play_spec(f"efg_game(filename={data / 'pennies.efg'})", against=["random"], data_dir=data)
     assert spec.experiment.data_dir == str(data) and spec.pairing == "fixed"
+    argv = ["play", f"efg_game(filename={secret})", "--data-dir", str(data), "--out", str(tmp_path / "p")]
+    assert main(argv) == 2 and "outside the data folder" in capsys.readouterr().err  # --data-dir: the same rule
 
 
 # -- the README's table of classical bots is what the code says ----------------------------------------------------
