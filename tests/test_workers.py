@@ -128,6 +128,14 @@ def test_adaptive_stopping_rule_runs_with_workers(tmp_path: Path) -> None:
     assert _canonical(two.records) == _canonical(one.records)
 
 
+def test_until_stable_bootstrap_rule_runs_with_workers(tmp_path: Path) -> None:
+    spec = _spec(repeats=2, until_stable={"epsilon": 0.01, "max_repeats": 4, "step": 2})
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+    two = run_experiment(spec, tmp_path / "two", workers=2)
+    assert two.repeats == one.repeats == 4 and two.played == one.played == 24
+    assert _canonical(two.records) == _canonical(one.records)
+
+
 def test_llm_records_and_counters_equal_one_process(tmp_path: Path, fake_provider_key: str) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(first_legal_move)) as server:
         spec = {
