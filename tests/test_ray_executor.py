@@ -153,7 +153,7 @@ def test_a_run_resumes_across_executors_each_match_once(ray_local, tmp_path: Pat
     reference = _canonical_run(full, tmp_path / "reference")
     # some matches committed by a local run, the rest by Ray
     first = run_experiment(_spec(SCRIPTED, repeats=3), tmp_path / "a")
-    rest = run_experiment(full, tmp_path / "a", executor="ray", workers=2)
+    rest = run_experiment(full, tmp_path / "a", executor="ray", workers=3)  # three actors share two CPUs
     assert (first.played, rest.skipped, rest.played, len(rest.failed)) == (3, 3, 3, 0)
     assert _canonical(tmp_path / "a") == reference
     # and the other way round: Ray first, then a local run
