@@ -5,13 +5,12 @@ can use them; the tensors hold what the strings say and nothing a seat may not s
 from __future__ import annotations
 
 import numpy as np
+import pettingzoo.test as pettingzoo_test  # dev dependencies: a missing one fails the suite, never skips it
 import pyspiel
 import pytest
+import shimmy
 
 from deepeval_games.games import load_game
-
-shimmy = pytest.importorskip("shimmy")
-pettingzoo_test = pytest.importorskip("pettingzoo.test")
 
 
 @pytest.mark.parametrize(
