@@ -271,6 +271,12 @@ class LimiterProxy:
         finally:
             self._pending.pop(ask, None)
 
+    def denied(self, ask: int, error: str) -> None:
+        """The driver's limiter failed for ask ``ask``: the call fails as an infrastructure fault."""
+        future = self._pending.pop(ask, None)
+        if future is not None and not future.done():
+            future.set_exception(InfrastructureError(f"the run's limiter failed: {error}"))
+
     def granted(self, ask: int, grant: Mapping[str, Any]) -> None:
         """The driver granted ask ``ask``; a grant nobody waits for any more (cancelled) is handed back at once."""
         from llm_bots.limits import Grant
@@ -460,6 +466,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 task.add_done_callback(tasks.discard)
             elif op == "granted":
                 proxy.granted(int(message["ask"]), message["grant"])
+            elif op == "denied":
+                proxy.denied(int(message["ask"]), str(message.get("error", "")))
             elif op == "budget":
                 worker.update_budget(float(message["spent"]))
     finally:
@@ -653,7 +661,10 @@ class ProcessExecutor:
         try:
             pid, ours = await asyncio.to_thread(lambda: _fork_server(models).fork())
         except OSError:  # the fork server died: start another once
-            pid, ours = await asyncio.to_thread(lambda: _fork_server(models).fork())
+            try:
+                pid, ours = await asyncio.to_thread(lambda: _fork_server(models).fork())
+            except OSError as exc:
+                raise FatalRunError(f"cannot start worker processes ({exc}); run with --workers 1") from exc
         stream, writer = await asyncio.open_unix_connection(sock=ours, limit=_LINE_LIMIT)
         process = _Process(self._started, pid, stream, writer)
         self._started += 1
@@ -758,7 +769,14 @@ class ProcessExecutor:
         from llm_bots.limits import Limits
 
         limiter = self._limiter()
-        grant = await limiter.acquire(str(message["key"]), Limits(**message["limits"]), int(message["est_tokens"]))
+        try:
+            grant = await limiter.acquire(str(message["key"]), Limits(**message["limits"]), int(message["est_tokens"]))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # never leave the worker's call waiting
+            log.error("the limiter failed: %s", exc)
+            self._send(process, {"op": "denied", "ask": message["ask"], "error": f"{type(exc).__name__}: {exc}"})
+            return
         if not process.alive:
             self._release(grant)
             return
