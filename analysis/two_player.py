@@ -15,6 +15,7 @@ draw rates over every match (the first-mover advantage of the game itself).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -44,7 +45,10 @@ class Interval:
     high: float
 
     def describe(self, percent: bool = False) -> str:
-        """``0.62 [0.55, 0.69]`` (or ``62% [55, 69]`` with ``percent``)."""
+        """``0.62 [0.55, 0.69]`` (or ``62% [55, 69]`` with ``percent``); ``n/a`` when nothing was measured (a pair
+        that never played one of the seatings)."""
+        if math.isnan(self.value):
+            return "n/a"
         if percent:
             return f"{100 * self.value:.0f}% [{100 * self.low:.0f}, {100 * self.high:.0f}]"
         return f"{self.value:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"

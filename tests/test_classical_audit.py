@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from analysis.two_player import format_two_player
 from deepeval_games import schedule
 from deepeval_games.cli import main
 from deepeval_games.errors import UnknownGameError
 from deepeval_games.games import load_game
 from deepeval_games.play import play_spec
+from deepeval_games.records import MatchRecord
 from deepeval_games.runner import run_experiment
 from deepeval_games.schedule import plan_matches
 from deepeval_games.spec import parse_spec
@@ -93,6 +95,17 @@ def test_the_report_shows_the_first_mover_split_of_a_default_spec(
     assert "nan" not in row.group(1)
     first = re.search(r"first mover: seat 0 wins (\d+)% .* over 20 matches", report)
     assert first is not None and int(first.group(1)) > 0
+
+
+def test_a_seating_never_played_reads_n_a_in_the_report() -> None:
+    records = [  # pairing "fixed": a always first
+        MatchRecord(match_id=str(i), game="g()", seats=["a", "b"], returns=[1.0, -1.0], turns=[], status="complete")
+        for i in range(3)
+    ]
+    text = format_two_player(records)
+    assert "nan" not in text
+    row = next(line for line in text.splitlines() if line.split()[:2] == ["a", "b"])
+    assert row.split()[-4:] == ["100%", "[44,", "100]", "n/a"]  # won moving first; never moved second
 
 
 # -- play confines file-naming game parameters as run does -----------------------------------------------------
