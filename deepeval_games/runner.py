@@ -38,7 +38,7 @@ from deepeval_games.games import load_game
 from deepeval_games.manifest import RunManifest
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.referee import play_match
-from deepeval_games.registry import make_bot, scorers_for
+from deepeval_games.registry import BotFactory, bot_factory, make_bot, scorers_for
 from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
 from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
 from deepeval_games.store import RunLock, Store
@@ -74,6 +74,12 @@ def build_player(
     from llm_bots.llm_bot import make_llm_bot  # imported only when a model plays: litellm is slow to import
 
     return make_llm_bot(player.model, player.params, game, seat, rng, match_id=match_id, runtime=runtime)
+
+
+def seat_rng(seed: int, seat: int) -> np.random.Generator:
+    """The generator of one seat of a match with ``seed`` (the judge's: seat ``num_players``): the stream of
+    ``np.random.SeedSequence(seed).spawn(num_players + 1)[seat]``, built without spawning the others."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(seat,)))
 
 
 def _open_runtime(spec: ExperimentSpec) -> Any:
@@ -173,6 +179,8 @@ class _Runner:
         self.progress = progress
         self.runtime = runtime
         self.games: dict[str, pyspiel.Game] = {}
+        self._factories: dict[tuple[str, str], BotFactory | None] = {}
+        self._scorers: dict[str, list[Callable[..., Mapping[str, Any]]]] = {}
         self.executor: ProcessExecutor | RayExecutor | None = None
         """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
 
@@ -180,6 +188,16 @@ class _Runner:
         if game_string not in self.games:
             self.games[game_string] = load_game(game_string)
         return self.games[game_string]
+
+    def _bot_factory(self, game_string: str, name: str) -> BotFactory | None:
+        """The scripted player ``name``'s bot for ``game_string``, resolved once per player and game (None for a
+        model player: its bot is built per match by :func:`build_player`)."""
+        key = (game_string, name)
+        if key not in self._factories:
+            player = self.spec.player(name)
+            factory = None if player.bot is None else bot_factory(player.bot, self.game(game_string), player.params)
+            self._factories[key] = factory
+        return self._factories[key]
 
     def validate(self, plan: list[PlannedMatch]) -> None:
         """Build every player once per game before any match starts, so spec errors surface at once; then check
@@ -209,22 +227,22 @@ class _Runner:
         if self.executor is not None:  # played in a worker process; the record comes back here to be committed
             return await self.executor.play(planned)
         game = self.game(planned.game)
-        seeds = np.random.SeedSequence(planned.seed).spawn(game.num_players() + 1)
-        bots = [
-            build_player(
-                self.spec.player(name),
-                game,
-                seat,
-                np.random.default_rng(seeds[seat]),
-                match_id=planned.match_id,
-                runtime=self.runtime,
-            )
-            for seat, name in enumerate(planned.seats)
-        ]
+        bots = []
+        for seat, name in enumerate(planned.seats):
+            rng = seat_rng(planned.seed, seat)
+            factory = self._bot_factory(planned.game, name)
+            if factory is not None:
+                bots.append(factory(seat, rng))
+            else:
+                player = self.spec.player(name)
+                bots.append(build_player(player, game, seat, rng, match_id=planned.match_id, runtime=self.runtime))
         judge = None
         if self.spec.judge is not None:
-            rng = np.random.default_rng(seeds[-1])
+            rng = seat_rng(planned.seed, game.num_players())
             judge = build_player(self.spec.judge, game, -2, rng, match_id=planned.match_id, runtime=self.runtime)
+        scorers = self._scorers.get(planned.game)
+        if scorers is None:
+            scorers = self._scorers[planned.game] = scorers_for(game.get_type().short_name)
         record = await play_match(
             game,
             bots,
@@ -232,7 +250,7 @@ class _Runner:
             match_id=planned.match_id,
             seat_names=planned.seats,
             judge=judge,
-            scorers=scorers_for(game.get_type().short_name),
+            scorers=scorers,
         )
         record.experiment = self.spec.name
         record.repeat = planned.repeat

@@ -5,8 +5,9 @@ A match is committed once, whole, keyed by its stable id; a killed run resumes w
 **Commits are batched** (issue 14). :meth:`Store.commit` writes the record's line to ``matches.jsonl`` with one
 ``write()`` (an ``O_APPEND`` descriptor held open) and only then returns True: from that moment the match survives a
 ``kill -9`` of the process, since the bytes are in the operating system. The database receives the pending lines in
-one transaction per batch: every :attr:`Store.flush_interval_s` (0.1 s, by a timer thread) or every
-:attr:`Store.batch_max` records, and at :meth:`Store.flush`, :meth:`Store.completed_ids`, :meth:`Store.records` and
+one transaction per batch (group commit, by a flusher thread): at most one batch per
+:attr:`Store.flush_interval_s` (0.1 s; a commit after a quiet spell goes at once), or every :attr:`Store.batch_max`
+records, and at :meth:`Store.flush`, :meth:`Store.completed_ids`, :meth:`Store.records` and
 :meth:`Store.close`. ``matches.jsonl`` is thus the store's write-ahead log: a writer opening the directory inserts
 the complete lines that the database lacks (a run killed mid-batch), drops a torn last line (a run killed mid-write;
 that commit never returned) and rewrites the file from the database if the two disagree otherwise. Nothing is
@@ -270,7 +271,8 @@ class Store:
         Taken before ``self._lock`` (the database's), never while holding it."""
         self._pending: list[tuple[str, str]] = []
         """(match id, record text) written to ``matches.jsonl``, not yet inserted into the database."""
-        self._pending_since = 0.0
+        self._last_insert = time.monotonic()
+        """When the last batch was taken for the database (group commit: at most one batch per interval)."""
         self._ids: set[str] = set()
         """Ids of every committed match (in the database or pending): a commit never asks the database."""
         self._flusher: threading.Thread | None = None
@@ -343,7 +345,8 @@ class Store:
             )
 
     flush_interval_s: float = 0.1
-    """Longest time a committed match waits in ``matches.jsonl`` before its batch is inserted into the database."""
+    """Batches are inserted into the database at most this often (group commit): a match committed after a quiet
+    spell is inserted at once, under a stream of commits each waits at most this long in ``matches.jsonl``."""
     batch_max: int = 256
     """A batch is inserted into the database at once when it holds this many matches."""
 
@@ -377,8 +380,6 @@ class Store:
                 return False
             self._append((text + "\n").encode("utf-8"))
             self._ids.add(match_id)
-            if not self._pending:
-                self._pending_since = time.monotonic()
             self._pending.append((match_id, text))
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, name="store-flusher", daemon=True)
@@ -421,8 +422,9 @@ class Store:
             self._drain(background=False)
 
     def _flush_loop(self) -> None:
-        """The flusher thread: inserts each batch once it is ``flush_interval_s`` old or ``batch_max`` long; ends
-        after a second without commits (the next commit starts another) or when the store closes."""
+        """The flusher thread: inserts the pending batch ``flush_interval_s`` after the previous one (at once after
+        a quiet spell) or when it is ``batch_max`` long; ends after a second without commits (the next commit starts
+        another) or when the store closes."""
         while True:
             with self._log:
                 if not self._pending:
@@ -432,7 +434,7 @@ class Store:
                         self._flusher = None
                         return
                     continue
-                wait = self._pending_since + self.flush_interval_s - time.monotonic()
+                wait = self._last_insert + self.flush_interval_s - time.monotonic()
                 if wait > 0 and len(self._pending) < self.batch_max and not self._closing:
                     self._log.wait(wait)
                     continue
@@ -443,6 +445,7 @@ class Store:
         ``matches.jsonl``: the database lock is taken before the commit log's is let go."""
         with self._log:
             batch, self._pending = self._pending, []
+            self._last_insert = time.monotonic()
             self._lock.acquire()
         try:
             failed = None
@@ -456,7 +459,6 @@ class Store:
             return
         with self._log:  # still committed (in matches.jsonl): inserted by a later batch, or when a writer opens
             self._pending[:0] = batch
-            self._pending_since = time.monotonic()
         if not background:
             raise failed
         log.warning(
