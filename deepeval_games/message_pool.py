@@ -60,7 +60,8 @@ class MessagePool:
     """Append-only list of :class:`Message`, with per-seat views.
 
     Each seat's view (its inbox) is kept as messages are added, so reading it costs nothing per message already in
-    the pool: a match's views cost linear time in its messages, not quadratic.
+    the pool: a match's views cost linear time in its messages, not quadratic. (The referee's, which no seat reads,
+    is found by a scan when asked.)
     """
 
     def __init__(self) -> None:
@@ -100,9 +101,10 @@ class MessagePool:
         self._messages.append(message)
         inboxes, views = self._inboxes, self._views
         for seat in recipients if len(recipients) < 2 else dict.fromkeys(recipients):  # each seat once
-            inboxes.setdefault(seat, []).append(message)
-            views.pop(seat, None)
-        if sender not in recipients:
+            if seat != REFEREE:
+                inboxes.setdefault(seat, []).append(message)
+                views.pop(seat, None)
+        if sender not in recipients and sender != REFEREE:
             inboxes.setdefault(sender, []).append(message)
             views.pop(sender, None)
         return message
@@ -155,18 +157,18 @@ class MessagePool:
             },
         )
         messages.append(message)
-        inboxes, views = self._inboxes, self._views
-        for reader in (seat, REFEREE):
-            inbox = inboxes.get(reader)
-            if inbox is None:
-                inboxes[reader] = [message]
-            else:
-                inbox.append(message)
-            views.pop(reader, None)
+        inbox = self._inboxes.get(seat)  # the referee's own "inbox" is not kept: visible_to(REFEREE) scans the pool
+        if inbox is None:
+            self._inboxes[seat] = [message]
+        else:
+            inbox.append(message)
+        self._views.pop(seat, None)
         return message
 
     def visible_to(self, seat: int) -> tuple[Message, ...]:
         """Every message the seat may read, in order (its own moves included)."""
+        if seat == REFEREE:  # everything the referee said or was sent (no seat reads this; not kept as it goes)
+            return tuple(m for m in self._messages if m.sender == REFEREE or REFEREE in m.recipients)
         view = self._views.get(seat)
         if view is None:
             view = self._views[seat] = tuple(self._inboxes.get(seat, ()))

@@ -135,7 +135,7 @@ def test_sync_bots_step_inside_a_running_event_loop() -> None:
 def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
     """Every Python and C call made while playing a connect_four match, per turn (fixed costs included).
 
-    Deterministic, unlike a timing: 178 a turn before the lean path, 96 with it. A regression that puts work back
+    Deterministic, unlike a timing: 178 a turn before the lean path, 88 with it. A regression that puts work back
     on the move path (a pydantic construction per turn, a scan of the pool per ask) crosses the bound."""
     game = load_game("connect_four")
     bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
