@@ -248,17 +248,24 @@ class _RunServices:
 
 class _LimiterProxy:
     """An actor's limiter (:class:`llm_bots.limits.Limiter`): every acquire and release goes to the run's
-    :class:`_RunServices` actor, so the limits hold across every actor of the cluster. ``on_spent`` learns the
-    run's total spent with every grant."""
+    :class:`_RunServices` actor, so the limits hold across every actor of the cluster.
 
-    def __init__(self, services: Any, on_spent: Callable[[float], None]) -> None:
+    With every grant comes the run's total spent, handed to ``on_spent(total, key)``; when that raises (the budget
+    is spent: :class:`llm_bots.transport.BudgetExceeded`), the grant is handed back and the call does not start. So
+    a call waiting for its turn never starts on a budget that others spent meanwhile."""
+
+    def __init__(self, services: Any, on_spent: Callable[[float, str], None]) -> None:
         self.services = services
         self.on_spent = on_spent
 
     async def acquire(self, key: str, limits: Any, est_tokens: int = 0) -> Any:
         """Wait for the run's limiter to let a call under ``key`` start."""
         grant, spent = await self.services.acquire.remote(key, limits, est_tokens)
-        self.on_spent(float(spent))
+        try:
+            self.on_spent(float(spent), key)
+        except BaseException:
+            self.services.release.remote(grant, None, False, None)
+            raise
         return grant
 
     async def release(
@@ -288,16 +295,19 @@ class _MatchActor:
         # arguments: Ray stores such arguments in the object store)
         self._services = ray.get_actor(services) if services is not None else None
         self._pending: set[asyncio.Task[None]] = set()
-        if self._services is not None:  # per-model limits held by the run's services actor, not per actor
-            from llm_bots.limits import set_limiter
-
-            set_limiter(_LimiterProxy(self._services, self._learn_spent))
+        # per-model limits held by the run's services actor, not per actor
+        limiter = _LimiterProxy(self._services, self._learn_spent) if self._services is not None else None
         charge = self._charge if self._services is not None and budget_usd is not None else None
-        self.worker = MatchWorker(spec, modules=modules, budget_usd=budget_usd, on_charge=charge)
+        self.worker = MatchWorker(spec, modules=modules, budget_usd=budget_usd, on_charge=charge, limiter=limiter)
 
-    def _learn_spent(self, spent_usd: float) -> None:
-        if spent_usd > 0:
-            self.worker.update_budget(spent_usd)
+    def _learn_spent(self, spent_usd: float, key: str) -> None:
+        """The run's total spent, learnt as a call under ``key`` is granted; raises ``BudgetExceeded`` when the
+        budget is spent (the call must not start)."""
+        budget = self.worker.runtime.budget if self.worker.runtime is not None else None
+        if budget is None:
+            return
+        self.worker.update_budget(spent_usd)
+        budget.check(key.split(" ", 1)[0])
 
     async def ready(self) -> int:
         """The actor's process id, once it is built (its first call)."""

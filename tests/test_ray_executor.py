@@ -22,7 +22,7 @@ import pytest
 
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.cli import main
-from deepeval_games.errors import SpecError
+from deepeval_games.errors import FatalRunError, SpecError
 from deepeval_games.ray_executor import RAY_INSTALL_HINT, forwarded_env
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
@@ -146,6 +146,26 @@ def test_llm_seats_on_ray_equal_the_local_executor_and_limits_hold_across_actors
     records = _canonical(tmp_path / "ray")
     turns = [turn for record in records.values() for turn in record["turns"]]
     assert any(len(turn.get("raw_replies") or []) > 1 for turn in turns), "no re-ask exercised"
+
+
+def test_the_budget_holds_across_actors(ray_local, tmp_path: Path, fake_provider_key: str) -> None:
+    import litellm
+
+    reply = json.dumps({"reason": "steady", "coins": 5})  # every call costs the same (the server's usage)
+    prompt_cost, reply_cost = litellm.cost_per_token(
+        model="gpt-4o-mini", prompt_tokens=11, completion_tokens=len(reply) // 4
+    )
+    with FakeOpenAIServer(default=Behaviour.reply(reply), max_hang_s=5) as server:
+        priced = model_player("priced", server, model="openai/gpt-4o-mini", max_concurrency=1)
+        spec = _spec([priced, *SCRIPTED[:3]], repeats=4, budget_usd=3.5 * (prompt_cost + reply_cost))
+        with pytest.raises(FatalRunError, match="budget"):  # 12 calls planned
+            run_experiment(spec, tmp_path / "ray", executor="ray", workers=2)
+        sent = server.request_count
+    # two actors that each kept their own budget would make 4 calls each (8 or more); one budget for the run lets
+    # a call start only while the run's total is below it: 4
+    assert 4 <= sent <= 5
+    records = _canonical(tmp_path / "ray")  # what was committed is whole
+    assert all(len(record["turns"]) == 12 for record in records.values())
 
 
 def test_a_run_resumes_across_executors_each_match_once(ray_local, tmp_path: Path) -> None:
