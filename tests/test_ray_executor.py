@@ -65,14 +65,27 @@ def _canonical(run_dir: Path) -> dict[str, dict[str, Any]]:
         return {record.match_id: json.loads(json.dumps(record.canonical())) for record in store.records()}
 
 
-def test_scripted_tournament_on_ray_equals_the_local_executor(ray_local, tmp_path: Path) -> None:
+def test_scripted_tournament_on_ray_equals_the_local_executor(
+    ray_local, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = _spec(SCRIPTED, repeats=6)
     local = run_experiment(spec, tmp_path / "local")
-    remote = run_experiment(spec, tmp_path / "ray", executor="ray", workers=2)
+    toml = tmp_path / "spec.toml"
+    toml.write_text(_toml(spec), encoding="utf-8")
+    argv = ["run", str(toml), "--out", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2", "--no-progress"]
+    assert main(argv) == 0
+    assert "6 matches planned: 6 played now, 0 already in" in capsys.readouterr().out
     planned = {m.match_id for m in plan_matches(parse_spec(spec))}
-    assert remote.planned == remote.played == len(planned) == 6 and not remote.failed
     assert _canonical(tmp_path / "ray") == _canonical(tmp_path / "local")
-    assert set(_canonical(tmp_path / "ray")) == planned == local.match_ids == remote.match_ids
+    assert set(_canonical(tmp_path / "ray")) == planned == local.match_ids and len(planned) == 6
+
+
+def _toml(spec: dict[str, Any]) -> str:
+    """A spec document of scalar experiment keys and scripted players as TOML."""
+    lines = ["[experiment]", *(f"{key} = {json.dumps(value)}" for key, value in spec["experiment"].items())]
+    for player in spec["players"]:
+        lines += ["", "[[players]]", *(f"{key} = {json.dumps(value)}" for key, value in player.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _coins(body: dict[str, Any]) -> str:
@@ -137,12 +150,16 @@ def test_llm_seats_on_ray_equal_the_local_executor_and_limits_hold_across_actors
         local = run_experiment(spec, tmp_path / "local")
         local_requests = server.request_count
         counter.reset(held="fake-a")
-        remote = run_experiment(spec, tmp_path / "ray", executor="ray", workers=2)
+        cached = {**spec, "experiment": {**spec["experiment"], "cache": True}}  # the user cache (a run setting)
+        remote = run_experiment(cached, tmp_path / "ray", executor="ray", workers=2)
+        assert server.request_count == 2 * local_requests
+        replay = run_experiment(cached, tmp_path / "replay")  # here, from what the actors cached
         assert server.request_count == 2 * local_requests
     assert not local.failed and not remote.failed and remote.played == 4
     assert remote.calls_by_model == local.calls_by_model and remote.model_calls == local.model_calls > 0
     assert counter.most["fake-a"] == 1 < counter.most["fake-b"]  # two actors, one limiter for the cluster
-    assert _canonical(tmp_path / "ray") == _canonical(tmp_path / "local")
+    assert _canonical(tmp_path / "ray") == _canonical(tmp_path / "local") == _canonical(tmp_path / "replay")
+    assert replay.model_calls == 0 and sum(replay.cache_hits.values()) == local.model_calls
     records = _canonical(tmp_path / "ray")
     turns = [turn for record in records.values() for turn in record["turns"]]
     assert any(len(turn.get("raw_replies") or []) > 1 for turn in turns), "no re-ask exercised"
