@@ -179,3 +179,7 @@ def test_recovery_inserts_missing_lines_cuts_a_torn_tail_and_rewrites_a_disorder
     with Store(out) as store:
         assert store.completed_ids() == {"a", "b", "c"}
     assert jsonl.read_text() == "".join(lines)
+    jsonl.unlink()  # lost altogether: written again from the database
+    with Store(out):
+        pass
+    assert jsonl.read_text() == "".join(lines)
