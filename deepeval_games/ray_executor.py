@@ -285,8 +285,11 @@ class _MatchActor:
         budget_usd: float | None,
         services: str | None = None,
         env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
     ) -> None:
         os.environ.update(env or {})  # the driver's settings and keys (forwarded_env), before anything reads them
+        if cwd and os.path.isdir(cwd):  # relative paths of the spec (cache, data_dir) as the driver reads them
+            os.chdir(cwd)
         import ray
 
         from deepeval_games.executors import MatchWorker
@@ -434,7 +437,10 @@ class RayExecutor:
             max_concurrency=10_000,  # the runner bounds the matches in flight
         )
         self._slots = [
-            _Slot(index, actor_class.remote(self.spec.source, self.modules, budget, self._services_name, env))
+            _Slot(
+                index,
+                actor_class.remote(self.spec.source, self.modules, budget, self._services_name, env, os.getcwd()),
+            )
             for index in range(count)
         ]
         try:  # every actor built: a spec or module that cannot load in an actor stops the run here
