@@ -172,3 +172,23 @@ def test_the_readme_table_of_classical_bots_matches_the_code(repo_root: Path) ->
     for game, claimed in table.items():
         support = classical_support(load_game(game), search=True)
         assert {kind: reason is None for kind, reason in support.items()} == claimed, (game, support)
+
+
+# -- the study spec in examples/ ---------------------------------------------------------------------------------
+
+
+def test_the_study_spec_plays_every_pair_in_both_seatings_on_the_three_games(repo_root: Path) -> None:
+    from deepeval_games.spec import load_spec
+
+    spec = load_spec(repo_root / "examples" / "classical_baselines.toml")
+    assert {p.name: p.kind for p in spec.players} == {"smollm2": "model", "mcts": "bot", "random": "bot"}
+    assert spec.player("smollm2").model == "local/smollm2"  # the real local model, offline
+    assert spec.player("mcts").params["simulations"] == 1000
+    plan = plan_matches(spec)
+    assert len(plan) == 36  # 3 games x 6 ordered pairs x 2 repeats
+    counts = Counter((m.game, m.seats) for m in plan)
+    assert set(counts.values()) == {2} and {game for game, _ in counts} == {
+        "tic_tac_toe()",
+        "connect_four()",
+        "kuhn_poker()",
+    }
