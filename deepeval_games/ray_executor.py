@@ -357,6 +357,8 @@ class _Slot:
     actor: Any
     in_flight: int = 0
     counters: dict[str, Any] = field(default_factory=dict)
+    generation: int = 0
+    """Deaths of this actor seen so far: every match in flight when it dies fails, but it died once."""
 
 
 class RayExecutor:
@@ -460,13 +462,16 @@ class RayExecutor:
         ray = self.cluster.ray
         slot = min(self._slots, key=lambda s: s.in_flight)
         slot.in_flight += 1
+        generation = slot.generation
         try:
             result = await slot.actor.play.remote(encode_planned(planned))
         except ray.exceptions.RayActorError as exc:
-            self.deaths += 1
-            if slot.counters:  # the counters of the incarnation that died
-                self._finished.append(slot.counters)
-                slot.counters = {}
+            if generation == slot.generation:  # the first of its matches to report this death
+                slot.generation += 1
+                self.deaths += 1
+                if slot.counters:  # the counters of the incarnation that died
+                    self._finished.append(slot.counters)
+                    slot.counters = {}
             if self.deaths >= self.max_deaths:
                 raise FatalRunError(
                     f"Ray actors died {self.deaths} times; the run stops (committed matches are kept: run again "
@@ -477,7 +482,9 @@ class RayExecutor:
             ) from None
         finally:
             slot.in_flight -= 1
-        slot.counters = result.pop("counters", None) or slot.counters
+        counters = result.pop("counters", None)
+        if counters and generation == slot.generation:
+            slot.counters = counters
         return raise_for_result(result)
 
     async def close(self) -> None:

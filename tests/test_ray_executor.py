@@ -214,10 +214,10 @@ def test_an_actor_killed_mid_match_is_restarted_and_its_matches_replayed(ray_loc
 
     marker = tmp_path / "died"
     players = [*SCRIPTED[:3], {"name": "mortal", "bot": "test_ray_dies_once", "params": {"marker": str(marker)}}]
-    spec = _spec(players, repeats=4)
+    spec = _spec(players, repeats=16, max_concurrency=16)  # the actor dies with several matches in flight
     remote = run_experiment(spec, tmp_path / "ray", executor="ray", workers=2)
     assert marker.exists()  # an actor died
-    assert (remote.played, remote.failed) == (4, [])
+    assert (remote.played, remote.failed) == (16, [])
     run_experiment(spec, tmp_path / "local")  # the marker exists: nobody dies here
     assert _canonical(tmp_path / "ray") == _canonical(tmp_path / "local")
     with Store(tmp_path / "ray", read_only=True) as store:
