@@ -358,7 +358,8 @@ def _parser() -> argparse.ArgumentParser:
         "--executor",
         choices=("local", "ray"),
         help="where the matches are played: this machine (local, the default) or actors on a Ray cluster (ray; "
-        'pip install "deepeval-games[ray]"); overrides [experiment] executor',
+        'pip install "deepeval-games[ray]"; --workers N is then the number of actors, by default one per CPU of '
+        "the cluster); overrides [experiment] executor",
     )
     run.add_argument(
         "--ray-address",
