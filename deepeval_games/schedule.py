@@ -106,8 +106,12 @@ def _seatings(
     if pairing in ("permute", "fixed") and len(names) != seats:
         raise SpecError(f"pairing {pairing!r} needs exactly {seats} players for {game}, the spec lists {len(names)}")
 
+    group_hashes: dict[tuple[str, ...], int] = {}  # one per group, not per repeat
+
     def shuffled(group: tuple[str, ...], repeat: int) -> tuple[str, ...]:
-        entropy = [spec.seed, int(stable_hash([game, list(group)], 8), 16), repeat]
+        if group not in group_hashes:
+            group_hashes[group] = int(stable_hash([game, list(group)], 8), 16)
+        entropy = [spec.seed, group_hashes[group], repeat]
         order = np.random.default_rng(np.random.SeedSequence(entropy)).permutation(len(group))
         return tuple(group[i] for i in order)
 
@@ -221,10 +225,14 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
+        identities: dict[tuple[str, int], dict[str, object]] = {}  # per player and seat of this game, not per match
         for repeat, seats in _seatings(spec, game, only_repeat):
+            for seat, name in enumerate(seats):
+                if (name, seat) not in identities:
+                    identities[name, seat] = _identity(spec.player(name), game, seat)
             key = {
                 "game": canonical,
-                "seats": [_identity(spec.player(name), game, seat) for seat, name in enumerate(seats)],
+                "seats": [identities[name, seat] for seat, name in enumerate(seats)],
                 "seed": spec.seed,
                 "repeat": repeat,
             }

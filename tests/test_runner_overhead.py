@@ -11,6 +11,7 @@ Regenerate only on purpose, when a change of the records is intended::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import tempfile
@@ -108,3 +109,25 @@ def _write() -> None:
 
 if __name__ == "__main__" and "--write" in sys.argv:
     _write()
+
+
+def test_plans_are_those_planned_before() -> None:
+    """Identities per player and seat and the permutation hash per group are computed once per game now; the plans
+    (ids, seatings, seeds) are those the planner made per match before (digests taken then)."""
+    from deepeval_games.schedule import plan_matches
+    from deepeval_games.spec import parse_spec
+
+    game = "deepeval_public_goods(players=4,rounds=5)"
+    scripted = {"experiment": {"game": game, "repeats": 2000, "max_matches": 2000}, "players": [*map(_bot, PGG)]}
+    models = [{"name": f"m{i}", "model": f"openai/m{i}", "api_base": "http://127.0.0.1:9/v1"} for i in range(2)]
+    mixed = {
+        "experiment": {"game": game, "repeats": 500, "max_matches": 100000},
+        "players": [*models, _bot("pgg_free_rider", "f"), _bot("pgg_random", "r")],
+    }
+    for spec, digest in ((scripted, "0aa5f98315638164"), (mixed, "e750c947811a8ff4")):
+        plan = [(m.match_id, m.seats, m.seed) for m in plan_matches(parse_spec(spec))]
+        assert hashlib.sha256(json.dumps(plan).encode()).hexdigest()[:16] == digest
+
+
+def _bot(bot: str, name: str | None = None) -> dict[str, str]:
+    return {"name": name or bot, "bot": bot}
