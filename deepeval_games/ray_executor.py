@@ -177,7 +177,14 @@ class RayCluster:
         except Exception as exc:  # ConnectionError, ValueError, RuntimeError...: say where and why
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DeepEvalError(f"cannot start or join {where}: {first}") from exc
+            hint = ""
+            if address not in (None, "auto") and not os.environ.get("RAY_AUTH_MODE"):
+                hint = (
+                    "; if the cluster uses token authentication (ray start turns it on from Ray 2.59), set "
+                    "RAY_AUTH_MODE=token and give its token (RAY_AUTH_TOKEN, or ~/.ray/auth_token as "
+                    "'ray get-auth-token' on the head prints it)"
+                )
+            raise DeepEvalError(f"cannot start or join {where}: {first}{hint}") from exc
         self._owned = True
         log.info("Ray: %s", "local instance started" if address is None else f"joined {address}")
         return self
