@@ -73,9 +73,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-AUTO_MIN_MATCHES = 200
-"""Under ``workers = "auto"``, matches to play per extra worker process: a process costs one to a few seconds to
-start (pyspiel, and litellm for model players), which a small run never wins back."""
+AUTO_MIN_MATCHES = 100
+"""Under ``workers = "auto"``, matches to play per worker process: a small run is bound by the model's latency, not
+by this machine's CPU, and does not win back the workers' start-up (the fork server imports litellm once, each
+worker sets up its own connections)."""
 
 ErrorKind = Literal["infra", "fatal", "spec", "error"]
 
@@ -107,9 +108,9 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
 
     ``workers`` overrides the spec's ``[experiment] workers`` (``"auto"`` or a number). Always 1 with a person at the
     table (a human seat or judge) or a ``local/`` model. An explicit number is capped by the matches to play.
-    ``"auto"``: the number of cores, but one process for a scripted run (a scripted match is too cheap to win back
-    its trip through a pipe) and one worker per :data:`AUTO_MIN_MATCHES` matches, so a small run never pays
-    worker start-up it cannot win back.
+    ``"auto"``: one process per core for a run with model players, but at most one per :data:`AUTO_MIN_MATCHES`
+    matches to play (so a small run stays in one process); one process for a run without model players (a
+    scripted match is too cheap to win back its trip through a pipe and the single writer).
     """
     setting = spec.experiment.workers if workers is None else workers
     if spec.has_humans() or any(p.model is not None and p.model.startswith("local/") for p in _seats(spec)):
