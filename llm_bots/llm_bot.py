@@ -138,6 +138,7 @@ class LLMBot(DeepEvalBot):
         self.history: list[dict[str, str]] = []
         self.turn = 0
         self._seen = 0  # pool messages already put in the chat
+        self._capped: dict[int, ModelConfig] = {}  # the config of a turn, per reply cap
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -162,7 +163,12 @@ class LLMBot(DeepEvalBot):
         limit for this seat's role (:func:`deepeval_games.task.reply_limit`, :func:`resolve_max_tokens`)."""
         limit = task.reply_limit(self.game, self.adapter.role(observation))
         cap = resolve_max_tokens(self.config.max_tokens, limit)
-        return self.config if cap == self.config.max_tokens else replace(self.config, max_tokens=cap)
+        if cap == self.config.max_tokens:
+            return self.config
+        config = self._capped.get(cap)
+        if config is None:  # made once per cap (a frozen config validates itself when made)
+            config = self._capped[cap] = replace(self.config, max_tokens=cap)
+        return config
 
     async def _call(
         self,

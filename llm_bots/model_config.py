@@ -179,7 +179,12 @@ def effective_settings(params: Mapping[str, Any], defaults: Mapping[str, Any] | 
     known = set(ModelSettings.model_fields)
     merged = {**(defaults or {}), **{k: v for k, v in params.items() if k in known}}
     fields = ModelSettings.model_fields
-    resolved = {name: field.get_default(call_default_factory=True) for name, field in fields.items()}
+    # a factory is called directly: pydantic's get_default inspects its signature on every call (built per bot)
+    resolved = {
+        name: field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+        for name, field in fields.items()
+        if name not in merged
+    }
     resolved.update(merged)
     return {k: v for k, v in sorted(resolved.items()) if k not in DELIVERY_SETTING_KEYS}
 

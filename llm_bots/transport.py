@@ -268,6 +268,13 @@ def _undated(name: str) -> str:
 
 
 def model_id_matches(configured: str, reported: str, accept: Sequence[str] = ()) -> bool:
+    """True if `reported` is the configured model or one of `accept`, up to prefixes, tags and dates (see
+    :func:`_model_id_matches`); remembered per (configured, reported, accept), as every reply asks again."""
+    return _model_id_matches(configured, reported, tuple(accept))
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_id_matches(configured: str, reported: str, accept: tuple[str, ...] = ()) -> bool:
     """True if `reported` is the configured model or one of `accept`, up to prefixes, tags and dates.
 
     Tolerated: provider prefixes (`openai/foo` vs `foo`), an Ollama `:latest` tag or a tag on one side only,
@@ -553,8 +560,15 @@ class _MalformedResponse(Exception):
 
 
 def _parse_response(
-    config: ModelConfig, original: ModelConfig, response: Any, latency: float, attempts: int, elapsed: float
+    config: ModelConfig,
+    original: ModelConfig,
+    response: Any,
+    latency: float,
+    attempts: int,
+    elapsed: float,
+    log: Sequence[CallAttempt] = (),
 ) -> Completion:
+    """The completion of a 200 response; ``log`` holds the attempts before this one (this one is added)."""
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise _MalformedResponse(f"model {original.model!r}: response without choices")
@@ -576,6 +590,7 @@ def _parse_response(
     refused = finish_reason == "content_filter" or bool(refusal_text)
     fingerprint = getattr(response, "system_fingerprint", None)
     reasoning = getattr(message, "reasoning_content", None)
+    outcome = Outcome.REFUSAL if refused else Outcome.OK
     return Completion(
         text=text or (refusal_text or ""),
         model=reported or config.model,
@@ -585,10 +600,11 @@ def _parse_response(
         cost_usd=_cost_usd(response),
         latency_s=latency,
         attempts=attempts,
-        outcome=Outcome.REFUSAL if refused else Outcome.OK,
+        outcome=outcome,
         usage=usage,
         elapsed_s=elapsed,
         requested_model=config.model,
+        attempt_log=(*log, CallAttempt(status=outcome.value)),
         system_fingerprint=str(fingerprint) if fingerprint else None,
         reasoning_tokens=_reasoning_tokens(usage),
         reasoning=reasoning if isinstance(reasoning, str) else "",
@@ -627,6 +643,20 @@ def _no_response(
         requested_model=config.model,
         attempt_log=attempt_log,
     )
+
+
+if hasattr(asyncio, "timeout"):  # Python 3.11+: a deadline on the running task, no task of its own
+
+    async def _guarded(call: Any, seconds: float) -> Any:
+        """Await ``call`` for at most ``seconds`` (then TimeoutError)."""
+        async with asyncio.timeout(seconds):
+            return await call
+
+else:  # pragma: no cover - Python 3.10
+
+    async def _guarded(call: Any, seconds: float) -> Any:
+        """Await ``call`` for at most ``seconds`` (then TimeoutError)."""
+        return await asyncio.wait_for(call, timeout=seconds)
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
@@ -714,10 +744,10 @@ async def complete(
         try:
             attempt_start = time.monotonic()
             try:
-                response = await asyncio.wait_for(_litellm().acompletion(**kwargs), timeout=guard_s)
+                response = await _guarded(_litellm().acompletion(**kwargs), guard_s)
                 latency = time.monotonic() - attempt_start
                 completion = _parse_response(
-                    call_config, config, response, latency, attempts, time.monotonic() - started
+                    call_config, config, response, latency, attempts, time.monotonic() - started, log
                 )
             except (ModelMismatchError, asyncio.CancelledError):
                 raise
@@ -729,8 +759,7 @@ async def complete(
                 used_tokens = completion.prompt_tokens + completion.completion_tokens
                 if budget is not None:
                     budget.charge(completion.cost_usd)
-                log.append(CallAttempt(status=completion.outcome.value))
-                return dataclasses.replace(completion, attempt_log=tuple(log))
+                return completion
         finally:
             await limiter.release(grant, used_tokens, rate_limited, retry_after)
         latency = time.monotonic() - attempt_start
