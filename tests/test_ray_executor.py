@@ -12,6 +12,7 @@ import hashlib
 import json
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -238,6 +239,8 @@ def _write_spec(tmp_path: Path, extra: str = "") -> Path:
 def test_executor_ray_without_ray_installed_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    blocked = "import sys; sys.modules['ray'] = None; import deepeval_games.cli, deepeval_games.ray_executor"
+    subprocess.run([sys.executable, "-c", blocked], check=True, timeout=120)  # the project imports without Ray
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as if it were not installed
     out = tmp_path / "run"
     code = main(["run", str(_write_spec(tmp_path)), "--out", str(out), "--executor", "ray", "--no-progress"])
