@@ -386,11 +386,14 @@ class Store:
             self._append((text + "\n").encode("utf-8"))
             self._ids.add(match_id)
             self._pending.append((match_id, text))
+            behind = len(self._pending) >= 4 * self.batch_max  # the flusher cannot keep up (a starved thread)
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, name="store-flusher", daemon=True)
                 self._flusher.start()
             elif len(self._pending) == 1 or len(self._pending) >= self.batch_max:
                 self._log.notify()
+        if behind:  # insert here: the pending batch, and memory, stay bounded
+            self._drain(background=True)
         return True
 
     def commit_many(self, records: Iterable[MatchRecord]) -> list[bool]:

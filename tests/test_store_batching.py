@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,18 @@ def test_recovery_inserts_missing_lines_cuts_a_torn_tail_and_rewrites_a_disorder
     with Store(out):
         pass
     assert jsonl.read_text() == "".join(lines)
+
+
+def test_a_committer_inserts_itself_when_the_flusher_falls_behind(tmp_path: Path) -> None:
+    store = Store(tmp_path / "run")
+    store.batch_max = 2
+    store._flusher = threading.current_thread()  # as if the flusher thread were starved: nobody else inserts
+    try:
+        for name in "abcdefg":
+            assert store.commit(_record(name))
+        assert _db_ids(tmp_path / "run") == []
+        assert store.commit(_record("h"))  # 4 x batch_max pending: this commit inserts them
+        assert _db_ids(tmp_path / "run") == list("abcdefgh") and not store._pending
+    finally:
+        store._flusher = None
+        store.close()
