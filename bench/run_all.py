@@ -398,7 +398,6 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
     """200 matches of four LLM seats at concurrency 64 against a 50 ms endpoint: engine ÷ raw litellm."""
     figure = Figure("concurrency", "200 LLM matches at concurrency 64: engine ÷ raw litellm (wall)", 1.10, True)
     workers = Figure("workers2", "the same with --workers 2 ÷ one process", 0.65, True)
-    workers.skipped = "no process executor (--workers) yet"
     from deepeval_games import run_experiment
 
     matches = max(16, round(args.concurrency_matches * args.scale))
@@ -410,7 +409,7 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
         calls: list[list[list[tuple[str, list[dict[str, str]], dict[str, Any]]]]] = []
         """Per match, per round, the four calls the engine sent: model, messages, sampling settings."""
 
-        def engine(n: int) -> float:
+        def engine(n: int, processes: int = 1) -> float:
             spec = {
                 "experiment": {
                     "name": "bench-concurrency",
@@ -423,7 +422,7 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
                 "players": players,
             }
             start = time.perf_counter()
-            result = run_experiment(spec, work / f"concurrency-{n}")
+            result = run_experiment(spec, work / f"concurrency-{n}-w{processes}", workers=processes)
             elapsed = time.perf_counter() - start
             if result.model_calls != matches * 4 * 5:
                 figure.notes.append(f"engine sent {result.model_calls} calls, expected {matches * 20}")
@@ -472,12 +471,18 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
             return time.perf_counter() - start
 
         engine(-1)
+        engine(-1, 2)  # warm-up of the process executor: its fork server imports litellm once per driver process
         raw()
         for n in range(args.repeats):
             engine_s = engine(n) if n % 2 == 0 else None
+            two_s = engine(n, 2) if n % 2 == 0 else None
             raw_s = raw()
+            if two_s is None:
+                two_s = engine(n, 2)
             if engine_s is None:
                 engine_s = engine(n)
+            workers.values.append(two_s / engine_s)
+            workers.notes.append(f"{matches} matches: --workers 2 {two_s:.2f} s, one process {engine_s:.2f} s")
             figure.values.append(engine_s / raw_s)
             ideal = 5 * 0.05 * -(-matches // 64)
             figure.notes.append(f"{matches} matches: engine {engine_s:.2f} s, raw {raw_s:.2f} s (ideal {ideal:.2f} s)")
