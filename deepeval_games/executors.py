@@ -862,4 +862,6 @@ class ProcessExecutor:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3 or not sys.argv[1].isdigit():
+        sys.exit("the fork server of the process executor: started by deepeval-games itself, not by hand")
     _fork_server_main(int(sys.argv[1]), sys.argv[2] == "models")
