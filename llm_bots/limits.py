@@ -297,6 +297,8 @@ class LocalLimiter:
                 if wait <= 0 and not on_release and state.in_flight < state.allowed() and (front or not state.waiters):
                     serial = next(self._serials)
                     state.start(serial, est_tokens)
+                    if state.waiters:
+                        self._wake(state)  # the next in line looks too, while slots are free
                     return Grant(key, serial, est_tokens, now)
                 waiter = loop.create_future()
                 if front:
