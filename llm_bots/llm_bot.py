@@ -138,7 +138,7 @@ class LLMBot(DeepEvalBot):
         self.history: list[dict[str, str]] = []
         self.turn = 0
         self._seen = 0  # pool messages already put in the chat
-        self._capped: dict[int, ModelConfig] = {}  # the config of a turn, per reply cap
+        self._by_role: dict[str, ModelConfig] = {}  # the config of a turn, per role
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -161,13 +161,12 @@ class LLMBot(DeepEvalBot):
     def turn_config(self, observation: Observation) -> ModelConfig:
         """The model settings of this turn: the player's, with ``max_tokens`` resolved against the task's reply
         limit for this seat's role (:func:`deepeval_games.task.reply_limit`, :func:`resolve_max_tokens`)."""
-        limit = task.reply_limit(self.game, self.adapter.role(observation))
-        cap = resolve_max_tokens(self.config.max_tokens, limit)
-        if cap == self.config.max_tokens:
-            return self.config
-        config = self._capped.get(cap)
-        if config is None:  # made once per cap (a frozen config validates itself when made)
-            config = self._capped[cap] = replace(self.config, max_tokens=cap)
+        role = self.adapter.role(observation)
+        config = self._by_role.get(role)
+        if config is None:  # once per role: the game's reply limit for a role is fixed, a config validates itself
+            cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
+            config = self.config if cap == self.config.max_tokens else replace(self.config, max_tokens=cap)
+            self._by_role[role] = config
         return config
 
     async def _call(
