@@ -225,14 +225,19 @@ class _ActionNames:
     applied to the state, as the referee's match does), that count, which costs nothing to read.
     """
 
-    __slots__ = ("_at", "_clock", "_names", "_seat", "_state")
+    __slots__ = ("_at", "_clock", "_namer", "_names", "_seat", "_state")
 
-    def __init__(self, state: pyspiel.State, seat: int, clock: Any = None) -> None:
+    def __init__(
+        self, state: pyspiel.State, seat: int, clock: Any = None, namer: Callable[[int, int], str] | None = None
+    ) -> None:
         self._state = state
         self._seat = seat
         self._clock = clock
         self._at = len(state.history()) if clock is None else clock.step
         self._names: dict[int, str] = {}
+        self._namer = namer if namer is not None else state.action_to_string
+        """``(seat, action) -> name`` in ``state``: its ``action_to_string``, or the same method of a Python game
+        called directly (the referee's, which saves the round trip through C++)."""
 
     def __call__(self, action: int) -> str:
         name = self._names.get(action)
@@ -242,7 +247,7 @@ class _ActionNames:
                 raise RuntimeError(
                     f"action {action} named for seat {self._seat} after the game moved on: name moves while choosing"
                 )
-            name = self._names[action] = self._state.action_to_string(self._seat, action)
+            name = self._names[action] = self._namer(self._seat, action)
         return name
 
 
@@ -341,6 +346,12 @@ class DeepEvalBot(pyspiel.Bot):
         self.rng = rng if rng is not None else np.random.default_rng()
         self.game = game
 
+    reads_views: ClassVar[bool] = True
+    """Whether the bot reads what its seat is shown (observation text, fields, inbox). False on classical players
+    that choose from the state or the legal moves alone (``random``, ``mcts``, ``exact``): the referee then sends
+    such a seat the rules and the final view only, not a view each turn, and the message pool (the record of what
+    each seat was given) shows just that. LLM, human and scripted bots read their views and keep the default."""
+
     async def act(self, observation: Observation) -> Decision:
         """Choose a move for ``observation``."""
         raise NotImplementedError
@@ -410,9 +421,18 @@ class StateBot(DeepEvalBot):
     :meth:`choose`; the referee calls :meth:`decide` instead of :meth:`act`.
     """
 
+    copies_state: ClassVar[bool] = True
+    """Whether :meth:`choose` is handed a copy of the state. False on a bot that only reads the state, never applies
+    a move to it nor keeps it (``random``): the referee hands it the live state and saves a copy per move."""
+
     def choose(self, state: pyspiel.State) -> int:
-        """The action for this bot's seat in ``state`` (a copy: the bot may change it)."""
+        """The action for this bot's seat in ``state`` (a copy, unless :attr:`copies_state` is False)."""
         raise NotImplementedError
+
+    def pick(self, state: pyspiel.State, legal: list[int]) -> int:
+        """The referee's lean entry point for a bot that does not read views: ``state`` (a copy, unless
+        :attr:`copies_state` is False) and the seat's legal actions in it, never empty. :meth:`choose` by default."""
+        return int(self.choose(state))
 
     def decide(self, state: pyspiel.State, observation: Observation) -> Decision:
         """The referee's entry point: :meth:`choose`, named as the seat would name it."""
@@ -424,5 +444,6 @@ class StateBot(DeepEvalBot):
         raise TypeError(f"{type(self).__name__} needs the game state: play it through the referee or step()")
 
     def step(self, state: pyspiel.State) -> int:
-        """OpenSpiel entry point: :meth:`choose` on a copy of ``state``."""
-        return self.choose(state.clone())
+        """OpenSpiel entry point: :meth:`choose` on a copy of ``state`` (on ``state`` itself where
+        :attr:`copies_state` is False)."""
+        return self.choose(state.clone() if self.copies_state else state)

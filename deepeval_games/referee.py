@@ -63,6 +63,9 @@ _CHANCE_FIELDS_SET = frozenset(
 """The fields a chance turn was built with (the rest at their defaults), as ``model_fields_set`` reports them."""
 _MOVE_FIELDS_SET = frozenset(TurnRecord.model_fields)
 """A seat's or the judge's turn is built with every field."""
+_ALL_FIELDS: set[str] = set(_MOVE_FIELDS_SET)
+"""The ``model_fields_set`` of a move's turn record, one set shared by all of them: it names every field already, so
+pydantic's only change to it (adding a field that is assigned) leaves it as it is; a copy per turn cost 0.3 us."""
 
 
 def _record(values: dict[str, Any], fields_set: frozenset[str]) -> TurnRecord:
@@ -79,32 +82,64 @@ def _record(values: dict[str, Any], fields_set: frozenset[str]) -> TurnRecord:
     return turn
 
 
+_PLAIN: dict[str, Any] = {
+    "index": 0,
+    "round": 0,
+    "seat": CHANCE_SEAT,
+    "action": 0,
+    "action_string": "",
+    "text": "",
+    "outcome": Outcome.OK,
+    "raw_replies": None,
+    "prompts": None,
+    "retries": 0,
+    "model": None,
+    "tokens_in": 0,
+    "tokens_out": 0,
+    "cost_usd": 0.0,
+    "latency_s": 0.0,
+    "error": None,
+    "attempts": None,
+    "cut_chars": None,
+    "finish_reasons": None,
+    "reasoning_tokens": 0,
+    "reasoning": None,
+}
+"""A turn without an exchange with a model, every field in the model's order: copied (a dict copy costs less than
+a dict display of 21 keys), its lists then made new for each turn."""
+if list(_PLAIN) != list(TurnRecord.model_fields):
+    raise TypeError("_PLAIN must list TurnRecord's fields in order")
+
+
+def _plain_turn(
+    index: int, round: int, seat: int, action: int, action_string: str, text: str, latency: float
+) -> TurnRecord:
+    """The record of a move no model was asked for (a chance outcome, a scripted or classical move)."""
+    values = _PLAIN.copy()
+    values["index"] = index
+    values["round"] = round
+    values["seat"] = seat
+    values["action"] = action
+    values["action_string"] = action_string
+    values["text"] = text
+    values["latency_s"] = latency
+    values["raw_replies"] = []
+    values["prompts"] = []
+    values["attempts"] = []
+    values["cut_chars"] = []
+    values["finish_reasons"] = []
+    values["reasoning"] = []
+    turn = _new(TurnRecord)
+    _set(turn, "__dict__", values)
+    _set(turn, "__pydantic_fields_set__", set(_CHANCE_FIELDS_SET) if seat == CHANCE_SEAT else _ALL_FIELDS)
+    _set(turn, "__pydantic_extra__", None)
+    _set(turn, "__pydantic_private__", None)
+    return turn
+
+
 def _chance_turn(index: int, round: int, action: int, action_string: str) -> TurnRecord:
     """The record of a chance outcome."""
-    values = {
-        "index": index,
-        "round": round,
-        "seat": CHANCE_SEAT,
-        "action": action,
-        "action_string": action_string,
-        "text": "",
-        "outcome": Outcome.OK,
-        "raw_replies": [],
-        "prompts": [],
-        "retries": 0,
-        "model": None,
-        "tokens_in": 0,
-        "tokens_out": 0,
-        "cost_usd": 0.0,
-        "latency_s": 0.0,
-        "error": None,
-        "attempts": [],
-        "cut_chars": [],
-        "finish_reasons": [],
-        "reasoning_tokens": 0,
-        "reasoning": [],
-    }
-    return _record(values, _CHANCE_FIELDS_SET)
+    return _plain_turn(index, round, CHANCE_SEAT, action, action_string, "", 0.0)
 
 
 def _move_turn(
@@ -113,32 +148,7 @@ def _move_turn(
     """The record of a seat's (or the judge's) move: the decision's exchange with a model copied as it is."""
     d = decision
     if d._plain:  # Decision.move: no exchange with a model to copy
-        return _record(
-            {
-                "index": index,
-                "round": round,
-                "seat": seat,
-                "action": action,
-                "action_string": action_string,
-                "text": text,
-                "outcome": Outcome.OK,
-                "raw_replies": [],
-                "prompts": [],
-                "retries": 0,
-                "model": None,
-                "tokens_in": 0,
-                "tokens_out": 0,
-                "cost_usd": 0.0,
-                "latency_s": latency,
-                "error": None,
-                "attempts": [],
-                "cut_chars": [],
-                "finish_reasons": [],
-                "reasoning_tokens": 0,
-                "reasoning": [],
-            },
-            _MOVE_FIELDS_SET,
-        )
+        return _plain_turn(index, round, seat, action, action_string, text, latency)
     outcome = d.outcome
     values = {
         "index": index,
@@ -178,11 +188,19 @@ class _GameFacts:
     params: Mapping[str, Any]
     """The game's parameters (one dict shared by the observations of every match: read-only by contract)."""
     rules: str
+    seat_rules: tuple[tuple[str, dict[str, Any]], ...]
+    """Per seat, its rules message (the rules and its anonymous id) and that message's fields, made once a game."""
     roles: tuple[str, ...]
     string_method: str | None
     """``observation_string`` or ``information_state_string`` (what :func:`task.observation_text` reads), or None."""
     custom_text: bool
     """The state class has its own Python method for that string: read it through :func:`task.observation_reader`."""
+    python_legal: bool
+    """The state is a Python game's, with its own ``_legal_actions``: the referee calls it directly for a seat to
+    move (OpenSpiel's ``legal_actions`` crosses into C++ and back, through its node checks, to reach the same
+    method; the referee has made those checks already)."""
+    python_names: bool
+    """Likewise, the state has its own ``_action_to_string``: called directly to name a seat's moves."""
     has_fields: bool
     has_penalty: bool
     has_free_text: bool
@@ -210,15 +228,22 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         return facts
     kind = task.playability(game).observation
     method = None if kind is None else ("observation_string" if kind == "observation" else "information_state_string")
+    rules = task.rules_text(game)
     facts = _GameFacts(
         game=game,
         name=str(game),
         short_name=game.get_type().short_name,
         params=dict(game.get_parameters()),
-        rules=task.rules_text(game),
+        rules=rules,
+        seat_rules=tuple(
+            (f"{rules}\nYou are {seat_label(seat)}.", {"seat_label": seat_label(seat)})
+            for seat in range(game.num_players())
+        ),
         roles=tuple(task.seat_roles(game)),
         string_method=method,
         custom_text=method is not None and getattr(type(state), method, None) is not getattr(pyspiel.State, method),
+        python_legal=callable(getattr(type(state), "_legal_actions", None)),
+        python_names=callable(getattr(type(state), "_action_to_string", None)),
         has_fields=callable(getattr(state, "observation_fields", None)),
         has_penalty=callable(getattr(state, "penalty_action", None)),
         has_free_text=callable(getattr(state, "is_free_text_turn", None)),
@@ -289,11 +314,26 @@ class _Match:
         """Moves applied to the state so far (chance and joint moves count one each): the state's position."""
         self.at_once = [answers_at_once(bot) for bot in bots]
         """Per seat: its bot answers without being awaited."""
+        self.lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
+        """Per seat: a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
+        its legal moves (no observation is built), and sent no view but the final one."""
         self.facts = facts = _facts(game, self.state)
         self._short_name = facts.short_name
         self._params = facts.params
         self._read_text = task.observation_reader(self.state) if facts.custom_text else facts.read_text(self.state)
         self._has_fields = facts.has_fields
+        self._legal_of: Callable[[int], list[int]] = (
+            self.state._legal_actions if facts.python_legal else self.state.legal_actions
+        )
+        """``seat -> legal actions`` of a seat to move in the current state (see :attr:`_GameFacts.python_legal`)."""
+        self._fields_of: Callable[[int], Mapping[str, Any]] | None = (
+            self.state.observation_fields if facts.has_fields else None
+        )
+        self._namer: Callable[[int, int], str] = (
+            self.state._action_to_string if facts.python_names else self.state.action_to_string
+        )
+        self._penalty_of: Callable[[int], int] | None = self.state.penalty_action if facts.has_penalty else None
+        self._free_text_of: Callable[[int], bool] | None = self.state.is_free_text_turn if facts.has_free_text else None
         self._has_penalty = facts.has_penalty
         self._has_free_text = facts.has_free_text
         self._has_judge = facts.has_judge
@@ -320,10 +360,9 @@ class _Match:
     # -- messages ------------------------------------------------------------------------------
 
     def broadcast_rules(self) -> None:
-        rules = self.facts.rules
-        for seat in range(self.n):
-            label = seat_label(seat)
-            self.pool.tell(0, seat, "rules", f"{rules}\nYou are {label}.", {"seat_label": label})
+        tell = self.pool.tell
+        for seat, (text, fields) in enumerate(self.facts.seat_rules):
+            tell(0, seat, "rules", text, fields)  # the pool keeps a copy of the fields
 
     def seats_to_act(self) -> list[int]:
         """The seats that move next: all seats with legal moves at a simultaneous node, else the current one."""
@@ -349,7 +388,8 @@ class _Match:
             kind = _CHANCE
         elif player == _SIMULTANEOUS_ID:
             kind = _SIMULTANEOUS
-            legal = {seat: tuple(state.legal_actions(seat)) for seat in range(self.n)}
+            legal_of = self._legal_of  # a simultaneous node, not terminal: each seat's own list
+            legal = {seat: tuple(map(int, legal_of(seat))) for seat in range(self.n)}  # ints, not IntEnums
             moves = {seat: actions for seat, actions in legal.items() if actions}
         else:
             kind = _SEQUENTIAL
@@ -359,14 +399,16 @@ class _Match:
 
     def deliver_observations(self) -> tuple[str, dict[int, tuple[int, ...] | None]]:
         """Send the seats about to move (every seat, once the game is over) their view, if it changed; return the
-        node (:meth:`node`) they were sent it at.
+        node (:meth:`node`) they were sent it at. A seat whose bot reads no view (:attr:`lean`) is sent the final
+        view only: the pool records what each seat was actually given.
 
         A seat's view is delivered when it is needed, before the seat chooses: a seat that does not move this
         round gets its next view at its next turn (which then shows everything it may know), so no model is
         shown an intermediate view it could not act on. Views never include a same-round move of another seat.
         """
         kind, moves = self.node()
-        seats = range(self.n) if kind is _TERMINAL else moves
+        lean = self.lean
+        seats = range(self.n) if kind is _TERMINAL else [seat for seat in moves if not lean[seat]]
         at = self.step
         for seat in seats:
             text = self._read_text(seat)
@@ -374,7 +416,7 @@ class _Match:
                 self._views[seat] = (at, text, None)
                 continue
             self._delivered[seat] = text
-            fields = task.observation_fields(self.state, seat) if self._has_fields else {}
+            fields = dict(self._fields_of(seat)) if self._fields_of is not None else {}
             self._views[seat] = (at, text, fields)
             self.pool.tell(self.round, seat, "observation", text, fields)
         return kind, moves
@@ -388,7 +430,7 @@ class _Match:
         else:  # computed for another state: compute it here
             text, fields = self._read_text(seat), None
         if fields is None:
-            fields = task.observation_fields(state, seat) if self._has_fields else {}
+            fields = dict(self._fields_of(seat)) if self._fields_of is not None else {}
         if legal is None:
             legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
         return make_observation(
@@ -401,9 +443,9 @@ class _Match:
             fields,
             legal,
             self.pool.visible_to(seat),
-            task.penalty_action(state, seat) if self._has_penalty else None,
-            task.is_free_text_turn(state, seat) if self._has_free_text else False,
-            _ActionNames(state, seat, self),
+            None if self._penalty_of is None else int(self._penalty_of(seat)),
+            False if self._free_text_of is None else bool(self._free_text_of(seat)),
+            _ActionNames(state, seat, self, self._namer),
         )
 
     # -- moves ---------------------------------------------------------------------------------
@@ -471,36 +513,67 @@ class _Match:
 
     async def simultaneous_round(self) -> None:
         moves = self.legal_moves()
-        seats = list(moves)
-        observations = {seat: self.observation(seat, moves[seat]) for seat in seats}  # all from the same state
+        lean, at_once, bots = self.lean, self.at_once, self.bots
+        observations: dict[int, Observation] = {}
+        for seat, legal in moves.items():  # all from the same state; none for a seat whose bot reads no view
+            if not lean[seat]:
+                observations[seat] = self.observation(seat, legal)
         answers: dict[int, tuple[Decision, float]] = {}
         waiting = []
-        for seat in seats:  # bots that answer at once first: a failure there leaves no model call behind
-            if self.at_once[seat]:
-                answers[seat] = self.ask_now(self.bots[seat], observations[seat])
-            else:
+        clock = time.perf_counter
+        for seat, legal in moves.items():  # bots that answer at once first: a failure there leaves no model call
+            bot = bots[seat]
+            if lean[seat]:
+                answers[seat] = self.pick(seat, list(legal or ()))
+            elif not at_once[seat]:
                 waiting.append(seat)
+            elif isinstance(bot, StateBot):
+                answers[seat] = self.ask_now(bot, observations[seat])
+            else:  # a SyncBot (scripted): ask_now, written out
+                start = clock()
+                decision = bot.respond(observations[seat])
+                answers[seat] = (decision, clock() - start)
         if waiting:
-            awaited = await _gather_or_cancel([self.ask(self.bots[s], observations[s]) for s in waiting])
+            awaited = await _gather_or_cancel([self.ask(bots[s], observations[s]) for s in waiting])
             answers.update(zip(waiting, awaited, strict=True))
         joint = [pyspiel.INVALID_ACTION] * self.n
         resolved: list[tuple[int, int, Decision, float]] = []
-        for seat in seats:
+        for seat, legal in moves.items():
             decision, latency = answers[seat]
-            action, decision = self.resolve(seat, observations[seat], decision)
+            action = decision.action
+            if action is not None and action in (legal or ()):  # what resolve returns for a legal move
+                action = int(action)
+            else:
+                if seat not in observations:
+                    observations[seat] = self.observation(seat, legal)
+                action, decision = self.resolve(seat, observations[seat], decision)
             joint[seat] = action
             resolved.append((seat, action, decision, latency))
+        rnd, add_move, turns, namer = self.round, self.pool.add_move, self.turns, self._namer
         for seat, action, decision, latency in resolved:  # into the pool together, before anyone sees them
-            self.record_move(seat, action, decision, latency, observations[seat].action_to_string)
+            seen = observations.get(seat)  # record_move, written out
+            action_string = seen.action_to_string(action) if seen is not None else namer(seat, action)
+            text = decision.text or action_string
+            add_move(rnd, seat, text, action)
+            turns.append(_move_turn(len(turns), rnd, seat, action, action_string, text, latency, decision))
         self.state.apply_actions(joint)
         self.step += 1
+
+    def pick(self, seat: int, legal: list[int]) -> tuple[Decision, float]:
+        """Ask a bot that reads no view (:attr:`lean`) for its move from the state and the seat's legal moves."""
+        bot = cast(StateBot, self.bots[seat])
+        if not legal:  # no move to pick: through its observation (it says what is wrong)
+            return self.ask_now(bot, self.observation(seat, ()))
+        start = time.perf_counter()
+        action = bot.pick(self.state.clone() if bot.copies_state else self.state, legal)
+        return Decision.move(int(action)), time.perf_counter() - start
 
     def move_now(self, seat: int) -> None:
         """A sequential move of a seat whose bot answers at once: :meth:`sequential_round` without awaiting,
         its steps written out (the engine's hottest path: a random or scripted move)."""
         state = self.state
-        observation = self.observation(seat, tuple(state.legal_actions(seat)))
         bot = self.bots[seat]
+        observation = self.observation(seat, tuple(map(int, self._legal_of(seat))))  # the current player's
         start = time.perf_counter()
         if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
             decision = bot.decide(state.clone(), observation)
@@ -519,6 +592,66 @@ class _Match:
         turns.append(_move_turn(len(turns), self.round, seat, action, action_string, text, latency, decision))
         state.apply_action(action)
         self.step += 1
+
+    def lean_moves(self, seat: int, max_rounds: int) -> None:
+        """Sequential moves of classical players that read no view (:attr:`lean`), one after the other until the
+        game is over or another kind of seat or node comes: each is asked through :meth:`StateBot.pick` with the
+        state and its legal moves (no view delivered, no observation built), its move put in the pool and the
+        record. The engine's hottest path (a ``random`` or ``mcts`` seat), written out as one loop.
+
+        ``seat`` moves first (its round already counted); each further move counts a round, as :meth:`run` does.
+        """
+        state, bots, lean, turns, plain, legal_of = self.state, self.bots, self.lean, self.turns, _PLAIN, self._legal_of
+        add_move, append, clock, all_fields = self.pool.add_move, self.turns.append, time.perf_counter, _ALL_FIELDS
+        rnd = self.round
+        while True:
+            bot: StateBot = bots[seat]  # a lean seat's bot is a StateBot
+            legal = legal_of(seat)  # the current player's
+            if not legal:  # no move to pick: through its observation (it says what is wrong)
+                self.move_now(seat)
+                return
+            start = clock()
+            action = bot.pick(state if not bot.copies_state else state.clone(), legal)
+            latency = clock() - start
+            if action not in legal:  # an illegal pick: the penalty path, recorded
+                observation = self.observation(seat, tuple(legal))
+                action, decision = self.resolve(seat, observation, Decision.move(int(action)))
+                self.record_move(seat, action, decision, latency, observation.action_to_string)
+                self.apply(action)
+                return
+            name = state.action_to_string(seat, action)
+            add_move(rnd, seat, name, action)
+            values = plain.copy()  # _plain_turn(len(turns), rnd, seat, action, name, name, latency), inlined
+            values["index"] = len(turns)
+            values["round"] = rnd
+            values["seat"] = seat
+            values["action"] = action
+            values["action_string"] = name
+            values["text"] = name
+            values["latency_s"] = latency
+            values["raw_replies"] = []
+            values["prompts"] = []
+            values["attempts"] = []
+            values["cut_chars"] = []
+            values["finish_reasons"] = []
+            values["reasoning"] = []
+            turn = _new(TurnRecord)
+            _set(turn, "__dict__", values)
+            _set(turn, "__pydantic_fields_set__", all_fields)
+            _set(turn, "__pydantic_extra__", None)
+            _set(turn, "__pydantic_private__", None)
+            append(turn)
+            state.apply_action(action)
+            self.step += 1
+            if state.is_terminal():
+                return
+            seat = state.current_player()
+            if seat < 0 or not lean[seat]:
+                return
+            if rnd >= max_rounds:
+                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+            rnd += 1
+            self.round = rnd
 
     async def sequential_round(self) -> None:
         seat = self.state.current_player()
@@ -579,7 +712,9 @@ class _Match:
                 await self.simultaneous_round()
             else:
                 seat = next(iter(moves))
-                if self.at_once[seat]:
+                if self.lean[seat]:
+                    self.lean_moves(seat, max_rounds)
+                elif self.at_once[seat]:
                     self.move_now(seat)
                 else:
                     await self.sequential_round()
@@ -637,19 +772,24 @@ _RECORD_FACTORIES = {
     if field.default_factory is not None
 }
 """The match record's fields whose default a factory makes (empty lists and dicts)."""
+_RECORD_TEMPLATE: dict[str, Any] = {name: _RECORD_DEFAULTS.get(name) for name in MatchRecord.model_fields}
+"""Every field of a match record in the model's order, with its plain default (None where a value or a factory's
+comes instead)."""
 
 
 def _match_record(**values: Any) -> MatchRecord:
     """``MatchRecord.model_construct(**values)`` without its walk over every field (aliases, defaults, factories):
     the values are already of their types (validation would only copy them); the record is the same."""
     fields_set = set(values)
-    for name, default in _RECORD_DEFAULTS.items():
-        values.setdefault(name, default)
+    data = _RECORD_TEMPLATE.copy()  # every field in the model's order, plain defaults filled in
+    data.update(values)
+    if len(data) != len(_RECORD_TEMPLATE):
+        raise TypeError(f"not fields of MatchRecord: {sorted(set(values) - set(_RECORD_TEMPLATE))}")
     for name, factory in _RECORD_FACTORIES.items():
-        if name not in values:
-            values[name] = factory()
+        if name not in fields_set:
+            data[name] = factory()
     record = _new(MatchRecord)
-    _set(record, "__dict__", {name: values[name] for name in MatchRecord.model_fields})
+    _set(record, "__dict__", data)
     _set(record, "__pydantic_fields_set__", fields_set)
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)

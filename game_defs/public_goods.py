@@ -230,6 +230,11 @@ class PublicGoodsState(pyspiel.State):
         self._investments: list[list[int]] = []  # per finished round, action ids per seat
         self._rewards = np.zeros(self._n)
         self._returns = np.zeros(self._n)
+        # What a finished round shows, computed once when it is played (observations read them for every seat):
+        self._paid: list[list[int]] = []  # per finished round, the coins each seat put in (0 for a forfeit)
+        self._shares: list[float] = []  # per finished round, the pool share every seat received
+        self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
+        self._coins: list[float] = [0.0] * self._n  # ``_returns`` as Python floats
 
     # -- OpenSpiel API -------------------------------------------------------------------------------
 
@@ -241,22 +246,29 @@ class PublicGoodsState(pyspiel.State):
 
     def _legal_actions(self, player: int) -> list[int]:
         """Investments 0..E; the referee-only forfeit (E + 1) is not legal for a seat."""
-        if self.is_terminal():
+        if len(self._investments) >= self._rounds:
             return []
         return list(range(self._endowment + 1))
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
         if len(actions) != self._n:
             raise ValueError(f"expected {self._n} actions, got {len(actions)}")
+        forfeit = self._endowment + 1
         for action in actions:
-            if not 0 <= action <= self.forfeit_action():
-                raise ValueError(f"action {action} out of range 0..{self.forfeit_action()}")
-        self._investments.append([int(a) for a in actions])
+            if not 0 <= action <= forfeit:
+                raise ValueError(f"action {action} out of range 0..{forfeit}")
+        played = [int(a) for a in actions]
+        paid = [0 if a == forfeit else a for a in played]
+        self._investments.append(played)
+        self._paid.append(paid)
+        self._shares.append(self._alpha * sum(paid) / self._n)
+        self._sorted.append(tuple(sorted(paid, reverse=True)))
         self._rewards = np.array(self.round_incomes(len(self._investments) - 1))
         self._returns = self._returns + self._rewards
+        self._coins = self._returns.tolist()
 
     def _action_to_string(self, player: int, action: int) -> str:
-        if action == self.forfeit_action():
+        if action == self._endowment + 1:  # the forfeit
             return "forfeit"
         return f"invest {action}"
 
@@ -284,7 +296,7 @@ class PublicGoodsState(pyspiel.State):
 
     def penalty_action(self, player: int) -> int:
         """The task's policy for a seat whose reply stayed invalid after re-asks: forfeit the round."""
-        return self.forfeit_action()
+        return self._endowment + 1  # forfeit_action()
 
     def invested(self, action: int) -> int:
         """Coins put in the pool by an action (a forfeit puts in nothing)."""
@@ -292,19 +304,18 @@ class PublicGoodsState(pyspiel.State):
 
     def round_incomes(self, round_index: int) -> list[float]:
         """Each seat's income in a finished round: kept coins plus its pool share."""
-        actions = self._investments[round_index]
-        share = self._alpha * sum(self.invested(a) for a in actions) / self._n
-        kept = [0 if a == self.forfeit_action() else self._endowment - a for a in actions]
+        forfeit = self._endowment + 1
+        share = self._shares[round_index]
+        kept = [0 if a == forfeit else self._endowment - a for a in self._investments[round_index]]
         return [k + share for k in kept]
 
     def pool_share(self, round_index: int) -> float:
         """What every seat received from the pool in a finished round (mode-1 feedback)."""
-        actions = self._investments[round_index]
-        return self._alpha * sum(self.invested(a) for a in actions) / self._n
+        return self._shares[round_index]
 
     def sorted_investments(self, round_index: int) -> list[int]:
         """All investments of a finished round, highest first, with no seats attached (mode-2 feedback)."""
-        return sorted((self.invested(a) for a in self._investments[round_index]), reverse=True)
+        return list(self._sorted[round_index])
 
     def round_number(self) -> int:
         """The round about to be played, counting from 1 (``rounds + 1`` once the game is over)."""
@@ -312,22 +323,22 @@ class PublicGoodsState(pyspiel.State):
 
     def observation_fields(self, player: int) -> PublicGoodsFields:
         """What ``player`` may know now, as named values (for prompts and scripted bots)."""
-        fields = PublicGoodsFields(
-            round=self.round_number(),
-            rounds=self._rounds,
-            players=self._n,
-            endowment=self._endowment,
-            alpha=self._alpha,
-            mode=self._mode,
-            coins=float(self._returns[player]),
-        )
-        if self._investments:
-            last = len(self._investments) - 1
-            fields["last_investment"] = self.invested(self._investments[last][player])
+        finished = len(self._investments)
+        fields: PublicGoodsFields = {  # a dict display: the TypedDict's call costs a keyword call
+            "round": finished + 1,
+            "rounds": self._rounds,
+            "players": self._n,
+            "endowment": self._endowment,
+            "alpha": self._alpha,
+            "mode": self._mode,
+            "coins": self._coins[player],
+        }
+        if finished:
+            fields["last_investment"] = self._paid[-1][player]
             if self._mode == 1:
-                fields["last_income"] = self.pool_share(last)
+                fields["last_income"] = self._shares[-1]
             else:
-                fields["last_investments"] = self.sorted_investments(last)
+                fields["last_investments"] = list(self._sorted[-1])
         return fields
 
     def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
@@ -407,25 +418,25 @@ class PublicGoodsObserver(TextObserver):
         lines: list[str] = []
         finished = len(state._investments)
         first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
+        forfeit = state._endowment + 1
         for r in range(first, finished):
-            forfeited = state._investments[r][player] == state.forfeit_action()
-            if forfeited:
+            if state._investments[r][player] == forfeit:
                 mine = f"you gave no valid answer and forfeited your {state._endowment} coins"
             else:
-                mine = f"you invested {state.invested(state._investments[r][player])} coins"
+                mine = f"you invested {state._paid[r][player]} coins"
             if state._mode == 1:
-                share = _format_coins(state.pool_share(r))
+                share = _format_coins(state._shares[r])
                 lines.append(f"In round {r + 1} {mine}, and you received {share} coins from the pool.")
             else:
-                amounts = state.sorted_investments(r)
+                amounts = list(state._sorted[r])
                 lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}.")
         if finished:
-            lines.append(f"You now hold {_format_coins(float(state._returns[player]))} coins.")
-        if state.is_terminal():
+            lines.append(f"You now hold {_format_coins(state._coins[player])} coins.")
+        if finished >= state._rounds:
             lines.append("The game is over.")
         else:
             lines.append(
-                f"Round {state.round_number()} of {state._rounds}: a new round begins and you receive "
+                f"Round {finished + 1} of {state._rounds}: a new round begins and you receive "
                 f"{state._endowment} coins."
             )
         return "\n".join(lines)

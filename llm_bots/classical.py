@@ -1,6 +1,7 @@
 """Classical baselines for any OpenSpiel game: ``random``, ``mcts`` and ``exact``, OpenSpiel's own players wrapped.
 
-* ``random`` — a uniformly random legal move, from the seat's observation (any game with a finite move set).
+* ``random`` — a uniformly random legal move (any game with a finite move set): OpenSpiel's C++ uniform random bot
+  (``pyspiel.make_uniform_random_bot``), seeded from the seat's generator.
 * ``mcts`` — OpenSpiel's C++ Monte-Carlo tree search with random rollouts (``pyspiel.MCTSBot``) on
   perfect-information games (plain UCT, no MCTS-Solver: against weak play it keeps reaching for wins where a
   solver settles for a proven draw); on imperfect-information games OpenSpiel's information-set MCTS
@@ -19,8 +20,10 @@ Reproducibility: every kind gives the same moves for the same match seed. (OpenS
 does not: it resamples worlds with an unseeded sampler, and two runs with the same seeds agreed on 28 of 60
 kuhn_poker decisions. Its Python twin is used instead, its resampling drawn from the bot's generator.)
 
-``mcts`` and ``exact`` are :class:`~deepeval_games.bot.StateBot` s: trusted code that the referee hands a copy
-of the state. :func:`classical_support` says which of them can play a game, and why not.
+All three are :class:`~deepeval_games.bot.StateBot` s: trusted code that the referee hands the state (``mcts`` and
+``exact`` a copy; ``random``, which only reads it, the live one). None reads views (``reads_views = False``): their
+seats are sent the rules and the final view only, and the referee asks them through ``StateBot.pick`` without
+building an observation. :func:`classical_support` says which of them can play a game, and why not.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot, SyncBot
+from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot
 from deepeval_games.errors import SpecError
 from deepeval_games.registry import register_bot
 
@@ -221,13 +224,42 @@ def _identity(bot: DeepEvalBot, **params: Any) -> dict[str, Any]:
 
 
 @register_bot("random")
-class RandomBot(SyncBot):
-    """A uniformly random legal move (any game whose moves are a finite set)."""
+class RandomBot(StateBot):
+    """A uniformly random legal move (any game whose moves are a finite set): OpenSpiel's own uniform random bot
+    (``pyspiel.make_uniform_random_bot``), its move drawn in C++, seeded once from the bot's generator.
+
+    It reads the state's legal moves and nothing else (no view: :attr:`reads_views` is False), and never changes the
+    state (the referee hands it the live one). Same seed, same moves; the C++ draw (``std::mt19937`` through
+    ``std::uniform_int_distribution``) is the standard library's, so a wheel built with another C++ library (macOS's
+    libc++) may draw other moves from the same seed, as OpenSpiel's MCTS may.
+    """
+
+    reads_views = False
+    copies_state = False
+
+    def __init__(
+        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
+    ) -> None:
+        super().__init__(player_id, rng, game=game)
+        self._bot = pyspiel.make_uniform_random_bot(player_id, _seed(self.rng))
+
+    def choose(self, state: pyspiel.State) -> int:
+        if not state.legal_actions(self.player_id):  # OpenSpiel's bot would index an empty list (a crash)
+            raise ValueError(f"seat {self.player_id} has no legal move in this state")
+        return int(self._bot.step(state))
+
+    def pick(self, state: pyspiel.State, legal: list[int]) -> int:
+        return int(self._bot.step(state))  # the referee checked that the seat has a legal move
 
     def respond(self, observation: Observation) -> Decision:
+        """A uniformly random legal move of an observation, from the bot's generator (for callers that hold an
+        observation and no state; the referee uses :meth:`pick`)."""
         legal = observation.legal_actions
-        action = int(legal[int(self.rng.integers(len(legal)))])  # rng.choice would cost ten times as much
+        action = int(legal[int(self.rng.integers(len(legal)))])
         return Decision.move(action, observation.action_to_string(action))
+
+    async def act(self, observation: Observation) -> Decision:
+        return self.respond(observation)
 
     def identity(self) -> dict[str, Any]:
         return _identity(self)
@@ -261,6 +293,8 @@ def _seeded_ismcts(
 @register_bot("mcts")
 class MCTSPlayer(StateBot):
     """OpenSpiel's MCTS with random rollouts; information-set MCTS on imperfect-information games."""
+
+    reads_views = False
 
     def __init__(
         self,
@@ -348,6 +382,8 @@ def _solve(game: pyspiel.Game, node_budget: int, iterations: int) -> _Solution:
 @register_bot("exact")
 class ExactBot(StateBot):
     """A solved player for small two-player zero-sum games: minimax, or a Nash/CFR policy by information state."""
+
+    reads_views = False
 
     def __init__(
         self,

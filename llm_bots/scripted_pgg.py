@@ -17,6 +17,7 @@ variance for testing stopping rules: a noisier player needs more matches before 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -122,7 +123,7 @@ class ConditionalCooperator(_PGGBot):
 
     def respond(self, observation: Observation) -> Decision:
         mean = last_round_mean_investment(observation.fields)
-        return self.invest(observation, self.first if mean is None else int(np.floor(mean + 0.5)))
+        return self.invest(observation, self.first if mean is None else math.floor(mean + 0.5))  # np.floor's value
 
 
 @register_bot("pgg_grim_trigger", games=_PGG)

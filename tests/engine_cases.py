@@ -2,7 +2,10 @@
 
 ``tests/fixtures/engine_records.jsonl`` holds their canonical records (no timings), written by the engine as it
 was before its per-move cost was cut (issue 9/14, at commit ``ad357ff``); ``tests/test_engine_records.py`` plays
-them again and compares. Regenerate only on purpose, when a change of the records is intended::
+them again and compares. The cases with a ``random``, ``mcts`` or ``exact`` seat were rewritten once on purpose
+(second pass): ``random`` became OpenSpiel's C++ uniform random bot (other moves from the same seed), and those
+three read no view, so their seats are sent the rules and the final view only (fewer pool messages). Every case
+without them is still the old engine's record. Regenerate only on purpose, when a change of the records is intended::
 
     python -m tests.engine_cases --write
 

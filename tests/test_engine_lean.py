@@ -15,7 +15,7 @@ import pyspiel
 import pytest
 
 from deepeval_games import Decision, Observation, load_game, make_bot, play_match
-from deepeval_games.bot import SyncBot, answers_at_once, make_observation, observe
+from deepeval_games.bot import DeepEvalBot, StateBot, SyncBot, answers_at_once, make_observation, observe
 from deepeval_games.message_pool import REFEREE, Message, MessagePool
 from deepeval_games.records import TurnRecord
 from deepeval_games.referee import _chance_turn, _match_record, _move_turn
@@ -135,8 +135,10 @@ def test_sync_bots_step_inside_a_running_event_loop() -> None:
 def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
     """Every Python and C call made while playing a connect_four match, per turn (fixed costs included).
 
-    Deterministic, unlike a timing: 178 a turn before the lean path, 88 with it. A regression that puts work back
-    on the move path (a pydantic construction per turn, a scan of the pool per ask) crosses the bound."""
+    Deterministic, unlike a timing: 178 a turn before the lean path, 88 with it; once the game's facts are known
+    (every match after a game's first), 35 with ``random`` answered by observation, 28 since it reads no view and
+    picks in C++. A regression that puts work back on the move path (a pydantic construction per turn, a scan of
+    the pool per ask, a view built for a bot that reads none) crosses the bound."""
     game = load_game("connect_four")
     bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
     calls = 0
@@ -156,6 +158,10 @@ def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
 
     turns = asyncio.run(match())
     assert turns > 20 and calls / turns < 115, (calls, turns)
+    calls = 0
+    bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
+    turns = asyncio.run(match())  # the game's facts are known now: the per-move cost alone, nearly
+    assert turns > 20 and calls / turns < 32, (calls, turns)
 
 
 def test_chance_draws_are_numpy_choice_exactly() -> None:
@@ -177,3 +183,164 @@ def test_chance_draws_are_numpy_choice_exactly() -> None:
             assert draw(ours, outcomes, probs) == int(numpys.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
     with pytest.raises(ValueError):
         draw(np.random.default_rng(0), [0, 1], [1.5, -0.5])
+
+
+# -- classical players that read no view (second pass) -----------------------------------------------------------
+
+
+def _moves(record: Any) -> list[tuple[int, int]]:
+    return [(t.seat, t.action) for t in record.turns]
+
+
+def test_random_bot_is_openspiels_uniform_random_bot_seeded_from_its_generator() -> None:
+    """``random`` moves are OpenSpiel's C++ uniform random bot's, seeded by one draw from the seat's generator:
+    the same seed gives the same match, another seed another one."""
+    game = load_game("connect_four")
+    records: dict[int, list[Any]] = {}
+    for seed in (1, 1, 2):
+        bots = [RandomBot(seat, np.random.default_rng([seed, seat]), game=game) for seat in range(2)]
+        records.setdefault(seed, []).append(asyncio.run(play_match(game, bots, seed=seed)))
+    first, again = records[1]
+    assert _moves(first) == _moves(again) and first.messages == again.messages
+    assert _moves(first) != _moves(records[2][0])
+    # the very moves OpenSpiel's own bot makes from the seed the RandomBot drew
+    cpp = [
+        pyspiel.make_uniform_random_bot(seat, int(np.random.default_rng([1, seat]).integers(0, 2**31 - 1)))
+        for seat in range(2)
+    ]
+    state = game.new_initial_state()
+    for turn in first.turns:
+        assert cpp[turn.seat].step(state) == turn.action
+        state.apply_action(turn.action)
+    assert state.is_terminal() and list(state.returns()) == first.returns
+
+
+def test_random_bot_refuses_a_state_without_a_legal_move_instead_of_crashing() -> None:
+    game = load_game("tic_tac_toe")
+    bot = RandomBot(1, np.random.default_rng(0), game=game)
+    with pytest.raises(ValueError, match="no legal move"):
+        bot.choose(game.new_initial_state())  # seat 1 does not move first: OpenSpiel's bot would crash here
+    assert bot.step(game.new_initial_state().child(4)) in range(9)
+
+
+class _Recorder(SyncBot):
+    """The first legal move; keeps what it was shown (messages without their pool index)."""
+
+    def __init__(self, player_id: int) -> None:
+        super().__init__(player_id, np.random.default_rng(0))
+        self.shown: list[Any] = []
+
+    def respond(self, observation: Observation) -> Decision:
+        inbox = [(m.round, m.sender, m.recipients, m.kind, m.text, m.action, m.fields) for m in observation.inbox]
+        names = [observation.action_to_string(a) for a in observation.legal_actions]
+        self.shown.append((observation.round, observation.text, dict(observation.fields), names, inbox))
+        return Decision.move(observation.legal_actions[0], names[0])
+
+
+class _ViewingMCTS(MCTSPlayer):
+    reads_views = True  # the engine before the lean path: a view each turn, an Observation built
+
+
+class _ViewingRandom(RandomBot):
+    reads_views = True
+
+
+@pytest.mark.parametrize(
+    ("game_string", "lean", "viewing"),
+    [
+        ("kuhn_poker", MCTSPlayer, _ViewingMCTS),
+        ("tic_tac_toe", MCTSPlayer, _ViewingMCTS),
+        ("deepeval_public_goods(players=3,rounds=3)", RandomBot, _ViewingRandom),  # simultaneous moves
+    ],
+)
+def test_a_seat_that_reads_no_view_changes_nothing_another_seat_is_shown(
+    game_string: str, lean: type, viewing: type
+) -> None:
+    """Against a classical player sent no views, a viewing seat (an LLM's prompt is built from exactly this) is
+    shown the same, move for move; the pool shows the lean seat the rules and its final view only."""
+    game = load_game(game_string)
+    n = game.num_players()
+    params: dict[str, Any] = {"simulations": 20} if lean is MCTSPlayer else {}
+    played = {}
+    for cls in (lean, viewing):
+        seats: list[DeepEvalBot] = [_Recorder(seat) for seat in range(n - 1)]
+        seats.append(cls(n - 1, np.random.default_rng(7), game=game, **params))
+        record = asyncio.run(play_match(game, seats, seed=4))
+        played[cls] = (record, [bot.shown for bot in seats[:-1]])
+    (lean_record, lean_shown), (view_record, view_shown) = played[lean], played[viewing]
+    assert _moves(lean_record) == _moves(view_record) and lean_record.returns == view_record.returns
+    assert lean_shown == view_shown and lean_shown[0]
+    told = [m for m in lean_record.messages if n - 1 in m["recipients"]]
+    assert [m["kind"] for m in told] == ["rules", "observation"]
+    final = [m for m in view_record.messages if m["kind"] == "observation" and m["recipients"] == [n - 1]][-1]
+    assert told[1]["text"] == final["text"]  # its view at the end (the viewing seat may have had it earlier)
+    assert told[1]["round"] == max(t.round for t in lean_record.turns)  # delivered when the game was over
+    unchanged = [m for m in view_record.messages if not (m["kind"] == "observation" and n - 1 in m["recipients"])]
+    kept = [m for m in lean_record.messages if not (m["kind"] == "observation" and n - 1 in m["recipients"])]
+    strip = lambda ms: [{k: v for k, v in m.items() if k != "index"} for m in ms]  # noqa: E731
+    assert strip(kept) == strip(unchanged)
+
+
+class _IllegalPicker(StateBot):
+    reads_views = False
+
+    def choose(self, state: pyspiel.State) -> int:
+        return 10_000
+
+
+def test_an_illegal_pick_of_a_lean_seat_is_the_penalty_path_recorded() -> None:
+    game = load_game("tic_tac_toe")
+    record = asyncio.run(play_match(game, [_IllegalPicker(0), RandomBot(1, np.random.default_rng(0))], seed=0))
+    mine = [t for t in record.turns if t.seat == 0]
+    assert mine and all(t.outcome == "invalid" and "illegal action 10000" in (t.error or "") for t in mine)
+    assert all(t.action in range(9) for t in mine)
+
+
+@pytest.mark.parametrize(
+    "game_string",
+    [
+        "python_iterated_prisoners_dilemma(max_game_length=6)",
+        "deepeval_public_goods(players=3,rounds=3)",
+        "deepeval_idiom_solitaire(start=一马当先,max_turns=4)",
+        "python_tic_tac_toe",
+    ],
+)
+def test_a_python_games_own_legal_actions_are_what_openspiel_returns_for_a_seat_to_move(game_string: str) -> None:
+    """The referee calls a Python game's ``_legal_actions`` directly for a seat to move; OpenSpiel's
+    ``legal_actions`` reaches the same method through C++: the same moves (as ints), node after node."""
+    game = load_game(game_string)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes = [a for a, _ in state.chance_outcomes()]
+                state.apply_action(outcomes[int(rng.integers(len(outcomes)))])
+                continue
+            seats = range(game.num_players()) if state.is_simultaneous_node() else [state.current_player()]
+            chosen = []
+            for seat in seats:
+                ours = [int(a) for a in state._legal_actions(seat)]
+                assert ours == state.legal_actions(seat)
+                names = [state._action_to_string(seat, a) for a in ours]
+                assert names == [state.action_to_string(seat, a) for a in ours]
+                chosen.append(ours[int(rng.integers(len(ours)))] if ours else 0)
+            if state.is_simultaneous_node():
+                state.apply_actions(chosen)
+            else:
+                state.apply_action(chosen[0])
+
+
+def test_move_turns_share_a_fields_set_that_assignment_cannot_change() -> None:
+    """Move turns share one ``model_fields_set`` (every field); assigning a field of one turn leaves the others'
+    fields set, equality, dump and copies as pydantic's own construction gives them."""
+    a, b = (
+        _move_turn(0, 1, 0, 3, "3", "3", 0.1, Decision.move(3)),
+        _move_turn(1, 1, 1, 4, "4", "4", 0.1, Decision.move(4)),
+    )
+    a.text = "changed"
+    assert a.text == "changed" and b.text == "4"
+    fresh = TurnRecord.model_construct(**{**b.model_dump(), "outcome": b.outcome})
+    assert b.model_fields_set == fresh.model_fields_set == set(TurnRecord.model_fields)
+    copied = b.model_copy(update={"text": "x"})
+    assert copied.text == "x" and b.text == "4" and b == fresh
