@@ -338,6 +338,8 @@ class _Match:
         self._has_free_text = facts.has_free_text
         self._has_judge = facts.has_judge
         self._delivered: dict[int, str] = {}
+        self._picks: list[tuple[Callable[[pyspiel.State, list[int]], int], bool] | None] | None = None
+        """Per seat (lean seats only), its bot's :meth:`StateBot.pick` and :attr:`StateBot.copies_state`."""
         self._moves: tuple[int, str, dict[int, tuple[int, ...] | None]] | None = None
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
         """Per seat: (the state's position, observation text, fields or None) last computed, reused by
@@ -601,28 +603,45 @@ class _Match:
 
         ``seat`` moves first (its round already counted); each further move counts a round, as :meth:`run` does.
         """
-        state, bots, lean, turns, plain, legal_of = self.state, self.bots, self.lean, self.turns, _PLAIN, self._legal_of
+        state, lean, turns, plain, legal_of, namer = (
+            self.state,
+            self.lean,
+            self.turns,
+            _PLAIN,
+            self._legal_of,
+            self._namer,
+        )
         add_move, append, clock, all_fields = self.pool.add_move, self.turns.append, time.perf_counter, _ALL_FIELDS
-        rnd = self.round
+        picks = self._picks
+        if picks is None:  # per seat: its bot's pick and whether it gets a copy of the state (lean seats only)
+            picks = self._picks = [
+                (bot.pick, bot.copies_state) if lean[seat] else None for seat, bot in enumerate(self.bots)
+            ]
+        rnd, index, step = self.round, len(turns), self.step
         while True:
-            bot: StateBot = bots[seat]  # a lean seat's bot is a StateBot
+            pick, copies = picks[seat]  # type: ignore[misc]
             legal = legal_of(seat)  # the current player's
-            if not legal:  # no move to pick: through its observation (it says what is wrong)
-                self.move_now(seat)
+            if not legal:
+                self.step = step
+                if state.is_terminal():  # a game whose terminal states name a player (never on the first pass)
+                    self.round = rnd - 1  # the round counted for it was not played
+                    return
+                self.move_now(seat)  # no move to pick: through its observation (it says what is wrong)
                 return
             start = clock()
-            action = bot.pick(state if not bot.copies_state else state.clone(), legal)
+            action = pick(state.clone() if copies else state, legal)
             latency = clock() - start
             if action not in legal:  # an illegal pick: the penalty path, recorded
+                self.step = step
                 observation = self.observation(seat, tuple(legal))
                 action, decision = self.resolve(seat, observation, Decision.move(int(action)))
                 self.record_move(seat, action, decision, latency, observation.action_to_string)
                 self.apply(action)
                 return
-            name = state.action_to_string(seat, action)
+            name = namer(seat, action)
             add_move(rnd, seat, name, action)
-            values = plain.copy()  # _plain_turn(len(turns), rnd, seat, action, name, name, latency), inlined
-            values["index"] = len(turns)
+            values = plain.copy()  # _plain_turn(index, rnd, seat, action, name, name, latency), inlined
+            values["index"] = index
             values["round"] = rnd
             values["seat"] = seat
             values["action"] = action
@@ -642,13 +661,15 @@ class _Match:
             _set(turn, "__pydantic_private__", None)
             append(turn)
             state.apply_action(action)
-            self.step += 1
-            if state.is_terminal():
-                return
+            index += 1
+            step += 1
+            # a terminal state's current player is TERMINAL (< 0): one call answers both questions
             seat = state.current_player()
             if seat < 0 or not lean[seat]:
+                self.step = step
                 return
             if rnd >= max_rounds:
+                self.step = step
                 raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
             rnd += 1
             self.round = rnd
