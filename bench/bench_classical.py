@@ -12,9 +12,11 @@ otherwise outweigh the whole OpenSpiel side of a figure (200 random connect_four
   which records every turn. OpenSpiel side: ``pyspiel.MCTSBot`` built with the same seeds, played by
   ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. The seeds match, so both sides play the very same
   games (checked: the returns must agree). Target: engine within 1.1x.
-* ``random``: uniformly random legal moves in both seats. Engine side: the ``random`` bot through ``play_match``,
-  where the engine's own cost per move (observation, pool message, turn record) is what is measured; OpenSpiel
-  side: ``pyspiel.make_uniform_random_bot`` under ``evaluate_bots``. Target: engine within 3x.
+* ``random``: uniformly random legal moves in both seats. Engine side: the ``random`` bot through ``play_match``
+  (OpenSpiel's own C++ uniform random bot, wrapped: it reads no view, so no observation is built for it), where the
+  engine's own cost per move (the legality check, the pool message, the turn record, the move's latency) is what
+  is measured; OpenSpiel side: ``pyspiel.make_uniform_random_bot`` under ``evaluate_bots``. Both sides draw in C++;
+  their seeds differ, so they play different games of the same kind. Target: engine within 3x.
 
 Per move, it also prints each side's cost in microseconds (moves of seated players: chance outcomes are not counted
 as moves, though both sides pay for them). The exit status is 1 when a ratio misses its target.
