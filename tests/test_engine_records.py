@@ -5,6 +5,10 @@ The fixture (``tests/fixtures/engine_records.jsonl``) was written by the engine 
 nodes, simultaneous rounds, free-text moves and a judge, on the Public Goods Game, tic_tac_toe, connect_four,
 kuhn_poker, liars_dice, the iterated prisoner's dilemma, Idiom Solitaire and Machine Translation. A digest of every
 observation a test seat received is part of its moves, so an LLM seat's prompt would be unchanged too.
+
+The cases with a ``random``, ``mcts`` or ``exact`` seat were rewritten on purpose by the engine's second pass
+(``random`` became OpenSpiel's C++ bot; classical seats are sent no per-turn views): see :mod:`tests.engine_cases`.
+That a viewing seat is shown the same against such a seat is ``tests/test_engine_lean.py``.
 """
 
 from __future__ import annotations
