@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.match_play import MatchPlayer, open_runtime
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import PlannedMatch
 from deepeval_games.spec import ExperimentSpec, as_spec
@@ -350,13 +351,11 @@ class MatchWorker:
     ) -> None:
         for module in modules:
             importlib.import_module(module)
-        from deepeval_games.runner import _open_runtime, _Runner
-
         self.spec = as_spec(spec)
-        self.runtime = _open_runtime(self.spec)
+        self.runtime = open_runtime(self.spec)
         if self.runtime is not None and budget_usd is not None and on_charge is not None:
             self.runtime.budget = _shared_budget(budget_usd, on_charge)
-        self._runner = _Runner(self.spec, None, False, self.runtime)
+        self._runner = MatchPlayer(self.spec, self.runtime)
         if limiter is not None and self.spec.uses_models():
             from llm_bots.limits import set_limiter
 

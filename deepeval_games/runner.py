@@ -27,20 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyspiel
 from tqdm import tqdm
 
-from deepeval_games.bot import DeepEvalBot
 from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.executors import ProcessExecutor, check_workers, resolve_workers, spec_modules
-from deepeval_games.games import load_game
 from deepeval_games.manifest import RunManifest
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.referee import play_match
-from deepeval_games.registry import BotFactory, bot_factory, make_bot, scorers_for
+from deepeval_games.match_play import MatchPlayer, build_player, open_runtime
+from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
-from deepeval_games.spec import ExperimentSpec, PlayerSpec, as_spec
+from deepeval_games.spec import ExperimentSpec, as_spec
 from deepeval_games.store import RunLock, Store
 
 if TYPE_CHECKING:
@@ -52,48 +47,6 @@ STOPPING_FILE = "stopping.json"
 """The adaptive stopping rule's report in a run directory (:meth:`analysis.stopping.StoppingReport.to_dict`)."""
 
 log = logging.getLogger(__name__)
-
-
-def build_player(
-    player: PlayerSpec,
-    game: pyspiel.Game,
-    seat: int,
-    rng: np.random.Generator,
-    *,
-    match_id: str = "",
-    runtime: Any = None,
-) -> DeepEvalBot:
-    """The bot for one seat: a registered scripted bot, or an LLM bot sharing the run's ``runtime``."""
-    if player.bot is not None:
-        return make_bot(player.bot, game, seat, rng, player.params)
-    assert player.model is not None
-    if seat == JUDGE_SEAT:  # the judge: temperature 0, no default verdict (llm_bots.judge)
-        from llm_bots.judge.llm import make_llm_judge  # imported only when a model judges: litellm is slow
-
-        return make_llm_judge(player.model, player.params, game, rng, match_id=match_id, runtime=runtime)
-    from llm_bots.llm_bot import make_llm_bot  # imported only when a model plays: litellm is slow to import
-
-    return make_llm_bot(player.model, player.params, game, seat, rng, match_id=match_id, runtime=runtime)
-
-
-def seat_rng(seed: int, seat: int) -> np.random.Generator:
-    """The generator of one seat of a match with ``seed`` (the judge's: seat ``num_players``): the stream of
-    ``np.random.SeedSequence(seed).spawn(num_players + 1)[seat]``, built without spawning the others."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(seat,)))
-
-
-def _open_runtime(spec: ExperimentSpec) -> Any:
-    """The model runtime (call cache, budget) when the spec has LLM players, else None."""
-    if not spec.uses_models():
-        return None
-    from game_defs.datasets import cache_dir
-    from llm_bots.llm_bot import ModelRuntime
-
-    cache: str | Path | None
-    cache = cache_dir() / "model-calls.sqlite" if spec.cache is True else spec.cache or None
-    if spec.has_humans():  # a person at the table: the models answer live, never from replayed calls
-        cache = None
-    return ModelRuntime.open(cache, spec.budget_usd)
 
 
 @dataclass
@@ -143,118 +96,22 @@ class RunResult:
             store.close()
 
 
-def _check_credentials(player: PlayerSpec) -> None:
-    """A model player's API key is where it will be looked for (before anything is written or sent)."""
-    import os
+class _Runner(MatchPlayer):
+    """Plays a list of planned matches, many at once, committing each record to the store as it finishes; matches
+    are played here (:class:`MatchPlayer`) or by an executor's workers."""
 
-    assert player.model is not None
-    if player.model.startswith("local/"):
-        return
-    key_env, api_base = player.params.get("api_key_env"), player.params.get("api_base")
-    if key_env is not None:
-        if not os.environ.get(str(key_env)):
-            raise FatalRunError(
-                f"model {player.model!r} (player {player.name!r}): the environment variable {key_env} "
-                "(api_key_env) is not set or empty"
-            )
-        return
-    import litellm
-
-    try:
-        missing = litellm.validate_environment(model=player.model, api_base=api_base).get("missing_keys", [])
-    except Exception:  # litellm cannot tell: the first call will say
-        return
-    keys = [name for name in missing if "KEY" in name or "TOKEN" in name]
-    if keys:
-        raise FatalRunError(
-            f"model {player.model!r} (player {player.name!r}): no API key; set {', '.join(keys)} "
-            "or name the variable holding it in api_key_env"
-        )
-
-
-class _Runner:
     def __init__(self, spec: ExperimentSpec, store: Store | None, progress: bool, runtime: Any) -> None:
-        self.spec = spec
+        super().__init__(spec, runtime)
         self.store = store
         self.progress = progress
-        self.runtime = runtime
-        self.games: dict[str, pyspiel.Game] = {}
-        self._factories: dict[tuple[str, str], BotFactory | None] = {}
-        self._scorers: dict[str, list[Callable[..., Mapping[str, Any]]]] = {}
         self.executor: ProcessExecutor | RayExecutor | None = None
         """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
 
-    def game(self, game_string: str) -> pyspiel.Game:
-        if game_string not in self.games:
-            self.games[game_string] = load_game(game_string)
-        return self.games[game_string]
-
-    def _bot_factory(self, game_string: str, name: str) -> BotFactory | None:
-        """The scripted player ``name``'s bot for ``game_string``, resolved once per player and game (None for a
-        model player: its bot is built per match by :func:`build_player`)."""
-        key = (game_string, name)
-        if key not in self._factories:
-            player = self.spec.player(name)
-            factory = None if player.bot is None else bot_factory(player.bot, self.game(game_string), player.params)
-            self._factories[key] = factory
-        return self._factories[key]
-
-    def validate(self, plan: list[PlannedMatch]) -> None:
-        """Build every player once per game before any match starts, so spec errors surface at once; then check
-        the model players' API keys."""
-        for game_string in sorted({m.game for m in plan}):
-            game = self.game(game_string)
-            for player in self.spec.players:
-                build_player(player, game, 0, np.random.default_rng(0), runtime=self.runtime)
-            # judged games: a judge is required, and an LLM judge is no player's model unless forced
-            from llm_bots.judge import check_judge
-
-            judge = self.spec.judge
-            check_judge(
-                game,
-                judge_configured=judge is not None,
-                judge_model=judge.model if judge is not None else None,
-                judge_params=judge.params if judge is not None else None,
-                player_models={p.name: p.model for p in self.spec.players if p.model is not None},
-            )
-            if self.spec.judge is not None:
-                build_player(self.spec.judge, game, -2, np.random.default_rng(0), runtime=self.runtime)
-        for player in (*self.spec.players, *([self.spec.judge] if self.spec.judge else [])):
-            if player.kind == "model":
-                _check_credentials(player)
-
     async def play(self, planned: PlannedMatch) -> MatchRecord:
-        if self.executor is not None:  # played in a worker process; the record comes back here to be committed
+        """Play one planned match, here or in a worker process (whose record comes back here to be committed)."""
+        if self.executor is not None:
             return await self.executor.play(planned)
-        game = self.game(planned.game)
-        bots = []
-        for seat, name in enumerate(planned.seats):
-            rng = seat_rng(planned.seed, seat)
-            factory = self._bot_factory(planned.game, name)
-            if factory is not None:
-                bots.append(factory(seat, rng))
-            else:
-                player = self.spec.player(name)
-                bots.append(build_player(player, game, seat, rng, match_id=planned.match_id, runtime=self.runtime))
-        judge = None
-        if self.spec.judge is not None:
-            rng = seat_rng(planned.seed, game.num_players())
-            judge = build_player(self.spec.judge, game, -2, rng, match_id=planned.match_id, runtime=self.runtime)
-        scorers = self._scorers.get(planned.game)
-        if scorers is None:
-            scorers = self._scorers[planned.game] = scorers_for(game.get_type().short_name)
-        record = await play_match(
-            game,
-            bots,
-            seed=planned.seed,
-            match_id=planned.match_id,
-            seat_names=planned.seats,
-            judge=judge,
-            scorers=scorers,
-        )
-        record.experiment = self.spec.name
-        record.repeat = planned.repeat
-        return record
+        return await super().play(planned)
 
     async def run(self, todo: list[PlannedMatch], result: RunResult) -> None:
         queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
@@ -414,7 +271,7 @@ async def _run_once(
     )
     runtime = None
     try:
-        runtime = _open_runtime(spec)
+        runtime = open_runtime(spec)
         done = store.completed_ids()
         todo = [m for m in plan if m.match_id not in done]
         result = RunResult(
@@ -578,7 +435,7 @@ async def _run_adaptive(
     )
     runtime = None
     try:
-        runtime = _open_runtime(spec)
+        runtime = open_runtime(spec)
         committed = {r.match_id: r.returns for r in store.records() if r.status == "complete"}  # one pass, payoffs only
         selected_ids: set[str] = set()
         result = RunResult(run_dir=Path(out_dir), planned=0)

@@ -311,17 +311,17 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
 
 
 def test_a_run_with_a_person_sends_every_model_call_live() -> None:
-    from deepeval_games.runner import _open_runtime
+    from deepeval_games.match_play import open_runtime
 
     players = [{"name": "me", "human": True}, {"name": "m", "model": "openai/gpt-4o-mini"}]
     with_person = parse_spec({"experiment": {"game": "deepeval_idiom_solitaire"}, "players": players})
     without = parse_spec(
         {"experiment": {"game": "deepeval_idiom_solitaire"}, "players": [players[1], players[1] | {"name": "n"}]}
     )
-    runtime = _open_runtime(with_person)
+    runtime = open_runtime(with_person)
     assert runtime is not None and runtime.cache is None
     runtime.close()
-    other = _open_runtime(without)
+    other = open_runtime(without)
     assert other is not None and other.cache is not None
     other.close()
 

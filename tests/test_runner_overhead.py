@@ -66,7 +66,7 @@ def _records(name: str, out: Path) -> list[dict[str, Any]]:
 
 
 def test_a_seat_generator_is_its_spawned_child() -> None:
-    from deepeval_games.runner import seat_rng
+    from deepeval_games.match_play import seat_rng
 
     for seed in (0, 1, 7, 2**40 + 3, 2**63 - 1):
         children = np.random.SeedSequence(seed).spawn(5)
