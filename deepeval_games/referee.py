@@ -255,6 +255,16 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
     return facts
 
 
+def _int_tuple(actions: Sequence[int]) -> tuple[int, ...]:
+    """A Python game's legal actions as a tuple of ints, as OpenSpiel's ``legal_actions`` returns them: a game may
+    list ``IntEnum`` members (the iterated prisoner's dilemma). Converted only when the ends are not plain ints, so a
+    long list of ints (Idiom Solitaire: 30,000 moves) is not walked twice."""
+    legal = tuple(actions)
+    if legal and (type(legal[0]) is not int or type(legal[-1]) is not int):
+        return tuple(map(int, legal))
+    return legal
+
+
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
 _TERMINAL_ID = int(pyspiel.PlayerId.TERMINAL)
 _CHANCE_ID = int(pyspiel.PlayerId.CHANCE)
@@ -391,7 +401,7 @@ class _Match:
         elif player == _SIMULTANEOUS_ID:
             kind = _SIMULTANEOUS
             legal_of = self._legal_of  # a simultaneous node, not terminal: each seat's own list
-            legal = {seat: tuple(map(int, legal_of(seat))) for seat in range(self.n)}  # ints, not IntEnums
+            legal = {seat: _int_tuple(legal_of(seat)) for seat in range(self.n)}
             moves = {seat: actions for seat, actions in legal.items() if actions}
         else:
             kind = _SEQUENTIAL
@@ -575,7 +585,7 @@ class _Match:
         its steps written out (the engine's hottest path: a random or scripted move)."""
         state = self.state
         bot = self.bots[seat]
-        observation = self.observation(seat, tuple(map(int, self._legal_of(seat))))  # the current player's
+        observation = self.observation(seat, _int_tuple(self._legal_of(seat)))  # the current player's
         start = time.perf_counter()
         if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
             decision = bot.decide(state.clone(), observation)
