@@ -112,52 +112,26 @@ class MessagePool:
     def add_move(self, round: int, sender: int, text: str, action: int) -> Message:
         """``add(round=round, sender=sender, recipients=(), kind="move", text=text, action=action)``, the
         referee's most frequent message, without the general method's keyword handling."""
-        messages = self._messages
-        message = _new(Message)
-        _set(
-            message,
-            "__dict__",
-            {
-                "index": len(messages),
-                "round": round,
-                "sender": sender,
-                "recipients": (),
-                "kind": "move",
-                "text": text,
-                "action": action,
-                "fields": {},
-            },
-        )
-        messages.append(message)
-        inbox = self._inboxes.get(sender)
-        if inbox is None:
-            self._inboxes[sender] = [message]
-        else:
-            inbox.append(message)
-        self._views.pop(sender, None)
-        return message
+        values = {"index": 0, "round": round, "sender": sender, "recipients": (), "kind": "move", "text": text}
+        values["action"], values["fields"] = action, {}
+        return self._append_for(values, sender)
 
     def tell(self, round: int, seat: int, kind: str, text: str, fields: dict[str, Any]) -> Message:
         """``add(round=round, sender=REFEREE, recipients=(seat,), kind=kind, text=text, fields=fields)``: the
         referee's word to one seat (its view), without the general method's keyword handling."""
+        values = {"index": 0, "round": round, "sender": REFEREE, "recipients": (seat,), "kind": kind, "text": text}
+        values["action"], values["fields"] = None, dict(fields) if fields else {}
+        return self._append_for(values, seat)  # the referee's own "inbox" is not kept: visible_to scans the pool
+
+    def _append_for(self, values: dict[str, Any], seat: int) -> Message:
+        """Append the message of ``values`` (every field, in order; its index is set here) to the pool and to the
+        one inbox it goes to, ``seat``'s, without the frozen dataclass's per-field ``__setattr__``."""
         messages = self._messages
+        values["index"] = len(messages)
         message = _new(Message)
-        _set(
-            message,
-            "__dict__",
-            {
-                "index": len(messages),
-                "round": round,
-                "sender": REFEREE,
-                "recipients": (seat,),
-                "kind": kind,
-                "text": text,
-                "action": None,
-                "fields": dict(fields) if fields else {},
-            },
-        )
+        _set(message, "__dict__", values)
         messages.append(message)
-        inbox = self._inboxes.get(seat)  # the referee's own "inbox" is not kept: visible_to(REFEREE) scans the pool
+        inbox = self._inboxes.get(seat)
         if inbox is None:
             self._inboxes[seat] = [message]
         else:

@@ -613,15 +613,8 @@ class _Match:
 
         ``seat`` moves first (its round already counted); each further move counts a round, as :meth:`run` does.
         """
-        state, lean, turns, plain, legal_of, namer = (
-            self.state,
-            self.lean,
-            self.turns,
-            _PLAIN,
-            self._legal_of,
-            self._namer,
-        )
-        add_move, append, clock, all_fields = self.pool.add_move, self.turns.append, time.perf_counter, _ALL_FIELDS
+        state, lean, turns, legal_of, namer = self.state, self.lean, self.turns, self._legal_of, self._namer
+        add_move, append, clock = self.pool.add_move, self.turns.append, time.perf_counter
         picks = self._picks
         if picks is None:  # per seat: its bot's pick and whether it gets a copy of the state (lean seats only)
             picks = self._picks = [
@@ -650,26 +643,7 @@ class _Match:
                 return
             name = namer(seat, action)
             add_move(rnd, seat, name, action)
-            values = plain.copy()  # _plain_turn(index, rnd, seat, action, name, name, latency), inlined
-            values["index"] = index
-            values["round"] = rnd
-            values["seat"] = seat
-            values["action"] = action
-            values["action_string"] = name
-            values["text"] = name
-            values["latency_s"] = latency
-            values["raw_replies"] = []
-            values["prompts"] = []
-            values["attempts"] = []
-            values["cut_chars"] = []
-            values["finish_reasons"] = []
-            values["reasoning"] = []
-            turn = _new(TurnRecord)
-            _set(turn, "__dict__", values)
-            _set(turn, "__pydantic_fields_set__", all_fields)
-            _set(turn, "__pydantic_extra__", None)
-            _set(turn, "__pydantic_private__", None)
-            append(turn)
+            append(_plain_turn(index, rnd, seat, action, name, name, latency))
             state.apply_action(action)
             index += 1
             step += 1

@@ -118,6 +118,13 @@ class Behaviour:
         return cls(kind="empty_body")
 
 
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server whose listen queue holds hundreds of connections: a test that opens 256 at once must
+    not see connects dropped and retried by the kernel (socketserver's default queue is 5)."""
+
+    request_queue_size = 1024
+
+
 class FakeOpenAIServer:
     """A threaded OpenAI-compatible server on a free port of 127.0.0.1. Use as a context manager."""
 
@@ -200,7 +207,7 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         """Bind a free port and serve in a daemon thread."""
         handler = _make_handler(self)
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd = _Server(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -365,3 +372,22 @@ def model_player(name: str, server: FakeOpenAIServer, *, model: str | None = Non
         "timeout_s": 5,
         **extra,
     }
+
+
+TRANSPORT_KEY_ENV = "DEEPEVAL_FAKE_OPENAI_KEY"
+"""The variable the transport-level tests (tests/test_transport.py, tests/test_limits.py) name in ``api_key_env``."""
+
+
+def transport_config(server: FakeOpenAIServer, **overrides: Any) -> Any:
+    """A :class:`~llm_bots.model_config.ModelConfig` of ``openai/fake-model`` at ``server``, its key in
+    :data:`TRANSPORT_KEY_ENV`, with quick retries; ``overrides`` set any other field."""
+    from llm_bots.model_config import ModelConfig
+
+    values: dict[str, Any] = {
+        "model": "openai/fake-model",
+        "api_base": server.api_base,
+        "api_key_env": TRANSPORT_KEY_ENV,
+        "backoff_base_s": 0.01,
+        **overrides,
+    }
+    return ModelConfig(**values)

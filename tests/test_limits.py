@@ -23,9 +23,9 @@ from llm_bots import limits
 from llm_bots.limits import Grant, Limiter, Limits, LocalLimiter, get_limiter, limit_key, set_limiter
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings
 from llm_bots.transport import complete, estimate_tokens
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config
 
-KEY_ENV = "DEEPEVAL_FAKE_OPENAI_KEY"
+KEY_ENV = TRANSPORT_KEY_ENV
 WINDOW_S = 1.0
 
 
@@ -49,17 +49,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 
 def cfg(server: FakeOpenAIServer, **overrides: Any) -> ModelConfig:
-    values: dict[str, Any] = {
-        "model": "openai/fake-model",
-        "api_base": server.api_base,
-        "api_key_env": KEY_ENV,
-        "timeout_s": 10.0,
-        "max_retries": 20,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.02,
-    }
-    values.update(overrides)
-    return ModelConfig(**values)
+    return transport_config(server, **{"timeout_s": 10.0, "max_retries": 20, "backoff_max_s": 0.02, **overrides})
 
 
 def messages(i: int) -> list[dict[str, str]]:

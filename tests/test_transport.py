@@ -30,9 +30,9 @@ from llm_bots.transport import (
     model_id_matches,
     supports_json_schema,
 )
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config
 
-KEY_ENV = "DEEPEVAL_FAKE_OPENAI_KEY"
+KEY_ENV = TRANSPORT_KEY_ENV
 MESSAGES = [{"role": "user", "content": "How many coins do you give?"}]
 
 
@@ -44,17 +44,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 
 def cfg(server: FakeOpenAIServer, **overrides: Any) -> ModelConfig:
-    values: dict[str, Any] = {
-        "model": "openai/fake-model",
-        "api_base": server.api_base,
-        "api_key_env": KEY_ENV,
-        "timeout_s": 5.0,
-        "max_retries": 2,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
-    }
-    values.update(overrides)
-    return ModelConfig(**values)
+    return transport_config(server, **{"timeout_s": 5.0, "max_retries": 2, "backoff_max_s": 0.05, **overrides})
 
 
 def run(coro: Any) -> Any:
