@@ -253,24 +253,42 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
 
 # -- CLI runs in child processes (wall time, peak memory) --------------------------------------------------------
 
-CHILD = """
-import resource, sys, time
+PEAK = """
+def peak_kb():
+    # the high-water mark of this interpreter's own memory (VmHWM): ru_maxrss would also count what the bench
+    # process held when it forked this child (Linux keeps the pre-exec peak), so every child read as large as it
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+"""Defines ``peak_kb()`` in a child: its own peak resident memory in kB."""
+
+CHILD = (
+    PEAK
+    + """
+import sys, time
 start = time.perf_counter()
 from deepeval_games.cli import main
 code = main(sys.argv[2:])
 wall = time.perf_counter() - start
-print(f"BENCH wall={wall:.4f} maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} "
+print(f"BENCH wall={wall:.4f} maxrss_kb={peak_kb()} "
       f"litellm={'litellm' in sys.modules} code={code}", file=open(sys.argv[1], "w"))
 sys.exit(code)
 """
+)
 
 
-API_CHILD = """
-import json, resource, sys
+API_CHILD = (
+    PEAK
+    + """
+import json, sys
 from deepeval_games import run_experiment
 result = run_experiment(json.loads(sys.argv[1]), sys.argv[2])
-print(f"BENCH played={result.played} maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
+print(f"BENCH played={result.played} maxrss_kb={peak_kb()}")
 """
+)
 
 
 def api_run_mb(spec: dict[str, Any], out: Path) -> float:
