@@ -36,15 +36,20 @@ narrower there; it keeps one log-wealth pair per grid point (constant memory, ``
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from deepeval_games.games import game_variant, load_game
+from deepeval_games.errors import UnknownGameError
+from deepeval_games.games import game_variant, load_recorded_game
 from deepeval_games.records import MatchRecord
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "METHODS",
@@ -237,14 +242,20 @@ class AnytimeScore:
 
 
 def anytime_scores(
-    records: Iterable[MatchRecord], *, alpha: float = 0.05, method: str = "betting"
+    records: Iterable[MatchRecord],
+    *,
+    alpha: float = 0.05,
+    method: str = "betting",
+    data_dir: str | Path | None = None,
 ) -> list[AnytimeScore]:
     """The confidence sequence of every reported mean: each player's payoffs (per role, per game variant) in the
     order of repetition (repeat, game, match id), on the game's payoff range (its min and max utility), at level
     ``alpha``. The interval holds whenever the run was stopped, however often it was looked at. Payoffs from
     different opponents have different means: the interval is then for the mean over the schedule (a complete,
     balanced schedule repeats every seating each repeat). Variants whose game declares no finite payoff range are
-    left out. Sorted by variant, role, then mean (best first)."""
+    left out, and so are variants whose game string names a file outside ``data_dir`` (records may come from anyone:
+    :func:`~deepeval_games.games.load_recorded_game`), with a logged warning. Sorted by variant, role, then mean
+    (best first)."""
     rows: dict[tuple[str, str, str], list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
     games: dict[str, str] = {}
     for record in records:
@@ -257,7 +268,12 @@ def anytime_scores(
             rows[(variant, role, name)].append(((record.repeat, record.game, record.match_id), float(payoff)))
     bounds: dict[str, tuple[float, float] | None] = {}
     for variant, game_string in games.items():
-        game = load_game(game_string)
+        try:
+            game = load_recorded_game(game_string, data_dir=data_dir)
+        except UnknownGameError as exc:
+            log.warning("anytime-valid intervals of %s left out: %s", variant, exc)
+            bounds[variant] = None
+            continue
         low, high = float(game.min_utility()), float(game.max_utility())
         bounds[variant] = (low, high) if math.isfinite(low) and math.isfinite(high) and high > low else None
     out = []

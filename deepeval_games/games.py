@@ -21,6 +21,7 @@ __all__ = [
     "check_file_parameters",
     "game_variant",
     "load_game",
+    "load_recorded_game",
     "registered_games",
 ]
 
@@ -91,6 +92,20 @@ def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> p
         message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
         where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
         raise UnknownGameError(f"cannot load {where}: {message}") from exc
+
+
+def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) -> pyspiel.Game:
+    """Load a game string read from a record, with the file check a spec's game string gets.
+
+    A run directory may come from anyone, and its records name their games: a record's
+    ``efg_game(filename=...)`` must not make OpenSpiel open a file outside the data folder the run's own spec named
+    (``data_dir``; without one, no file at all).
+
+    Raises:
+        UnknownGameError: the game cannot be loaded, or a parameter names a file outside ``data_dir``.
+    """
+    check_file_parameters(game_string, data_dir=data_dir)
+    return load_game(game_string)
 
 
 def game_variant(game_string: str) -> str:

@@ -47,8 +47,8 @@ import pyspiel
 
 from deepeval_games import task
 from deepeval_games.bot import DeepEvalBot, Outcome
-from deepeval_games.errors import DeepEvalError, FatalRunError, SpecError, UnknownBotError
-from deepeval_games.games import load_game
+from deepeval_games.errors import DeepEvalError, FatalRunError, SpecError, UnknownBotError, UnknownGameError
+from deepeval_games.games import load_recorded_game
 from deepeval_games.judgements import JudgementRecord
 from deepeval_games.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
@@ -340,7 +340,12 @@ def _plan(
         if record.status != "complete":
             continue
         if record.game not in games:
-            games[record.game] = load_game(record.game)
+            try:  # a run directory may come from anyone: no file named by a record's game is opened
+                games[record.game] = load_recorded_game(record.game)
+            except UnknownGameError as exc:
+                log.error("%s: %s", record.match_id, exc)
+                result.failed.append((record.match_id, str(exc)))
+                continue
         game = games[record.game]
         if not task.is_judged(game):
             result.not_judged += 1

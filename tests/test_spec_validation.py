@@ -221,6 +221,36 @@ def test_files_named_by_game_parameters_stay_inside_the_data_folder(tmp_path: Pa
         assert not (tmp_path / "refused").exists()
 
 
+def test_records_naming_files_are_loaded_only_from_a_named_data_folder(tmp_path: Path, caplog: Any) -> None:
+    """A run directory may come from anyone: its records' game strings get the spec's file check when read back."""
+    from analysis.confseq import anytime_scores
+    from analysis.exploitability import empirical_exploitability
+    from deepeval_games.errors import UnknownGameError
+    from deepeval_games.games import load_recorded_game
+    from deepeval_games.rejudge import judge_source, rejudge
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pennies.efg").write_text(EFG)
+    game = f"efg_game(filename={data / 'pennies.efg'})"
+    players = '[[players]]\nname = "a"\nbot = "random"\n\n[[players]]\nname = "b"\nbot = "random"\n'
+    text = f'[experiment]\ngame = "{game}"\nrepeats = 4\ndata_dir = {str(data)!r}\n{players}'
+    result = run_experiment(load_spec_text(tmp_path, text), tmp_path / "run")
+    records = list(result.iter_records())
+    assert len(records) == 8 and all(r.game == game for r in records)
+
+    with pytest.raises(UnknownGameError, match="names a file"):
+        load_recorded_game(game)
+    assert load_recorded_game(game, data_dir=data).num_players() == 2
+    assert anytime_scores(records) == []  # the variant is left out, and the log says why
+    assert "names a file" in caplog.text
+    assert {s.player for s in anytime_scores(records, data_dir=data)} == {"a", "b"}
+    with pytest.raises(UnknownGameError, match="names a file"):
+        empirical_exploitability(records)
+    judged = rejudge(tmp_path / "run", judge_source("judge_pass_rate"))  # refused before any replay, logged
+    assert len(judged.failed) == len(records) and all("names a file" in why for _, why in judged.failed)
+
+
 def test_chess_positions_with_slashes_are_not_files() -> None:
     from deepeval_games.games import check_file_parameters
 
