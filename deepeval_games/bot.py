@@ -434,6 +434,12 @@ class StateBot(DeepEvalBot):
         :attr:`copies_state` is False) and the seat's legal actions in it, never empty. :meth:`choose` by default."""
         return int(self.choose(state))
 
+    def state_picker(self) -> Callable[[pyspiel.State], int] | None:
+        """A callable that picks this seat's move from the state alone (handed as for :meth:`pick`), returning a
+        Python ``int``, which the referee's lean loop calls in place of :meth:`pick`; None (the default): :meth:`pick`.
+        For a bot whose move is one call into OpenSpiel (``random``: its C++ bot's ``step``), no Python frame a move."""
+        return None
+
     def decide(self, state: pyspiel.State, observation: Observation) -> Decision:
         """The referee's entry point: :meth:`choose`, named as the seat would name it."""
         action = int(self.choose(state))

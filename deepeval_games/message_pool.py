@@ -7,7 +7,7 @@ of Algorithm 1 it was written. What a seat is shown is exactly the messages addr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,16 +59,25 @@ _set = object.__setattr__
 class MessagePool:
     """Append-only list of :class:`Message`, with per-seat views.
 
+    Each message is kept as it goes into a match record (:meth:`records`: a plain dict, ``recipients`` a list),
+    and a :class:`Message` is made of it when someone reads it (:meth:`visible_to`, iteration), once. Most messages
+    of a match are never read during it (a classical player's moves, the final views): they are written once, as
+    the record needs them, and never copied.
+
     Each seat's view (its inbox) is kept as messages are added, so reading it costs nothing per message already in
     the pool: a match's views cost linear time in its messages, not quadratic. (The referee's, which no seat reads,
     is found by a scan when asked.)
     """
 
     def __init__(self) -> None:
-        self._messages: list[Message] = []
-        self._inboxes: dict[int, list[Message]] = {}
+        self._records: list[dict[str, Any]] = []
+        """Every message in order, in its record form (:meth:`Message.to_dict`)."""
+        self._made: dict[int, Message] = {}
+        """The :class:`Message` made of a record, by index (made when first read)."""
+        self._inboxes: dict[int, list[dict[str, Any]]] = {}
+        """Per seat, the records of the messages it may read."""
         self._views: dict[int, tuple[Message, ...]] = {}
-        """Per seat, its inbox as a tuple, as last read (dropped when a message reaches the seat)."""
+        """Per seat, its inbox as a tuple of messages, as last read (dropped when a message reaches the seat)."""
 
     def add(
         self,
@@ -83,73 +92,106 @@ class MessagePool:
     ) -> Message:
         """Append a message and return it."""
         recipients = tuple(recipients)
-        message = _new(Message)  # a frozen dataclass filled without its per-field __setattr__: the same message
-        _set(
-            message,
-            "__dict__",
-            {
-                "index": len(self._messages),
-                "round": round,
-                "sender": sender,
-                "recipients": recipients,
-                "kind": kind,
-                "text": text,
-                "action": action,
-                "fields": dict(fields) if fields else {},
-            },
-        )
-        self._messages.append(message)
+        records = self._records
+        record = {
+            "index": len(records),
+            "round": round,
+            "sender": sender,
+            "recipients": list(recipients),
+            "kind": kind,
+            "text": text,
+            "action": action,
+            "fields": dict(fields) if fields else {},
+        }
+        records.append(record)
         inboxes, views = self._inboxes, self._views
         for seat in recipients if len(recipients) < 2 else dict.fromkeys(recipients):  # each seat once
             if seat != REFEREE:
-                inboxes.setdefault(seat, []).append(message)
+                inboxes.setdefault(seat, []).append(record)
                 views.pop(seat, None)
         if sender not in recipients and sender != REFEREE:
-            inboxes.setdefault(sender, []).append(message)
+            inboxes.setdefault(sender, []).append(record)
             views.pop(sender, None)
-        return message
+        return self._message(record)
 
-    def add_move(self, round: int, sender: int, text: str, action: int) -> Message:
+    def add_move(self, round: int, sender: int, text: str, action: int) -> None:
         """``add(round=round, sender=sender, recipients=(), kind="move", text=text, action=action)``, the
-        referee's most frequent message, without the general method's keyword handling."""
-        values = {"index": 0, "round": round, "sender": sender, "recipients": (), "kind": "move", "text": text}
-        values["action"], values["fields"] = action, {}
-        return self._append_for(values, sender)
+        referee's most frequent message, without the general method's keyword handling (nor a :class:`Message`
+        made of it before someone reads it)."""
+        records = self._records
+        record = {"index": len(records), "round": round, "sender": sender, "recipients": [], "kind": "move"}
+        record["text"], record["action"], record["fields"] = text, action, {}
+        records.append(record)
+        inbox = self._inboxes.get(sender)
+        if inbox is None:
+            self._inboxes[sender] = [record]
+        else:
+            inbox.append(record)
+        if sender in self._views:
+            del self._views[sender]
 
-    def tell(self, round: int, seat: int, kind: str, text: str, fields: dict[str, Any]) -> Message:
+    def tell(self, round: int, seat: int, kind: str, text: str, fields: Mapping[str, Any] | None) -> None:
         """``add(round=round, sender=REFEREE, recipients=(seat,), kind=kind, text=text, fields=fields)``: the
-        referee's word to one seat (its view), without the general method's keyword handling."""
-        values = {"index": 0, "round": round, "sender": REFEREE, "recipients": (seat,), "kind": kind, "text": text}
-        values["action"], values["fields"] = None, dict(fields) if fields else {}
-        return self._append_for(values, seat)  # the referee's own "inbox" is not kept: visible_to scans the pool
-
-    def _append_for(self, values: dict[str, Any], seat: int) -> Message:
-        """Append the message of ``values`` (every field, in order; its index is set here) to the pool and to the
-        one inbox it goes to, ``seat``'s, without the frozen dataclass's per-field ``__setattr__``."""
-        messages = self._messages
-        values["index"] = len(messages)
-        message = _new(Message)
-        _set(message, "__dict__", values)
-        messages.append(message)
+        referee's word to one seat (its view), without the general method's keyword handling (the referee's own
+        "inbox" is not kept: :meth:`visible_to` scans the pool for it)."""
+        records = self._records
+        record = {"index": len(records), "round": round, "sender": REFEREE, "recipients": [seat], "kind": kind}
+        record["text"], record["action"], record["fields"] = text, None, dict(fields) if fields else {}
+        records.append(record)
         inbox = self._inboxes.get(seat)
         if inbox is None:
-            self._inboxes[seat] = [message]
+            self._inboxes[seat] = [record]
         else:
-            inbox.append(message)
-        self._views.pop(seat, None)
+            inbox.append(record)
+        if seat in self._views:
+            del self._views[seat]
+
+    def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
+        """The pool's list of records and each sender's inbox, for a caller that appends move records itself, in the
+        form :meth:`add_move` makes (the referee's lean loop: the record to the list, then to its sender's inbox).
+        The senders' cached views are dropped here: nobody may read them until the caller is done appending."""
+        inboxes, views = self._inboxes, self._views
+        for seat in senders:
+            if seat not in inboxes:
+                inboxes[seat] = []
+            views.pop(seat, None)
+        return self._records, inboxes
+
+    def _message(self, record: dict[str, Any]) -> Message:
+        """The :class:`Message` of a record (made once, without the frozen dataclass's per-field ``__setattr__``:
+        the same message as its constructor makes). Its ``fields`` is a copy: a reader cannot change the record."""
+        index = record["index"]
+        message = self._made.get(index)
+        if message is None:
+            values = record.copy()
+            values["recipients"] = tuple(record["recipients"])
+            values["fields"] = dict(record["fields"])
+            message = _new(Message)
+            _set(message, "__dict__", values)
+            self._made[index] = message
         return message
 
     def visible_to(self, seat: int) -> tuple[Message, ...]:
         """Every message the seat may read, in order (its own moves included)."""
         if seat == REFEREE:  # everything the referee said or was sent (no seat reads this; not kept as it goes)
-            return tuple(m for m in self._messages if m.sender == REFEREE or REFEREE in m.recipients)
+            return tuple(
+                self._message(r) for r in self._records if r["sender"] == REFEREE or REFEREE in r["recipients"]
+            )
         view = self._views.get(seat)
         if view is None:
-            view = self._views[seat] = tuple(self._inboxes.get(seat, ()))
+            made = self._message
+            view = self._views[seat] = tuple([made(r) for r in self._inboxes.get(seat, ())])
         return view
 
+    def records(self) -> list[dict[str, Any]]:
+        """Every message in order, as a match record holds them (``[m.to_dict() for m in pool]``, without the
+        copies): the pool's own list and dicts, for the record of a finished match (the pool is not added to after
+        that). A reader of :class:`Message` objects never sees these dicts (they are made of copies)."""
+        return self._records
+
     def __iter__(self) -> Iterator[Message]:
-        return iter(self._messages)
+        made = self._message
+        return iter([made(r) for r in self._records])
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._records)

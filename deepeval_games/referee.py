@@ -205,12 +205,14 @@ class _GameFacts:
     has_penalty: bool
     has_free_text: bool
     has_judge: bool
+    has_metrics: bool
+    """The state has ``match_metrics`` (:func:`task.match_metrics`)."""
 
     def read_text(self, state: pyspiel.State) -> Callable[[int], str]:
         """``seat -> task.observation_text(state, seat)`` for one state object."""
         if self.string_method is None:
             return _no_text
-        return cast(Callable[[int], str], getattr(state, self.string_method))
+        return cast("Callable[[int], str]", getattr(state, self.string_method))  # quoted: no alias made per call
 
 
 def _no_text(seat: int) -> str:
@@ -248,6 +250,7 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         has_penalty=callable(getattr(state, "penalty_action", None)),
         has_free_text=callable(getattr(state, "is_free_text_turn", None)),
         has_judge=callable(getattr(state, "is_judge_turn", None)),
+        has_metrics=callable(getattr(state, "match_metrics", None)),
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -291,6 +294,15 @@ def draw(rng: np.random.Generator, outcomes: Sequence[int], probs: Sequence[floa
     cdf = list(itertools.accumulate(p))
     last = cdf[-1]
     return int(outcomes[bisect.bisect_right([c / last for c in cdf], rng.random())])
+
+
+def _lean_pick(bot: StateBot) -> tuple[Callable[..., int], bool, bool]:
+    """How the lean loop asks ``bot``: the callable, whether it is handed a copy of the state, and whether it takes
+    the seat's legal moves too (:meth:`StateBot.pick`) or the state alone (:meth:`StateBot.state_picker`)."""
+    direct = bot.state_picker()
+    if direct is not None:
+        return direct, bot.copies_state, False
+    return bot.pick, bot.copies_state, True
 
 
 class _Match:
@@ -348,8 +360,8 @@ class _Match:
         self._has_free_text = facts.has_free_text
         self._has_judge = facts.has_judge
         self._delivered: dict[int, str] = {}
-        self._picks: list[tuple[Callable[[pyspiel.State, list[int]], int], bool] | None] | None = None
-        """Per seat (lean seats only), its bot's :meth:`StateBot.pick` and :attr:`StateBot.copies_state`."""
+        self._picks: list[tuple[Callable[..., int], bool, bool] | None] | None = None
+        """Per seat (lean seats only), :func:`_lean_pick` of its bot."""
         self._moves: tuple[int, str, dict[int, tuple[int, ...] | None]] | None = None
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
         """Per seat: (the state's position, observation text, fields or None) last computed, reused by
@@ -613,50 +625,73 @@ class _Match:
 
         ``seat`` moves first (its round already counted); each further move counts a round, as :meth:`run` does.
         """
-        state, lean, turns, legal_of, namer = self.state, self.lean, self.turns, self._legal_of, self._namer
-        add_move, append, clock = self.pool.add_move, self.turns.append, time.perf_counter
+        state, lean, legal_of, namer, clock = self.state, self.lean, self._legal_of, self._namer, time.perf_counter
+        append = self.turns.append
         picks = self._picks
-        if picks is None:  # per seat: its bot's pick and whether it gets a copy of the state (lean seats only)
+        if picks is None:  # per seat (lean seats only): how its bot is asked, whether it gets a copy of the state
             picks = self._picks = [
-                (bot.pick, bot.copies_state) if lean[seat] else None for seat, bot in enumerate(self.bots)
+                _lean_pick(cast(StateBot, bot)) if lean[seat] else None for seat, bot in enumerate(self.bots)
             ]
-        rnd, index, step = self.round, len(turns), self.step
-        while True:
-            pick, copies = picks[seat]  # type: ignore[misc]
-            legal = legal_of(seat)  # the current player's
-            if not legal:
-                self.step = step
-                if state.is_terminal():  # a game whose terminal states name a player (never on the first pass)
-                    self.round = rnd - 1  # the round counted for it was not played
+        # the moves go into the pool as MessagePool.add_move puts them, written out here: the pool's list, and per
+        # lean seat its inbox (the seat's own moves; nobody reads it during this loop, which never awaits)
+        messages, outbox = self.pool.outboxes([s for s in range(self.n) if lean[s]])
+        plain, new, put, turn_class, fields_set = _PLAIN.copy, _new, _set, TurnRecord, _ALL_FIELDS
+        rnd, index, step = self.round, len(self.turns), self.step
+        try:
+            while True:
+                pick, copies, with_legal = picks[seat]  # type: ignore[misc]
+                legal = legal_of(seat)  # the current player's
+                if not legal:
+                    if state.is_terminal():  # a game whose terminal states name a player (never on the first pass)
+                        rnd -= 1  # the round counted for it was not played
+                        return
+                    self.round, self.step = rnd, step
+                    self.move_now(seat)  # no move to pick: through its observation (it says what is wrong)
                     return
-                self.move_now(seat)  # no move to pick: through its observation (it says what is wrong)
-                return
-            start = clock()
-            action = pick(state.clone() if copies else state, legal)
-            latency = clock() - start
-            if action not in legal:  # an illegal pick: the penalty path, recorded
-                self.step = step
-                observation = self.observation(seat, tuple(legal))
-                action, decision = self.resolve(seat, observation, Decision.move(int(action)))
-                self.record_move(seat, action, decision, latency, observation.action_to_string)
-                self.apply(action)
-                return
-            name = namer(seat, action)
-            add_move(rnd, seat, name, action)
-            append(_plain_turn(index, rnd, seat, action, name, name, latency))
-            state.apply_action(action)
-            index += 1
-            step += 1
-            # a terminal state's current player is TERMINAL (< 0): one call answers both questions
-            seat = state.current_player()
-            if seat < 0 or not lean[seat]:
-                self.step = step
-                return
-            if rnd >= max_rounds:
-                self.step = step
-                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
-            rnd += 1
-            self.round = rnd
+                start = clock()
+                if with_legal:
+                    action = pick(state.clone() if copies else state, legal)
+                else:  # StateBot.state_picker: from the state alone
+                    action = pick(state.clone() if copies else state)
+                latency = clock() - start
+                if action not in legal:  # an illegal pick: the penalty path, recorded
+                    self.round, self.step = rnd, step
+                    observation = self.observation(seat, tuple(legal))
+                    action, decision = self.resolve(seat, observation, Decision.move(int(action)))
+                    self.record_move(seat, action, decision, latency, observation.action_to_string)
+                    self.apply(action)
+                    return
+                name = namer(seat, action)
+                # the pool's move message (MessagePool.add_move)
+                message = {"index": len(messages), "round": rnd, "sender": seat, "recipients": [], "kind": "move"}
+                message["text"], message["action"], message["fields"] = name, action, {}
+                messages.append(message)
+                outbox[seat].append(message)
+                # the turn record (_plain_turn)
+                values = plain()
+                values["index"], values["round"], values["seat"], values["action"] = index, rnd, seat, action
+                values["action_string"], values["text"], values["latency_s"] = name, name, latency
+                values["raw_replies"], values["prompts"], values["attempts"] = [], [], []
+                values["cut_chars"], values["finish_reasons"], values["reasoning"] = [], [], []
+                turn = new(turn_class)
+                put(turn, "__dict__", values)
+                put(turn, "__pydantic_fields_set__", fields_set)
+                put(turn, "__pydantic_extra__", None)
+                put(turn, "__pydantic_private__", None)
+                append(turn)
+                state.apply_action(action)
+                index += 1
+                step += 1
+                # a terminal state's current player is TERMINAL (< 0): one call answers both questions
+                seat = state.current_player()
+                if seat < 0 or not lean[seat]:
+                    return
+                if rnd >= max_rounds:
+                    raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+                rnd += 1
+        finally:
+            if self.step <= step:  # not moved on by move_now or apply above
+                self.round, self.step = rnd, step
 
     async def sequential_round(self) -> None:
         seat = self.state.current_player()
@@ -838,25 +873,40 @@ async def play_match(
     """
     if len(bots) != game.num_players():
         raise SpecError(f"{game} has {game.num_players()} seats, got {len(bots)} bots")
-    names = list(seat_names) if seat_names is not None else [seat_label(i) for i in range(len(bots))]
+    names = list(seat_names) if seat_names is not None else _seat_labels(len(bots))
     started = _now_iso()
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed)
     await match.run(max_rounds if max_rounds is not None else max(game.max_game_length(), 1) * 4 + 16)
-    record = _match_record(
-        match_id=match_id,
-        game=match.facts.name,
-        seats=names,
-        returns=[float(r) for r in match.state.returns()],
-        turns=match.turns,
-        seed=seed,
-        players=[bot.identity() for bot in bots],
-        roles=list(match.facts.roles),
-        messages=[m.to_dict() for m in match.pool],
-        metrics=task.match_metrics(match.state),
-        started_at=started,
-    )
+    facts = match.facts
+    values = {
+        "match_id": match_id,
+        "game": facts.name,
+        "seats": names,
+        "returns": [float(r) for r in match.state.returns()],
+        "turns": match.turns,
+        "seed": seed,
+        "players": [bot.identity() for bot in bots],
+        "roles": list(facts.roles),
+        "messages": match.pool.records(),  # the pool's own dicts, as the record holds them: the match is over
+        "metrics": task.match_metrics(match.state) if facts.has_metrics else {},
+        "started_at": started,
+    }
+    if not scorers:  # the wall time goes in with the rest (a pydantic attribute set afterwards costs a microsecond)
+        values["wall_time_s"] = time.perf_counter() - clock
+        return _match_record(**values)
+    record = _match_record(**values)
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
         record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
     record.wall_time_s = time.perf_counter() - clock
     return record
+
+
+_LABELS: list[str] = []
+
+
+def _seat_labels(n: int) -> list[str]:
+    """``[seat_label(i) for i in range(n)]``, its strings made once."""
+    while len(_LABELS) < n:
+        _LABELS.append(seat_label(len(_LABELS)))
+    return _LABELS[:n]

@@ -400,7 +400,7 @@ def observation_reader(state: pyspiel.State) -> Callable[[int], str]:
         return _no_text
     method: Callable[[int], Any] = getattr(state, _STRINGS[kind])
     if getattr(type(state), _STRINGS[kind], None) is getattr(pyspiel.State, _STRINGS[kind]):
-        return cast(Callable[[int], str], method)  # OpenSpiel's own method: its C++ returns a str already
+        return cast("Callable[[int], str]", method)  # OpenSpiel's own: its C++ returns a str already
     return lambda seat: str(method(seat))
 
 

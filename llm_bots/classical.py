@@ -31,9 +31,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyspiel
@@ -250,6 +250,10 @@ class RandomBot(StateBot):
 
     def pick(self, state: pyspiel.State, legal: list[int]) -> int:
         return int(self._bot.step(state))  # the referee checked that the seat has a legal move
+
+    def state_picker(self) -> Callable[[pyspiel.State], int]:
+        """OpenSpiel's bot's own ``step`` (its C++ returns an ``int``): the referee checks the legal moves first."""
+        return cast("Callable[[pyspiel.State], int]", self._bot.step)
 
     def respond(self, observation: Observation) -> Decision:
         """A uniformly random legal move of an observation, from the bot's generator (for callers that hold an
