@@ -206,6 +206,10 @@ class _GameFacts:
     has_free_text: bool
     has_judge: bool
     has_metrics: bool
+    sequential: bool
+    """The game's dynamics are sequential (no simultaneous node)."""
+    max_rounds: int
+    """The rounds a match may take before the referee stops it as endless (four times the game's longest)."""
     """The state has ``match_metrics`` (:func:`task.match_metrics`)."""
 
     def read_text(self, state: pyspiel.State) -> Callable[[int], str]:
@@ -251,6 +255,8 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         has_free_text=callable(getattr(state, "is_free_text_turn", None)),
         has_judge=callable(getattr(state, "is_judge_turn", None)),
         has_metrics=callable(getattr(state, "match_metrics", None)),
+        sequential=game.get_type().dynamics == pyspiel.GameType.Dynamics.SEQUENTIAL,
+        max_rounds=max(game.max_game_length(), 1) * 4 + 16,
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -296,13 +302,35 @@ def draw(rng: np.random.Generator, outcomes: Sequence[int], probs: Sequence[floa
     return int(outcomes[bisect.bisect_right([c / last for c in cdf], rng.random())])
 
 
+_NO_PICKER = StateBot.state_picker
+
+
 def _lean_pick(bot: StateBot) -> tuple[Callable[..., int], bool, bool]:
     """How the lean loop asks ``bot``: the callable, whether it is handed a copy of the state, and whether it takes
     the seat's legal moves too (:meth:`StateBot.pick`) or the state alone (:meth:`StateBot.state_picker`)."""
-    direct = bot.state_picker()
+    direct = None if type(bot).state_picker is _NO_PICKER else bot.state_picker()
     if direct is not None:
         return direct, bot.copies_state, False
     return bot.pick, bot.copies_state, True
+
+
+_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...]]
+_SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
+""":func:`_seating` by the bots' classes (what it reads of a bot are class attributes)."""
+
+
+def _seating(bots: Sequence[DeepEvalBot]) -> _SeatKinds:
+    """Per seat, whether its bot answers at once (:func:`~deepeval_games.bot.answers_at_once`: not awaited) and
+    whether it is lean (a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
+    its legal moves, no observation built, and sent no view but the final one); and the lean seats. Made once per
+    seating of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
+    at_once = [answers_at_once(bot) for bot in bots]
+    lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
+    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean))
+    if len(_SEATINGS) >= _FACTS_KEPT:
+        _SEATINGS.clear()
+    _SEATINGS[tuple(map(type, bots))] = kinds
+    return kinds
 
 
 class _Match:
@@ -334,11 +362,10 @@ class _Match:
         self.n = game.num_players()
         self.step = 0
         """Moves applied to the state so far (chance and joint moves count one each): the state's position."""
-        self.at_once = [answers_at_once(bot) for bot in bots]
-        """Per seat: its bot answers without being awaited."""
-        self.lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
-        """Per seat: a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
-        its legal moves (no observation is built), and sent no view but the final one."""
+        kinds = _SEATINGS.get(tuple(map(type, bots)))
+        if kinds is None:
+            kinds = _seating(bots)
+        self.at_once, self.lean, self.lean_seats = kinds  # per seat; see _seating (shared: never changed)
         self.facts = facts = _facts(game, self.state)
         self._short_name = facts.short_name
         self._params = facts.params
@@ -634,7 +661,7 @@ class _Match:
             ]
         # the moves go into the pool as MessagePool.add_move puts them, written out here: the pool's list, and per
         # lean seat its inbox (the seat's own moves; nobody reads it during this loop, which never awaits)
-        messages, outbox = self.pool.outboxes([s for s in range(self.n) if lean[s]])
+        messages, outbox = self.pool.outboxes(self.lean_seats)
         plain, new, put, turn_class, fields_set = _PLAIN.copy, _new, _set, TurnRecord, _ALL_FIELDS
         rnd, index, step = self.round, len(self.turns), self.step
         try:
@@ -760,6 +787,31 @@ class _Match:
                     await self.sequential_round()
             kind, moves = self.deliver_observations()
 
+    def run_lean(self, max_rounds: int) -> None:
+        """:meth:`run` for a match of classical players that read no view (every seat :attr:`lean`) in a sequential
+        game without a judge (:func:`_all_lean`): none of them is sent a view before the game is over, so the nodes
+        between the rules and the final views deliver nothing, and nothing is awaited. The same moves, pool and
+        record as :meth:`run`, without a coroutine (the match of two ``random`` or ``mcts`` seats)."""
+        self.broadcast_rules()
+        kind, moves = self.node()
+        while kind is not _TERMINAL:
+            if self.round >= max_rounds:
+                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+            self.round += 1
+            if kind is _CHANCE:
+                self.chance()
+            elif kind is _SEQUENTIAL:
+                self.lean_moves(next(iter(moves)), max_rounds)
+            else:
+                raise RuntimeError(f"{self.game} is declared sequential but reached a simultaneous node")
+            kind, moves = self.node()
+        self.deliver_observations()  # every seat's final view
+
+
+def _all_lean(match: _Match) -> bool:
+    """Whether :meth:`_Match.run_lean` plays ``match``: every seat lean, a sequential game, no judge."""
+    return len(match.lean_seats) == match.n and match.facts.sequential and not match.facts.has_judge
+
 
 def judge_observation(
     game: pyspiel.Game,
@@ -815,6 +867,13 @@ _RECORD_FACTORIES = {
 _RECORD_TEMPLATE: dict[str, Any] = {name: _RECORD_DEFAULTS.get(name) for name in MatchRecord.model_fields}
 """Every field of a match record in the model's order, with its plain default (None where a value or a factory's
 comes instead)."""
+
+
+_PLAYED_FIELDS = frozenset(("match_id", "game", "seats", "returns", "turns", "seed", "players", "roles", "messages"))
+_PLAYED_FIELDS |= {"metrics", "started_at", "wall_time_s"}
+"""The fields :func:`play_match` sets in a record (the rest keep their plain defaults: the runner fills some in)."""
+if not set(_RECORD_FACTORIES) <= _PLAYED_FIELDS <= set(_RECORD_TEMPLATE):
+    raise TypeError("_PLAYED_FIELDS must be fields of MatchRecord and name every field a factory makes")
 
 
 def _match_record(**values: Any) -> MatchRecord:
@@ -877,28 +936,28 @@ async def play_match(
     started = _now_iso()
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed)
-    await match.run(max_rounds if max_rounds is not None else max(game.max_game_length(), 1) * 4 + 16)
+    rounds = max_rounds if max_rounds is not None else match.facts.max_rounds
+    if _all_lean(match):
+        match.run_lean(rounds)
+    else:
+        await match.run(rounds)
     facts = match.facts
-    values = {
-        "match_id": match_id,
-        "game": facts.name,
-        "seats": names,
-        "returns": [float(r) for r in match.state.returns()],
-        "turns": match.turns,
-        "seed": seed,
-        "players": [bot.identity() for bot in bots],
-        "roles": list(facts.roles),
-        "messages": match.pool.records(),  # the pool's own dicts, as the record holds them: the match is over
-        "metrics": task.match_metrics(match.state) if facts.has_metrics else {},
-        "started_at": started,
-    }
-    if not scorers:  # the wall time goes in with the rest (a pydantic attribute set afterwards costs a microsecond)
-        values["wall_time_s"] = time.perf_counter() - clock
-        return _match_record(**values)
-    record = _match_record(**values)
+    # _match_record(match_id=..., ..., wall_time_s=...) written out: its fields set are always these
+    data = _RECORD_TEMPLATE.copy()
+    data["match_id"], data["game"], data["seats"], data["seed"] = match_id, facts.name, names, seed
+    data["returns"] = list(map(float, match.state.returns()))
+    data["turns"], data["roles"], data["started_at"] = match.turns, list(facts.roles), started
+    data["players"] = [bot.identity() for bot in bots]
+    data["messages"] = match.pool.records()  # the pool's own dicts, as the record holds them: the match is over
+    data["metrics"] = task.match_metrics(match.state) if facts.has_metrics else {}
+    record = _new(MatchRecord)
+    _set(record, "__dict__", data)
+    _set(record, "__pydantic_fields_set__", set(_PLAYED_FIELDS))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
-        record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
-    record.wall_time_s = time.perf_counter() - clock
+        data["metrics"].update(await asyncio.to_thread(scorer, match.state, record))
+    data["wall_time_s"] = time.perf_counter() - clock
     return record
 
 
