@@ -55,6 +55,12 @@ class Message:
 _new = object.__new__
 _set = object.__setattr__
 
+_MOVE: dict[str, Any] = dict.fromkeys(("index", "round", "sender", "recipients", "kind", "text", "action", "fields"))
+"""A message record's keys in order (:meth:`Message.to_dict`), as a move has them: copied, then filled in."""
+_MOVE["kind"] = "move"
+_TOLD: dict[str, Any] = dict(_MOVE, sender=REFEREE, kind=None)
+"""Likewise, as the referee's word to one seat has them."""
+
 
 class MessagePool:
     """Append-only list of :class:`Message`, with per-seat views.
@@ -76,6 +82,8 @@ class MessagePool:
         """The :class:`Message` made of a record, by index (made when first read)."""
         self._inboxes: dict[int, list[dict[str, Any]]] = {}
         """Per seat, the records of the messages it may read."""
+        self._read: dict[int, list[Message]] = {}
+        """Per seat, the messages of its inbox made so far (the first records of its inbox, in order)."""
         self._views: dict[int, tuple[Message, ...]] = {}
         """Per seat, its inbox as a tuple of messages, as last read (dropped when a message reaches the seat)."""
 
@@ -119,8 +127,14 @@ class MessagePool:
         referee's most frequent message, without the general method's keyword handling (nor a :class:`Message`
         made of it before someone reads it)."""
         records = self._records
-        record = {"index": len(records), "round": round, "sender": sender, "recipients": [], "kind": "move"}
-        record["text"], record["action"], record["fields"] = text, action, {}
+        record = _MOVE.copy()  # a copy, then stores: cheaper than a dict display of 8 keys
+        record["index"] = len(records)
+        record["round"] = round
+        record["sender"] = sender
+        record["recipients"] = []
+        record["text"] = text
+        record["action"] = action
+        record["fields"] = {}
         records.append(record)
         inbox = self._inboxes.get(sender)
         if inbox is None:
@@ -135,8 +149,13 @@ class MessagePool:
         referee's word to one seat (its view), without the general method's keyword handling (the referee's own
         "inbox" is not kept: :meth:`visible_to` scans the pool for it)."""
         records = self._records
-        record = {"index": len(records), "round": round, "sender": REFEREE, "recipients": [seat], "kind": kind}
-        record["text"], record["action"], record["fields"] = text, None, dict(fields) if fields else {}
+        record = _TOLD.copy()
+        record["index"] = len(records)
+        record["round"] = round
+        record["recipients"] = [seat]
+        record["kind"] = kind
+        record["text"] = text
+        record["fields"] = dict(fields) if fields else {}
         records.append(record)
         inbox = self._inboxes.get(seat)
         if inbox is None:
@@ -179,8 +198,14 @@ class MessagePool:
             )
         view = self._views.get(seat)
         if view is None:
-            made = self._message
-            view = self._views[seat] = tuple([made(r) for r in self._inboxes.get(seat, ())])
+            inbox = self._inboxes.get(seat, ())
+            read = self._read.get(seat)
+            if read is None:
+                read = self._read[seat] = []
+            if len(read) < len(inbox):  # the messages that reached the seat since it last read its inbox
+                made = self._message
+                read.extend([made(r) for r in inbox[len(read) :]])
+            view = self._views[seat] = tuple(read)
         return view
 
     def records(self) -> list[dict[str, Any]]:

@@ -42,7 +42,7 @@ from deepeval_games.bot import (
     make_observation,
 )
 from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import REFEREE, Message, MessagePool, seat_label
+from deepeval_games.message_pool import _MOVE, REFEREE, Message, MessagePool, seat_label
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
 __all__ = ["Scorer", "judge_observation", "play_match", "seat_label"]
@@ -662,7 +662,7 @@ class _Match:
         # the moves go into the pool as MessagePool.add_move puts them, written out here: the pool's list, and per
         # lean seat its inbox (the seat's own moves; nobody reads it during this loop, which never awaits)
         messages, outbox = self.pool.outboxes(self.lean_seats)
-        plain, new, put, turn_class, fields_set = _PLAIN.copy, _new, _set, TurnRecord, _ALL_FIELDS
+        plain, move, new, put, turn_class, fields_set = _PLAIN.copy, _MOVE.copy, _new, _set, TurnRecord, _ALL_FIELDS
         rnd, index, step = self.round, len(self.turns), self.step
         try:
             while True:
@@ -690,8 +690,14 @@ class _Match:
                     return
                 name = namer(seat, action)
                 # the pool's move message (MessagePool.add_move)
-                message = {"index": len(messages), "round": rnd, "sender": seat, "recipients": [], "kind": "move"}
-                message["text"], message["action"], message["fields"] = name, action, {}
+                message = move()
+                message["index"] = len(messages)
+                message["round"] = rnd
+                message["sender"] = seat
+                message["recipients"] = []
+                message["text"] = name
+                message["action"] = action
+                message["fields"] = {}
                 messages.append(message)
                 outbox[seat].append(message)
                 # the turn record (_plain_turn)
