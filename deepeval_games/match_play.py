@@ -51,8 +51,9 @@ def build_player(
 
 def seat_rng(seed: int, seat: int) -> np.random.Generator:
     """The generator of one seat of a match with ``seed`` (the judge's: seat ``num_players``): the stream of
-    ``np.random.SeedSequence(seed).spawn(num_players + 1)[seat]``, built without spawning the others."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(seat,)))
+    ``np.random.SeedSequence(seed).spawn(num_players + 1)[seat]``, built without spawning the others (and without
+    ``default_rng``'s checks of its argument: the same generator)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(seat,))))
 
 
 def open_runtime(spec: ExperimentSpec) -> Any:

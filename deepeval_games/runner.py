@@ -113,6 +113,19 @@ class _Runner(MatchPlayer):
             return await self.executor.play(planned)
         return await super().play(planned)
 
+    async def play_and_commit(self, planned: PlannedMatch) -> bool:
+        """Play one planned match and commit its record; True if it was stored now (False: its id was stored
+        already). A worker process's record is committed as the JSON text the worker wrote, never parsed here."""
+        assert self.store is not None
+        if isinstance(self.executor, ProcessExecutor):
+            text = await self.executor.play_json(planned)
+            self.played_json(planned.match_id, text)
+            return self.store.commit_json(planned.match_id, text)
+        return self.store.commit(await self.play(planned))
+
+    def played_json(self, match_id: str, text: str) -> None:
+        """A record played in a worker process, as JSON text, before it is committed (a subclass may read it)."""
+
     async def run(self, todo: list[PlannedMatch], result: RunResult) -> None:
         queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
         for planned in todo:
@@ -130,7 +143,7 @@ class _Runner(MatchPlayer):
                 except asyncio.QueueEmpty:
                     return
                 try:
-                    record = await self.play(planned)
+                    committed = await self.play_and_commit(planned)
                 except InfrastructureError as exc:
                     assert self.store is not None
                     self.store.log_attempt(planned.match_id, "infra", str(exc))
@@ -152,8 +165,7 @@ class _Runner(MatchPlayer):
                     result.failed.append((planned.match_id, detail))
                     bar.update(1)
                     continue
-                assert self.store is not None
-                if self.store.commit(record):
+                if committed:
                     result.played += 1
                 bar.update(1)
 
@@ -415,6 +427,11 @@ class _RecordingRunner(_Runner):
         record = await super().play(planned)
         self.sink(record)
         return record
+
+    def played_json(self, match_id: str, text: str) -> None:
+        data = json.loads(text)  # the fields the sink reads (the adaptive stopping rule: status and payoffs)
+        fields = {key: data.get(key) for key in ("game", "seats", "returns", "status")}
+        self.sink(MatchRecord.model_construct(match_id=match_id, turns=[], **fields))
 
 
 async def _run_adaptive(

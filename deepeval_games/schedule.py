@@ -112,7 +112,8 @@ def _seatings(
         if group not in group_hashes:
             group_hashes[group] = int(stable_hash([game, list(group)], 8), 16)
         entropy = [spec.seed, group_hashes[group], repeat]
-        order = np.random.default_rng(np.random.SeedSequence(entropy)).permutation(len(group))
+        # default_rng(SeedSequence(entropy))'s stream, without default_rng's checks of its argument
+        order = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))).permutation(len(group))
         return tuple(group[i] for i in order)
 
     out: list[tuple[int, tuple[str, ...]]] = []
@@ -225,18 +226,19 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
-        identities: dict[tuple[str, int], dict[str, object]] = {}  # per player and seat of this game, not per match
+        # the id hashes stable_hash({"game", "seats": [identity per seat], "seed", "repeat"}): that JSON text is
+        # written here from parts made once per game and per player and seat (the same text, byte for byte)
+        identities: dict[tuple[str, int], str] = {}
+        game_part = '{"game": ' + json.dumps(canonical) + ', "repeat": '
+        seed_part = '], "seed": ' + json.dumps(spec.seed, default=str) + "}"
         for repeat, seats in _seatings(spec, game, only_repeat):
             for seat, name in enumerate(seats):
                 if (name, seat) not in identities:
-                    identities[name, seat] = _identity(spec.player(name), game, seat)
-            key = {
-                "game": canonical,
-                "seats": [identities[name, seat] for seat, name in enumerate(seats)],
-                "seed": spec.seed,
-                "repeat": repeat,
-            }
-            digest = stable_hash(key, 64)
+                    identity = _identity(spec.player(name), game, seat)
+                    identities[name, seat] = json.dumps(identity, sort_keys=True, default=str)
+            parts = ", ".join([identities[name, seat] for seat, name in enumerate(seats)])
+            text = f"{game_part}{json.dumps(repeat)}, \"seats\": [{parts}{seed_part}"
+            digest = hashlib.sha256(text.encode()).hexdigest()
             plan.append(
                 PlannedMatch(
                     match_id=digest[:20],

@@ -1,0 +1,253 @@
+"""The process executor's worker processes: a fork server (started once per driver process; it imports pyspiel,
+the tasks and, for model players, litellm once) forks each worker, and each worker serves the driver over a socket
+(:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.match_worker.MatchWorker` playing many
+matches at once in its event loop.
+
+The protocol, one JSON object a line: the driver sends ``init`` (the spec, modules, environment), then ``play``
+(an id and a planned match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget``
+(the run's total spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge``
+(its model calls), ``failed`` (it could not start), ``done`` (a failed match: its error, as data) and ``record``
+(a finished match): a ``record`` line is followed by the record's own JSON line, as :meth:`MatchRecord.to_json
+<deepeval_games.records.MatchRecord.to_json>` wrote it, so the driver commits that text without parsing it.
+Results finished in one turn of the worker's event loop go out in one write; a result carries the worker's model-call
+counters only when they changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import gc
+import importlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from deepeval_games.match_worker import LimiterProxy, MatchWorker, _error_result
+
+__all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
+
+
+# -- the worker process ------------------------------------------------------------------------------------------
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """The worker process's loop: read requests (JSON lines), play, write results (JSON lines) until input ends."""
+
+    outbox: list[bytes] = []
+
+    def flush() -> None:
+        if outbox and not writer.is_closing():
+            writer.write(b"".join(outbox))
+        outbox.clear()
+
+    def send(text: str) -> None:
+        """Queue one line; what this turn of the event loop queued goes out in one write, in order."""
+        if not outbox:
+            asyncio.get_running_loop().call_soon(flush)
+        outbox.append(text.encode() + b"\n")
+
+    first = await reader.readline()
+    if not first:
+        return
+    init = json.loads(first)
+    # the driver's environment, directory and import path now, not the fork server's when it started
+    os.environ.clear()
+    os.environ.update(init.get("environ", {}))
+    sys.path[:] = init.get("path", sys.path)
+    proxy = LimiterProxy(lambda message: send(json.dumps(message)))
+    try:
+        os.chdir(init.get("cwd", os.getcwd()))
+        worker = MatchWorker(
+            init["spec"],
+            modules=init.get("modules", ()),
+            budget_usd=init.get("budget_usd"),
+            on_charge=lambda cost: send(json.dumps({"op": "charge", "cost": cost})),
+            limiter=proxy,
+        )
+    except Exception as exc:
+        send(json.dumps({"op": "failed", **_error_result("", exc)}))
+        flush()
+        await writer.drain()
+        return
+    tasks: set[asyncio.Task[None]] = set()
+
+    sent_counters = ""
+
+    async def play(request_id: int, planned: Mapping[str, Any]) -> None:
+        nonlocal sent_counters
+        result = await worker.play(planned)
+        counters = json.dumps(worker.counters())
+        changed = f',"counters":{counters}' if counters != sent_counters else ""
+        sent_counters = counters
+        if "record" in result:  # the record's JSON goes on the next line as it is: never parsed or written again
+            send(f'{{"op":"record","id":{request_id}{changed}}}')
+            send(result["record"])
+        else:
+            send(f'{{"op":"done","id":{request_id}{changed},"error":{json.dumps(result["error"])}}}')
+
+    try:
+        while True:
+            line = await reader.readline()
+            if not line:
+                break  # the driver closed our input (finished, or died): stop
+            message = json.loads(line)
+            op = message.get("op")
+            if op == "play":
+                task = asyncio.create_task(play(int(message["id"]), message["match"]))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            elif op == "granted":
+                proxy.granted(int(message["ask"]), message["grant"])
+            elif op == "denied":
+                proxy.denied(int(message["ask"]), str(message.get("error", "")))
+            elif op == "budget":
+                worker.update_budget(float(message["spent"]))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        worker.close()
+
+
+async def _worker_main_async(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
+    with contextlib.suppress(ConnectionError):  # the driver is gone
+        await _serve(reader, writer)
+
+
+def worker_main(sock: socket.socket) -> None:
+    """Entry point of a worker process: serve the driver over ``sock`` (JSON lines) until it closes it."""
+    gc.freeze()  # what the fork server imported (pyspiel, litellm's tables) stays out of the collector's walks
+    logging.basicConfig(level=os.environ.get("DEEPEVAL_GAMES_WORKER_LOG", "WARNING"), stream=sys.stderr)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the driver decides
+    try:
+        asyncio.run(_worker_main_async(sock))
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(0)  # no interpreter teardown: nothing is left to write
+
+
+LINE_LIMIT = 1 << 30
+"""The longest message (a record as one JSON line) either side reads."""
+
+_PRELOAD = ("deepeval_games.executors", "deepeval_games.runner", "llm_bots.llm_bot")
+"""Modules the fork server imports once, so that each worker starts with them loaded (and litellm, for a run with
+model players)."""
+
+
+def _fork_server_main(fd: int, models: bool) -> None:
+    """The fork server (``python -m deepeval_games.fork_server FD models|plain``): import the heavy modules once, then
+    fork a worker for each socket the driver passes over ``fd``, and answer its pid; stop when the driver is gone.
+
+    Like multiprocessing's fork server, minus its re-import of the caller's main script in every worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for module in _PRELOAD:
+        importlib.import_module(module)
+    if models:
+        from llm_bots import model_info
+
+        model_info.litellm()
+    gc.collect()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers: no zombies
+    control = socket.socket(fileno=fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 1)
+        except OSError:
+            break
+        if not message or not fds:
+            break  # the driver closed the socket (it finished, or died)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a worker waits for its own subprocesses (the sandbox)
+            worker_main(socket.socket(fileno=fds[0]))
+        for descriptor in fds:
+            os.close(descriptor)
+        try:
+            control.sendall(f"{pid}\n".encode())
+        except OSError:
+            break
+    os._exit(0)
+
+
+class _ForkServer:
+    """The driver's handle on its fork server (one per driver process, reused by every run of the process)."""
+
+    def __init__(self, models: bool) -> None:
+        self.models = models
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        mode = "models" if models else "plain"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deepeval_games.fork_server", str(theirs.fileno()), mode],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.control = ours
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def fork(self) -> tuple[int, socket.socket]:
+        """A new worker: its pid and the driver's end of its socket (blocks while the server still imports)."""
+        ours, theirs = socket.socketpair()
+        try:
+            with self.lock:
+                socket.send_fds(self.control, [b"fork"], [theirs.fileno()])
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = self.control.recv(64)
+                    if not chunk:
+                        raise OSError("the fork server is gone")
+                    answer += chunk
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return int(answer), ours
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_server: _ForkServer | None = None
+_server_guard = threading.Lock()
+
+
+def fork_server(models: bool) -> _ForkServer:
+    """The process's fork server, started (or restarted with litellm, for model players) when needed."""
+    global _server
+    with _server_guard:
+        if _server is not None and (not _server.alive() or (models and not _server.models)):
+            _server.close()
+            _server = None
+        if _server is None:
+            _server = _ForkServer(models)
+            atexit.register(_server.close)
+        return _server
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or not sys.argv[1].isdigit():
+        sys.exit("the fork server of the process executor: started by deepeval-games itself, not by hand")
+    _fork_server_main(int(sys.argv[1]), sys.argv[2] == "models")
