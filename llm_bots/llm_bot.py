@@ -22,9 +22,9 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import task
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
+from deepeval_games.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import SpecError
-from llm_bots import model_info
+from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
 from llm_bots.call_cache import CallCache, call_key
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
@@ -76,6 +76,8 @@ class ModelRuntime:
     reported: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False)
     """Per configured model string: the model ids (``models``) and ``system_fingerprints`` its replies reported,
     cache hits included (for the run manifest)."""
+    holds_gc: bool = field(default=False, repr=False)
+    """Whether this runtime holds the run's collector setting (:mod:`llm_bots.gc_policy`) until :meth:`close`."""
 
     def note(self, model: str, completion: Completion) -> None:
         """Remember what a reply of ``model`` reported about the model behind it."""
@@ -87,14 +89,24 @@ class ModelRuntime:
 
     @classmethod
     def open(cls, cache_path: str | Path | None, budget_usd: float | None) -> ModelRuntime:
-        """A runtime with a cache at ``cache_path`` (None: no cache) and an optional budget."""
-        return cls(
+        """A runtime with a cache at ``cache_path`` (None: no cache) and an optional budget.
+
+        While it is open the cyclic garbage collector runs less often (:mod:`llm_bots.gc_policy`); :meth:`close`
+        puts the process's setting back.
+        """
+        runtime = cls(
             cache=CallCache(cache_path) if cache_path else None,
             budget=Budget(budget_usd) if budget_usd is not None else None,
         )
+        gc_policy.hold()
+        runtime.holds_gc = True
+        return runtime
 
     def close(self) -> None:
-        """Close the cache and stop the local model servers this run started."""
+        """Close the cache, stop the local model servers this run started and put the collector's setting back."""
+        if self.holds_gc:
+            self.holds_gc = False
+            gc_policy.release()
         if self.cache is not None:
             self.cache.close()
         local = sys.modules.get("llm_bots.local_server")  # imported only if a local model was used
@@ -102,10 +114,13 @@ class ModelRuntime:
             local.shutdown_all()
 
 
-def _render(messages: Sequence[Mapping[str, str]], style: str) -> list[dict[str, str]]:
+def _render(messages: Sequence[dict[str, str]], style: str) -> list[dict[str, str]]:
+    """The messages sent for a chat so far: the chat's own messages (never changed once added: they are shared
+    with the turn's record, which copies them, and the transport copies what it hands to litellm), or one tagged
+    transcript."""
     tags = PROMPT_STYLES[style]
     if tags is None:
-        return [dict(m) for m in messages]
+        return list(messages)
     human, assistant = tags
     parts = [f"\n\n{human if m['role'] == 'user' else assistant}: {m['content']}" for m in messages]
     return [{"role": "user", "content": "".join(parts) + f"\n\n{assistant}:"}]
@@ -139,6 +154,8 @@ class LLMBot(DeepEvalBot):
         self.turn = 0
         self._seen = 0  # pool messages already put in the chat
         self._by_role: dict[str, ModelConfig] = {}  # the config of a turn, per role
+        self._max_chars: int | None = None  # the task's longest reply, read at the first call
+        self._json_schema: bool | None = None  # whether the model takes a JSON schema, asked once
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -155,8 +172,10 @@ class LLMBot(DeepEvalBot):
             return None
         if self.settings.json_mode == "on":
             return schema
-        # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm
-        return schema if self.config.is_local or supports_json_schema(self.config.model) else None
+        # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm (once a bot)
+        if self._json_schema is None:
+            self._json_schema = self.config.is_local or supports_json_schema(self.config.model)
+        return schema if self._json_schema else None
 
     def turn_config(self, observation: Observation) -> ModelConfig:
         """The model settings of this turn: the player's, with ``max_tokens`` resolved against the task's reply
@@ -198,7 +217,9 @@ class LLMBot(DeepEvalBot):
         self.runtime.sent[config.model] = self.runtime.sent.get(config.model, 0) + 1
         completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
         # cut before the reply is kept anywhere (cache, record, chat history): a huge reply is never sent back
-        completion = cut_reply(completion, task.max_reply_chars(self.game))
+        if self._max_chars is None:
+            self._max_chars = task.max_reply_chars(self.game)
+        completion = cut_reply(completion, self._max_chars)
         self.runtime.note(config.model, completion)
         if cache is not None:
             cache.put(key, completion)
@@ -215,7 +236,7 @@ class LLMBot(DeepEvalBot):
     async def act(self, observation: Observation) -> Decision:
         """Ask the model for this turn's move, re-asking on invalid replies."""
         self.history.append({"role": "user", "content": self.turn_message(observation)})
-        decision = Decision(action=None)
+        turn = _Exchange()
         response_format = self._response_format(observation)
         config = self.turn_config(observation)
         error = "no reply"
@@ -225,10 +246,10 @@ class LLMBot(DeepEvalBot):
             for ask in range(self.settings.max_reasks + 1):
                 messages = _render(self.history, self.settings.prompt_style)
                 completion = await self._call(messages, response_format, ask, config)
-                decision = _account(decision, messages, completion, ask)
+                turn.add(messages, completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
                     return self._penalty(
-                        observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", decision
+                        observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", turn.decision()
                     )
                 answer = strip_reasoning(completion.text)  # the record keeps the raw reply, thinking included
                 said = answer if answer != completion.text.strip() else completion.text
@@ -244,7 +265,7 @@ class LLMBot(DeepEvalBot):
                     parsed = safe_parse(self.adapter, answer, observation)
                     if parsed.ok:
                         outcome = Outcome.OK if ask == 0 else Outcome.REASKED
-                        return replace(decision, action=parsed.action, text=parsed.text or answer, outcome=outcome)
+                        return turn.decision(parsed.action, parsed.text or answer, outcome)
                     error = parsed.error or "invalid reply"
                     if looks_like_refusal(answer):
                         refusals += 1
@@ -253,8 +274,8 @@ class LLMBot(DeepEvalBot):
             if cut:
                 outcome = Outcome.TRUNCATED
             else:
-                outcome = Outcome.REFUSAL if refusals == len(decision.raw_replies) else Outcome.INVALID
-            return self._penalty(observation, outcome, error, decision)
+                outcome = Outcome.REFUSAL if refusals == len(turn.raw_replies) else Outcome.INVALID
+            return self._penalty(observation, outcome, error, turn.decision())
         finally:
             self.turn += 1
 
@@ -280,25 +301,79 @@ def cut_reply(completion: Completion, max_chars: int) -> Completion:
     )
 
 
-def _account(decision: Decision, messages: Sequence[Mapping[str, str]], completion: Completion, ask: int) -> Decision:
-    """The turn so far plus one finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its
-    transport attempts (retries included) and what was cut from its reply."""
-    overflow = completion.outcome is CallOutcome.CONTEXT_OVERFLOW
-    return replace(
-        decision,
-        attempts=(*decision.attempts, *(replace(attempt, ask=ask) for attempt in completion.attempt_log)),
-        cut_chars=decision.cut_chars if overflow else (*decision.cut_chars, completion.cut_chars),
-        prompts=(*decision.prompts, tuple(dict(m) for m in messages)),
-        raw_replies=decision.raw_replies if overflow else (*decision.raw_replies, completion.text),
-        retries=ask,
-        model=completion.model or decision.model,
-        tokens_in=decision.tokens_in + completion.prompt_tokens,
-        tokens_out=decision.tokens_out + completion.completion_tokens,
-        cost_usd=decision.cost_usd + completion.cost_usd,
-        finish_reasons=decision.finish_reasons if overflow else (*decision.finish_reasons, completion.finish_reason),
-        reasoning_tokens=decision.reasoning_tokens + completion.reasoning_tokens,
-        reasoning=decision.reasoning if overflow else (*decision.reasoning, completion.reasoning),
+class _Exchange:
+    """A turn's exchange with the model so far, one finished call (ask) at a time; :meth:`decision` makes the
+    turn's :class:`Decision` once, when the turn ends."""
+
+    __slots__ = (
+        "attempts",
+        "cost_usd",
+        "cut_chars",
+        "finish_reasons",
+        "model",
+        "prompts",
+        "raw_replies",
+        "reasoning",
+        "reasoning_tokens",
+        "retries",
+        "tokens_in",
+        "tokens_out",
     )
+
+    def __init__(self) -> None:
+        self.attempts: list[CallAttempt] = []
+        self.cut_chars: list[int] = []
+        self.prompts: list[tuple[dict[str, str], ...]] = []
+        self.raw_replies: list[str] = []
+        self.finish_reasons: list[str | None] = []
+        self.reasoning: list[str] = []
+        self.retries = 0
+        self.model: str | None = None
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.cost_usd = 0.0
+        self.reasoning_tokens = 0
+
+    def add(self, messages: Sequence[dict[str, str]], completion: Completion, ask: int) -> None:
+        """One finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its transport attempts
+        (retries included) and what was cut from its reply. A context overflow sent nothing and got no reply."""
+        self.attempts.extend(a if a.ask == ask else replace(a, ask=ask) for a in completion.attempt_log)
+        self.prompts.append(tuple(messages))
+        if completion.outcome is not CallOutcome.CONTEXT_OVERFLOW:
+            self.cut_chars.append(completion.cut_chars)
+            self.raw_replies.append(completion.text)
+            self.finish_reasons.append(completion.finish_reason)
+            self.reasoning.append(completion.reasoning)
+        self.retries = ask
+        self.model = completion.model or self.model
+        self.tokens_in += completion.prompt_tokens
+        self.tokens_out += completion.completion_tokens
+        self.cost_usd += completion.cost_usd
+        self.reasoning_tokens += completion.reasoning_tokens
+
+    def decision(
+        self, action: int | None = None, text: str = "", outcome: Outcome = Outcome.OK, error: str | None = None
+    ) -> Decision:
+        """The turn's decision: ``action`` and ``text`` (no action: the text of the last reply is filled in by the
+        caller), with everything asked so far."""
+        return Decision(
+            action=action,
+            text=text,
+            outcome=outcome,
+            raw_replies=tuple(self.raw_replies),
+            prompts=tuple(self.prompts),
+            retries=self.retries,
+            model=self.model,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost_usd=self.cost_usd,
+            error=error,
+            attempts=tuple(self.attempts),
+            cut_chars=tuple(self.cut_chars),
+            finish_reasons=tuple(self.finish_reasons),
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning=tuple(self.reasoning),
+        )
 
 
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:

@@ -30,6 +30,7 @@ INFO_NAME = "model-info.json"
 """The file of remembered facts, in the user cache folder."""
 
 _lock = threading.Lock()
+_module: ModuleType | None = None
 _memo: dict[str, dict[str, Any]] | None = None
 _stamp: str | None = None
 
@@ -41,6 +42,10 @@ def litellm() -> ModuleType:
     long as the process) are moved out of the cyclic garbage collector's reach (``gc.freeze``): otherwise every full
     collection, which a run's allocations trigger again and again, walks all of them (tenths of a second each).
     """
+    global _module
+    known = _module
+    if known is not None:  # every model call asks: the import machinery and the setting only the first time
+        return known
     first = "litellm" not in sys.modules
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before the import: no network at import
     import litellm as module
@@ -48,6 +53,7 @@ def litellm() -> ModuleType:
     if first:
         gc.freeze()
     module.suppress_debug_info = True
+    _module = module
     return module
 
 

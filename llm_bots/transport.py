@@ -48,6 +48,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from pydantic import BaseModel
+
 from deepeval_games.bot import CallAttempt
 from deepeval_games.errors import FatalRunError, InfrastructureError
 from llm_bots import limits, model_info
@@ -190,6 +192,15 @@ class Completion:
         # a completion read back from the call cache carries its attempts as plain mappings
         log = tuple(a if isinstance(a, CallAttempt) else CallAttempt(**a) for a in self.attempt_log)
         object.__setattr__(self, "attempt_log", log)
+
+    @classmethod
+    def _made(cls, **values: Any) -> Completion:
+        """A completion from every field's value, ``attempt_log`` a tuple of :class:`CallAttempt` (what
+        :func:`complete` builds): the same object as the constructor's, without a frozen dataclass's
+        per-field ``__setattr__`` (a third of the cost of reading a reply)."""
+        completion = object.__new__(cls)
+        object.__setattr__(completion, "__dict__", values)
+        return completion
 
 
 class Budget:
@@ -432,6 +443,8 @@ def _fatal_message(config: ModelConfig, exc: BaseException, status: int | None, 
 
 _sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 _closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+_recent: tuple[weakref.ref[asyncio.AbstractEventLoop], Any] | None = None
+"""The loop and session of the last lookup (a run asks from one loop, once per call)."""
 
 
 def _shared_session() -> Any:
@@ -444,10 +457,17 @@ def _shared_session() -> Any:
     when its event loop shuts down (``asyncio.run`` closes the loop's async generators, this one included).
     None when litellm does not use aiohttp (``litellm.disable_aiohttp_transport``) or aiohttp is missing.
     """
+    global _recent
     loop = asyncio.get_running_loop()
+    recent = _recent
+    if recent is not None and recent[0]() is loop and not recent[1].closed:  # every call asks: the last answer
+        return recent[1]
     session = _sessions.get(loop)
     if session is not None:
-        return session if not session.closed else None
+        if session.closed:
+            return None
+        _recent = (weakref.ref(loop), session)
+        return session
     if getattr(_litellm(), "disable_aiohttp_transport", False):
         return None
     try:
@@ -457,6 +477,7 @@ def _shared_session() -> Any:
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=120)
     session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
     _sessions[loop] = session
+    _recent = (weakref.ref(loop), session)
 
     async def close_with_loop() -> Any:
         try:
@@ -526,7 +547,7 @@ def _litellm_kwargs(
 def _cost_usd(response: Any) -> float:
     """The call's cost as litellm priced it while answering (``response_cost``: None for a model it has no price
     for, which costs 0.0); priced again only when a response does not carry it."""
-    hidden = getattr(response, "_hidden_params", None)
+    hidden = _field(response, "_hidden_params")
     if isinstance(hidden, Mapping) and "response_cost" in hidden:
         cost = hidden["response_cost"]
         if cost is None:
@@ -544,7 +565,7 @@ def _cost_usd(response: Any) -> float:
 
 
 def _usage_dict(response: Any) -> dict[str, Any]:
-    usage = getattr(response, "usage", None)
+    usage = _field(response, "usage")
     if usage is None:
         return {}
     if hasattr(usage, "model_dump"):
@@ -569,15 +590,15 @@ def _parse_response(
     log: Sequence[CallAttempt] = (),
 ) -> Completion:
     """The completion of a 200 response; ``log`` holds the attempts before this one (this one is added)."""
-    choices = getattr(response, "choices", None) or []
+    choices = _field(response, "choices") or []
     if not choices:
         raise _MalformedResponse(f"model {original.model!r}: response without choices")
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    text = getattr(message, "content", None) or ""
-    refusal_text = getattr(message, "refusal", None)
-    finish_reason = getattr(choice, "finish_reason", None)
-    reported = str(getattr(response, "model", "") or "")
+    message = _field(choice, "message")
+    text = _field(message, "content") or ""
+    refusal_text = _field(message, "refusal")
+    finish_reason = _field(choice, "finish_reason")
+    reported = str(_field(response, "model") or "")
     if not model_id_matches(config.model, reported, original.accept_model_ids):
         raise ModelMismatchError(
             f"model {original.model!r}: the response reports model {reported!r}, which is not the configured "
@@ -588,10 +609,10 @@ def _parse_response(
         )
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
-    fingerprint = getattr(response, "system_fingerprint", None)
-    reasoning = getattr(message, "reasoning_content", None)
-    outcome = Outcome.REFUSAL if refused else Outcome.OK
-    return Completion(
+    fingerprint = _field(response, "system_fingerprint")
+    reasoning = _field(message, "reasoning_content")
+    outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
+    return Completion._made(
         text=text or (refusal_text or ""),
         model=reported or config.model,
         finish_reason=finish_reason,
@@ -604,11 +625,45 @@ def _parse_response(
         usage=usage,
         elapsed_s=elapsed,
         requested_model=config.model,
-        attempt_log=(*log, CallAttempt(status=outcome.value)),
+        attempt_log=(*log, attempt),
         system_fingerprint=str(fingerprint) if fingerprint else None,
         reasoning_tokens=_reasoning_tokens(usage),
         reasoning=reasoning if isinstance(reasoning, str) else "",
+        cut_chars=0,
     )
+
+
+_ANSWERED = CallAttempt(status=Outcome.OK.value)
+_REFUSED = CallAttempt(status=Outcome.REFUSAL.value)
+"""The last attempt of a call that got a reply (frozen: one object serves every call)."""
+
+_ABSENT: dict[tuple[type, str], bool] = {}
+"""Per (class, name): True when the class itself has no attribute ``name`` (no property, no class default)."""
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``getattr(obj, name, None)``, without a pydantic model's slow path for an unset name.
+
+    litellm's responses are pydantic models that drop their unset optional fields (a message without ``refusal``
+    or ``reasoning_content``): reading one raises AttributeError inside pydantic's ``__getattr__``, about 10 µs
+    each time. A set field is in the instance's ``__dict__``, an extra one in ``__pydantic_extra__``, a private one
+    in ``__pydantic_private__``; a name in none of them that the class does not define either is absent (None).
+    Anything else (properties, class defaults, other objects) is read with ``getattr``.
+    """
+    values = getattr(obj, "__dict__", None)
+    if values is not None and name in values:
+        return values[name]
+    if isinstance(obj, BaseModel):
+        store = obj.__pydantic_private__ if name.startswith("_") else obj.__pydantic_extra__
+        if store and name in store:
+            return store[name]
+        cls = type(obj)
+        absent = _ABSENT.get((cls, name))
+        if absent is None:
+            absent = _ABSENT[(cls, name)] = not hasattr(cls, name)
+        if absent:
+            return None
+    return getattr(obj, name, None)
 
 
 def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
