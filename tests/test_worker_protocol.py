@@ -1,0 +1,158 @@
+"""Around the referee (issue 14): what the process executor's driver does with a worker's record (commits the
+worker's JSON line as it is), the worker's side of the pipe (record lines, one write per event-loop turn, counters
+only when they change), and the plan's ids written from parts (the same bytes as hashing the whole key)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games import parse_spec, run_experiment
+from deepeval_games.fork_server import LINE_LIMIT
+from deepeval_games.match_worker import encode_planned
+from deepeval_games.records import MatchRecord
+from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
+from deepeval_games.store import JSONL_NAME, Store
+
+PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
+
+
+def _spec(repeats: int) -> dict[str, Any]:
+    players = [{"name": name, "bot": bot} for name, bot in (("a", "pgg_random"), ("b", "pgg_free_rider"))]
+    return {"experiment": {"name": "p", "game": PGG, "repeats": repeats, "seed": 3}, "players": players}
+
+
+def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    for name in ("to_json", "model_dump_json", "to_dict"):
+        original = getattr(MatchRecord, name)
+        monkeypatch.setattr(
+            MatchRecord, name, lambda self, *a, _o=original, _n=name, **k: (calls.append(_n), _o(self, *a, **k))[1]
+        )
+    original_from = MatchRecord.from_dict.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        MatchRecord, "from_dict", classmethod(lambda cls, d: (calls.append("from_dict"), original_from(cls, d))[1])
+    )
+    one = run_experiment(_spec(12), tmp_path / "one", workers=1)
+    assert calls.count("to_json") == 12  # one process: each record serialised once, here
+    calls.clear()
+    two = run_experiment(_spec(12), tmp_path / "two", workers=2)
+    assert two.played == 12 and not two.failed
+    assert calls == []  # nothing was parsed, validated or serialised again in the driver
+    monkeypatch.undo()
+    lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
+    assert all(line.startswith('{"match_id":"') for line in lines)  # as MatchRecord.to_json writes it
+    with Store(tmp_path / "two", read_only=True) as store:
+        stored = [text for (text,) in store._db.execute("SELECT record FROM matches ORDER BY seq")]
+    assert stored == lines
+    canonical = sorted((r.canonical() for r in two.records), key=lambda d: d["match_id"])
+    assert canonical == sorted((r.canonical() for r in one.records), key=lambda d: d["match_id"])
+
+
+def test_the_adaptive_rule_reads_worker_records_from_their_lines(tmp_path: Path) -> None:
+    spec = _spec(2)
+    spec["experiment"]["until_stable"] = {"rule": "adaptive", "max_repeats": 8, "epsilon": 0.5, "alpha": 0.2}
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+    two = run_experiment(spec, tmp_path / "two", workers=2)
+    assert two.stopping.to_dict() == one.stopping.to_dict()
+    assert two.match_ids == one.match_ids
+
+
+def _serve_in_thread(sock: socket.socket) -> threading.Thread:
+    from deepeval_games import fork_server
+
+    def main() -> None:
+        async def serve() -> None:
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
+            await fork_server._serve(reader, writer)
+            writer.close()
+
+        asyncio.run(serve())
+
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    return thread
+
+
+def _read_line(sock: socket.socket, buffer: bytearray) -> bytes:
+    while b"\n" not in buffer:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError
+        buffer += chunk
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    return line
+
+
+def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change() -> None:
+    spec = parse_spec(_spec(3))
+    plan = plan_matches(spec)
+    ours, theirs = socket.socketpair()
+    environ, cwd = dict(os.environ), os.getcwd()
+    init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
+    thread = _serve_in_thread(theirs)
+    try:
+        requests = [json.dumps(init)]
+        requests += [json.dumps({"op": "play", "id": i, "match": encode_planned(m)}) for i, m in enumerate(plan)]
+        requests.append(json.dumps({"op": "play", "id": 99, "match": {"match_id": "x"}}))  # malformed: an error
+        ours.sendall(("\n".join(requests) + "\n").encode())
+        buffer = bytearray()
+        headers, texts = [], {}
+        while len(headers) < len(plan) + 1:
+            header = json.loads(_read_line(ours, buffer))
+            headers.append(header)
+            if header["op"] == "record":
+                texts[header["id"]] = _read_line(ours, buffer).decode()
+        ours.shutdown(socket.SHUT_WR)  # the driver closes the worker's input: it stops
+        thread.join(10)
+    finally:
+        ours.close()
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+    assert not thread.is_alive()
+    assert sorted(texts) == list(range(len(plan)))
+    for i, planned in enumerate(plan):
+        record = MatchRecord.from_dict(json.loads(texts[i]))
+        assert record.match_id == planned.match_id and record.repeat == planned.repeat
+    error = next(h for h in headers if h["op"] == "done")
+    assert error["id"] == 99 and error["error"]["kind"] == "error"
+    # a scripted run's counters never change: only the first result carries them
+    assert [("counters" in h) for h in headers] == [True] + [False] * len(plan)
+
+
+def test_match_ids_are_the_hash_of_the_whole_key() -> None:
+    spec = parse_spec(
+        {
+            "experiment": {"name": "k", "game": "tic_tac_toe", "repeats": 2, "seed": 11},
+            "players": [
+                {"name": "m", "model": "openai/gpt-4o-mini", "temperature": 0.25, "api_key_env": "NONE_SET"},
+                {"name": "r", "bot": "random"},
+                {"name": "ü", "model": "openai/x", "seed": 5, "top_p": 0.5, "max_tokens": 64},
+            ],
+        }
+    )
+    from deepeval_games.games import load_game
+
+    game = load_game("tic_tac_toe")
+    expected = []
+    for repeat, seats in _seatings(spec, game):
+        key = {
+            "game": str(game),
+            "seats": [_identity(spec.player(name), game, seat) for seat, name in enumerate(seats)],
+            "seed": spec.seed,
+            "repeat": repeat,
+        }
+        digest = stable_hash(key, 64)
+        expected.append((digest[:20], int(digest[20:36], 16) & (2**63 - 1)))
+    assert [(m.match_id, m.seed) for m in plan_matches(spec)] == expected
+    assert len(expected) == 12
