@@ -342,6 +342,13 @@ class _Match:
     coroutine per move; asyncio is used only for bots that really await (LLMs, sandboxed scorers, humans).
     """
 
+    __slots__ = (
+        "_delivered", "_fields_of", "_free_text_of", "_has_fields", "_has_free_text", "_has_judge", "_has_penalty",
+        "_legal_of", "_moves", "_namer", "_params", "_penalty_of", "_penalty_rng", "_picks", "_read_text", "_rng",
+        "_short_name", "_views", "at_once", "bots", "facts", "game", "judge", "lean", "lean_seats", "n", "pool",
+        "round", "seed", "state", "step", "turns",
+    )  # fmt: skip
+
     def __init__(
         self,
         game: pyspiel.Game,
