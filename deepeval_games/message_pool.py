@@ -75,6 +75,8 @@ class MessagePool:
     is found by a scan when asked.)
     """
 
+    __slots__ = ("_inboxes", "_made", "_read", "_records", "_views")
+
     def __init__(self) -> None:
         self._records: list[dict[str, Any]] = []
         """Every message in order, in its record form (:meth:`Message.to_dict`)."""

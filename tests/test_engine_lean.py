@@ -344,3 +344,83 @@ def test_move_turns_share_a_fields_set_that_assignment_cannot_change() -> None:
     assert b.model_fields_set == fresh.model_fields_set == set(TurnRecord.model_fields)
     copied = b.model_copy(update={"text": "x"})
     assert copied.text == "x" and b.text == "4" and b == fresh
+
+
+# -- third pass: the pool's record form, the lean match loop, the record filled in place -------------------------
+
+
+def test_the_pool_keeps_each_message_in_its_record_form_and_hands_readers_copies() -> None:
+    """The pool's records are what ``[m.to_dict() for m in pool]`` gives (keys in the dataclass's order); a
+    :class:`Message` is made of a record when read, once, with its own ``fields``: a reader cannot change the
+    record; an inbox read earlier stays what it was while messages keep arriving."""
+    pool = MessagePool()
+    pool.tell(0, 0, "rules", "the rules", {"seat_label": "Player 1"})
+    pool.add_move(1, 0, "x(1,1)", 4)
+    pool.add(round=1, sender=REFEREE, recipients=(0, 1), kind="x", text="both", fields={"k": [1]})
+    earlier = pool.visible_to(0)
+    pool.tell(2, 0, "observation", "a view", {"coins": 3})
+    pool.add_move(2, 1, "o(0,0)", 0)
+    assert pool.records() == [m.to_dict() for m in pool]
+    names = [f.name for f in dataclasses.fields(Message)]
+    assert all(list(record) == names for record in pool.records())
+    now = pool.visible_to(0)
+    assert len(earlier) == 3 and len(now) == 4 and all(a is b for a, b in zip(earlier, now, strict=False))
+    assert [m.text for m in pool.visible_to(1)] == ["both", "o(0,0)"]
+    earlier[0].fields["seat_label"] = "changed"  # a reader's copy of the fields
+    assert pool.records()[0]["fields"] == {"seat_label": "Player 1"}
+    assert [m.index for m in pool] == list(range(5)) and len(pool) == 5
+
+
+def _timeless(record: Any) -> dict[str, Any]:
+    data = record.to_dict()
+    data.pop("wall_time_s"), data.pop("started_at")
+    for turn in data["turns"]:
+        turn.pop("latency_s")
+    return data
+
+
+@pytest.mark.parametrize("game_string", ["tic_tac_toe", "connect_four", "kuhn_poker"])
+def test_a_match_of_lean_seats_plays_as_the_general_loop_plays_it(
+    game_string: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classical players that read no view, in a sequential game without a judge, are played by
+    ``_Match.run_lean`` (no coroutine, no view delivered before the end): the same record, pool and returns as the
+    general loop gives (kuhn_poker: its chance deals too); an ``mcts`` seat (asked through ``pick``) as well."""
+    from deepeval_games import referee
+
+    game = load_game(game_string)
+
+    def play() -> Any:
+        bots: list[DeepEvalBot] = [RandomBot(0, np.random.default_rng([3, 0]), game=game)]
+        bots.append(MCTSPlayer(1, np.random.default_rng([3, 1]), game=game, simulations=10))
+        return asyncio.run(play_match(game, bots, seed=3))
+
+    async def refuse(self: Any, max_rounds: int) -> None:
+        raise AssertionError("the general loop played a match of lean seats")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(referee._Match, "run", refuse)
+        lean = play()
+    monkeypatch.setattr(referee, "_all_lean", lambda match: False)
+    general = play()
+    assert _timeless(lean) == _timeless(general) and len(lean.turns) > 2
+    assert referee._lean_pick(RandomBot(0, np.random.default_rng(0), game=game))[2] is False  # C++ step, no legal
+    assert referee._lean_pick(MCTSPlayer(0, np.random.default_rng(0), game=game))[2] is True  # pick(state, legal)
+
+
+def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
+    """``play_match`` fills its record in place (no ``model_construct`` walk): the record pydantic validates from
+    the same values is equal, with the same fields set and the same JSON."""
+    from deepeval_games.records import MatchRecord
+
+    for game_string, bots in (
+        ("tic_tac_toe", [RandomBot(seat, np.random.default_rng(seat)) for seat in range(2)]),
+        ("deepeval_public_goods(players=2,rounds=2)", None),
+    ):
+        game = load_game(game_string)
+        if bots is None:
+            bots = [make_bot("pgg_full_contributor", game, seat, np.random.default_rng(seat)) for seat in range(2)]
+        record = asyncio.run(play_match(game, bots, seed=2, match_id="m"))
+        rebuilt = MatchRecord(**{name: getattr(record, name) for name in record.model_fields_set})
+        assert rebuilt == record and rebuilt.model_fields_set == record.model_fields_set
+        assert rebuilt.to_json() == record.to_json()
