@@ -22,7 +22,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import task
-from deepeval_games.message_pool import Message
+from deepeval_games.message_pool import InboxAt, Message
 
 __all__ = [
     "CallAttempt",
@@ -92,6 +92,32 @@ class Observation:
         for action in self.legal_actions:
             names.setdefault(self.action_to_string(action), action)
         return names
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields, its inbox read (a copy or a pickle holds the messages, not the pool)."""
+        state = dict(self.__dict__)
+        state["inbox"] = self.inbox
+        return state
+
+
+class _Inbox:
+    """``Observation.inbox``: the field's value, which the referee may hand over unread (an
+    :class:`~deepeval_games.message_pool.InboxAt`); it is read, and kept, when first asked for. Equality, ``repr``,
+    :func:`dataclasses.replace` and copies see the messages."""
+
+    def __get__(self, observation: Observation | None, owner: type | None = None) -> Any:
+        if observation is None:
+            return self
+        value = observation.__dict__["inbox"]
+        if value.__class__ is InboxAt:
+            value = observation.__dict__["inbox"] = value.read()
+        return value
+
+    def __set__(self, observation: Observation, value: tuple[Message, ...] | InboxAt) -> None:
+        observation.__dict__["inbox"] = value  # the frozen dataclass sets its fields through object.__setattr__
+
+
+setattr(Observation, "inbox", _Inbox())  # noqa: B010 (after @dataclass made the field)
 
 
 Prompt = tuple[Mapping[str, str], ...]
@@ -260,13 +286,14 @@ def make_observation(
     text: str,
     fields: Mapping[str, Any],
     legal_actions: tuple[int, ...],
-    inbox: tuple[Message, ...],
+    inbox: tuple[Message, ...] | InboxAt,
     penalty_action: int | None,
     free_text: bool,
     action_to_string: Callable[[int], str],
 ) -> Observation:
     """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
-    (the referee makes one a move; the result equals ``Observation(...)`` of the same values)."""
+    (the referee makes one a move; the result equals ``Observation(...)`` of the same values). ``inbox`` may be an
+    :class:`~deepeval_games.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
     observation = _new(Observation)
     _set(
         observation,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["REFEREE", "Message", "MessagePool", "seat_label"]
+__all__ = ["REFEREE", "InboxAt", "Message", "MessagePool", "seat_label"]
 
 REFEREE = -1
 """Sender id of the referee (seats are 0..n-1)."""
@@ -210,6 +210,12 @@ class MessagePool:
             view = self._views[seat] = tuple(read)
         return view
 
+    def inbox_later(self, seat: int) -> InboxAt:
+        """``seat``'s inbox as it is now, read when first needed (:class:`InboxAt`): an observation holds one, so a
+        bot that never reads its inbox (a scripted baseline) costs no :class:`Message` made for it."""
+        inbox = self._inboxes.get(seat)
+        return InboxAt(self, seat, 0 if inbox is None else len(inbox))
+
     def records(self) -> list[dict[str, Any]]:
         """Every message in order, as a match record holds them (``[m.to_dict() for m in pool]``, without the
         copies): the pool's own list and dicts, for the record of a finished match (the pool is not added to after
@@ -222,3 +228,21 @@ class MessagePool:
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+class InboxAt:
+    """A seat's inbox as it was at one point of a match (its first ``count`` messages), made when :meth:`read`.
+
+    The pool only appends, so the messages read later are the very ones the seat had then."""
+
+    __slots__ = ("count", "pool", "seat")
+
+    def __init__(self, pool: MessagePool, seat: int, count: int) -> None:
+        self.pool = pool
+        self.seat = seat
+        self.count = count
+
+    def read(self) -> tuple[Message, ...]:
+        """The messages (:meth:`MessagePool.visible_to`, as it was)."""
+        view = self.pool.visible_to(self.seat)
+        return view if len(view) == self.count else view[: self.count]

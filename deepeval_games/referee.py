@@ -500,7 +500,7 @@ class _Match:
             text,
             fields,
             legal,
-            self.pool.visible_to(seat),
+            self.pool.inbox_later(seat),  # read if the bot reads it (scripted baselines do not)
             None if self._penalty_of is None else int(self._penalty_of(seat)),
             False if self._free_text_of is None else bool(self._free_text_of(seat)),
             _ActionNames(state, seat, self, self._namer),

@@ -424,3 +424,32 @@ def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
         rebuilt = MatchRecord(**{name: getattr(record, name) for name in record.model_fields_set})
         assert rebuilt == record and rebuilt.model_fields_set == record.model_fields_set
         assert rebuilt.to_json() == record.to_json()
+
+
+def test_an_observations_inbox_is_read_when_first_asked_for_as_it_was_when_made() -> None:
+    """The referee hands an observation its seat's inbox unread (a scripted baseline never reads it): read later,
+    after more messages reached the seat, it holds the messages the seat had when the observation was made; equal,
+    ``repr``, ``dataclasses.replace`` and a pickle see the messages."""
+    from deepeval_games.message_pool import InboxAt
+
+    pool = MessagePool()
+    pool.tell(0, 0, "rules", "the rules", {})
+    pool.add_move(1, 0, "a", 1)
+    values: dict[str, Any] = dict(
+        seat=0, num_seats=2, game="g", params={}, round=1, text="t", fields={}, legal_actions=(1, 2)
+    )
+    values.update(penalty_action=None, free_text=False, action_to_string=str)
+    later = make_observation(**values, inbox=pool.inbox_later(0))
+    assert isinstance(later.__dict__["inbox"], InboxAt)  # not read yet
+    pool.tell(1, 0, "observation", "more", {})
+    pool.add_move(2, 0, "b", 2)
+    now = make_observation(**values, inbox=pool.visible_to(0)[:2])
+    assert [m.text for m in later.inbox] == ["the rules", "a"] and later.inbox is later.inbox
+    assert later == now and repr(later) == repr(now)
+    unread = make_observation(**values, inbox=pool.inbox_later(0))
+    assert dataclasses.replace(unread, round=2).inbox == pool.visible_to(0)
+    values["action_to_string"] = repr  # picklable
+    copied = pickle.loads(pickle.dumps(make_observation(**values, inbox=pool.inbox_later(0))))
+    assert [m.text for m in copied.inbox] == ["the rules", "a", "more", "b"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        later.inbox = ()  # type: ignore[misc]
