@@ -121,8 +121,9 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
     ``workers`` overrides the spec's ``[experiment] workers`` (``"auto"`` or a number). Always 1 with a person at the
     table (a human seat or judge) or a ``local/`` model. An explicit number is capped by the matches to play.
     ``"auto"``: one process per core for a run with model players, but at most one per :data:`AUTO_MIN_MATCHES`
-    matches to play (so a small run stays in one process); one process for a run without model players (a
-    scripted match is too cheap to win back its trip through a pipe and the single writer).
+    matches to play (so a small run stays in one process); one process for a run without model players (measured on
+    two cores, ``bench/README.md``: two workers playing scripted matches were no faster than one process, though the
+    driver commits their record lines without parsing them).
     """
     setting = spec.experiment.workers if workers is None else workers
     if spec.has_humans() or any(p.model is not None and p.model.startswith("local/") for p in _seats(spec)):

@@ -58,7 +58,6 @@ def spec_modules(spec: ExperimentSpec, games: Iterable[Any] = ()) -> list[str]:
     return sorted(m for m in modules if m not in ("__main__", "builtins") and not m.startswith("pyspiel"))
 
 
-
 # -- what crosses the boundary ----------------------------------------------------------------------------------
 
 

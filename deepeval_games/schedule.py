@@ -237,7 +237,7 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
                     identity = _identity(spec.player(name), game, seat)
                     identities[name, seat] = json.dumps(identity, sort_keys=True, default=str)
             parts = ", ".join([identities[name, seat] for seat, name in enumerate(seats)])
-            text = f"{game_part}{json.dumps(repeat)}, \"seats\": [{parts}{seed_part}"
+            text = f'{game_part}{json.dumps(repeat)}, "seats": [{parts}{seed_part}'
             digest = hashlib.sha256(text.encode()).hexdigest()
             plan.append(
                 PlannedMatch(

@@ -511,7 +511,7 @@ class Store:
         self.flush()
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
-                yield MatchRecord.from_dict(json.loads(text))
+                yield MatchRecord.from_json(text)
             except RecordError as exc:
                 raise RecordError(f"{self.run_dir}: {exc}") from exc
 

@@ -156,3 +156,56 @@ def test_match_ids_are_the_hash_of_the_whole_key() -> None:
         expected.append((digest[:20], int(digest[20:36], 16) & (2**63 - 1)))
     assert [(m.match_id, m.seed) for m in plan_matches(spec)] == expected
     assert len(expected) == 12
+
+
+# -- reading records back: from the text in one pass when it is a current record -------------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _fixture_records() -> list[MatchRecord]:
+    out = []
+    for name in ("engine_records.jsonl", "runner_records.jsonl"):
+        for line in (FIXTURES / name).read_text().splitlines():
+            if line.strip():
+                out.append(MatchRecord.from_dict(json.loads(line)["record"]))
+    return out
+
+
+def test_from_json_reads_what_from_dict_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = _fixture_records()
+    assert len(records) >= 20
+    special = records[0].model_copy(deep=True)
+    special.returns = [float("inf"), float("-inf")]
+    special.metrics = {"nan": float("nan"), "big": 2**70, "tiny": 5e-324, "text": 'é \u2028 \\ "'}
+    slow: list[str] = []
+    original = MatchRecord.from_dict.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(MatchRecord, "from_dict", classmethod(lambda cls, d: (slow.append("x"), original(cls, d))[1]))
+    for record in [*records, special]:
+        text = record.to_json()
+        read = MatchRecord.from_json(text)
+        assert read.to_json() == text
+        assert MatchRecord.from_json(text.encode()).to_json() == text
+    assert slow == []  # current records never took the parse-then-validate path
+    spaced = json.dumps(json.loads(records[1].to_json()))  # other spacing: the full path, the same record
+    assert MatchRecord.from_json(spaced) == records[1] and slow == ["x"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v3"])
+def test_from_json_migrates_old_lines_as_from_dict_does(version: str) -> None:
+    lines = (FIXTURES / version / "pgg_llm" / "matches.jsonl").read_text().splitlines()
+    assert lines
+    for line in lines:
+        assert MatchRecord.from_json(line) == MatchRecord.from_dict(json.loads(line))
+
+
+def test_from_json_refuses_what_from_dict_refuses() -> None:
+    from deepeval_games.records import SCHEMA_VERSION, RecordError
+
+    text = _fixture_records()[0].to_json()
+    broken = text.replace('"seats":[', '"seats":[3.5,', 1)
+    with pytest.raises(RecordError, match="not a valid record"):
+        MatchRecord.from_json(broken)
+    newer = text.replace(f'"schema_version":{SCHEMA_VERSION},', '"schema_version":99,')
+    with pytest.raises(RecordError, match="newer"):
+        MatchRecord.from_json(newer)
