@@ -314,7 +314,7 @@ def _lean_pick(bot: StateBot) -> tuple[Callable[..., int], bool, bool]:
     return bot.pick, bot.copies_state, True
 
 
-_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...]]
+_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool]
 _SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
 """:func:`_seating` by the bots' classes (what it reads of a bot are class attributes)."""
 
@@ -322,11 +322,13 @@ _SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
 def _seating(bots: Sequence[DeepEvalBot]) -> _SeatKinds:
     """Per seat, whether its bot answers at once (:func:`~deepeval_games.bot.answers_at_once`: not awaited) and
     whether it is lean (a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
-    its legal moves, no observation built, and sent no view but the final one); and the lean seats. Made once per
-    seating of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
+    its legal moves, no observation built, and sent no view but the final one); the lean seats; and whether every
+    seat's bot is a :class:`SyncBot` answering at once (scripted baselines: :meth:`_Match.scripted_round`). Made
+    once per seating of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
     at_once = [answers_at_once(bot) for bot in bots]
     lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
-    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean))
+    scripted = all(ready and not isinstance(bot, StateBot) for ready, bot in zip(at_once, bots, strict=True))
+    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean), scripted)
     if len(_SEATINGS) >= _FACTS_KEPT:
         _SEATINGS.clear()
     _SEATINGS[tuple(map(type, bots))] = kinds
@@ -346,7 +348,7 @@ class _Match:
         "_delivered", "_fields_of", "_free_text_of", "_has_fields", "_has_free_text", "_has_judge", "_has_penalty",
         "_legal_of", "_moves", "_namer", "_params", "_penalty_of", "_penalty_rng", "_picks", "_read_text", "_rng",
         "_short_name", "_views", "at_once", "bots", "facts", "game", "judge", "lean", "lean_seats", "n", "pool",
-        "round", "seed", "state", "step", "turns",
+        "round", "scripted", "seed", "state", "step", "turns",
     )  # fmt: skip
 
     def __init__(
@@ -372,7 +374,7 @@ class _Match:
         kinds = _SEATINGS.get(tuple(map(type, bots)))
         if kinds is None:
             kinds = _seating(bots)
-        self.at_once, self.lean, self.lean_seats = kinds  # per seat; see _seating (shared: never changed)
+        self.at_once, self.lean, self.lean_seats, self.scripted = kinds  # see _seating (shared: never changed)
         self.facts = facts = _facts(game, self.state)
         self._short_name = facts.short_name
         self._params = facts.params
@@ -617,6 +619,34 @@ class _Match:
         self.state.apply_actions(joint)
         self.step += 1
 
+    def scripted_round(self) -> None:
+        """:meth:`simultaneous_round` when every seat's bot is a :class:`SyncBot` answering at once (scripted
+        baselines: :attr:`scripted`), written out: each seat asked from the same state, then each move resolved and
+        put in the pool and the record, in seat order, then the joint move applied. Nothing is awaited."""
+        moves = self.legal_moves()
+        bots, observation, clock = self.bots, self.observation, time.perf_counter
+        asked = []
+        for seat, legal in moves.items():  # all from the same state, before any move is recorded
+            seen = observation(seat, legal)
+            start = clock()
+            decision = cast(SyncBot, bots[seat]).respond(seen)
+            asked.append((seat, legal, seen, decision, clock() - start))
+        joint = [pyspiel.INVALID_ACTION] * self.n
+        rnd, add_move, turns = self.round, self.pool.add_move, self.turns
+        for seat, legal, seen, decision, latency in asked:  # into the pool together, before anyone sees them
+            action = decision.action
+            if action is not None and action in (legal or ()):  # what resolve returns for a legal move
+                action = int(action)
+            else:
+                action, decision = self.resolve(seat, seen, decision)
+            joint[seat] = action
+            action_string = seen.action_to_string(action)  # record_move, written out
+            text = decision.text or action_string
+            add_move(rnd, seat, text, action)
+            turns.append(_move_turn(len(turns), rnd, seat, action, action_string, text, latency, decision))
+        self.state.apply_actions(joint)
+        self.step += 1
+
     def pick(self, seat: int, legal: list[int]) -> tuple[Decision, float]:
         """Ask a bot that reads no view (:attr:`lean`) for its move from the state and the seat's legal moves."""
         bot = cast(StateBot, self.bots[seat])
@@ -789,7 +819,10 @@ class _Match:
                 else:
                     self.chance()
             elif kind is _SIMULTANEOUS:
-                await self.simultaneous_round()
+                if self.scripted:
+                    self.scripted_round()
+                else:
+                    await self.simultaneous_round()
             else:
                 seat = next(iter(moves))
                 if self.lean[seat]:
