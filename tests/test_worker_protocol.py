@@ -209,3 +209,25 @@ def test_from_json_refuses_what_from_dict_refuses() -> None:
     newer = text.replace(f'"schema_version":{SCHEMA_VERSION},', '"schema_version":99,')
     with pytest.raises(RecordError, match="newer"):
         MatchRecord.from_json(newer)
+
+
+def test_the_write_ahead_log_is_checkpointed_along_the_way(tmp_path: Path) -> None:
+    from deepeval_games.store import WAL_CHECKPOINT_BYTES
+
+    record = _fixture_records()[0]
+    text = record.to_json()
+    count = 3 * WAL_CHECKPOINT_BYTES // len(text) + 1  # three times the log's limit
+    store = Store(tmp_path / "run")
+    try:
+        for i in range(count):
+            assert store.commit_json(f"{i:020x}", text.replace(record.match_id, f"{i:020x}", 1))
+            if i % 50 == 0:
+                store.flush()
+        store.flush()
+        wal = tmp_path / "run" / "results.sqlite-wal"
+        # checkpointed whenever it held the limit: the log is reused, never as large as all the records
+        assert wal.stat().st_size < 2 * WAL_CHECKPOINT_BYTES < count * len(text)
+    finally:
+        store.close()
+    with Store(tmp_path / "run", read_only=True) as reader:
+        assert sum(1 for _ in reader.records()) == count
