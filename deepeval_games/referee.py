@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -43,6 +44,7 @@ from deepeval_games.bot import (
 )
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import _MOVE, REFEREE, Message, MessagePool, seat_label
+from deepeval_games.observer import TextObserver
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
 __all__ = ["Scorer", "judge_observation", "play_match", "seat_label"]
@@ -206,17 +208,43 @@ class _GameFacts:
     has_free_text: bool
     has_judge: bool
     has_metrics: bool
+    """The state has ``match_metrics`` (:func:`task.match_metrics`)."""
     sequential: bool
     """The game's dynamics are sequential (no simultaneous node)."""
     max_rounds: int
     """The rounds a match may take before the referee stops it as endless (four times the game's longest)."""
-    """The state has ``match_metrics`` (:func:`task.match_metrics`)."""
+    text_observer: TextObserver | None
+    """A Python game whose observer is a :class:`~deepeval_games.observer.TextObserver`: that observer, made as
+    OpenSpiel makes the one behind the string the seats are shown, whose ``string_from`` the referee calls directly
+    (OpenSpiel's ``observation_string`` of a Python game goes into C++ and back to the same method)."""
 
     def read_text(self, state: pyspiel.State) -> Callable[[int], str]:
         """``seat -> task.observation_text(state, seat)`` for one state object."""
         if self.string_method is None:
             return _no_text
+        if self.text_observer is not None:
+            return partial(self.text_observer.string_from, state)
         return cast("Callable[[int], str]", getattr(state, self.string_method))  # quoted: no alias made per call
+
+
+_OBSERVATION_TYPES = {
+    # the observation types OpenSpiel's C++ makes a game's default and information-state observers with
+    "observation_string": pyspiel.IIGObservationType(
+        perfect_recall=False, public_info=True, private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER
+    ),
+    "information_state_string": pyspiel.IIGObservationType(
+        perfect_recall=True, public_info=True, private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER
+    ),
+}
+
+
+def _text_observer(game: pyspiel.Game, method: str | None, custom: bool) -> TextObserver | None:
+    """The game's :class:`TextObserver` for the string ``method`` names, or None (a C++ game, a state with its own
+    method, another kind of observer)."""
+    if method is None or custom or not callable(getattr(game, "make_py_observer", None)):
+        return None
+    observer = game.make_py_observer(_OBSERVATION_TYPES[method], None)
+    return observer if isinstance(observer, TextObserver) else None
 
 
 def _no_text(seat: int) -> str:
@@ -235,6 +263,7 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
     kind = task.playability(game).observation
     method = None if kind is None else ("observation_string" if kind == "observation" else "information_state_string")
     rules = task.rules_text(game)
+    custom = method is not None and getattr(type(state), method, None) is not getattr(pyspiel.State, method)
     facts = _GameFacts(
         game=game,
         name=str(game),
@@ -247,7 +276,8 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         ),
         roles=tuple(task.seat_roles(game)),
         string_method=method,
-        custom_text=method is not None and getattr(type(state), method, None) is not getattr(pyspiel.State, method),
+        custom_text=custom,
+        text_observer=_text_observer(game, method, custom),
         python_legal=callable(getattr(type(state), "_legal_actions", None)),
         python_names=callable(getattr(type(state), "_action_to_string", None)),
         has_fields=callable(getattr(state, "observation_fields", None)),

@@ -453,3 +453,47 @@ def test_an_observations_inbox_is_read_when_first_asked_for_as_it_was_when_made(
     assert [m.text for m in copied.inbox] == ["the rules", "a", "more", "b"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         later.inbox = ()  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "game_string",
+    [
+        "deepeval_public_goods(players=3,rounds=3,mode=1)",
+        "deepeval_public_goods(players=3,rounds=3,mode=2)",
+        "deepeval_idiom_solitaire(start=一马当先,max_turns=4)",
+        "deepeval_translation(pair=en-zh,paragraph=2455-p2,words=40)",
+        "python_iterated_prisoners_dilemma(max_game_length=4)",
+        "tic_tac_toe",
+    ],
+)
+def test_the_referee_reads_a_python_games_text_observer_as_openspiel_does(game_string: str) -> None:
+    """For a game whose observer is a ``TextObserver``, the referee calls its ``string_from`` directly: the very
+    string OpenSpiel's ``observation_string`` / ``information_state_string`` gives (through C++), for every seat at
+    every node of random playouts, chance and terminal nodes included; other games read OpenSpiel's method."""
+    from deepeval_games import referee, task
+    from deepeval_games.observer import TextObserver
+
+    game = load_game(game_string)
+    rng = np.random.default_rng(1)
+    facts = referee._facts(game, game.new_initial_state())
+    assert (facts.text_observer is not None) == game_string.startswith("deepeval_")
+    assert facts.text_observer is None or isinstance(facts.text_observer, TextObserver)
+    for _ in range(3):
+        state = game.new_initial_state()
+        read = facts.read_text(state)
+        while True:
+            for seat in range(game.num_players()):
+                assert read(seat) == task.observation_text(state, seat)
+            if state.is_terminal():
+                break
+            if state.is_chance_node():
+                outcomes = [a for a, _ in state.chance_outcomes()]
+                state.apply_action(outcomes[int(rng.integers(len(outcomes)))])
+            elif state.is_simultaneous_node():
+                state.apply_actions([int(rng.choice(state.legal_actions(s))) for s in range(game.num_players())])
+            else:
+                legal = state.legal_actions()
+                if task.is_free_text_turn(state, state.current_player()):
+                    state.apply_action(task.intern_utterance(state, state.current_player(), f"text {len(legal)}"))
+                else:
+                    state.apply_action(int(rng.choice(legal)))
