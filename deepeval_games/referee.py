@@ -479,8 +479,10 @@ class _Match:
         elif player == _SIMULTANEOUS_ID:
             kind = _SIMULTANEOUS
             legal_of = self._legal_of  # a simultaneous node, not terminal: each seat's own list
-            legal = {seat: _int_tuple(legal_of(seat)) for seat in range(self.n)}
-            moves = {seat: actions for seat, actions in legal.items() if actions}
+            for seat in range(self.n):
+                actions = _int_tuple(legal_of(seat))
+                if actions:
+                    moves[seat] = actions
         else:
             kind = _SEQUENTIAL
             moves = {player: None}
