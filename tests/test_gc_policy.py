@@ -25,48 +25,50 @@ def _default_thresholds(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         gc.enable()
 
 
-def test_hold_raises_the_young_threshold_and_release_restores_it() -> None:
+def test_hold_raises_the_older_thresholds_and_release_restores_them() -> None:
     gc_policy.hold()
-    assert gc.get_threshold() == (gc_policy.RUN_GEN0_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == gc_policy.RUN_THRESHOLDS == (700, 100, 100)
     gc_policy.release()
     assert gc.get_threshold() == (700, 10, 10)
     gc_policy.release()  # an extra release does nothing
     assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_release_collects_the_young_generation_on_the_runs_time() -> None:
+def test_release_makes_the_collections_the_run_put_off() -> None:
+    gc.collect()
     gc_policy.hold()
-    junk: list[list[int]] = [[] for _ in range(2_000)]  # tracked containers, more than the default threshold
-    assert gc.get_count()[0] >= 2_000  # not collected while the run is on
-    del junk
+    junk: list[list[int]] = []
+    while gc.get_count()[1] <= 10:  # young collections went on; the middle one the defaults would make is due
+        junk.extend([] for _ in range(100))
     gc_policy.release()
-    assert gc.get_count()[0] < 700  # collected before the default came back: no backlog for whatever runs next
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_count()[1] <= 10  # collected on the run's time: no backlog for whatever runs next
 
 
 def test_nested_runs_restore_when_the_last_one_ends() -> None:
     with gc_policy.run_policy():
         with gc_policy.run_policy():
-            assert gc.get_threshold()[0] == gc_policy.RUN_GEN0_THRESHOLD
-        assert gc.get_threshold()[0] == gc_policy.RUN_GEN0_THRESHOLD
+            assert gc.get_threshold() == gc_policy.RUN_THRESHOLDS
+        assert gc.get_threshold() == gc_policy.RUN_THRESHOLDS
     assert gc.get_threshold() == (700, 10, 10)
 
 
 def test_the_environment_sets_or_disables_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(gc_policy.ENV_VAR, "12345")
+    monkeypatch.setenv(gc_policy.ENV_VAR, "2000,50,40")
     with gc_policy.run_policy():
-        assert gc.get_threshold() == (12345, 10, 10)
-    monkeypatch.setenv(gc_policy.ENV_VAR, "0")
-    with gc_policy.run_policy():
-        assert gc.get_threshold() == (700, 10, 10)
-    monkeypatch.setenv(gc_policy.ENV_VAR, "lots")
-    with gc_policy.run_policy():
-        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_threshold() == (2000, 50, 40)
+    assert gc.get_threshold() == (700, 10, 10)
+    for value in ("0", "lots", "1,2", "700,0,10"):
+        monkeypatch.setenv(gc_policy.ENV_VAR, value)
+        with gc_policy.run_policy():
+            assert gc.get_threshold() == (700, 10, 10), value
 
 
 def test_a_higher_setting_a_disabled_collector_and_a_change_during_the_run_are_left_alone() -> None:
-    gc.set_threshold(100_000, 5, 5)
+    gc.set_threshold(100_000, 5, 500)
     with gc_policy.run_policy():
-        assert gc.get_threshold() == (100_000, 5, 5)
+        assert gc.get_threshold() == (100_000, 100, 500)  # each threshold is a floor
+    assert gc.get_threshold() == (100_000, 5, 500)
     gc.set_threshold(700, 10, 10)
     gc.disable()
     with gc_policy.run_policy():
@@ -80,10 +82,10 @@ def test_a_higher_setting_a_disabled_collector_and_a_change_during_the_run_are_l
 def test_a_model_runtime_holds_the_setting_while_open(tmp_path: object) -> None:
     runtime = ModelRuntime.open(None, None)
     other = ModelRuntime.open(None, 1.0)
-    assert gc.get_threshold()[0] == gc_policy.RUN_GEN0_THRESHOLD
+    assert gc.get_threshold() == gc_policy.RUN_THRESHOLDS
     runtime.close()
     runtime.close()  # closing twice releases once
-    assert gc.get_threshold()[0] == gc_policy.RUN_GEN0_THRESHOLD
+    assert gc.get_threshold() == gc_policy.RUN_THRESHOLDS
     other.close()
     assert gc.get_threshold() == (700, 10, 10)
     ModelRuntime().close()  # a runtime made directly (tests, tools) never held it
