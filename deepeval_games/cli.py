@@ -29,7 +29,7 @@ from deepeval_games.registry import registered_bots
 from deepeval_games.report import TABLE_MODULES
 from deepeval_games.runner import run_experiment
 from deepeval_games.spec import load_spec
-from deepeval_games.store import DB_NAME, Store
+from deepeval_games.store import DB_NAME, Store, committed_ids
 
 __all__ = ["main", "score_report"]
 
@@ -72,10 +72,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:  # plan and price, send nothing, write nothing
         print(estimate.format_dry_run(estimate.dry_run(spec, args.out), spec))
         return 0
-    before: set[str] = set()
-    if (Path(args.out) / DB_NAME).exists():
-        with Store(args.out, read_only=True) as store:
-            before = store.completed_ids()
+    before = committed_ids(args.out)  # with those the JSONL holds and the database lacks: not "played now"
     result = run_experiment(
         spec,
         args.out,

@@ -49,7 +49,7 @@ from deepeval_games.errors import DeepEvalError, ResumeMismatchError
 from deepeval_games.judgements import JudgementRecord
 from deepeval_games.records import MatchRecord, RecordError
 
-__all__ = ["DB_NAME", "JSONL_NAME", "LOCK_NAME", "RunLock", "RunLockedError", "Store"]
+__all__ = ["DB_NAME", "JSONL_NAME", "LOCK_NAME", "RunLock", "RunLockedError", "Store", "committed_ids"]
 
 DB_NAME = "results.sqlite"
 JSONL_NAME = "matches.jsonl"
@@ -112,6 +112,25 @@ def _line_id(line: bytes) -> str | None:
     except (ValueError, KeyError, TypeError):
         return None
     return match_id if isinstance(match_id, str) else None
+
+
+def committed_ids(run_dir: str | Path) -> set[str]:
+    """Ids of every match committed to ``run_dir``, read without a lock or a write: those in the database and those
+    whose whole line is in ``matches.jsonl`` but not yet in the database (a run killed between the two: the next
+    writer inserts them). Empty for a directory without results."""
+    ids: set[str] = set()
+    if (Path(run_dir) / DB_NAME).exists():
+        with Store(run_dir, read_only=True) as store:
+            ids = store.completed_ids()
+    path = Path(run_dir) / JSONL_NAME
+    if path.exists():
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.endswith(b"\n"):  # a torn last line was never committed
+                    match_id = _line_id(line)
+                    if match_id is not None and match_id not in ids and _whole_record(line[:-1]) is not None:
+                        ids.add(match_id)
+    return ids
 
 
 def _whole_record(line: bytes) -> str | None:

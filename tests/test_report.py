@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -307,6 +308,13 @@ def test_dry_run_counts_what_run_plays_and_calls_nothing(tmp_path: Path, capsys:
         assert main(["run", str(spec), "--out", str(tmp_path / "again"), "--no-progress"]) == 0
         assert f"openai/gpt-4o-mini: 0 calls, {calls} cache hits," in capsys.readouterr().out
         assert server.request_count == calls
+        # killed between the JSONL line and the database insert: the matches the rerun recovers from matches.jsonl
+        # were not played now, and their tokens are not counted again
+        with sqlite3.connect(tmp_path / "again" / "results.sqlite") as db:
+            db.execute("DELETE FROM matches WHERE rowid % 2 = 0")
+        assert main(["run", str(spec), "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+        out = capsys.readouterr().out
+        assert "18 matches planned: 0 played now, 18 already in" in out and "openai/gpt-4o-mini:" not in out
         # resumed: nothing left to play, and the dry run says so
         assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
         assert "Dry run: 0 matches to play (18 planned)" in capsys.readouterr().out
