@@ -144,7 +144,7 @@ class LLMBot(DeepEvalBot):
         super().__init__(player_id, rng)
         self.game = game
         if config.seed is None:  # a sampling seed from the match seed: reruns ask the same question
-            config = replace(config, seed=int(self.rng.integers(0, 2**31 - 1)))
+            config = config.with_valid(seed=int(self.rng.integers(0, 2**31 - 1)))
         self.config = config
         self.adapter = adapter
         self.settings = settings or BotSettings()
@@ -184,7 +184,7 @@ class LLMBot(DeepEvalBot):
         config = self._by_role.get(role)
         if config is None:  # once per role: the game's reply limit for a role is fixed, a config validates itself
             cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
-            config = self.config if cap == self.config.max_tokens else replace(self.config, max_tokens=cap)
+            config = self.config if cap == self.config.max_tokens else self.config.with_valid(max_tokens=cap)
             self._by_role[role] = config
         return config
 
@@ -396,6 +396,30 @@ def check_model_string(model: str) -> None:
         )
 
 
+_configs: dict[tuple[str, tuple[tuple[str, type, Any], ...]], tuple[BotSettings, ModelConfig]] = {}
+"""The bot settings and checked model config of a ``[[players]]`` entry, by its model string and keys (an LLM
+seat is built for every match; its entry is read and checked once)."""
+
+
+def _player_config(model: str, params: Mapping[str, Any]) -> tuple[BotSettings, ModelConfig]:
+    """The bot settings and model config of an entry (checked: a clear error for a bad value or model string)."""
+    try:
+        entries = ((k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in params.items())
+        key = (model, tuple(sorted(entries, key=lambda entry: entry[0])))
+        hash(key)
+    except TypeError:  # a value that is no plain setting: checked every time (and refused by the checks)
+        key = None
+    known = _configs.get(key) if key is not None else None
+    if known is not None:
+        return known
+    settings, model_params = split_player_params(params)
+    config = ModelConfig.from_mapping({"model": model, **model_params})
+    check_model_string(config.model)
+    if key is not None and len(_configs) < 1024:
+        _configs[key] = (settings, config)
+    return settings, config
+
+
 def make_llm_bot(
     model: str,
     params: Mapping[str, Any],
@@ -410,9 +434,7 @@ def make_llm_bot(
 
     ``model`` is the entry's model string and ``params`` its other keys (model and bot settings).
     """
-    settings, model_params = split_player_params(params)
-    config = ModelConfig.from_mapping({"model": model, **model_params})
-    check_model_string(config.model)
+    settings, config = _player_config(model, params)
     adapter = adapter_for(game)
     return LLMBot(
         seat, rng, game=game, config=config, adapter=adapter, settings=settings, runtime=runtime, match_id=match_id

@@ -311,6 +311,18 @@ class ModelConfig:
                 values[key] = float(values[key])
         return cls(**values)
 
+    def with_valid(self, **changes: Any) -> ModelConfig:
+        """A copy with ``changes``, values the caller knows to be valid for their fields (a seed drawn from a
+        generator, a reply cap from :func:`resolve_max_tokens` over a checked task limit): what
+        :func:`dataclasses.replace` returns, without validating every field again (made for every LLM seat of
+        every match)."""
+        unknown = changes.keys() - self.__dict__.keys()
+        if unknown:
+            raise TypeError(f"ModelConfig has no field(s) {sorted(unknown)}")
+        copy = object.__new__(ModelConfig)
+        object.__setattr__(copy, "__dict__", {**self.__dict__, **changes})
+        return copy
+
     # -- views --
 
     @property

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from deepeval_games.bot import CallAttempt
+from deepeval_games.errors import SpecError
 from llm_bots import transport
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
@@ -95,3 +96,28 @@ def test_one_session_per_event_loop() -> None:
     assert first.closed  # closed with its loop
     second, _ = asyncio.run(twice())
     assert second is not first and second.closed
+
+
+def test_a_players_entry_is_checked_once_and_read_alike() -> None:
+    from llm_bots.llm_bot import _player_config
+
+    params = {"api_base": "http://127.0.0.1:9/v1", "temperature": 1, "accept_model_ids": ["a"], "max_reasks": 1}
+    settings, config = _player_config("openai/gpt-x", params)
+    assert _player_config("openai/gpt-x", dict(reversed(params.items()))) == (settings, config)
+    model_keys = {k: v for k, v in params.items() if k != "max_reasks"}
+    assert config == ModelConfig.from_mapping({"model": "openai/gpt-x", **model_keys})
+    assert settings.max_reasks == 1
+    assert _player_config("openai/gpt-x", {**params, "temperature": 0.5})[1].temperature == 0.5
+    for bad in ({"max_tokens": True}, {"max_tokens": 0}, {"accept_model_ids": [["x"]]}):
+        for _ in range(2):  # refused every time, never remembered
+            with pytest.raises(SpecError):
+                _player_config("openai/gpt-x", {"max_tokens": 1, **bad})
+
+
+def test_a_config_copy_with_valid_values_is_what_replace_makes() -> None:
+    config = ModelConfig(model="openai/gpt-x", temperature=0.5)
+    assert config.with_valid(seed=7, max_tokens=64) == dataclasses.replace(config, seed=7, max_tokens=64)
+    assert hash(config.with_valid(seed=7)) == hash(dataclasses.replace(config, seed=7))
+    assert config.seed is None
+    with pytest.raises(TypeError):
+        config.with_valid(sed=7)

@@ -72,11 +72,11 @@ class PromptSet:
 
     def render(self, role: str, name: str, **values: Any) -> str:
         """Fill a template; every placeholder it uses must be given."""
-        text = self.template(role, name)
-        missing = _placeholders(text) - set(values)
-        if missing:
+        template, needed = _compiled(self.template(role, name))
+        if not needed.issubset(values):
+            missing = needed - set(values)
             raise PromptError(f"{self.task}.{role}.{name} needs {sorted(missing)}")
-        return string.Template(text).substitute({k: str(v) for k, v in values.items()})
+        return template.substitute({k: str(v) for k, v in values.items()})
 
     def validate(self) -> None:
         """Every template uses only the placeholders its role declares."""
@@ -86,6 +86,13 @@ class PromptSet:
                 extra = _placeholders(text) - declared
                 if extra:
                     raise PromptError(f"{self.task}.{role}.{name} uses undeclared placeholder(s) {sorted(extra)}")
+
+
+@cache
+def _compiled(text: str) -> tuple[string.Template, frozenset[str]]:
+    """A template text as a :class:`string.Template` and the placeholders it uses (made once per text: every
+    LLM turn renders its task's answer format)."""
+    return string.Template(text), frozenset(_placeholders(text))
 
 
 def available_prompt_sets() -> list[str]:
