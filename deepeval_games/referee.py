@@ -213,6 +213,8 @@ class _GameFacts:
     """The game's dynamics are sequential (no simultaneous node)."""
     max_rounds: int
     """The rounds a match may take before the referee stops it as endless (four times the game's longest)."""
+    n: int
+    """The game's number of seats."""
     text_observer: TextObserver | None
     """A Python game whose observer is a :class:`~deepeval_games.observer.TextObserver`: that observer, made as
     OpenSpiel makes the one behind the string the seats are shown, whose ``string_from`` the referee calls directly
@@ -287,6 +289,7 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         has_metrics=callable(getattr(state, "match_metrics", None)),
         sequential=game.get_type().dynamics == pyspiel.GameType.Dynamics.SEQUENTIAL,
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
+        n=game.num_players(),
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -398,7 +401,6 @@ class _Match:
         self.pool = MessagePool()
         self.turns: list[TurnRecord] = []
         self.round = 0
-        self.n = game.num_players()
         self.step = 0
         """Moves applied to the state so far (chance and joint moves count one each): the state's position."""
         kinds = _SEATINGS.get(tuple(map(type, bots)))
@@ -406,6 +408,7 @@ class _Match:
             kinds = _seating(bots)
         self.at_once, self.lean, self.lean_seats, self.scripted = kinds  # see _seating (shared: never changed)
         self.facts = facts = _facts(game, self.state)
+        self.n = facts.n
         self._short_name = facts.short_name
         self._params = facts.params
         self._read_text = task.observation_reader(self.state) if facts.custom_text else facts.read_text(self.state)
@@ -1008,12 +1011,12 @@ async def play_match(
     ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
     bot (:class:`~deepeval_games.errors.InfrastructureError`) propagate: the caller reschedules the match.
     """
-    if len(bots) != game.num_players():
-        raise SpecError(f"{game} has {game.num_players()} seats, got {len(bots)} bots")
-    names = list(seat_names) if seat_names is not None else _seat_labels(len(bots))
     started = _now_iso()
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed)
+    if len(bots) != match.n:
+        raise SpecError(f"{game} has {match.n} seats, got {len(bots)} bots")
+    names = list(seat_names) if seat_names is not None else _seat_labels(len(bots))
     rounds = max_rounds if max_rounds is not None else match.facts.max_rounds
     if _all_lean(match):
         match.run_lean(rounds)
