@@ -114,15 +114,22 @@ class MessagePool:
             "fields": dict(fields) if fields else {},
         }
         records.append(record)
-        inboxes, views = self._inboxes, self._views
         for seat in recipients if len(recipients) < 2 else dict.fromkeys(recipients):  # each seat once
             if seat != REFEREE:
-                inboxes.setdefault(seat, []).append(record)
-                views.pop(seat, None)
+                self._deliver(seat, record)
         if sender not in recipients and sender != REFEREE:
-            inboxes.setdefault(sender, []).append(record)
-            views.pop(sender, None)
+            self._deliver(sender, record)
         return self._message(record)
+
+    def _deliver(self, seat: int, record: dict[str, Any]) -> None:
+        """Put ``record`` in ``seat``'s inbox and drop the seat's cached view (it has a new message)."""
+        inbox = self._inboxes.get(seat)
+        if inbox is None:
+            self._inboxes[seat] = [record]
+        else:
+            inbox.append(record)
+        if seat in self._views:
+            del self._views[seat]
 
     def add_move(self, round: int, sender: int, text: str, action: int) -> None:
         """``add(round=round, sender=sender, recipients=(), kind="move", text=text, action=action)``, the
@@ -138,13 +145,7 @@ class MessagePool:
         record["action"] = action
         record["fields"] = {}
         records.append(record)
-        inbox = self._inboxes.get(sender)
-        if inbox is None:
-            self._inboxes[sender] = [record]
-        else:
-            inbox.append(record)
-        if sender in self._views:
-            del self._views[sender]
+        self._deliver(sender, record)
 
     def tell(self, round: int, seat: int, kind: str, text: str, fields: Mapping[str, Any] | None) -> None:
         """``add(round=round, sender=REFEREE, recipients=(seat,), kind=kind, text=text, fields=fields)``: the
@@ -159,13 +160,7 @@ class MessagePool:
         record["text"] = text
         record["fields"] = dict(fields) if fields else {}
         records.append(record)
-        inbox = self._inboxes.get(seat)
-        if inbox is None:
-            self._inboxes[seat] = [record]
-        else:
-            inbox.append(record)
-        if seat in self._views:
-            del self._views[seat]
+        self._deliver(seat, record)
 
     def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
         """The pool's list of records and each sender's inbox, for a caller that appends move records itself, in the
