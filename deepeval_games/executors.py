@@ -373,7 +373,7 @@ class ProcessExecutor:
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play ``planned`` in a worker; its record, or its failure raised as in one process."""
-        return MatchRecord.from_dict(json.loads(await self.play_json(planned)))
+        return MatchRecord.from_json(await self.play_json(planned))
 
     async def play_json(self, planned: PlannedMatch) -> str:
         """Play ``planned`` in a worker; its record as the JSON text the worker wrote (for

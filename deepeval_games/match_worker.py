@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import json
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NoReturn
@@ -125,7 +124,7 @@ def raise_for_result(result: Mapping[str, Any]) -> MatchRecord:
     error = result.get("error")
     if error is None:
         record = result["record"]
-        return MatchRecord.from_dict(json.loads(record) if isinstance(record, str) else record)
+        return MatchRecord.from_json(record) if isinstance(record, str) else MatchRecord.from_dict(record)
     _raise_error(error)
 
 

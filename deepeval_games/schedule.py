@@ -226,19 +226,18 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
-        # the id hashes stable_hash({"game", "seats": [identity per seat], "seed", "repeat"}): that JSON text is
-        # written here from parts made once per game and per player and seat (the same text, byte for byte)
-        identities: dict[tuple[str, int], str] = {}
-        game_part = '{"game": ' + json.dumps(canonical) + ', "repeat": '
-        seed_part = '], "seed": ' + json.dumps(spec.seed, default=str) + "}"
+        identities: dict[tuple[str, int], dict[str, object]] = {}  # per player and seat of this game, not per match
         for repeat, seats in _seatings(spec, game, only_repeat):
             for seat, name in enumerate(seats):
                 if (name, seat) not in identities:
-                    identity = _identity(spec.player(name), game, seat)
-                    identities[name, seat] = json.dumps(identity, sort_keys=True, default=str)
-            parts = ", ".join([identities[name, seat] for seat, name in enumerate(seats)])
-            text = f'{game_part}{json.dumps(repeat)}, "seats": [{parts}{seed_part}'
-            digest = hashlib.sha256(text.encode()).hexdigest()
+                    identities[name, seat] = _identity(spec.player(name), game, seat)
+            key = {
+                "game": canonical,
+                "seats": [identities[name, seat] for seat, name in enumerate(seats)],
+                "seed": spec.seed,
+                "repeat": repeat,
+            }
+            digest = stable_hash(key, 64)
             plan.append(
                 PlannedMatch(
                     match_id=digest[:20],

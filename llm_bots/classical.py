@@ -267,7 +267,7 @@ class RandomBot(StateBot):
         return self.respond(observation)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "classical", "class": type(self).__name__}  # _identity(self), once a match per seat
+        return _identity(self)
 
 
 def _seeded_ismcts(
