@@ -113,12 +113,10 @@ def model_player(name: str, api_base: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def scripted_spec(matches: int, name: str = "bench-scripted") -> dict[str, Any]:
-    """Scripted PGG, four seats permuted every repeat: ``matches`` matches."""
-    return {
-        "experiment": {"name": name, "game": PGG, "repeats": matches, "seed": 0, "max_matches": max(matches, 1000)},
-        "players": [{"name": bot, "bot": bot} for bot in SCRIPTED],
-    }
+def scripted_spec(matches: int, name: str = "bench-scripted", **experiment: Any) -> dict[str, Any]:
+    """Scripted PGG, four seats permuted every repeat: ``matches`` matches (``experiment``: more settings)."""
+    settings = {"name": name, "game": PGG, "repeats": matches, "seed": 0, "max_matches": max(matches, 1000)}
+    return {"experiment": {**settings, **experiment}, "players": [{"name": bot, "bot": bot} for bot in SCRIPTED]}
 
 
 def toml(spec: dict[str, Any]) -> str:
@@ -236,24 +234,38 @@ def bare_loop(matches: int) -> float:
 def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
     """Games/s through ``run`` ÷ games/s of the bare loop."""
     figure = Figure("scripted", "scripted PGG games/s: run ÷ bare pyspiel loop with observations", 0.30, False)
+    import logging
+
     from deepeval_games import run_experiment
 
-    matches = max(100, round(2000 * args.scale))
+    matches = max(100, round(10000 * args.scale))
     run_experiment(scripted_spec(50), work / "scripted-warm")
     bare_loop(50)
-    for n in range(args.repeats):
-        start, cpu = time.perf_counter(), time.process_time()
-        run_experiment(scripted_spec(matches), work / f"scripted-{n}")
-        run_gps, run_cpu = matches / (time.perf_counter() - start), time.process_time() - cpu
-        cpu = time.process_time()
-        bare_gps = matches / bare_loop(matches)
-        bare_cpu = time.process_time() - cpu
-        figure.values.append(run_gps / bare_gps)
-        figure.notes.append(
-            f"{matches} matches: run {run_gps:.0f} games/s, bare loop {bare_gps:.0f} games/s; CPU per match "
-            f"{run_cpu / matches * 1e6:.0f} vs {bare_cpu / matches * 1e6:.0f} us "
-            f"(CPU-time ratio {bare_cpu / run_cpu:.3f}, less moved by other load)"
-        )
+    decisions: list[str] = []  # how "auto" chose to play the run (the runner logs its probe's verdict)
+    handler = logging.Handler()
+    handler.emit = lambda record: decisions.append(record.getMessage())  # type: ignore[method-assign]
+    runner_log = logging.getLogger("deepeval_games.runner")
+    runner_log.addHandler(handler)
+    level = runner_log.level
+    runner_log.setLevel(logging.INFO)
+    try:
+        for n in range(args.repeats):
+            decisions.clear()
+            start, cpu = time.perf_counter(), time.process_time()
+            run_experiment(scripted_spec(matches), work / f"scripted-{n}")  # the default executor ("auto")
+            run_gps, run_cpu = matches / (time.perf_counter() - start), time.process_time() - cpu
+            cpu = time.process_time()
+            bare_gps = matches / bare_loop(matches)
+            bare_cpu = time.process_time() - cpu
+            figure.values.append(run_gps / bare_gps)
+            verdict = next((d for d in decisions if "process(es) play" in d), "no probe")
+            figure.notes.append(
+                f"{matches} matches: run {run_gps:.0f} games/s, bare loop {bare_gps:.0f} games/s; this process's CPU "
+                f"per match {run_cpu / matches * 1e6:.0f} vs {bare_cpu / matches * 1e6:.0f} us; auto: {verdict}"
+            )
+    finally:
+        runner_log.removeHandler(handler)
+        runner_log.setLevel(level)
     return figure
 
 
@@ -362,14 +374,17 @@ def fig_memory(args: argparse.Namespace, work: Path) -> tuple[Figure, Figure]:
         for size in (small, large):
             path = work / f"memory-{size}.toml"
             path.write_text(toml(scripted_spec(size, f"bench-memory-{size}")))
-            runs[size] = cli(["run", str(path), "--out", str(work / f"memory-{size}-{n}"), "--no-progress"], work)
+            # one process (--workers 1): every record passes through the process measured (under "auto" a large
+            # scripted run may move to worker processes after its probe, and the driver would hold less)
+            out = str(work / f"memory-{size}-{n}")
+            runs[size] = cli(["run", str(path), "--out", out, "--no-progress", "--workers", "1"], work)
         memory.values.append(runs[large]["rss_mb"] - runs[small]["rss_mb"])
         memory.notes.append(
             f"{small} matches {runs[small]['rss_mb']:.0f} MB ({runs[small]['wall']:.1f} s), "
             f"{large} matches {runs[large]['rss_mb']:.0f} MB ({runs[large]['wall']:.1f} s)"
         )
         api = {
-            size: api_run_mb(scripted_spec(size, f"bench-api-{size}"), work / f"api-{size}-{n}")
+            size: api_run_mb(scripted_spec(size, f"bench-api-{size}", workers=1), work / f"api-{size}-{n}")
             for size in (small, large)
         }
         memory.notes.append(

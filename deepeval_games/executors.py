@@ -70,6 +70,10 @@ from deepeval_games.spec import ExperimentSpec
 
 __all__ = [
     "AUTO_MIN_MATCHES",
+    "AUTO_PROBE_MATCHES",
+    "AUTO_PROBE_S",
+    "AUTO_SCRIPTED_MIN_MATCH_S",
+    "AUTO_SCRIPTED_MIN_WORK_S",
     "LimiterProxy",
     "MatchWorker",
     "ProcessExecutor",
@@ -78,10 +82,13 @@ __all__ = [
     "check_workers",
     "decode_planned",
     "encode_planned",
+    "prestart",
+    "probe_matches",
     "raise_for_result",
     "record_text",
     "resolve_workers",
     "spec_modules",
+    "workers_after_probe",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,15 +122,29 @@ def check_workers(workers: int | str | None) -> None:
         raise SpecError(f"workers must be 'auto' or a number of processes >= 1, got {workers!r}")
 
 
+AUTO_PROBE_MATCHES = 200
+"""Under ``workers = "auto"``, a run without model players first plays up to this many matches in the driver (or
+:data:`AUTO_PROBE_S` seconds of them) and times them: a scripted match costs anything from tens of microseconds
+(tic_tac_toe) to seconds (a sandboxed program), and only the run itself tells which."""
+AUTO_PROBE_S = 0.25
+"""The probe's time limit (it ends after the match that passes it)."""
+AUTO_SCRIPTED_MIN_MATCH_S = 300e-6
+"""Under ``"auto"``, the least CPU time a scripted match must take in the driver for worker processes to pay: each
+match played in a worker costs the driver its record's line (read, written, inserted) and the worker a socket round
+trip, about 150 µs together on two cores (``bench/README.md``)."""
+AUTO_SCRIPTED_MIN_WORK_S = 3.0
+"""Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
+pay: starting them (the fork server's imports, overlapped with the probe) costs about half a second."""
+
+
 def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: int) -> int:
     """How many worker processes a run of ``matches`` matches uses (1: the driver plays them itself).
 
     ``workers`` overrides the spec's ``[experiment] workers`` (``"auto"`` or a number). Always 1 with a person at the
     table (a human seat or judge) or a ``local/`` model. An explicit number is capped by the matches to play.
     ``"auto"``: one process per core for a run with model players, but at most one per :data:`AUTO_MIN_MATCHES`
-    matches to play (so a small run stays in one process); one process for a run without model players (measured on
-    two cores, ``bench/README.md``: two workers playing scripted matches were no faster than one process, though the
-    driver commits their record lines without parsing them).
+    matches to play (so a small run stays in one process); one process for a run without model players until its
+    probe (:func:`probe_matches`) has timed its matches (:func:`workers_after_probe`).
     """
     setting = spec.experiment.workers if workers is None else workers
     if spec.has_humans() or any(p.model is not None and p.model.startswith("local/") for p in _seats(spec)):
@@ -134,6 +155,41 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
         return max(1, min(_cores(), matches // AUTO_MIN_MATCHES))
     check_workers(setting)
     return max(1, min(int(setting), matches))
+
+
+def probe_matches(spec: ExperimentSpec, workers: int | str | None, matches: int) -> int:
+    """How many of a run's ``matches`` matches the driver plays first, timing them, before
+    :func:`workers_after_probe` decides how many worker processes play the rest: up to :data:`AUTO_PROBE_MATCHES`
+    under ``workers = "auto"`` for a local run without model players or a person on a machine of several cores;
+    0 (no probe: :func:`resolve_workers` decides) otherwise."""
+    setting = spec.experiment.workers if workers is None else workers
+    if setting != "auto" or spec.experiment.executor != "local" or spec.uses_models() or spec.has_humans():
+        return 0
+    if _cores() < 2 or matches < 2:
+        return 0
+    return min(AUTO_PROBE_MATCHES, matches // 2)
+
+
+def workers_after_probe(matches: int, seconds_per_match: float) -> int:
+    """Worker processes for the ``matches`` matches left of a scripted run after its probe, whose matches took
+    ``seconds_per_match`` of the driver's CPU each: one per core when a match costs at least
+    :data:`AUTO_SCRIPTED_MIN_MATCH_S` and the rest at least :data:`AUTO_SCRIPTED_MIN_WORK_S`, else 1 (the driver
+    plays on)."""
+    if seconds_per_match < AUTO_SCRIPTED_MIN_MATCH_S or matches * seconds_per_match < AUTO_SCRIPTED_MIN_WORK_S:
+        return 1
+    return max(1, min(_cores(), matches))
+
+
+def prestart(spec: ExperimentSpec, workers: int | str | None, matches: int) -> None:
+    """Start the fork server now if a run of ``matches`` matches will, or may after its probe, use worker processes
+    here: it imports the tasks (and litellm, for model players) in its own process while this one plans, checks and
+    probes the run, instead of after. Nothing is forked yet; a run that then plays in one process (a resume, or
+    cheap scripted matches) leaves the server idle."""
+    if spec.experiment.executor != "local":
+        return
+    may_pay = matches * AUTO_SCRIPTED_MIN_MATCH_S >= AUTO_SCRIPTED_MIN_WORK_S
+    if resolve_workers(spec, workers, matches) > 1 or (may_pay and probe_matches(spec, workers, matches)):
+        fork_server(spec.uses_models())
 
 
 # -- the driver side ---------------------------------------------------------------------------------------------

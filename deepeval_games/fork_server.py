@@ -145,6 +145,18 @@ _PRELOAD = ("deepeval_games.executors", "deepeval_games.runner", "llm_bots.llm_b
 model players)."""
 
 
+def _load_registries() -> None:
+    """Load the games, bots and task adapters registered through entry points (the built-in tasks are among them),
+    as the first match of every worker would otherwise do (about 0.3 s a worker: it imports the tasks)."""
+    from deepeval_games.games import registered_games
+    from deepeval_games.registry import registered_bots
+    from llm_bots.adapters import registered_adapters
+
+    registered_games()
+    registered_bots()
+    registered_adapters()
+
+
 def _fork_server_main(fd: int, models: bool) -> None:
     """The fork server (``python -m deepeval_games.fork_server FD models|plain``): import the heavy modules once, then
     fork a worker for each socket the driver passes over ``fd``, and answer its pid; stop when the driver is gone.
@@ -153,6 +165,7 @@ def _fork_server_main(fd: int, models: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for module in _PRELOAD:
         importlib.import_module(module)
+    _load_registries()
     if models:
         from llm_bots import model_info
 

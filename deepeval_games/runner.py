@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import sys
+import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,11 +31,20 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
-from deepeval_games.executors import ProcessExecutor, check_workers, resolve_workers, spec_modules
+from deepeval_games.executors import (
+    AUTO_PROBE_S,
+    ProcessExecutor,
+    check_workers,
+    prestart,
+    probe_matches,
+    resolve_workers,
+    spec_modules,
+    workers_after_probe,
+)
 from deepeval_games.manifest import RunManifest
 from deepeval_games.match_play import MatchPlayer, build_player, open_runtime
 from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import PlannedMatch, check_plan_size, plan_matches
+from deepeval_games.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
 from deepeval_games.spec import ExperimentSpec, as_spec
 from deepeval_games.store import RunLock, Store
 
@@ -126,14 +136,20 @@ class _Runner(MatchPlayer):
     def played_json(self, match_id: str, text: str) -> None:
         """A record played in a worker process, as JSON text, before it is committed (a subclass may read it)."""
 
-    async def run(self, todo: list[PlannedMatch], result: RunResult) -> None:
+    def progress_bar(self, total: int) -> tqdm:
+        """The run's progress bar over ``total`` matches (drawn only with ``progress``, and never over a person's
+        prompts)."""
+        hidden = not self.progress or self.spec.has_humans()
+        return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=self.spec.name)
+
+    async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
+        """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's
+        progress bar when it spans more than this call (else one is drawn for ``todo`` and closed)."""
         queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
         for planned in todo:
             queue.put_nowait((planned, 1))
-        humans = self.spec.has_humans()  # a person plays one match at a time, with no bar drawn over the prompts
-        bar = tqdm(
-            total=len(todo), disable=not self.progress or humans, file=sys.stderr, unit="match", desc=self.spec.name
-        )
+        humans = self.spec.has_humans()  # a person plays one match at a time
+        shown = bar if bar is not None else self.progress_bar(len(todo))
         fatal: list[BaseException] = []
 
         async def worker() -> None:
@@ -152,7 +168,7 @@ class _Runner(MatchPlayer):
                         queue.put_nowait((planned, attempt + 1))
                     else:
                         result.failed.append((planned.match_id, f"infrastructure: {exc}"))
-                        bar.update(1)
+                        shown.update(1)
                     continue
                 except (FatalRunError, SpecError) as exc:
                     fatal.append(exc)
@@ -163,17 +179,18 @@ class _Runner(MatchPlayer):
                     self.store.log_attempt(planned.match_id, "error", traceback.format_exc())
                     log.error("match %s failed: %s", planned.match_id, detail)
                     result.failed.append((planned.match_id, detail))
-                    bar.update(1)
+                    shown.update(1)
                     continue
                 if committed:
                     result.played += 1
-                bar.update(1)
+                shown.update(1)
 
         workers = 1 if humans else max(1, min(self.spec.max_concurrency, len(todo)))
         try:
             await asyncio.gather(*(worker() for _ in range(workers)))
         finally:
-            bar.close()
+            if bar is None:
+                shown.close()
         if fatal:
             raise fatal[0]
 
@@ -296,8 +313,17 @@ async def _run_once(
         manifest.start()
         status = "failed"
         try:
-            async with _executor(runner, workers, len(todo)):
-                await runner.run(todo, result)
+            probe = probe_matches(spec, workers, len(todo))
+            bar = runner.progress_bar(len(todo)) if probe else None  # one bar over the probe and the rest
+            try:
+                count: int | str | None = workers
+                if probe:
+                    todo, count = await _probe(runner, todo, probe, result, bar)
+                async with _executor(runner, count, len(todo)):
+                    await runner.run(todo, result, bar=bar)
+            finally:
+                if bar is not None:
+                    bar.close()
             result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
             status = "finished"
         finally:
@@ -310,6 +336,31 @@ async def _run_once(
         if runtime is not None:
             runtime.close()
         store.close()
+
+
+async def _probe(
+    runner: _Runner, todo: list[PlannedMatch], limit: int, result: RunResult, bar: tqdm | None
+) -> tuple[list[PlannedMatch], int]:
+    """Play the first matches of ``todo`` in this process, timing them: up to ``limit`` matches, in chunks of 1, 2,
+    4... until :data:`~deepeval_games.executors.AUTO_PROBE_S` has passed; return the matches left and the worker
+    processes that play them (:func:`~deepeval_games.executors.workers_after_probe`). A match is timed by the CPU
+    this process spent on it (what worker processes would share out), not by the wall clock: matches that wait
+    (a bot's I/O, a sandboxed program's own process) already overlap in one event loop."""
+    played, size, start, cpu = 0, 1, time.perf_counter(), time.process_time()
+    while played < limit:
+        chunk = todo[played : played + min(size, limit - played)]
+        await runner.run(chunk, result, bar=bar)
+        played += len(chunk)
+        size *= 2
+        if time.perf_counter() - start >= AUTO_PROBE_S:
+            break
+    seconds = (time.process_time() - cpu) / max(1, played)
+    rest = todo[played:]
+    count = workers_after_probe(len(rest), seconds)
+    log.info(
+        "%d matches took %.2f ms of CPU each here: %d process(es) play the %d left", played, seconds * 1e3, count, len(rest)
+    )
+    return rest, count
 
 
 def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, Any]:
@@ -366,6 +417,8 @@ async def run_experiment_async(
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
     spec = _with_executor(as_spec(spec), executor, ray_address)
     check_workers(workers)
+    with contextlib.suppress(DeepEvalError):  # a bad spec: check_run says what is wrong
+        prestart(spec, workers, count_matches(spec))  # worker processes get ready while the run is planned
     plan = check_run(spec, out_dir)  # nothing is written before this passes
     with _ray_connection(spec), RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
         return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import random
@@ -20,8 +21,8 @@ from typing import Any
 import pytest
 
 import tests.worker_bots  # registers the bots below in this process too
-from deepeval_games import FatalRunError, parse_spec, run_experiment
-from deepeval_games.executors import AUTO_MIN_MATCHES, resolve_workers
+from deepeval_games import FatalRunError, executors, parse_spec, run_experiment
+from deepeval_games.executors import AUTO_MIN_MATCHES, probe_matches, resolve_workers, workers_after_probe
 from deepeval_games.records import MatchRecord
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player
@@ -60,7 +61,7 @@ def _returns(records: list[MatchRecord]) -> dict[str, float]:
 
 def test_auto_uses_one_process_for_small_scripted_and_human_runs() -> None:
     scripted = parse_spec(_spec())
-    assert resolve_workers(scripted, None, 10_000) == 1  # scripted: never worth a pipe
+    assert resolve_workers(scripted, None, 10_000) == 1  # scripted: one process until its probe has timed it
     assert resolve_workers(scripted, 3, 10_000) == 3  # asked for: granted
     assert resolve_workers(scripted, 3, 2) == 2  # never more processes than matches
     llm = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "m", "model": "openai/gpt-4o-mini"}]})
@@ -72,6 +73,43 @@ def test_auto_uses_one_process_for_small_scripted_and_human_runs() -> None:
     assert resolve_workers(human, 4, 100) == 1  # a person at the table: always one process
     local = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "l", "model": "local/smollm2-135m"}]})
     assert resolve_workers(local, 4, 100) == 1  # a local model's server belongs to one process
+
+
+def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
+    scripted = parse_spec(_spec())
+    cores = len(os.sched_getaffinity(0))
+    assert probe_matches(scripted, None, 10_000) == (executors.AUTO_PROBE_MATCHES if cores > 1 else 0)
+    assert probe_matches(scripted, 1, 10_000) == 0  # a number was asked for: no probe
+    assert probe_matches(scripted, "auto", 1) == 0  # nothing to split
+    llm = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "m", "model": "openai/gpt-4o-mini"}]})
+    assert probe_matches(llm, "auto", 10_000) == 0  # model players: resolve_workers decides
+    # cheap matches (tic_tac_toe's tens of µs) stay in the driver however many; costly ones go to every core
+    assert workers_after_probe(1_000_000, 50e-6) == 1
+    assert workers_after_probe(100, 1e-3) == 1  # 0.1 s left: not worth starting processes
+    assert workers_after_probe(10_000, 1e-3) == min(cores, 10_000)
+    assert workers_after_probe(4, 5.0) == min(cores, 4)  # a few slow matches (sandboxed programs)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: auto never starts worker processes")
+def test_auto_moves_a_costly_scripted_run_to_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = _spec(repeats=4, max_concurrency=4)  # 24 matches
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+    caplog.set_level(logging.INFO, logger="deepeval_games")
+    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly
+    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_WORK_S", 0.0)
+    auto = run_experiment(spec, tmp_path / "auto")
+    assert "12 matches took" in caplog.text  # the probe: half the run at most, in the driver
+    assert f"playing 12 matches in {min(len(os.sched_getaffinity(0)), 12)} worker processes" in caplog.text
+    assert auto.played == 24 and not auto.failed
+    assert _canonical(auto.records) == _canonical(one.records)
+
+    caplog.clear()
+    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 1.0)  # as if each match were cheap
+    cheap = run_experiment(spec, tmp_path / "cheap")
+    assert "1 process(es) play the 12 left" in caplog.text and "worker processes" not in caplog.text
+    assert _canonical(cheap.records) == _canonical(one.records)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "many", True])
