@@ -228,13 +228,16 @@ class PublicGoodsState(pyspiel.State):
         self._alpha = float(params["alpha"])
         self._mode = int(params["mode"])
         self._investments: list[list[int]] = []  # per finished round, action ids per seat
-        self._rewards = np.zeros(self._n)
-        self._returns = np.zeros(self._n)
         # What a finished round shows, computed once when it is played (observations read them for every seat):
         self._paid: list[list[int]] = []  # per finished round, the coins each seat put in (0 for a forfeit)
         self._shares: list[float] = []  # per finished round, the pool share every seat received
+        self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
         self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
-        self._coins: list[float] = [0.0] * self._n  # ``_returns`` as Python floats
+        self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
+        self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
+        self._coin_texts: list[str] = ["0"] * self._n  # the same as the seats read them (_format_coins)
+        self._rewards: np.ndarray | None = None  # ``_incomes`` as an array, made when first asked for
+        self._returns: np.ndarray | None = None  # ``_coins`` likewise
 
     # -- OpenSpiel API -------------------------------------------------------------------------------
 
@@ -259,13 +262,18 @@ class PublicGoodsState(pyspiel.State):
                 raise ValueError(f"action {action} out of range 0..{forfeit}")
         played = [int(a) for a in actions]
         paid = [0 if a == forfeit else a for a in played]
+        share = self._alpha * sum(paid) / self._n
         self._investments.append(played)
         self._paid.append(paid)
-        self._shares.append(self._alpha * sum(paid) / self._n)
+        self._shares.append(share)
+        self._share_texts.append(_format_coins(share))
         self._sorted.append(tuple(sorted(paid, reverse=True)))
-        self._rewards = np.array(self.round_incomes(len(self._investments) - 1))
-        self._returns = self._returns + self._rewards
-        self._coins = self._returns.tolist()
+        # round_incomes(last round), and the coins held: Python floats added as numpy added them (IEEE doubles)
+        endowment = self._endowment
+        self._incomes = incomes = [(0 if a == forfeit else endowment - a) + share for a in played]
+        self._coins = coins = [held + income for held, income in zip(self._coins, incomes, strict=True)]
+        self._coin_texts = [_format_coins(c) for c in coins]
+        self._rewards = self._returns = None
 
     def _action_to_string(self, player: int, action: int) -> str:
         if action == self._endowment + 1:  # the forfeit
@@ -278,10 +286,14 @@ class PublicGoodsState(pyspiel.State):
 
     def rewards(self) -> np.ndarray:
         """Income of every seat in the last finished round."""
+        if self._rewards is None:  # made when asked: the referee reads the returns once, at the end
+            self._rewards = np.array(self._incomes)
         return self._rewards
 
     def returns(self) -> np.ndarray:
         """Coins every seat holds so far; at the end, the payoff."""
+        if self._returns is None:
+            self._returns = np.array(self._coins)
         return self._returns
 
     def __str__(self) -> str:
@@ -384,6 +396,7 @@ class PublicGoodsObserver(TextObserver):
         game_params: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(iig_obs_type, params)
+        self._perfect_recall = bool(self.iig_obs_type.perfect_recall)  # read once (an attribute of a C++ object)
         if game_params is None:
             return
         rounds, n, endowment = int(game_params["rounds"]), int(game_params["players"]), int(game_params["endowment"])
@@ -397,7 +410,7 @@ class PublicGoodsObserver(TextObserver):
             return
         self.tensor.fill(0)
         self.dict["round"][min(state.round_number(), state._rounds + 1) - 1] = 1
-        self.dict["coins"][0] = state._returns[player]
+        self.dict["coins"][0] = state._coins[player]
         finished = len(state._investments)
         first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
         for row, r in enumerate(range(first, finished)):
@@ -417,7 +430,7 @@ class PublicGoodsObserver(TextObserver):
         """
         lines: list[str] = []
         finished = len(state._investments)
-        first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
+        first = 0 if self._perfect_recall else max(0, finished - 1)
         forfeit = state._endowment + 1
         for r in range(first, finished):
             if state._investments[r][player] == forfeit:
@@ -425,13 +438,13 @@ class PublicGoodsObserver(TextObserver):
             else:
                 mine = f"you invested {state._paid[r][player]} coins"
             if state._mode == 1:
-                share = _format_coins(state._shares[r])
+                share = state._share_texts[r]  # _format_coins(state._shares[r]), made when the round was played
                 lines.append(f"In round {r + 1} {mine}, and you received {share} coins from the pool.")
             else:
                 amounts = list(state._sorted[r])
                 lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}.")
         if finished:
-            lines.append(f"You now hold {_format_coins(state._coins[player])} coins.")
+            lines.append(f"You now hold {state._coin_texts[player]} coins.")  # _format_coins(state._coins[player])
         if finished >= state._rounds:
             lines.append("The game is over.")
         else:
