@@ -30,9 +30,11 @@ What crosses the process boundary, and how it comes back:
 - the run's ``budget_usd`` is hosted by the driver: workers report each call's cost and learn the total spent.
 
 When to use it: runs of many LLM matches whose Python work (litellm costs a few ms of CPU per call) keeps one core
-busy; scripted runs rarely gain (records must cross a pipe and be committed by one process). ``workers = "auto"``
-(the default) applies :func:`resolve_workers`'s rule. A run with a person at the table, or a ``local/`` model (its
-llama.cpp server belongs to one process), always runs in one process.
+busy, and long scripted runs of costly matches; cheap scripted matches do not gain (records must cross a socket and be
+committed by one process). ``workers = "auto"`` (the default) applies :func:`resolve_workers`'s rule, and for a
+scripted run :func:`probe_matches` and :func:`workers_after_probe`: the driver times the run's first matches itself.
+A run with a person at the table, or a ``local/`` model (its llama.cpp server belongs to one process), always runs
+in one process.
 
 Another executor (Ray) drives :class:`MatchWorker` directly; see its docstring.
 """

@@ -358,7 +358,11 @@ async def _probe(
     rest = todo[played:]
     count = workers_after_probe(len(rest), seconds)
     log.info(
-        "%d matches took %.2f ms of CPU each here: %d process(es) play the %d left", played, seconds * 1e3, count, len(rest)
+        "%d matches took %.2f ms of CPU each here: %d process(es) play the %d left",
+        played,
+        seconds * 1e3,
+        count,
+        len(rest),
     )
     return rest, count
 
@@ -417,8 +421,9 @@ async def run_experiment_async(
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
     spec = _with_executor(as_spec(spec), executor, ray_address)
     check_workers(workers)
-    with contextlib.suppress(DeepEvalError):  # a bad spec: check_run says what is wrong
-        prestart(spec, workers, count_matches(spec))  # worker processes get ready while the run is planned
+    with contextlib.suppress(Exception):  # best effort: a bad spec is check_run's to report, and clearly
+        # worker processes get ready while the run is planned (a plan too large is refused uncounted)
+        prestart(spec, workers, count_matches(spec, stop_above=spec.experiment.max_matches))
     plan = check_run(spec, out_dir)  # nothing is written before this passes
     with _ray_connection(spec), RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
         return await _run_locked(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)
