@@ -16,7 +16,7 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyspiel
@@ -31,6 +31,7 @@ __all__ = [
     "Observation",
     "Outcome",
     "Prompt",
+    "SeatSeed",
     "StateBot",
     "SyncBot",
     "answers_at_once",
@@ -354,6 +355,23 @@ def observe(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SeatSeed:
+    """Where the generator of one seat of a match comes from, handed to a bot instead of the generator itself
+    (:attr:`DeepEvalBot.takes_seat_seed`): the generator is made on the bot's first use of ``rng``, so a seat that
+    never draws (most scripted baselines) never pays for one (about 8 µs: numpy's seed hashing)."""
+
+    seed: int
+    """The match's seed."""
+    seat: int
+    """The seat (the judge's: the number of seats)."""
+
+    def generator(self) -> np.random.Generator:
+        """The seat's generator: the stream of ``np.random.SeedSequence(seed).spawn(seat + 1)[seat]``, built without
+        spawning the others (and without ``default_rng``'s checks of its argument: the same generator)."""
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(self.seat,))))
+
+
 class DeepEvalBot(pyspiel.Bot):
     """Base class of every player: scripted baselines and LLM bots alike.
 
@@ -365,13 +383,39 @@ class DeepEvalBot(pyspiel.Bot):
     with parameters of its own declares them keyword-only after ``game``; one without needs no ``__init__``.
     """
 
+    rng: np.random.Generator
+    """The bot's own generator."""
+
+    takes_seat_seed: ClassVar[bool] = False
+    """Whether the engine may hand the bot a :class:`SeatSeed` as ``rng`` (its generator is then made on first use of
+    :attr:`rng`). True only on classes whose ``__init__`` passes ``rng`` on to this one untouched and that draw through
+    :attr:`rng` alone; a bot that reads the ``rng`` argument itself keeps False and is given the generator."""
+
     def __init__(
-        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
+        self,
+        player_id: int,
+        rng: np.random.Generator | SeatSeed | None = None,
+        *,
+        game: pyspiel.Game | None = None,
     ) -> None:
         pyspiel.Bot.__init__(self)
         self.player_id = player_id
-        self.rng = rng if rng is not None else np.random.default_rng()
+        if isinstance(rng, SeatSeed):
+            self._seat_seed = rng  # the generator is made by __getattr__ on first use of self.rng
+        else:
+            self.rng = rng if rng is not None else np.random.default_rng()
         self.game = game
+
+    if not TYPE_CHECKING:  # for type checkers ``rng`` is a plain attribute (and no other name is dynamic)
+
+        def __getattr__(self, name: str) -> Any:
+            """Make ``rng`` from the bot's :class:`SeatSeed` on first use (only called when ``rng`` is not set)."""
+            if name == "rng":
+                seed = self.__dict__.get("_seat_seed")
+                if seed is not None:
+                    self.rng = seed.generator()
+                    return self.rng
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     reads_views: ClassVar[bool] = True
     """Whether the bot reads what its seat is shown (observation text, fields, inbox). False on classical players

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import DeepEvalBot
+from deepeval_games.bot import DeepEvalBot, SeatSeed
 from deepeval_games.errors import FatalRunError
 from deepeval_games.games import load_game
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
@@ -53,7 +53,7 @@ def seat_rng(seed: int, seat: int) -> np.random.Generator:
     """The generator of one seat of a match with ``seed`` (the judge's: seat ``num_players``): the stream of
     ``np.random.SeedSequence(seed).spawn(num_players + 1)[seat]``, built without spawning the others (and without
     ``default_rng``'s checks of its argument: the same generator)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(seat,))))
+    return SeatSeed(seed, seat).generator()
 
 
 def open_runtime(spec: ExperimentSpec) -> Any:
@@ -154,12 +154,11 @@ class MatchPlayer:
         game = self.game(planned.game)
         bots = []
         for seat, name in enumerate(planned.seats):
-            rng = seat_rng(planned.seed, seat)
             factory = self._bot_factory(planned.game, name)
-            if factory is not None:
-                bots.append(factory(seat, rng))
+            if factory is not None:  # its generator made only if it draws (when its class allows: takes_seat_seed)
+                bots.append(factory(seat, SeatSeed(planned.seed, seat)))
             else:
-                player = self.spec.player(name)
+                player, rng = self.spec.player(name), seat_rng(planned.seed, seat)
                 bots.append(build_player(player, game, seat, rng, match_id=planned.match_id, runtime=self.runtime))
         judge = None
         if self.spec.judge is not None:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import DeepEvalBot
+from deepeval_games.bot import DeepEvalBot, SeatSeed
 from deepeval_games.errors import SpecError, UnknownBotError
 from deepeval_games.plugins import load_entry_points
 
@@ -95,8 +95,9 @@ def _init_parameters(cls: type) -> Mapping[str, inspect.Parameter]:
     return _INIT_PARAMETERS[cls]
 
 
-BotFactory = Callable[[int, np.random.Generator], DeepEvalBot]
-"""Builds one registered bot, with its game and parameters fixed, for a seat and its generator."""
+BotFactory = Callable[[int, np.random.Generator | SeatSeed], DeepEvalBot]
+"""Builds one registered bot, with its game and parameters fixed, for a seat and its generator (or the
+:class:`~deepeval_games.bot.SeatSeed` it comes from: the bot gets it if it takes one, else the generator)."""
 
 
 def bot_factory(name: str, game: pyspiel.Game, params: Mapping[str, Any] | None = None) -> BotFactory:
@@ -116,7 +117,11 @@ def bot_factory(name: str, game: pyspiel.Game, params: Mapping[str, Any] | None 
         raise SpecError(f"bot {name!r} takes no parameter {', '.join(unknown)}; it takes: {allowed or 'none'}")
     cls = entry.cls
 
-    def build(player_id: int, rng: np.random.Generator) -> DeepEvalBot:
+    lazy = cls.takes_seat_seed
+
+    def build(player_id: int, rng: np.random.Generator | SeatSeed) -> DeepEvalBot:
+        if not lazy and isinstance(rng, SeatSeed):
+            rng = rng.generator()
         try:
             return cls(player_id, rng, game=game, **fixed)
         except (TypeError, ValueError) as exc:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, Observation, SyncBot
+from deepeval_games.bot import Decision, Observation, SeatSeed, SyncBot
 from deepeval_games.registry import register_bot
 
 __all__ = [
@@ -56,8 +56,15 @@ def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
 class _PGGBot(SyncBot):
     """Shared plumbing: a decision that invests ``amount`` coins."""
 
+    takes_seat_seed = True  # draws through self.rng only (and most never draw: no generator is made for them)
+
     def __init__(
-        self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game, noise: float = 0.0
+        self,
+        player_id: int,
+        rng: np.random.Generator | SeatSeed | None = None,
+        *,
+        game: pyspiel.Game,
+        noise: float = 0.0,
     ) -> None:
         super().__init__(player_id, rng)
         self.endowment = int(game.get_parameters()["endowment"])
@@ -110,7 +117,7 @@ class ConditionalCooperator(_PGGBot):
     def __init__(
         self,
         player_id: int,
-        rng: np.random.Generator | None = None,
+        rng: np.random.Generator | SeatSeed | None = None,
         *,
         game: pyspiel.Game,
         first: int | None = None,
@@ -133,7 +140,7 @@ class GrimTrigger(_PGGBot):
     def __init__(
         self,
         player_id: int,
-        rng: np.random.Generator | None = None,
+        rng: np.random.Generator | SeatSeed | None = None,
         *,
         game: pyspiel.Game,
         threshold: float = 0.5,
