@@ -167,10 +167,12 @@ class LLMBot(DeepEvalBot):
         }
 
     def _response_format(self, observation: Observation) -> Mapping[str, Any] | None:
-        schema = self.adapter.response_schema(observation)
-        if schema is None or self.settings.json_mode == "off":
+        """The turn's JSON schema when the model is held to one (not made again once the model is known not to be)."""
+        mode = self.settings.json_mode
+        if mode == "off" or self._json_schema is False:
             return None
-        if self.settings.json_mode == "on":
+        schema = self.adapter.response_schema(observation)
+        if schema is None or mode == "on":
             return schema
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm (once a bot)
         if self._json_schema is None:

@@ -504,6 +504,11 @@ async def _route(config: ModelConfig) -> tuple[ModelConfig, str | None]:
             return await local_server.route(config)
         except local_server.LocalModelError as exc:  # a missing local model stops the run like a bad key
             raise FatalModelError(str(exc), model=config.model) from exc
+    return _api_key(config)
+
+
+def _api_key(config: ModelConfig) -> tuple[ModelConfig, str | None]:
+    """A remote model's config and the API key from its environment variable (None: no variable named)."""
     if config.api_key_env is None:
         return config, None
     key = os.environ.get(config.api_key_env)
@@ -522,26 +527,74 @@ def _litellm_kwargs(
     response_format: Any,
     mock_response: Any,
 ) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {
-        "model": config.model,
-        "messages": [dict(m) for m in messages],
+    """The keyword arguments of ``litellm.acompletion`` for one call, in this order: model, messages, timeout,
+    retries off, ``drop_params``, ``api_base``, ``api_key``, the sampling settings that are set, then
+    ``response_format`` and ``mock_response`` when given."""
+    plan = _call_plan(config)
+    kwargs = {**plan.head, "messages": [dict(m) for m in messages], **plan.tail}
+    if api_key is not None:
+        kwargs["api_key"] = api_key
+    kwargs.update(plan.sampling)
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    if mock_response is not None:
+        kwargs["mock_response"] = mock_response
+    return kwargs
+
+
+@dataclasses.dataclass(frozen=True)
+class _CallPlan:
+    """What every call of one model config sends and checks the same way, made once per config object (a turn's
+    config serves every call of its seat and role in a match)."""
+
+    config: ModelConfig
+    """The config itself (kept alive, so its ``id`` is not reused while the plan is remembered)."""
+    head: Mapping[str, Any]
+    """``model`` (the arguments before ``messages``)."""
+    tail: Mapping[str, Any]
+    """``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``)."""
+    sampling: Mapping[str, Any]
+    """The sampling settings that are set (:meth:`ModelConfig.sampling_params` without the None ones)."""
+    limit_key: str
+    call_limits: limits.Limits
+    counts_tokens: bool
+    """Whether the model has a tokens-per-minute limit (each call's tokens are then estimated before it)."""
+    guard_s: float
+
+
+_plans: dict[int, _CallPlan] = {}
+"""Call plans by ``id`` of their config (each plan holds its config, so the id stays its own); cleared when full."""
+_PLANS_MAX = 256
+
+
+def _call_plan(config: ModelConfig) -> _CallPlan:
+    """The call plan of ``config`` (made on its first call, then looked up)."""
+    plan = _plans.get(id(config))
+    if plan is not None and plan.config is config:
+        return plan
+    tail: dict[str, Any] = {
         "timeout": config.timeout_s,
         "num_retries": 0,  # litellm's own retry wrapper: off
         "max_retries": 0,  # the OpenAI/Azure SDK client's retries: off
         "drop_params": True,  # providers without e.g. `seed` ignore it rather than fail the run
     }
     if config.api_base is not None:
-        kwargs["api_base"] = config.api_base
-    if api_key is not None:
-        kwargs["api_key"] = api_key
-    for name, value in config.sampling_params().items():
-        if value is not None:
-            kwargs[name] = value
-    if response_format is not None:
-        kwargs["response_format"] = response_format
-    if mock_response is not None:
-        kwargs["mock_response"] = mock_response
-    return kwargs
+        tail["api_base"] = config.api_base
+    call_limits = limits.limits_of(config)
+    plan = _CallPlan(
+        config=config,
+        head={"model": config.model},
+        tail=tail,
+        sampling={name: value for name, value in config.sampling_params().items() if value is not None},
+        limit_key=limits.limit_key(config),
+        call_limits=call_limits,
+        counts_tokens=call_limits.tpm is not None,
+        guard_s=config.timeout_s + _GUARD_GRACE_S,
+    )
+    if len(_plans) >= _PLANS_MAX:
+        _plans.clear()
+    _plans[id(config)] = plan
+    return plan
 
 
 def _cost_usd(response: Any) -> float:
@@ -778,16 +831,17 @@ async def complete(
         )
         skipped = (CallAttempt(status=Outcome.CONTEXT_OVERFLOW.value, error="prompt exceeds the context"),)
         return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
-    call_config, api_key = await _route(config)
+    # a remote model's key is read without a coroutine (a local one waits for its server)
+    call_config, api_key = await _route(config) if config.is_local else _api_key(config)
     kwargs = _litellm_kwargs(call_config, api_key, messages, response_format, mock_response)
     if mock_response is None:
         session = _shared_session()
         if session is not None:
             kwargs["shared_session"] = session
     limiter = limits.get_limiter()
-    key, call_limits = limits.limit_key(call_config), limits.limits_of(call_config)
-    est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if call_limits.tpm is not None else 0
-    guard_s = call_config.timeout_s + _GUARD_GRACE_S
+    plan = _call_plan(call_config)
+    key, call_limits, guard_s = plan.limit_key, plan.call_limits, plan.guard_s
+    est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if plan.counts_tokens else 0
     started = time.monotonic()
     attempts = 0
     log: list[CallAttempt] = []

@@ -121,3 +121,96 @@ def test_a_config_copy_with_valid_values_is_what_replace_makes() -> None:
     assert config.seed is None
     with pytest.raises(TypeError):
         config.with_valid(sed=7)
+
+
+def _plain_kwargs(config: ModelConfig, api_key: str | None, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """The arguments litellm was given before the call plan (every one read from the config on every call)."""
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": [dict(m) for m in messages],
+        "timeout": config.timeout_s,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
+    if config.api_base is not None:
+        kwargs["api_base"] = config.api_base
+    if api_key is not None:
+        kwargs["api_key"] = api_key
+    kwargs.update((k, v) for k, v in config.sampling_params().items() if v is not None)
+    return kwargs
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ModelConfig(model="openai/gpt-x"),
+        ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:9/v1", temperature=0.3, seed=5, max_tokens=64),
+        ModelConfig(model="openai/gpt-x", top_p=0.9, reasoning_effort="low", timeout_s=7, tpm=1000),
+    ],
+)
+def test_the_call_plan_gives_litellm_the_arguments_read_per_call(config: ModelConfig) -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    for api_key in (None, "sk-1"):
+        kwargs = transport._litellm_kwargs(config, api_key, messages, None, None)
+        assert kwargs == _plain_kwargs(config, api_key, messages)
+        assert list(kwargs) == list(_plain_kwargs(config, api_key, messages))  # the same order too
+        assert kwargs["messages"] is not messages and kwargs["messages"][0] is not messages[0]  # copies
+    schema = {"type": "json_schema"}
+    with_schema = transport._litellm_kwargs(config, None, messages, schema, "mocked")
+    assert with_schema["response_format"] is schema and with_schema["mock_response"] == "mocked"
+    plan = transport._call_plan(config)
+    assert transport._call_plan(config) is plan  # made once per config object
+    assert plan.counts_tokens is (config.tpm is not None) and plan.guard_s == config.timeout_s + 2.0
+    seeded = config.with_valid(seed=11)  # another match's seed: its own plan
+    assert transport._call_plan(seeded).sampling["seed"] == 11
+    assert transport._call_plan(config) is plan
+
+
+def test_the_call_plans_are_bounded() -> None:
+    configs = [ModelConfig(model="openai/gpt-x", seed=n) for n in range(transport._PLANS_MAX + 5)]
+    for config in configs:
+        assert transport._call_plan(config).sampling["seed"] == config.seed
+    assert len(transport._plans) <= transport._PLANS_MAX
+
+
+def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepeval_games.games import load_game
+    from llm_bots import llm_bot
+    from llm_bots.adapters import adapter_for
+
+    game = load_game("deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)")
+    observation = SimpleNamespace(fields={"endowment": 10})
+    made: list[int] = []
+
+    def bot(json_mode: str, model: str = "openai/gpt-x") -> llm_bot.LLMBot:
+        adapter = adapter_for(game)
+        plain = adapter.response_schema
+
+        def counted(obs: Any) -> Any:
+            made.append(1)
+            return plain(obs)
+
+        monkeypatch.setattr(adapter, "response_schema", counted)
+        settings = llm_bot.BotSettings(json_mode=json_mode)
+        config = ModelConfig(model=model, seed=1)
+        return llm_bot.LLMBot(0, None, game=game, config=config, adapter=adapter, settings=settings)
+
+    asked: list[str] = []
+
+    def supports(model: str) -> bool:
+        asked.append(model)
+        return model == "openai/yes"
+
+    monkeypatch.setattr(llm_bot, "supports_json_schema", supports)
+    unsupported = bot("auto")
+    assert [unsupported._response_format(observation) for _ in range(3)] == [None] * 3  # type: ignore[arg-type]
+    assert len(made) == 1 and asked == ["openai/gpt-x"]  # asked once; no schema made once the answer is no
+    made.clear()
+    supported = bot("auto", "openai/yes")
+    schemas = [supported._response_format(observation) for _ in range(2)]  # type: ignore[arg-type]
+    assert schemas[0] == schemas[1] == adapter_for(game).response_schema(observation)  # type: ignore[arg-type]
+    assert len(made) == 2
+    assert bot("on")._response_format(observation) is not None  # type: ignore[arg-type]
+    made.clear()
+    assert bot("off")._response_format(observation) is None and not made  # type: ignore[arg-type]
