@@ -162,6 +162,19 @@ class MessagePool:
         records.append(record)
         self._deliver(seat, record)
 
+    def tell_copies(self, told: Iterable[dict[str, Any]]) -> None:
+        """:meth:`tell` of messages made beforehand in their record form (a match's rules, made once per game): a
+        copy of each (its ``index`` set, its ``recipients`` and ``fields`` new), delivered to its one recipient."""
+        records, deliver = self._records, self._deliver
+        for told_record in told:
+            record = told_record.copy()
+            record["index"] = len(records)
+            seat = told_record["recipients"][0]
+            record["recipients"] = [seat]
+            record["fields"] = dict(told_record["fields"])
+            records.append(record)
+            deliver(seat, record)
+
     def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
         """The pool's list of records and each sender's inbox, for a caller that appends move records itself, in the
         form :meth:`add_move` makes (the referee's lean loop: the record to the list, then to its sender's inbox).

@@ -211,8 +211,10 @@ class _GameFacts:
     params: Mapping[str, Any]
     """The game's parameters (one dict shared by the observations of every match: read-only by contract)."""
     rules: str
-    seat_rules: tuple[tuple[str, dict[str, Any]], ...]
-    """Per seat, its rules message (the rules and its anonymous id) and that message's fields, made once a game."""
+    seat_rules: tuple[dict[str, Any], ...]
+    """Per seat, its rules message (the rules and its anonymous id, in ``fields`` too) in the form the pool records
+    :meth:`MessagePool.tell`'s messages, made once a game: each match's pool holds copies
+    (:meth:`MessagePool.tell_copies`)."""
     roles: tuple[str, ...]
     string_method: str | None
     """``observation_string`` or ``information_state_string`` (what :func:`task.observation_text` reads), or None."""
@@ -293,10 +295,7 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         short_name=game.get_type().short_name,
         params=dict(game.get_parameters()),
         rules=rules,
-        seat_rules=tuple(
-            (f"{rules}\nYou are {seat_label(seat)}.", {"seat_label": seat_label(seat)})
-            for seat in range(game.num_players())
-        ),
+        seat_rules=tuple(_rules_message(rules, seat) for seat in range(game.num_players())),
         roles=tuple(task.seat_roles(game)),
         string_method=method,
         custom_text=custom,
@@ -316,6 +315,13 @@ def _facts(game: pyspiel.Game, state: pyspiel.State) -> _GameFacts:
         _FACTS.clear()
     _FACTS[id(game)] = facts
     return facts
+
+
+def _rules_message(rules: str, seat: int) -> dict[str, Any]:
+    """``seat``'s rules message as :meth:`MessagePool.tell` records it (index and round 0)."""
+    pool = MessagePool()
+    pool.tell(0, seat, "rules", f"{rules}\nYou are {seat_label(seat)}.", {"seat_label": seat_label(seat)})
+    return pool.records()[0]
 
 
 def _int_tuple(actions: Sequence[int]) -> tuple[int, ...]:
@@ -474,9 +480,7 @@ class _Match:
     # -- messages ------------------------------------------------------------------------------
 
     def broadcast_rules(self) -> None:
-        tell = self.pool.tell
-        for seat, (text, fields) in enumerate(self.facts.seat_rules):
-            tell(0, seat, "rules", text, fields)  # the pool keeps a copy of the fields
+        self.pool.tell_copies(self.facts.seat_rules)  # tell(0, seat, "rules", ...) for each seat
 
     def seats_to_act(self) -> list[int]:
         """The seats that move next: all seats with legal moves at a simultaneous node, else the current one."""
@@ -523,8 +527,11 @@ class _Match:
         shown an intermediate view it could not act on. Views never include a same-round move of another seat.
         """
         kind, moves = self.node()
+        if kind is _TERMINAL:
+            self.final_views()
+            return kind, moves
         lean = self.lean
-        seats = range(self.n) if kind is _TERMINAL else [seat for seat in moves if not lean[seat]]
+        seats = [seat for seat in moves if not lean[seat]]
         at = self.step
         for seat in seats:
             text = self._read_text(seat)
@@ -536,6 +543,18 @@ class _Match:
             self._views[seat] = (at, text, fields)
             self.pool.tell(self.round, seat, "observation", text, fields)
         return kind, moves
+
+    def final_views(self) -> None:
+        """:meth:`deliver_observations` once the game is over: every seat is sent its view if it changed, lean seats
+        too. Nothing is asked after it, so the views are not kept for :meth:`observation`, and the game's fields
+        are copied once, by the pool."""
+        read_text, fields_of, delivered = self._read_text, self._fields_of, self._delivered
+        tell, rnd = self.pool.tell, self.round
+        for seat in range(self.n):
+            text = read_text(seat)
+            if text and delivered.get(seat) != text:
+                delivered[seat] = text
+                tell(rnd, seat, "observation", text, None if fields_of is None else fields_of(seat))
 
     def observation(self, seat: int, legal: tuple[int, ...] | None = None) -> Observation:
         """What ``seat`` is asked with in the current state (its view as delivered, its inbox, its legal moves)."""
@@ -750,7 +769,8 @@ class _Match:
         picks = self._picks
         if picks is None:  # per seat (lean seats only): how its bot is asked, whether it gets a copy of the state
             picks = self._picks = [
-                _lean_pick(cast(StateBot, bot)) if lean[seat] else None for seat, bot in enumerate(self.bots)
+                _lean_pick(bot) if is_lean else None  # a lean seat's bot is a StateBot
+                for bot, is_lean in zip(self.bots, lean, strict=True)
             ]
         # the moves go into the pool as MessagePool.add_move puts them, written out here: the pool's list, and per
         # lean seat its inbox (the seat's own moves; nobody reads it during this loop, which never awaits)
