@@ -365,13 +365,17 @@ def draw(rng: np.random.Generator, outcomes: Sequence[int], probs: Sequence[floa
 _NO_PICKER = StateBot.state_picker
 
 
-def _lean_pick(bot: StateBot) -> tuple[Callable[..., int], bool, bool]:
-    """How the lean loop asks ``bot``: the callable, whether it is handed a copy of the state, and whether it takes
-    the seat's legal moves too (:meth:`StateBot.pick`) or the state alone (:meth:`StateBot.state_picker`)."""
+def _lean_pick(bot: StateBot, seat: int, python_game: bool) -> tuple[Callable[..., int], bool, bool, bool]:
+    """How the lean loop asks ``bot`` in ``seat``: the callable, whether it is handed a copy of the state, whether it
+    takes the seat's legal moves too (:meth:`StateBot.pick`) or the state alone (:meth:`StateBot.state_picker`), and
+    whether its move is checked against the seat's legal moves (not for a picker whose move is legal by construction,
+    :attr:`StateBot.picks_legal`, made for this seat, in a C++ game: ``python_game`` is a Python game's state)."""
     direct = None if type(bot).state_picker is _NO_PICKER else bot.state_picker()
+    if direct is not None and bot.player_id != seat:  # a picker made for another seat: choose() says what is wrong
+        return bot.choose, bot.copies_state, False, True
     if direct is not None:
-        return direct, bot.copies_state, False
-    return bot.pick, bot.copies_state, True
+        return direct, bot.copies_state, False, python_game or not bot.picks_legal
+    return bot.pick, bot.copies_state, True, True
 
 
 _SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool]
@@ -456,7 +460,7 @@ class _Match:
         self._has_free_text = facts.has_free_text
         self._has_judge = facts.has_judge
         self._delivered: dict[int, str] = {}
-        self._picks: list[tuple[Callable[..., int], bool, bool] | None] | None = None
+        self._picks: list[tuple[Callable[..., int], bool, bool, bool] | None] | None = None
         """Per seat (lean seats only), :func:`_lean_pick` of its bot."""
         self._moves: tuple[int, str, dict[int, tuple[int, ...] | None]] | None = None
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
@@ -768,9 +772,10 @@ class _Match:
         append = self.turns.append
         picks = self._picks
         if picks is None:  # per seat (lean seats only): how its bot is asked, whether it gets a copy of the state
+            python_game = self.facts.python_legal
             picks = self._picks = [
-                _lean_pick(bot) if is_lean else None  # a lean seat's bot is a StateBot
-                for bot, is_lean in zip(self.bots, lean, strict=True)
+                _lean_pick(bot, seat, python_game) if lean[seat] else None  # a lean seat's bot is a StateBot
+                for seat, bot in enumerate(self.bots)
             ]
         # the moves go into the pool as MessagePool.add_move puts them, written out here: the pool's list, and per
         # lean seat its inbox (the seat's own moves; nobody reads it during this loop, which never awaits)
@@ -780,22 +785,23 @@ class _Match:
         rnd, index, step = self.round, len(self.turns), self.step
         try:
             while True:
-                pick, copies, with_legal = picks[seat]  # type: ignore[misc]
-                legal = legal_of(seat)  # the current player's
-                if not legal:
-                    if state.is_terminal():  # a game whose terminal states name a player (never on the first pass)
-                        rnd -= 1  # the round counted for it was not played
+                pick, copies, with_legal, checked = picks[seat]  # type: ignore[misc]
+                if checked:  # not for a picker whose move is legal by construction (random, in a C++ game)
+                    legal = legal_of(seat)  # the current player's
+                    if not legal:
+                        if state.is_terminal():  # a game whose terminal states name a player (never on the first pass)
+                            rnd -= 1  # the round counted for it was not played
+                            return
+                        self.round, self.step = rnd, step
+                        self.move_now(seat)  # no move to pick: through its observation (it says what is wrong)
                         return
-                    self.round, self.step = rnd, step
-                    self.move_now(seat)  # no move to pick: through its observation (it says what is wrong)
-                    return
                 start = clock()
                 if with_legal:
                     action = pick(state.clone() if copies else state, legal)
                 else:  # StateBot.state_picker: from the state alone
                     action = pick(state.clone() if copies else state)
                 latency = clock() - start
-                if action not in legal:  # an illegal pick: the penalty path, recorded
+                if checked and action not in legal:  # an illegal pick: the penalty path, recorded
                     self.round, self.step = rnd, step
                     observation = self.observation(seat, tuple(legal))
                     action, decision = self.resolve(seat, observation, Decision.move(int(action)))

@@ -236,6 +236,7 @@ class RandomBot(StateBot):
 
     reads_views = False
     copies_state = False
+    picks_legal = True  # its C++ bot draws from the seat's legal moves
 
     def __init__(
         self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None

@@ -404,8 +404,48 @@ def test_a_match_of_lean_seats_plays_as_the_general_loop_plays_it(
     monkeypatch.setattr(referee, "_all_lean", lambda match: False)
     general = play()
     assert _timeless(lean) == _timeless(general) and len(lean.turns) > 2
-    assert referee._lean_pick(RandomBot(0, np.random.default_rng(0), game=game))[2] is False  # C++ step, no legal
-    assert referee._lean_pick(MCTSPlayer(0, np.random.default_rng(0), game=game))[2] is True  # pick(state, legal)
+    random_bot = RandomBot(0, np.random.default_rng(0), game=game)
+    assert referee._lean_pick(random_bot, 0, False)[2:] == (False, False)  # C++ step, no legal moves read
+    assert referee._lean_pick(random_bot, 0, True)[2:] == (False, True)  # in a Python game: checked
+    assert referee._lean_pick(random_bot, 1, False)[0] == random_bot.choose  # made for another seat
+    assert referee._lean_pick(MCTSPlayer(0, np.random.default_rng(0), game=game), 0, False)[2:] == (True, True)
+
+
+def test_a_random_seat_reads_no_legal_moves_in_a_cpp_game_and_plays_legal_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``random``'s C++ bot draws from the seat's legal moves (``StateBot.picks_legal``): in OpenSpiel's C++ games the
+    lean loop does not read them again to check its move, and its moves are legal; a random bot seated where it was
+    not made for fails with a clear error (its C++ bot, asked for another seat, would crash the process)."""
+    from deepeval_games import referee
+
+    game = load_game("connect_four")
+    reads: list[int] = []
+    original = referee._Match.__init__
+
+    def counting(self: Any, *args: Any) -> None:
+        original(self, *args)
+        legal_of = self._legal_of
+
+        def read(seat: int) -> list[int]:
+            reads.append(seat)
+            return legal_of(seat)
+
+        self._legal_of = read
+
+    monkeypatch.setattr(referee._Match, "__init__", counting)
+    for seed in range(20):
+        bots: list[DeepEvalBot] = [RandomBot(seat, np.random.default_rng([seed, seat]), game=game) for seat in range(2)]
+        record = asyncio.run(play_match(game, bots, seed=seed))
+        state = game.new_initial_state()
+        for turn in record.turns:
+            assert turn.action in state.legal_actions() and turn.outcome == "ok"
+            state.apply_action(turn.action)
+        assert state.is_terminal() and list(state.returns()) == record.returns
+    assert reads == []
+    swapped: list[DeepEvalBot] = [RandomBot(1, np.random.default_rng(1), game=game), RandomBot(0, None, game=game)]
+    with pytest.raises(ValueError, match="seat 1 has no legal move"):
+        asyncio.run(play_match(game, swapped, seed=0))
 
 
 def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
