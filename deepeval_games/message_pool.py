@@ -72,18 +72,19 @@ class MessagePool:
 
     Each seat's view (its inbox) is kept as messages are added, so reading it costs nothing per message already in
     the pool: a match's views cost linear time in its messages, not quadratic. (The referee's, which no seat reads,
-    is found by a scan when asked.)
+    is found by a scan when asked.) A pool made with ``inboxes=False`` keeps none, for a match whose seats read no
+    view while it is played (classical players): :meth:`visible_to` then scans the pool for any seat.
     """
 
     __slots__ = ("_inboxes", "_made", "_read", "_records", "_views")
 
-    def __init__(self) -> None:
+    def __init__(self, *, inboxes: bool = True) -> None:
         self._records: list[dict[str, Any]] = []
         """Every message in order, in its record form (:meth:`Message.to_dict`)."""
         self._made: dict[int, Message] = {}
         """The :class:`Message` made of a record, by index (made when first read)."""
-        self._inboxes: dict[int, list[dict[str, Any]]] = {}
-        """Per seat, the records of the messages it may read."""
+        self._inboxes: dict[int, list[dict[str, Any]]] | None = {} if inboxes else None
+        """Per seat, the records of the messages it may read (None: not kept)."""
         self._read: dict[int, list[Message]] = {}
         """Per seat, the messages of its inbox made so far (the first records of its inbox, in order)."""
         self._views: dict[int, tuple[Message, ...]] = {}
@@ -123,9 +124,12 @@ class MessagePool:
 
     def _deliver(self, seat: int, record: dict[str, Any]) -> None:
         """Put ``record`` in ``seat``'s inbox and drop the seat's cached view (it has a new message)."""
-        inbox = self._inboxes.get(seat)
+        inboxes = self._inboxes
+        if inboxes is None:  # not kept
+            return
+        inbox = inboxes.get(seat)
         if inbox is None:
-            self._inboxes[seat] = [record]
+            inboxes[seat] = [record]
         else:
             inbox.append(record)
         if seat in self._views:
@@ -175,11 +179,16 @@ class MessagePool:
             records.append(record)
             deliver(seat, record)
 
-    def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
-        """The pool's list of records and each sender's inbox, for a caller that appends move records itself, in the
-        form :meth:`add_move` makes (the referee's lean loop: the record to the list, then to its sender's inbox).
-        The senders' cached views are dropped here: nobody may read them until the caller is done appending."""
+    def outboxes(
+        self, senders: Iterable[int]
+    ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]] | None]:
+        """The pool's list of records and each sender's inbox (None where inboxes are not kept), for a caller that
+        appends move records itself, in the form :meth:`add_move` makes (the referee's lean loop: the record to the
+        list, then to its sender's inbox). The senders' cached views are dropped here: nobody may read them until the
+        caller is done appending."""
         inboxes, views = self._inboxes, self._views
+        if inboxes is None:
+            return self._records, None
         for seat in senders:
             if seat not in inboxes:
                 inboxes[seat] = []
@@ -202,10 +211,8 @@ class MessagePool:
 
     def visible_to(self, seat: int) -> tuple[Message, ...]:
         """Every message the seat may read, in order (its own moves included)."""
-        if seat == REFEREE:  # everything the referee said or was sent (no seat reads this; not kept as it goes)
-            return tuple(
-                self._message(r) for r in self._records if r["sender"] == REFEREE or REFEREE in r["recipients"]
-            )
+        if seat == REFEREE or self._inboxes is None:  # everything it said or was sent (not kept as it goes)
+            return tuple(self._message(r) for r in self._records if r["sender"] == seat or seat in r["recipients"])
         view = self._views.get(seat)
         if view is None:
             inbox = self._inboxes.get(seat, ())
@@ -221,6 +228,8 @@ class MessagePool:
     def inbox_later(self, seat: int) -> InboxAt:
         """``seat``'s inbox as it is now, read when first needed (:class:`InboxAt`): an observation holds one, so a
         bot that never reads its inbox (a scripted baseline) costs no :class:`Message` made for it."""
+        if self._inboxes is None:
+            return InboxAt(self, seat, len(self.visible_to(seat)))
         inbox = self._inboxes.get(seat)
         return InboxAt(self, seat, 0 if inbox is None else len(inbox))
 

@@ -411,8 +411,8 @@ class _Match:
     __slots__ = (
         "_delivered", "_fields_of", "_free_text_of", "_has_fields", "_has_free_text", "_has_judge", "_has_penalty",
         "_legal_of", "_moves", "_namer", "_params", "_penalty_of", "_penalty_rng", "_picks", "_read_text", "_rng",
-        "_short_name", "_views", "at_once", "bots", "facts", "game", "judge", "lean", "lean_seats", "n", "pool",
-        "round", "scripted", "seed", "state", "step", "turns",
+        "_short_name", "_views", "all_lean", "at_once", "bots", "facts", "game", "judge", "lean", "lean_seats", "n",
+        "pool", "round", "scripted", "seed", "state", "step", "turns",
     )  # fmt: skip
 
     def __init__(
@@ -429,7 +429,6 @@ class _Match:
         self.seed = seed
         self._rng: np.random.Generator | None = None
         self._penalty_rng: np.random.Generator | None = None
-        self.pool = MessagePool()
         self.turns: list[TurnRecord] = []
         self.round = 0
         self.step = 0
@@ -440,6 +439,9 @@ class _Match:
         self.at_once, self.lean, self.lean_seats, self.scripted = kinds  # see _seating (shared: never changed)
         self.facts = facts = _facts(game, self.state)
         self.n = facts.n
+        self.all_lean = len(self.lean_seats) == facts.n and facts.sequential and not facts.has_judge
+        """Every seat lean, a sequential game, no judge: :meth:`run_lean` plays the match."""
+        self.pool = MessagePool(inboxes=not self.all_lean)  # no seat reads a view while the match is played
         self._short_name = facts.short_name
         self._params = facts.params
         self._read_text = task.observation_reader(self.state) if facts.custom_text else facts.read_text(self.state)
@@ -819,7 +821,8 @@ class _Match:
                 message["action"] = action
                 message["fields"] = {}
                 messages.append(message)
-                outbox[seat].append(message)
+                if outbox is not None:  # None: the pool keeps no inboxes (a match of lean seats only)
+                    outbox[seat].append(message)
                 # the turn record (_plain_turn)
                 values = plain()
                 values["index"], values["round"], values["seat"], values["action"] = index, rnd, seat, action
@@ -938,8 +941,8 @@ class _Match:
 
 
 def _all_lean(match: _Match) -> bool:
-    """Whether :meth:`_Match.run_lean` plays ``match``: every seat lean, a sequential game, no judge."""
-    return len(match.lean_seats) == match.n and match.facts.sequential and not match.facts.has_judge
+    """Whether :meth:`_Match.run_lean` plays ``match`` (:attr:`_Match.all_lean`)."""
+    return match.all_lean
 
 
 def judge_observation(

@@ -70,9 +70,12 @@ def test_make_observation_is_the_same_observation() -> None:
         fast.round = 3  # type: ignore[misc]
 
 
-def test_pool_inboxes_are_the_messages_each_seat_may_read() -> None:
+@pytest.mark.parametrize("inboxes", [True, False])
+def test_pool_inboxes_are_the_messages_each_seat_may_read(inboxes: bool) -> None:
+    """Each seat's view is the messages it may read, whether the pool keeps inboxes as messages come or (a pool of a
+    match of lean seats, ``inboxes=False``) scans for them when asked; the records are the same either way."""
     rng = np.random.default_rng(0)
-    pool = MessagePool()
+    pool = MessagePool(inboxes=inboxes)
     for i in range(300):
         choice = int(rng.integers(4))
         if choice == 0:
@@ -90,6 +93,9 @@ def test_pool_inboxes_are_the_messages_each_seat_may_read() -> None:
         **{f.name: getattr(told, f.name) for f in dataclasses.fields(told)}
     )
     assert [m.index for m in pool] == list(range(len(pool)))
+    assert pool.inbox_later(1).read() == pool.visible_to(1)
+    records, outbox = pool.outboxes([0])
+    assert records is pool.records() and (outbox is None) is not inboxes
 
 
 class NeverAwaited(SyncBot):
