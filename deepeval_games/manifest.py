@@ -34,7 +34,6 @@ from typing import Any
 import pyspiel
 
 from deepeval_games.errors import DeepEvalError
-from deepeval_games.records import MatchRecord
 from deepeval_games.spec import ExperimentSpec, PlayerSpec
 
 __all__ = ["MANIFEST_NAME", "MANIFEST_VERSION", "RunManifest", "package_versions", "read_manifest"]
@@ -114,19 +113,12 @@ def _prompt_files(games: Iterable[pyspiel.Game], judged: bool) -> dict[str, dict
     return dict(sorted(files.items()))
 
 
-def _model_entries(
-    spec: ExperimentSpec, records: Iterable[MatchRecord], reported: Mapping[str, Mapping[str, set[str]]]
-) -> list[dict[str, Any]]:
-    """Per LLM player and judge: model string, effective settings, and the model ids and fingerprints reported."""
+def _model_entries(spec: ExperimentSpec, reported: Mapping[str, Mapping[str, set[str]]]) -> list[dict[str, Any]]:
+    """Per LLM player and judge: model string, effective settings, and the model ids and fingerprints its replies
+    reported in this run (cache hits included: :attr:`ModelRuntime.reported <llm_bots.llm_bot.ModelRuntime.reported>`,
+    workers' summed in)."""
     from llm_bots.model_config import JUDGE_DEFAULTS, effective_settings
 
-    seen: dict[str, set[str]] = {}
-    for record in records:
-        for turn in record.turns:
-            if turn.model and 0 <= turn.seat < len(record.seats):
-                seen.setdefault(record.seats[turn.seat], set()).add(turn.model)
-            elif turn.model and spec.judge is not None and turn.seat == -2:
-                seen.setdefault(spec.judge.name, set()).add(turn.model)
     entries = []
     judges: list[tuple[PlayerSpec, bool]] = [(spec.judge, True)] if spec.judge is not None else []
     for player, is_judge in [*((p, False) for p in spec.players), *judges]:
@@ -142,7 +134,7 @@ def _model_entries(
                     {k: v for k, v in player.params.items() if k != "allow_player_model"},
                     JUDGE_DEFAULTS if is_judge else None,
                 ),
-                "reported_models": sorted(set(calls.get("models", ())) | seen.get(player.name, set())),
+                "reported_models": sorted(calls.get("models", ())),
                 "system_fingerprints": sorted(calls.get("system_fingerprints", ())),
             }
         )
@@ -200,7 +192,6 @@ class RunManifest:
         self,
         *,
         status: str,
-        records: Iterable[MatchRecord] = (),
         reported: Mapping[str, Mapping[str, set[str]]] | None = None,
         played: int = 0,
         failed: int = 0,
@@ -214,7 +205,7 @@ class RunManifest:
             played=played,
             failed=failed,
             data=data_sources(),
-            models=_model_entries(self.spec, records, reported or {}),
+            models=_model_entries(self.spec, reported or {}),
         )
         self._write()
 

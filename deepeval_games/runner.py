@@ -272,11 +272,11 @@ async def _ray_executor(runner: _Runner, workers: int | str | None, matches: int
             runner.executor = None
 
 
-def _finish_manifest(manifest: RunManifest, status: str, spec: ExperimentSpec, runtime: Any, result: RunResult) -> None:
-    """Close the run's manifest: how it ended, what it played, and what the providers reported."""
+def _finish_manifest(manifest: RunManifest, status: str, runtime: Any, result: RunResult) -> None:
+    """Close the run's manifest: how it ended, what it played, and what the providers reported (the runtime has
+    noted every reply, cache hits and workers' included: no record is read back)."""
     manifest.finish(
         status=status,
-        records=result.iter_records() if spec.uses_models() else (),  # only model turns name a model
         reported=runtime.reported if runtime is not None else None,
         played=result.played,
         failed=len(result.failed),
@@ -327,7 +327,7 @@ async def _run_once(
             result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
             status = "finished"
         finally:
-            _finish_manifest(manifest, status, spec, runtime, result)
+            _finish_manifest(manifest, status, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
             result.calls_by_model, result.cache_hits = dict(runtime.sent), dict(runtime.hits)
@@ -565,7 +565,7 @@ async def _run_adaptive(
             status = "finished"
         finally:
             await pool.aclose()
-            _finish_manifest(manifest, status, spec, runtime, result)
+            _finish_manifest(manifest, status, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
         result.repeats = stopping.report.rounds

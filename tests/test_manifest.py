@@ -77,6 +77,27 @@ def test_a_model_run_records_prompt_hashes_settings_and_what_the_provider_report
     assert "max_tokens" in settings and "temperature" in settings and "timeout_s" not in settings  # no delivery keys
 
 
+def test_a_run_served_from_the_cache_names_the_models_its_replies_came_from(
+    tmp_path: Path, fake_provider_key: str
+) -> None:
+    with FakeOpenAIServer(max_hang_s=5) as server:
+        server.default = Behaviour.reply("3", model_id="fake-gpt-2024-08-06")
+        spec = {
+            "experiment": {
+                "name": "pgg-manifest",
+                "game": "deepeval_public_goods(players=2,rounds=1)",
+                "cache": str(tmp_path / "calls.sqlite"),
+            },
+            "players": [model_player("fake-gpt", server), {"name": "free", "bot": "pgg_free_rider"}],
+        }
+        run_experiment(spec, tmp_path / "first")
+        sent = len(server.requests)
+        replayed = run_experiment(spec, tmp_path / "again")  # a new directory: every reply from the cache
+        assert len(server.requests) == sent and replayed.model_calls == 0
+    (model,) = read_manifest(tmp_path / "again")["runs"][0]["models"]
+    assert model["reported_models"] == ["fake-gpt-2024-08-06"]  # noted from the cached replies, no record re-read
+
+
 def test_the_idiom_dictionary_is_a_recorded_data_source(d: IdiomDictionary) -> None:
     source = data_sources()["idioms"]
     assert source["sha256"] == d.sha256 and source["entries"] == str(len(d))
