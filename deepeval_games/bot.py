@@ -188,7 +188,7 @@ class Decision:
         dataclass keeps them; equality, ``repr``, :func:`dataclasses.replace` and pickling see the same decision.
         """
         decision = _new(cls)
-        _set(decision, "__dict__", {"action": action, "text": text, "_plain": True})
+        _set_decision_dict(decision, {"action": action, "text": text, "_plain": True})
         return decision
 
     _plain: ClassVar[bool] = False
@@ -234,7 +234,10 @@ class Decision:
 
 
 _new = object.__new__
-_set = object.__setattr__
+# object.__setattr__(x, "__dict__", values) for a Decision and an Observation: the ``__dict__`` descriptor's own
+# __set__, bound once (object.__setattr__ looks the name up on the type at every call; one of each is made a move)
+_set_decision_dict: Callable[[Any, dict[str, Any]], None] = vars(Decision)["__dict__"].__set__
+_set_observation_dict: Callable[[Any, dict[str, Any]], None] = vars(Observation)["__dict__"].__set__
 if not all(  # Decision.move relies on it: every field but action has a plain default, kept on the class
     f.default is not dataclasses.MISSING and getattr(Decision, name) == f.default
     for name, f in Decision.__dataclass_fields__.items()
@@ -296,9 +299,8 @@ def make_observation(
     (the referee makes one a move; the result equals ``Observation(...)`` of the same values). ``inbox`` may be an
     :class:`~deepeval_games.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
     observation = _new(Observation)
-    _set(
+    _set_observation_dict(
         observation,
-        "__dict__",
         {
             "seat": seat,
             "num_seats": num_seats,

@@ -227,6 +227,7 @@ class PublicGoodsState(pyspiel.State):
         self._endowment = int(params["endowment"])
         self._alpha = float(params["alpha"])
         self._mode = int(params["mode"])
+        self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
         self._investments: list[list[int]] = []  # per finished round, action ids per seat
         # What a finished round shows, computed once when it is played (observations read them for every seat):
         self._paid: list[list[int]] = []  # per finished round, the coins each seat put in (0 for a forfeit)
@@ -247,11 +248,12 @@ class PublicGoodsState(pyspiel.State):
             return pyspiel.PlayerId.TERMINAL
         return pyspiel.PlayerId.SIMULTANEOUS
 
-    def _legal_actions(self, player: int) -> list[int]:
-        """Investments 0..E; the referee-only forfeit (E + 1) is not legal for a seat."""
+    def _legal_actions(self, player: int) -> Sequence[int]:
+        """Investments 0..E (one tuple, the same for every seat and round); the referee-only forfeit (E + 1) is not
+        legal for a seat."""
         if len(self._investments) >= self._rounds:
-            return []
-        return list(range(self._endowment + 1))
+            return ()
+        return self._allowed
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
         if len(actions) != self._n:
