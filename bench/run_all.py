@@ -143,7 +143,9 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
     figure = Figure("llm_move", "engine ÷ raw litellm.acompletion per LLM move (sequential)", 1.10, True)
     from deepeval_games import run_experiment
 
-    matches = max(4, round(40 * args.scale))
+    # 100 matches (500 model moves) a run: the run's own start and end (spec checks, plan, store open and close,
+    # manifest; about 20 ms, bench/README.md) are not a move's cost, and over 40 matches they were ~2 % of a move
+    matches = max(4, round(100 * args.scale))
     with Endpoint(0) as endpoint:
         spec = {
             "experiment": {
