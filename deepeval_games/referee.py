@@ -674,7 +674,9 @@ class _Match:
                 start = clock()
                 decision = bot.respond(observations[seat])
                 answers[seat] = (decision, clock() - start)
-        if waiting:
+        if len(waiting) == 1:  # one seat waits (a model among scripted seats): awaited here, with no task for it
+            answers[waiting[0]] = await self.ask(bots[waiting[0]], observations[waiting[0]])
+        elif waiting:
             awaited = await _gather_or_cancel([self.ask(bots[s], observations[s]) for s in waiting])
             answers.update(zip(waiting, awaited, strict=True))
         joint = [pyspiel.INVALID_ACTION] * self.n
