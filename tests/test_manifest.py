@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,16 +54,21 @@ def test_a_scripted_run_records_versions_data_hashes_and_each_resumption(tmp_pat
     assert runs[0] == entry  # the first is kept as it was
 
 
+def _model_spec(server: FakeOpenAIServer, cache: str | bool) -> dict[str, Any]:
+    """One round of two-seat PGG: the fake provider's model against a free rider."""
+    server.default = Behaviour.reply("3", model_id="fake-gpt-2024-08-06")
+    game = "deepeval_public_goods(players=2,rounds=1)"
+    return {
+        "experiment": {"name": "pgg-manifest", "game": game, "cache": cache},
+        "players": [model_player("fake-gpt", server), {"name": "free", "bot": "pgg_free_rider"}],
+    }
+
+
 def test_a_model_run_records_prompt_hashes_settings_and_what_the_provider_reported(
     tmp_path: Path, fake_provider_key: str
 ) -> None:
     with FakeOpenAIServer(max_hang_s=5) as server:
-        server.default = Behaviour.reply("3", model_id="fake-gpt-2024-08-06")
-        spec = {
-            "experiment": {"name": "pgg-manifest", "game": "deepeval_public_goods(players=2,rounds=1)", "cache": False},
-            "players": [model_player("fake-gpt", server), {"name": "free", "bot": "pgg_free_rider"}],
-        }
-        result = run_experiment(spec, tmp_path / "run")
+        result = run_experiment(_model_spec(server, cache=False), tmp_path / "run")
     assert not result.failed
     entry = read_manifest(tmp_path / "run")["runs"][0]
     prompts = entry["prompts"]
@@ -81,15 +87,7 @@ def test_a_run_served_from_the_cache_names_the_models_its_replies_came_from(
     tmp_path: Path, fake_provider_key: str
 ) -> None:
     with FakeOpenAIServer(max_hang_s=5) as server:
-        server.default = Behaviour.reply("3", model_id="fake-gpt-2024-08-06")
-        spec = {
-            "experiment": {
-                "name": "pgg-manifest",
-                "game": "deepeval_public_goods(players=2,rounds=1)",
-                "cache": str(tmp_path / "calls.sqlite"),
-            },
-            "players": [model_player("fake-gpt", server), {"name": "free", "bot": "pgg_free_rider"}],
-        }
+        spec = _model_spec(server, cache=str(tmp_path / "calls.sqlite"))
         run_experiment(spec, tmp_path / "first")
         sent = len(server.requests)
         replayed = run_experiment(spec, tmp_path / "again")  # a new directory: every reply from the cache
