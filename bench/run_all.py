@@ -261,9 +261,13 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
             bare_cpu = time.process_time() - cpu
             figure.values.append(run_gps / bare_gps)
             verdict = next((d for d in decisions if "process(es) play" in d), "no probe")
+            start = time.perf_counter()  # for comparison, not the figure: the same run in one process
+            run_experiment(scripted_spec(matches, workers=1), work / f"scripted-one-{n}")
+            one_gps = matches / (time.perf_counter() - start)
             figure.notes.append(
                 f"{matches} matches: run {run_gps:.0f} games/s, bare loop {bare_gps:.0f} games/s; this process's CPU "
-                f"per match {run_cpu / matches * 1e6:.0f} vs {bare_cpu / matches * 1e6:.0f} us; auto: {verdict}"
+                f"per match {run_cpu / matches * 1e6:.0f} vs {bare_cpu / matches * 1e6:.0f} us; auto: {verdict}; "
+                f"in one process (--workers 1) {one_gps:.0f} games/s, ratio {one_gps / bare_gps:.3f}"
             )
     finally:
         runner_log.removeHandler(handler)
