@@ -14,7 +14,9 @@ back every finished record as the JSON line :meth:`MatchRecord.to_json
 directory's :class:`~deepeval_games.store.RunLock`): one writer, the same records and the same match ids as one
 process. It commits a worker's line as it came (:meth:`Store.commit_json
 <deepeval_games.store.Store.commit_json>`), without parsing, validating or serialising the record again: what the
-driver spends per match is a few small JSON headers and one ``write()``.
+driver spends per match is a short header, one ``write()`` and the database's insert (the requests of one turn of
+its event loop go out in one write; results are cut from what arrives by an asyncio protocol, not read line by
+line through a stream).
 
 What crosses the process boundary, and how it comes back:
 
@@ -53,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
-from deepeval_games.fork_server import LINE_LIMIT, fork_server
+from deepeval_games.fork_server import fork_server
 from deepeval_games.match_worker import (
     LimiterProxy,
     MatchWorker,
@@ -201,17 +203,102 @@ def prestart(spec: ExperimentSpec, workers: int | str | None, matches: int) -> N
 class _Process:
     index: int
     pid: int
-    stream: asyncio.StreamReader
-    writer: asyncio.StreamWriter
+    transport: asyncio.Transport | None = None
     in_flight: dict[int, tuple[asyncio.Future[str], str]] = field(default_factory=dict)
     """Requests sent, by id: the future of the record's JSON text, and the match id."""
     counters: dict[str, Any] = field(default_factory=dict)
-    reader: asyncio.Task[None] | None = None
+    closed: asyncio.Future[None] | None = None
+    """Done when the worker's output has ended (it finished, or died) and its matches in flight were failed."""
     alive: bool = True
     grants: dict[int, Any] = field(default_factory=dict)
     """Grants of the driver's limiter held by this worker's calls (handed back for it if it dies)."""
     asking: set[asyncio.Task[None]] = field(default_factory=set)
     """Its acquire requests waiting at the driver's limiter."""
+    outbox: list[bytes] = field(default_factory=list)
+    """Requests queued in this turn of the event loop (they go out in one write at its end)."""
+    drained: asyncio.Future[None] | None = None
+    """While the socket's send buffer is full: done when it has room again."""
+
+
+class _Channel(asyncio.Protocol):
+    """The driver's end of one worker's socket: cuts what arrives into messages (a record is a header line
+    ``R <id> <size>`` followed by ``size`` bytes, the record's JSON line; anything else is a JSON line) and hands
+    them to the executor as they arrive, without a reader task or a stream's line buffer."""
+
+    def __init__(self, executor: ProcessExecutor, process: _Process) -> None:
+        self.executor = executor
+        self.process = process
+        self._parts: list[bytes] = []
+        """The unread end of what arrived (an incomplete message)."""
+        self._have = 0
+        self._want = 0
+        """Bytes in ``_parts``, and how many must be there before it is read again."""
+        self._record: tuple[int, int] | None = None
+        """(request id, size) of the record line awaited after its header."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.process.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._parts:
+            self._parts.append(data)
+            self._have += len(data)
+            if self._have < self._want:
+                return
+            data = b"".join(self._parts)
+            self._parts = []
+        try:
+            self._read(data)
+        except Exception as exc:  # a worker that breaks the protocol is treated as dead: its matches are rescheduled
+            log.error("worker process %d sent what cannot be read: %r", self.process.pid, exc)
+            self._parts = []
+            if self.process.transport is not None:
+                self.process.transport.abort()
+
+    def _read(self, data: bytes) -> None:
+        size, pos = len(data), 0
+        executor, process = self.executor, self.process
+        while pos < size:
+            if self._record is not None:
+                request_id, length = self._record
+                stop = pos + length
+                if stop > size:
+                    break
+                if data[stop - 1] != 10:  # b"\n"
+                    raise ValueError(f"record {request_id} does not end its line")
+                self._record = None
+                # the record's text, decoded straight from what arrived: neither parsed nor copied again here
+                executor._finished_record(process, request_id, str(memoryview(data)[pos : stop - 1], "utf-8"))
+                pos = stop
+                continue
+            end = data.find(b"\n", pos)
+            if end < 0:
+                break
+            if data[pos] == 82:  # b"R": a record's header
+                _, number, count = data[pos:end].split()
+                self._record = (int(number), int(count))
+            else:
+                executor._handle(process, json.loads(data[pos:end]))
+            pos = end + 1
+        if pos < size:
+            rest = data[pos:] if pos else data
+            self._parts = [rest]
+            self._have = len(rest)
+            self._want = self._record[1] if self._record is not None else self._have + 1
+
+    def pause_writing(self) -> None:
+        if self.process.drained is None:
+            self.process.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self.process.drained = self.process.drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
+        self.executor._lost(self.process)
 
 
 class ProcessExecutor:
@@ -254,8 +341,9 @@ class ProcessExecutor:
                 pid, ours = await asyncio.to_thread(lambda: fork_server(models).fork())
             except OSError as exc:
                 raise FatalRunError(f"cannot start worker processes ({exc}); run with --workers 1") from exc
-        stream, writer = await asyncio.open_unix_connection(sock=ours, limit=LINE_LIMIT)
-        process = _Process(self._started, pid, stream, writer)
+        process = _Process(self._started, pid)
+        process.closed = asyncio.get_running_loop().create_future()
+        await asyncio.get_running_loop().create_unix_connection(lambda: _Channel(self, process), sock=ours)
         self._started += 1
         init = {
             "op": "init",
@@ -267,7 +355,6 @@ class ProcessExecutor:
             "path": sys.path,
         }
         self._send(process, init)
-        process.reader = asyncio.create_task(self._read(process))
         self._processes.append(process)
         return process
 
@@ -275,35 +362,28 @@ class ProcessExecutor:
         return self.runtime.budget if self.runtime is not None else None
 
     def _send(self, process: _Process, message: Mapping[str, Any]) -> None:
-        if not process.writer.is_closing():
-            process.writer.write(json.dumps(message).encode() + b"\n")
+        self._queue(process, json.dumps(message).encode() + b"\n")
 
-    async def _read(self, process: _Process) -> None:
-        try:
-            while True:
-                try:
-                    line = await process.stream.readline()
-                except (ValueError, asyncio.LimitOverrunError, ConnectionError):
-                    line = b""
-                if not line:
-                    break
-                message = json.loads(line)
-                if message.get("op") == "record":  # the record's own line follows: kept as text, never parsed
-                    try:
-                        text = await process.stream.readline()
-                    except (ValueError, asyncio.LimitOverrunError, ConnectionError):
-                        text = b""
-                    if not text.endswith(b"\n"):
-                        break  # the worker died mid-line: its matches in flight are rescheduled
-                    self._finished(process, message, text[:-1].decode())
-                    continue
-                self._handle(process, message)
-        finally:
-            await self._lost(process)
+    def _queue(self, process: _Process, data: bytes) -> None:
+        """Queue a request; what this turn of the event loop queued for a worker goes out in one write, in order."""
+        if not process.outbox:
+            asyncio.get_running_loop().call_soon(self._flush, process)
+        process.outbox.append(data)
 
-    def _finished(self, process: _Process, message: Mapping[str, Any], text: str | None) -> None:
-        """A match of ``process`` ended: its record's JSON ``text``, or (None) the error in ``message``."""
-        process.counters = message.get("counters") or process.counters
+    def _flush(self, process: _Process) -> None:
+        transport = process.transport
+        if process.outbox and transport is not None and not transport.is_closing():
+            transport.write(b"".join(process.outbox))
+        process.outbox.clear()
+
+    def _finished_record(self, process: _Process, request_id: int, text: str) -> None:
+        """A match of ``process`` ended with its record's JSON ``text``."""
+        entry = process.in_flight.pop(request_id, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(text)
+
+    def _finished(self, process: _Process, message: Mapping[str, Any]) -> None:
+        """A match of ``process`` failed: the error in ``message`` (a ``done`` message)."""
         entry = process.in_flight.pop(int(message["id"]), None)
         if entry is None:
             return
@@ -311,14 +391,16 @@ class ProcessExecutor:
         if future.done():
             return
         try:
-            future.set_result(record_text({"match_id": match_id, **message, "record": text}))
+            future.set_result(record_text({"match_id": match_id, **message}))
         except Exception as exc:
             future.set_exception(exc)
 
     def _handle(self, process: _Process, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "done":
-            self._finished(process, message, None)
+            self._finished(process, message)
+        elif op == "counters":  # the worker's model-call counters, sent when they changed
+            process.counters = message["counters"]
         elif op == "acquire":
             task = asyncio.create_task(self._acquire(process, message))
             process.asking.add(task)
@@ -386,17 +468,20 @@ class ProcessExecutor:
         process.grants[grant.serial] = grant
         self._send(process, {"op": "granted", "ask": message["ask"], "grant": dataclasses.asdict(grant)})
 
-    async def _lost(self, process: _Process) -> None:
+    def _lost(self, process: _Process) -> None:
         """The worker's output ended: it finished or died. Fail what it had in flight, so the runner reschedules."""
         if not process.alive:
             return
         process.alive = False
+        if process.closed is not None and not process.closed.done():
+            process.closed.set_result(None)
         for task in list(process.asking):
             task.cancel()
         for grant in process.grants.values():  # its calls in flight end with it: the slots go back to the others
             self._release(grant)
         process.grants.clear()
-        process.writer.close()
+        if process.transport is not None:
+            process.transport.close()
         self._finished_counters.append(process.counters)
         if process.in_flight:
             self.deaths += 1
@@ -444,26 +529,29 @@ class ProcessExecutor:
         request_id = self._next_id
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         process.in_flight[request_id] = (future, planned.match_id)
-        self._send(process, {"op": "play", "id": request_id, "match": encode_planned(planned)})
-        with contextlib.suppress(ConnectionError):
-            await process.writer.drain()
+        match = json.dumps(encode_planned(planned))
+        self._queue(process, b'{"op":"play","id":%d,"match":%b}\n' % (request_id, match.encode()))
+        if process.drained is not None:
+            with contextlib.suppress(ConnectionError):
+                await process.drained
         return await future
 
     async def close(self) -> None:
         """Stop the workers (closing their input), wait for them, add their counters to the runtime."""
         for process in self._processes:
-            if process.writer.can_write_eof():
+            self._flush(process)
+            if process.transport is not None and process.transport.can_write_eof():
                 with contextlib.suppress(OSError):
-                    process.writer.write_eof()
+                    process.transport.write_eof()
         for process in self._processes:
-            if process.reader is not None:
+            if process.closed is not None:
                 try:
-                    await asyncio.wait_for(asyncio.shield(process.reader), timeout=10)
+                    await asyncio.wait_for(asyncio.shield(process.closed), timeout=10)
                 except asyncio.TimeoutError:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(process.pid, signal.SIGKILL)
                     with contextlib.suppress(Exception):
-                        await process.reader
+                        await process.closed
         add_counters(self.runtime, self._finished_counters)
         self._finished_counters = []
         self._processes = []

@@ -3,20 +3,22 @@ the tasks and, for model players, litellm once) forks each worker, and each work
 (:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.match_worker.MatchWorker` playing many
 matches at once in its event loop.
 
-The protocol, one JSON object a line: the driver sends ``init`` (the spec, modules, environment), then ``play``
-(an id and a planned match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget``
-(the run's total spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge``
-(its model calls), ``failed`` (it could not start), ``done`` (a failed match: its error, as data) and ``record``
-(a finished match): a ``record`` line is followed by the record's own JSON line, as :meth:`MatchRecord.to_json
-<deepeval_games.records.MatchRecord.to_json>` wrote it, so the driver commits that text without parsing it.
-Results finished in one turn of the worker's event loop go out in one write; a result carries the worker's model-call
-counters only when they changed.
+The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``play`` (an id and a
+planned match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget`` (the run's
+total spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model
+calls), ``counters`` (its model-call counters, when they changed: once for a run without model players), ``failed``
+(it could not start) and ``done`` (a failed match: its error, as data), each a JSON line, and for a finished match a
+header line ``R <id> <size>`` followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
+<deepeval_games.records.MatchRecord.to_json>` wrote it, newline included, so the driver takes it without searching
+for its end and commits that text without parsing it. What one turn of the worker's event loop sends goes out in
+one write. Matches are played by a few long-lived player tasks, not a task per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import contextlib
 import gc
 import importlib
@@ -40,20 +42,24 @@ __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """The worker process's loop: read requests (JSON lines), play, write results (JSON lines) until input ends."""
+    """The worker process's loop: read requests (JSON lines), play, write results until input ends."""
 
     outbox: list[bytes] = []
+    loop = asyncio.get_running_loop()
 
     def flush() -> None:
         if outbox and not writer.is_closing():
             writer.write(b"".join(outbox))
         outbox.clear()
 
-    def send(text: str) -> None:
-        """Queue one line; what this turn of the event loop queued goes out in one write, in order."""
+    def send(*parts: bytes) -> None:
+        """Queue a message; what this turn of the event loop queued goes out in one write, in order."""
         if not outbox:
-            asyncio.get_running_loop().call_soon(flush)
-        outbox.append(text.encode() + b"\n")
+            loop.call_soon(flush)
+        outbox.extend(parts)
+
+    def send_json(message: Mapping[str, Any]) -> None:
+        send(json.dumps(message).encode(), b"\n")
 
     first = await reader.readline()
     if not first:
@@ -63,36 +69,70 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     os.environ.clear()
     os.environ.update(init.get("environ", {}))
     sys.path[:] = init.get("path", sys.path)
-    proxy = LimiterProxy(lambda message: send(json.dumps(message)))
+    proxy = LimiterProxy(send_json)
     try:
         os.chdir(init.get("cwd", os.getcwd()))
         worker = MatchWorker(
             init["spec"],
             modules=init.get("modules", ()),
             budget_usd=init.get("budget_usd"),
-            on_charge=lambda cost: send(json.dumps({"op": "charge", "cost": cost})),
+            on_charge=lambda cost: send_json({"op": "charge", "cost": cost}),
             limiter=proxy,
         )
     except Exception as exc:
-        send(json.dumps({"op": "failed", **_error_result("", exc)}))
+        send_json({"op": "failed", **_error_result("", exc)})
         flush()
         await writer.drain()
         return
-    tasks: set[asyncio.Task[None]] = set()
 
     sent_counters = ""
+    counted = worker.runtime is not None
+    """Whether model calls can change the counters (a run without model players sends them once)."""
 
-    async def play(request_id: int, planned: Mapping[str, Any]) -> None:
+    def finished(request_id: int, result: Mapping[str, Any]) -> None:
         nonlocal sent_counters
-        result = await worker.play(planned)
-        counters = json.dumps(worker.counters())
-        changed = f',"counters":{counters}' if counters != sent_counters else ""
-        sent_counters = counters
-        if "record" in result:  # the record's JSON goes on the next line as it is: never parsed or written again
-            send(f'{{"op":"record","id":{request_id}{changed}}}')
-            send(result["record"])
+        if counted or not sent_counters:
+            counters = json.dumps(worker.counters())
+            if counters != sent_counters:
+                send(b'{"op":"counters","counters":%b}\n' % counters.encode())
+                sent_counters = counters
+        if "record" in result:  # the record's JSON line as it is: never parsed or written again
+            data = result["record"].encode()
+            send(b"R %d %d\n" % (request_id, len(data) + 1), data, b"\n")
         else:
-            send(f'{{"op":"done","id":{request_id}{changed},"error":{json.dumps(result["error"])}}}')
+            send_json({"op": "done", "id": request_id, "error": result["error"]})
+
+    # Matches are played by a few long-lived player tasks (as many as were ever needed at once), not a task per
+    # request: a player takes requests from the queue until it is empty; while requests wait, one player is always
+    # scheduled to take them, so a match that waits (a model call) never holds up the next.
+    queue: collections.deque[tuple[int, Mapping[str, Any]]] = collections.deque()
+    idle: list[asyncio.Future[None]] = []
+    players: set[asyncio.Task[None]] = set()
+    scheduled = 0
+    """Players woken (or started) that have not taken a request yet."""
+
+    def schedule_player() -> None:
+        nonlocal scheduled
+        if scheduled:
+            return
+        scheduled += 1
+        if idle:
+            idle.pop().set_result(None)
+        else:
+            players.add(asyncio.create_task(player()))
+
+    async def player() -> None:
+        nonlocal scheduled
+        while True:
+            scheduled -= 1
+            while queue:
+                request_id, planned = queue.popleft()
+                if queue:
+                    schedule_player()
+                finished(request_id, await worker.play(planned))
+            waiter = loop.create_future()
+            idle.append(waiter)
+            await waiter
 
     try:
         while True:
@@ -102,9 +142,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             message = json.loads(line)
             op = message.get("op")
             if op == "play":
-                task = asyncio.create_task(play(int(message["id"]), message["match"]))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                queue.append((int(message["id"]), message["match"]))
+                schedule_player()
             elif op == "granted":
                 proxy.granted(int(message["ask"]), message["grant"])
             elif op == "denied":
@@ -112,9 +151,9 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             elif op == "budget":
                 worker.update_budget(float(message["spent"]))
     finally:
-        for task in tasks:
+        for task in players:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*players, return_exceptions=True)
         worker.close()
 
 

@@ -409,7 +409,7 @@ class Store:
                 raise DeepEvalError(f"the store of {self.run_dir} is closed")
             if match_id in self._ids:
                 return False
-            self._append((text + "\n").encode("utf-8"))
+            self._append(text.encode("utf-8"))
             self._ids.add(match_id)
             self._pending.append((match_id, text))
             behind = len(self._pending) >= 4 * self.batch_max  # the flusher cannot keep up (a starved thread)
@@ -427,15 +427,17 @@ class Store:
         return [self.commit_json(record.match_id, record.to_json()) for record in records]
 
     def _append(self, data: bytes) -> None:
-        """Write ``data`` at the end of ``matches.jsonl``; on failure cut the file back to where it ended."""
+        """Write ``data`` and a newline at the end of ``matches.jsonl`` (one ``writev``: the line is not copied to
+        add its newline); on failure cut the file back to where it ended."""
         assert self._jsonl_fd is not None
-        view = memoryview(data)
+        total = len(data) + 1
         start = None
         try:
-            written = os.write(self._jsonl_fd, view)
-            if written < len(data):  # a short write (a full disk): append the rest, or undo
+            written = os.writev(self._jsonl_fd, (data, b"\n"))
+            if written < total:  # a short write (a full disk): append the rest, or undo
                 start = os.fstat(self._jsonl_fd).st_size - written
-                while written < len(data):
+                view = memoryview(data + b"\n")
+                while written < total:
                     step = os.write(self._jsonl_fd, view[written:])
                     if step <= 0:
                         raise OSError(f"cannot write {self.run_dir / JSONL_NAME}")
