@@ -41,15 +41,29 @@ __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 # -- the worker process ------------------------------------------------------------------------------------------
 
 
-async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """The worker process's loop: read requests (JSON lines), play, write results until input ends."""
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd: int | None = None) -> None:
+    """The worker process's loop: read requests (JSON lines), play, write results until input ends. ``fd``: the
+    socket's descriptor, written with one ``writev`` of the queued parts when nothing else waits to be sent (not
+    joined into one copy first); what the socket does not take then goes through ``writer``."""
 
     outbox: list[bytes] = []
     loop = asyncio.get_running_loop()
 
     def flush() -> None:
         if outbox and not writer.is_closing():
-            writer.write(b"".join(outbox))
+            sent = 0
+            if fd is not None and writer.transport.get_write_buffer_size() == 0:
+                with contextlib.suppress(OSError):  # no room (or a closed socket: the transport's write says so)
+                    sent = os.writev(fd, outbox[:_IOV_MAX])
+            if sent == 0:
+                writer.write(b"".join(outbox))
+            else:
+                for part in outbox:  # the rest, in order, through the transport (it waits for room)
+                    if sent >= len(part):
+                        sent -= len(part)
+                        continue
+                    writer.write(memoryview(part)[sent:] if sent else part)
+                    sent = 0
         outbox.clear()
 
     def send(*parts: bytes) -> None:
@@ -97,7 +111,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 send(b'{"op":"counters","counters":%b}\n' % counters.encode())
                 sent_counters = counters
         if "record" in result:  # the record's JSON line as it is: never parsed or written again
-            data = result["record"].encode()
+            data = result["record"]
             send(b"R %d %d\n" % (request_id, len(data) + 1), data, b"\n")
         else:
             send_json({"op": "done", "id": request_id, "error": result["error"]})
@@ -129,7 +143,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 request_id, planned = queue.popleft()
                 if queue:
                     schedule_player()
-                finished(request_id, await worker.play(planned))
+                finished(request_id, await worker.play(planned, as_bytes=True))
             waiter = loop.create_future()
             idle.append(waiter)
             await waiter
@@ -160,7 +174,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 async def _worker_main_async(sock: socket.socket) -> None:
     reader, writer = await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
     with contextlib.suppress(ConnectionError):  # the driver is gone
-        await _serve(reader, writer)
+        await _serve(reader, writer, sock.fileno())
 
 
 def worker_main(sock: socket.socket) -> None:
@@ -175,6 +189,9 @@ def worker_main(sock: socket.socket) -> None:
             sys.stderr.flush()
         os._exit(0)  # no interpreter teardown: nothing is left to write
 
+
+_IOV_MAX = 1024
+"""The most parts one ``writev`` takes (Linux's ``IOV_MAX``); what is left goes through the transport."""
 
 LINE_LIMIT = 1 << 30
 """The longest message (a record as one JSON line) either side reads."""
