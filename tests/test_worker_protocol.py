@@ -118,7 +118,7 @@ def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change(
         ours.sendall(("\n".join(requests) + "\n").encode())
         buffer = bytearray()
         messages: list[str] = []
-        texts = {}
+        texts: dict[int, str] = {}
         while len(texts) + ("done" in messages) < len(plan) + 1:
             line = _read_line(ours, buffer)
             if line.startswith(b"R "):  # a record: "R <id> <size>", then its JSON line of that size
@@ -262,3 +262,81 @@ def test_the_write_ahead_log_is_checkpointed_along_the_way(tmp_path: Path) -> No
         store.close()
     with Store(tmp_path / "run", read_only=True) as reader:
         assert sum(1 for _ in reader.records()) == count
+
+
+# -- the driver's end of a worker's socket: messages cut out of what arrives, however it is split ----------------
+
+
+class _Recorder:
+    """Stands in for the executor: what the channel hands on."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+
+    def _finished_record(self, process: Any, request_id: int, text: str) -> None:
+        self.seen.append(("record", (request_id, text)))
+
+    def _handle(self, process: Any, message: dict[str, Any]) -> None:
+        self.seen.append(("message", message))
+
+    def _lost(self, process: Any) -> None:
+        self.seen.append(("lost", None))
+
+
+class _Transport:
+    aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def _stream() -> tuple[bytes, list[tuple[str, Any]]]:
+    records = [r.to_json() for r in _fixture_records()[:4]]
+    records.append('{"match_id":"ü","text":"é \\u2028 ✓"}')  # not ASCII: sizes are in bytes
+    data, expected = b"", list[tuple[str, Any]]()
+    for i, text in enumerate(records):
+        counters = {"op": "counters", "counters": {"calls": i}}
+        data += json.dumps(counters).encode() + b"\n"
+        expected.append(("message", counters))
+        line = text.encode() + b"\n"
+        data += b"R %d %d\n" % (i + 1, len(line)) + line
+        expected.append(("record", (i + 1, text)))
+    done = {"op": "done", "id": 9, "error": {"kind": "error", "type": "X", "message": "m", "traceback": ""}}
+    data += json.dumps(done).encode() + b"\n"
+    expected.append(("message", done))
+    return data, expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_driver_reads_messages_split_anywhere(seed: int) -> None:
+    import random
+
+    from deepeval_games.executors import _Channel, _Process
+
+    data, expected = _stream()
+    recorder = _Recorder()
+    channel = _Channel(recorder, _Process(0, 1))  # type: ignore[arg-type]
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(data)), 40)) if seed else list(range(1, len(data)))  # seed 0: byte by byte
+    for start, stop in zip([0, *cuts], [*cuts, len(data)], strict=True):
+        channel.data_received(data[start:stop])
+    assert recorder.seen == expected
+    whole = _Recorder()
+    _Channel(whole, _Process(0, 1)).data_received(data)  # type: ignore[arg-type]
+    assert whole.seen == expected
+
+
+def test_a_worker_that_breaks_the_framing_is_dropped() -> None:
+    from deepeval_games.executors import _Channel, _Process
+
+    recorder = _Recorder()
+    process = _Process(0, 1)
+    channel = _Channel(recorder, process)  # type: ignore[arg-type]
+    transport = _Transport()
+    process.transport = transport  # type: ignore[assignment]
+    channel.data_received(b"R 1 5\nabcdefgh\n")  # the size does not end the record's line
+    assert transport.aborted and recorder.seen == []
+    transport.aborted = False
+    channel = _Channel(recorder, process)  # type: ignore[arg-type]
+    channel.data_received(b"not json\n")
+    assert transport.aborted and recorder.seen == []
