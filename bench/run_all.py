@@ -161,10 +161,14 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
         prompts: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
         """Every call the engine sent: messages and sampling settings (the raw side replays them)."""
 
+        cpu: dict[str, float] = {}
+        """This process's CPU time of the last run of each side (the endpoint's is its own process's)."""
+
         def engine(n: int) -> tuple[float, int]:
-            start = time.perf_counter()
+            start, started_cpu = time.perf_counter(), time.process_time()
             result = run_experiment(spec, work / f"llm-move-{n}")
             elapsed = time.perf_counter() - start
+            cpu["engine"] = time.process_time() - started_cpu
             if not prompts:
                 for record in result.iter_records():
                     for turn in record.turns:
@@ -191,8 +195,9 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
                         **sampling,
                     )
 
-            start = time.perf_counter()
+            start, started_cpu = time.perf_counter(), time.process_time()
             asyncio.run(calls())
+            cpu["raw"] = time.process_time() - started_cpu
             return time.perf_counter() - start
 
         os.environ[KEY_ENV] = "bench"
@@ -203,7 +208,12 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
             raw_s = raw()
             per_engine, per_raw = engine_s / sent * 1000, raw_s / len(prompts) * 1000
             figure.values.append(per_engine / per_raw)
-            figure.notes.append(f"engine {per_engine:.2f} ms/move ({sent} calls), raw {per_raw:.2f} ms/move")
+            cpu_ratio = (cpu["engine"] / sent) / (cpu["raw"] / len(prompts))
+            figure.notes.append(
+                f"engine {per_engine:.2f} ms/move ({sent} calls), raw {per_raw:.2f} ms/move; this process's CPU "
+                f"{cpu['engine'] / sent * 1000:.2f} vs {cpu['raw'] / len(prompts) * 1000:.2f} ms/move "
+                f"(CPU-time ratio {cpu_ratio:.3f}: not the figure, less moved by the machine's drift)"
+            )
     return figure
 
 
