@@ -97,6 +97,9 @@ def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     spec = _spec(repeats=4, max_concurrency=4)  # 24 matches
     one = run_experiment(spec, tmp_path / "one", workers=1)
     caplog.set_level(logging.INFO, logger="deepeval_games")
+    from deepeval_games import runner
+
+    monkeypatch.setattr(runner, "AUTO_PROBE_S", 60.0)  # a slow machine still probes the 12 matches
     monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly
     monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_WORK_S", 0.0)
     auto = run_experiment(spec, tmp_path / "auto")
