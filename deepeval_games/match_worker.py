@@ -30,7 +30,6 @@ __all__ = [
     "decode_planned",
     "encode_planned",
     "raise_for_result",
-    "record_bytes",
     "record_text",
     "spec_modules",
 ]
@@ -127,13 +126,6 @@ def raise_for_result(result: Mapping[str, Any]) -> MatchRecord:
         record = result["record"]
         return MatchRecord.from_json(record) if isinstance(record, str) else MatchRecord.from_dict(record)
     _raise_error(error)
-
-
-def record_bytes(record: MatchRecord) -> bytes:
-    """``record.to_json().encode()``, written as bytes by pydantic's serializer itself (which is what
-    :meth:`MatchRecord.to_json` decodes into text): a worker process sends these bytes, so a 20 kB record is neither
-    decoded nor encoded again on its way to the socket. ``tests/test_worker_protocol.py`` pins the two equal."""
-    return type(record).__pydantic_serializer__.to_json(record)
 
 
 def record_text(result: Mapping[str, Any]) -> str:
@@ -300,7 +292,8 @@ class MatchWorker:
 
     async def play(self, planned: Mapping[str, Any], *, as_bytes: bool = False) -> dict[str, Any]:
         """Play one planned match (:func:`encode_planned`); the result as described in the class docstring.
-        ``as_bytes``: the record's JSON as UTF-8 bytes (:func:`record_bytes`; what a socket sends) instead of text."""
+        ``as_bytes``: the record's JSON as UTF-8 bytes (:meth:`MatchRecord.to_json_bytes`; what a socket sends)
+        instead of text."""
         match_id = str(planned.get("match_id", "?"))
         try:
             record = await self._runner.play(decode_planned(planned))
@@ -308,7 +301,7 @@ class MatchWorker:
             raise
         except Exception as exc:
             return _error_result(match_id, exc)
-        return {"match_id": match_id, "record": record_bytes(record) if as_bytes else record.to_json()}
+        return {"match_id": match_id, "record": record.to_json_bytes() if as_bytes else record.to_json()}
 
     def counters(self) -> dict[str, Any]:
         """The model-call counters of this worker so far: ``calls`` (sent), ``sent`` and ``hits`` per model,

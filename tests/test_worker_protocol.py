@@ -17,7 +17,7 @@ import pytest
 
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.fork_server import LINE_LIMIT
-from deepeval_games.match_worker import encode_planned, record_bytes
+from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.store import JSONL_NAME, Store
@@ -200,7 +200,7 @@ def test_a_worker_sends_exactly_the_text_to_json_writes() -> None:
     special.returns = [float("inf"), float("nan")]  # written as Infinity / NaN by both
     special.metrics = {"big": 2**70, "tiny": 5e-324, "text": 'ünïcode ✓ \u2028 \\ "'}
     for record in [*records, special]:
-        assert record_bytes(record) == record.to_json().encode("utf-8")
+        assert record.to_json_bytes() == record.to_json().encode("utf-8")
 
 
 def test_from_json_reads_what_from_dict_reads(monkeypatch: pytest.MonkeyPatch) -> None:
