@@ -44,9 +44,15 @@ from deepeval_games.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec,
 __all__ = ["PlannedMatch", "check_plan_size", "count_matches", "plan_matches", "stable_hash"]
 
 
+def _canonical_json(value: object) -> str:
+    """The canonical JSON of ``value`` (sorted keys, Python's default separators; what :func:`stable_hash`
+    hashes)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def stable_hash(value: object, length: int = 20) -> str:
     """Hex sha256 of the canonical JSON of ``value``."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:length]
+    return hashlib.sha256(_canonical_json(value).encode()).hexdigest()[:length]
 
 
 @dataclass(frozen=True)
@@ -226,18 +232,19 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         if planned > limit:  # before this game's seatings are listed
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
-        identities: dict[tuple[str, int], dict[str, object]] = {}  # per player and seat of this game, not per match
+        # A match's key is {"game", "seats": [identities], "seed", "repeat"}, hashed as stable_hash(key, 64) hashes
+        # it. Its canonical JSON is written out here from parts made once per game (each identity's JSON once per
+        # player and seat): the same text, without json.dumps walking the whole key for every match.
+        prefix = f'{{"game": {_canonical_json(canonical)}, "repeat": '
+        suffix = f'], "seed": {_canonical_json(spec.seed)}}}'
+        identities: dict[tuple[str, int], str] = {}  # per player and seat of this game, not per match
         for repeat, seats in _seatings(spec, game, only_repeat):
             for seat, name in enumerate(seats):
                 if (name, seat) not in identities:
-                    identities[name, seat] = _identity(spec.player(name), game, seat)
-            key = {
-                "game": canonical,
-                "seats": [identities[name, seat] for seat, name in enumerate(seats)],
-                "seed": spec.seed,
-                "repeat": repeat,
-            }
-            digest = stable_hash(key, 64)
+                    identities[name, seat] = _canonical_json(_identity(spec.player(name), game, seat))
+            seated = ", ".join([identities[name, seat] for seat, name in enumerate(seats)])
+            text = f'{prefix}{repeat}, "seats": [{seated}{suffix}'
+            digest = hashlib.sha256(text.encode()).hexdigest()
             plan.append(
                 PlannedMatch(
                     match_id=digest[:20],
