@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import sys
 import time
 import traceback
@@ -345,17 +346,21 @@ async def _probe(
     4... until :data:`~deepeval_games.executors.AUTO_PROBE_S` has passed; return the matches left and the worker
     processes that play them (:func:`~deepeval_games.executors.workers_after_probe`). A match is timed by the CPU
     this process spent on it (what worker processes would share out), not by the wall clock: matches that wait
-    (a bot's I/O, a sandboxed program's own process) already overlap in one event loop."""
+    (a bot's I/O, a sandboxed program's own process) already overlap in one event loop. The probed matches are
+    drawn from all over ``todo`` (:func:`_spread`), so a sweep whose first game is cheap and whose last is costly is
+    judged by both."""
+    sample = [todo[i] for i in _spread(min(limit, len(todo)), len(todo))]
     played, size, start, cpu = 0, 1, time.perf_counter(), time.process_time()
-    while played < limit:
-        chunk = todo[played : played + min(size, limit - played)]
+    while played < len(sample):
+        chunk = sample[played : played + size]
         await runner.run(chunk, result, bar=bar)
         played += len(chunk)
         size *= 2
         if time.perf_counter() - start >= AUTO_PROBE_S:
             break
     seconds = (time.process_time() - cpu) / max(1, played)
-    rest = todo[played:]
+    probed = {id(m) for m in sample[:played]}
+    rest = [m for m in todo if id(m) not in probed]
     count = workers_after_probe(len(rest), seconds)
     log.info(
         "%d matches took %.2f ms of CPU each here: %d process(es) play the %d left",
@@ -365,6 +370,22 @@ async def _probe(
         len(rest),
     )
     return rest, count
+
+
+def _spread(count: int, size: int) -> list[int]:
+    """``count`` distinct positions in ``range(size)`` (``count <= size``), in an order whose every prefix covers the
+    whole range evenly: position ``k * φ`` modulo ``size`` (the golden-ratio sequence), skipping repeats."""
+    golden = (math.sqrt(5) - 1) / 2
+    seen: set[int] = set()
+    order: list[int] = []
+    k = 0
+    while len(order) < count:
+        position = int(((k * golden) % 1.0) * size)
+        k += 1
+        if position not in seen:
+            seen.add(position)
+            order.append(position)
+    return order
 
 
 def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, Any]:
