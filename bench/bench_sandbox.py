@@ -36,7 +36,7 @@ def load_records() -> list[Record]:
     default = Path(__file__).resolve().parents[2] / "shared" / "data"
     path = Path(os.environ.get("DEEPEVAL_GAMES_DATA", default)) / "mbpp" / "mbpp.jsonl"
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in records if 11 <= int(r["task_id"]) <= 510]  # type: ignore[call-overload]
+    return [r for r in records if 11 <= int(r["task_id"]) <= 510]
 
 
 def sandboxed(record: Record) -> bool:
