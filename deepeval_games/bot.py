@@ -28,6 +28,7 @@ __all__ = [
     "CallAttempt",
     "Decision",
     "DeepEvalBot",
+    "FieldsBot",
     "Observation",
     "Outcome",
     "Prompt",
@@ -37,6 +38,7 @@ __all__ = [
     "answers_at_once",
     "make_observation",
     "observe",
+    "reads_fields_only",
 ]
 
 
@@ -477,6 +479,33 @@ class SyncBot(DeepEvalBot):
         if decision.action is None:
             return task.intern_utterance(state, self.player_id, decision.text)
         return int(decision.action)
+
+
+class FieldsBot(SyncBot):
+    """A :class:`SyncBot` whose move depends on its seat's observation fields alone (and its own generator): it
+    implements :meth:`move_from_fields`, never reads the observation's text, inbox or other parts, and its decision
+    is the plain move named as the seat names it (:meth:`respond`). Scripted baselines of this kind (the Public Goods
+    bots) let the referee skip the :class:`Observation` and the :class:`Decision` of each move: it calls
+    :meth:`move_from_fields` with the fields it computed to deliver the seat's view (:func:`reads_fields_only`).
+
+    A subclass that overrides :meth:`respond` (or :meth:`~DeepEvalBot.act`) is asked through it as any other bot.
+    """
+
+    def move_from_fields(self, fields: Mapping[str, Any]) -> int:
+        """This seat's move, a Python ``int``, from its observation fields (read only: they may be shared)."""
+        raise NotImplementedError
+
+    def respond(self, observation: Observation) -> Decision:
+        """:meth:`move_from_fields` of the observation's fields, as a plain move named by the observation."""
+        action = self.move_from_fields(observation.fields)
+        return Decision.move(action, observation.action_to_string(action))
+
+
+def reads_fields_only(bot: DeepEvalBot) -> bool:
+    """True when the referee may ask ``bot`` through :meth:`FieldsBot.move_from_fields` (no observation made): a
+    :class:`FieldsBot` whose class keeps :meth:`FieldsBot.respond` and :meth:`SyncBot.act`."""
+    cls = type(bot)
+    return isinstance(bot, FieldsBot) and cls.respond is FieldsBot.respond and cls.act is SyncBot.act
 
 
 def answers_at_once(bot: DeepEvalBot) -> bool:

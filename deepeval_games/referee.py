@@ -43,6 +43,7 @@ from deepeval_games.bot import (
     _ActionNames,
     answers_at_once,
     make_observation,
+    reads_fields_only,
 )
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import _MOVE, REFEREE, Message, MessagePool, seat_label
@@ -378,7 +379,7 @@ def _lean_pick(bot: StateBot, seat: int, python_game: bool) -> tuple[Callable[..
     return bot.pick, bot.copies_state, True, True
 
 
-_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool]
+_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool, bool]
 _SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
 """:func:`_seating` by the bots' classes (what it reads of a bot are class attributes)."""
 
@@ -387,12 +388,15 @@ def _seating(bots: Sequence[DeepEvalBot]) -> _SeatKinds:
     """Per seat, whether its bot answers at once (:func:`~deepeval_games.bot.answers_at_once`: not awaited) and
     whether it is lean (a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
     its legal moves, no observation built, and sent no view but the final one); the lean seats; and whether every
-    seat's bot is a :class:`SyncBot` answering at once (scripted baselines: :meth:`_Match.scripted_round`). Made
-    once per seating of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
+    seat's bot is a :class:`SyncBot` answering at once (scripted baselines: :meth:`_Match.scripted_round`); and
+    whether every seat's bot moves from its observation fields alone (:func:`~deepeval_games.bot.reads_fields_only`:
+    :meth:`_Match.run_fields`). Made once per seating of bot classes (:data:`_SEATINGS`), shared by its matches (read
+    only)."""
     at_once = [answers_at_once(bot) for bot in bots]
     lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
     scripted = all(ready and not isinstance(bot, StateBot) for ready, bot in zip(at_once, bots, strict=True))
-    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean), scripted)
+    fields = all(map(reads_fields_only, bots))
+    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean), scripted, fields)
     if len(_SEATINGS) >= _FACTS_KEPT:
         _SEATINGS.clear()
     _SEATINGS[tuple(map(type, bots))] = kinds
@@ -411,8 +415,8 @@ class _Match:
     __slots__ = (
         "_delivered", "_fields_of", "_free_text_of", "_has_fields", "_has_free_text", "_has_judge", "_has_penalty",
         "_legal_of", "_moves", "_namer", "_params", "_penalty_of", "_penalty_rng", "_picks", "_read_text", "_rng",
-        "_short_name", "_views", "all_lean", "at_once", "bots", "facts", "game", "judge", "lean", "lean_seats", "n",
-        "pool", "round", "scripted", "seed", "state", "step", "turns",
+        "_short_name", "_views", "all_lean", "at_once", "bots", "facts", "fields_only", "game", "judge", "lean",
+        "lean_seats", "n", "pool", "round", "scripted", "seed", "state", "step", "turns",
     )  # fmt: skip
 
     def __init__(
@@ -436,12 +440,15 @@ class _Match:
         kinds = _SEATINGS.get(tuple(map(type, bots)))
         if kinds is None:
             kinds = _seating(bots)
-        self.at_once, self.lean, self.lean_seats, self.scripted = kinds  # see _seating (shared: never changed)
+        self.at_once, self.lean, self.lean_seats, self.scripted, fields_only = kinds  # _seating's (shared: read only)
         self.facts = facts = _facts(game, self.state)
         self.n = facts.n
         self.all_lean = len(self.lean_seats) == facts.n and facts.sequential and not facts.has_judge
         """Every seat lean, a sequential game, no judge: :meth:`run_lean` plays the match."""
-        self.pool = MessagePool(inboxes=not self.all_lean)  # no seat reads a view while the match is played
+        self.fields_only = fields_only and not facts.has_judge
+        """Every seat's bot moves from its observation fields alone, no judge: :meth:`run_fields` plays the match."""
+        # no seat reads its inbox while the match is played: the pool keeps none (the record is the same)
+        self.pool = MessagePool(inboxes=not (self.all_lean or self.fields_only))
         self._short_name = facts.short_name
         self._params = facts.params
         self._read_text = task.observation_reader(self.state) if facts.custom_text else facts.read_text(self.state)
@@ -731,6 +738,50 @@ class _Match:
         self.state.apply_actions(joint)
         self.step += 1
 
+    def fields_round(self, kind: str, moves: dict[int, tuple[int, ...] | None]) -> None:
+        """One node of :meth:`run_fields`: :meth:`deliver_observations` then :meth:`scripted_round` (:meth:`move_now`
+        at a sequential node) written out for bots that move from their observation fields alone
+        (:class:`~deepeval_games.bot.FieldsBot`). Each seat to move is sent its view if it changed and asked through
+        ``move_from_fields`` with the fields computed for that view (no :class:`Observation`, no :class:`Decision`);
+        then, in seat order, each move goes into the pool and the record, and the move (the joint move at a
+        simultaneous node) is applied. A legal move is recorded as ``FieldsBot.respond`` would have made it: the
+        plain move, named by the seat (its text and its action string both the name); any other answer takes the
+        general path (the seat's observation, :meth:`resolve`, the penalty)."""
+        rnd = self.round
+        read_text, fields_of, delivered, tell = self._read_text, self._fields_of, self._delivered, self.pool.tell
+        bots, clock = self.bots, time.perf_counter
+        asked = []
+        for seat, legal in moves.items():  # all from the same state, before any move is recorded
+            if legal is None:  # a sequential node's seat: its legal moves not read yet
+                legal = _int_tuple(self._legal_of(seat))
+            text = read_text(seat)  # its view, sent if it changed (deliver_observations)
+            fields = {} if fields_of is None else fields_of(seat)
+            if text and delivered.get(seat) != text:
+                delivered[seat] = text
+                tell(rnd, seat, "observation", text, fields)  # the pool keeps a copy of the fields
+            start = clock()
+            action = bots[seat].move_from_fields(fields)
+            asked.append((seat, legal, action, clock() - start))
+        self.round = rnd = rnd + 1
+        add_move, turns, namer = self.pool.add_move, self.turns, self._namer
+        joint = [pyspiel.INVALID_ACTION] * self.n
+        for seat, legal, action, latency in asked:  # into the pool together, before anyone sees them
+            if action in legal:
+                name = namer(seat, action)  # FieldsBot.respond: Decision.move(action, name)
+                add_move(rnd, seat, name, action)
+                turns.append(_plain_turn(len(turns), rnd, seat, action, name, name, latency))
+            else:  # not a legal move: through the seat's observation, as respond's decision
+                observation = self.observation(seat, legal)
+                decision = Decision.move(action, observation.action_to_string(action))
+                action, decision = self.resolve(seat, observation, decision)
+                self.record_move(seat, action, decision, latency, observation.action_to_string)
+            joint[seat] = action
+        if kind is _SIMULTANEOUS:
+            self.state.apply_actions(joint)
+        else:
+            self.state.apply_action(joint[asked[0][0]])
+        self.step += 1
+
     def pick(self, seat: int, legal: list[int]) -> tuple[Decision, float]:
         """Ask a bot that reads no view (:attr:`lean`) for its move from the state and the seat's legal moves."""
         bot = cast(StateBot, self.bots[seat])
@@ -922,6 +973,25 @@ class _Match:
                     await self.sequential_round()
             kind, moves = self.deliver_observations()
 
+    def run_fields(self, max_rounds: int) -> None:
+        """:meth:`run` for a match whose every seat's bot moves from its observation fields alone, in a game without a
+        judge (:attr:`fields_only`: scripted baselines such as the Public Goods bots): nothing is awaited, and each node
+        where seats move is played by :meth:`fields_round`. The same moves, pool and record as :meth:`run`; the pool
+        keeps no inboxes (nobody reads one while the match is played)."""
+        self.broadcast_rules()
+        while True:
+            kind, moves = self.node()
+            if kind is _TERMINAL:
+                self.final_views()  # every seat's final view
+                return
+            if self.round >= max_rounds:
+                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+            if kind is _CHANCE:  # no seat is sent a view at a chance node
+                self.round += 1
+                self.chance()
+            else:
+                self.fields_round(kind, moves)
+
     def run_lean(self, max_rounds: int) -> None:
         """:meth:`run` for a match of classical players that read no view (every seat :attr:`lean`) in a sequential
         game without a judge (:func:`_all_lean`): none of them is sent a view before the game is over, so the nodes
@@ -1074,6 +1144,8 @@ async def play_match(
     rounds = max_rounds if max_rounds is not None else match.facts.max_rounds
     if _all_lean(match):
         match.run_lean(rounds)
+    elif match.fields_only:
+        match.run_fields(rounds)
     else:
         await match.run(rounds)
     facts = match.facts

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, Observation, SeatSeed, SyncBot
+from deepeval_games.bot import FieldsBot, SeatSeed
 from deepeval_games.registry import register_bot
 
 __all__ = [
@@ -53,8 +53,11 @@ def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
     return None
 
 
-class _PGGBot(SyncBot):
-    """Shared plumbing: a decision that invests ``amount`` coins."""
+class _PGGBot(FieldsBot):
+    """Shared plumbing: a move that invests :meth:`amount` coins, or with probability ``noise`` a random amount.
+
+    A bot reads its observation's fields alone (:class:`~deepeval_games.bot.FieldsBot`): the referee asks it through
+    :meth:`move_from_fields`, and :meth:`respond` (what any other caller gets) is the same move, named."""
 
     takes_seat_seed = True  # draws through self.rng only (and most never draw: no generator is made for them)
 
@@ -72,12 +75,16 @@ class _PGGBot(SyncBot):
             raise ValueError(f"noise must be in [0, 1], got {noise}")
         self.noise = float(noise)
 
-    def invest(self, observation: Observation, amount: int) -> Decision:
-        """Invest ``amount`` coins (clipped to 0..E), or with probability ``noise`` a uniformly random amount."""
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        """The coins this bot's rule invests, a Python ``int`` (clipped to 0..E by :meth:`move_from_fields`)."""
+        raise NotImplementedError
+
+    def move_from_fields(self, fields: Mapping[str, Any]) -> int:
+        """Invest :meth:`amount` coins (clipped to 0..E), or with probability ``noise`` a uniformly random amount."""
+        amount = self.amount(fields)
         if self.noise and self.rng.random() < self.noise:
             amount = int(self.rng.integers(0, self.endowment + 1))
-        action = int(min(max(amount, 0), self.endowment))
-        return Decision.move(action, observation.action_to_string(action))
+        return min(max(amount, 0), self.endowment)
 
     def identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {"kind": "scripted", "class": type(self).__name__}
@@ -90,24 +97,24 @@ class _PGGBot(SyncBot):
 class FreeRider(_PGGBot):
     """Always invests nothing (the Nash move when alpha < n)."""
 
-    def respond(self, observation: Observation) -> Decision:
-        return self.invest(observation, 0)
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        return 0
 
 
 @register_bot("pgg_full_contributor", games=_PGG)
 class FullContributor(_PGGBot):
     """Always invests its whole endowment (the social optimum)."""
 
-    def respond(self, observation: Observation) -> Decision:
-        return self.invest(observation, self.endowment)
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        return self.endowment
 
 
 @register_bot("pgg_random", games=_PGG)
 class RandomInvestor(_PGGBot):
     """Invests a uniformly random amount in 0..E each round."""
 
-    def respond(self, observation: Observation) -> Decision:
-        return self.invest(observation, int(self.rng.integers(0, self.endowment + 1)))
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        return int(self.rng.integers(0, self.endowment + 1))
 
 
 @register_bot("pgg_conditional_cooperator", games=_PGG)
@@ -128,9 +135,9 @@ class ConditionalCooperator(_PGGBot):
         if not 0 <= self.first <= self.endowment:
             raise ValueError(f"first must be in 0..{self.endowment}, got {self.first}")
 
-    def respond(self, observation: Observation) -> Decision:
-        mean = last_round_mean_investment(observation.fields)
-        return self.invest(observation, self.first if mean is None else math.floor(mean + 0.5))  # np.floor's value
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        mean = last_round_mean_investment(fields)
+        return self.first if mean is None else math.floor(mean + 0.5)  # np.floor's value
 
 
 @register_bot("pgg_grim_trigger", games=_PGG)
@@ -152,8 +159,8 @@ class GrimTrigger(_PGGBot):
         self.threshold = float(threshold)
         self.triggered = False
 
-    def respond(self, observation: Observation) -> Decision:
-        mean = last_round_mean_investment(observation.fields)
+    def amount(self, fields: Mapping[str, Any]) -> int:
+        mean = last_round_mean_investment(fields)
         if mean is not None and mean < self.threshold * self.endowment:
             self.triggered = True
-        return self.invest(observation, 0 if self.triggered else self.endowment)
+        return 0 if self.triggered else self.endowment

@@ -1,0 +1,139 @@
+"""Bots that move from their observation fields alone (:class:`~deepeval_games.bot.FieldsBot`, the scripted Public
+Goods players): the referee asks them with no observation or decision made (``_Match.run_fields``), and a match
+plays exactly as the general loop plays it with the same bots asked through ``respond``: moves, pool, turn records,
+returns, the penalty path of an illegal answer included. That the seeded records of the scripted cases are still the
+old engine's is ``tests/test_engine_records.py``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepeval_games import Decision, Observation, load_game, play_match
+from deepeval_games.bot import DeepEvalBot, FieldsBot, SyncBot, reads_fields_only
+from llm_bots.scripted_pgg import ConditionalCooperator, FreeRider, FullContributor, GrimTrigger, RandomInvestor
+
+PGG1 = "deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)"
+PGG2 = "deepeval_public_goods(players=4,rounds=5,mode=2,alpha=1.6)"
+
+
+def _timeless(record: Any) -> dict[str, Any]:
+    data = record.to_dict()
+    data.pop("wall_time_s"), data.pop("started_at")
+    for turn in data["turns"]:
+        turn.pop("latency_s")
+    return data
+
+
+def _through_respond(cls: type[FieldsBot]) -> type[FieldsBot]:
+    """``cls`` asked through ``respond`` (which it overrides with the very same method): the general loop."""
+    return type(cls.__name__, (cls,), {"respond": lambda self, obs: FieldsBot.respond(self, obs)})
+
+
+class Illegal(FieldsBot):
+    """Answers from its fields, but illegally every other turn: out of range, the referee-only forfeit, None."""
+
+    answers = (99, 11, None, 3, -1)
+
+    def move_from_fields(self, fields: Mapping[str, Any]) -> int:
+        self.turn = getattr(self, "turn", -1) + 1
+        return self.answers[self.turn % len(self.answers)]  # type: ignore[return-value]
+
+
+def _play(game_string: str, classes: list[type[FieldsBot]], seed: int, *, general: bool, **params: Any) -> Any:
+    game = load_game(game_string)
+    bots: list[DeepEvalBot] = []
+    for seat, cls in enumerate(classes):
+        made = _through_respond(cls) if general else cls
+        extra = params if cls is not Illegal else {}
+        bots.append(made(seat, np.random.default_rng([seed, seat]), game=game, **extra))
+    assert all(reads_fields_only(bot) != general for bot in bots)
+    return asyncio.run(play_match(game, bots, seed=seed, match_id=f"m{seed}"))
+
+
+@pytest.mark.parametrize("game_string", [PGG1, PGG2])
+@pytest.mark.parametrize("noise", [0.0, 0.3])
+def test_a_match_of_fields_bots_plays_as_the_general_loop_plays_it(
+    game_string: str, noise: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepeval_games import referee
+
+    classes: list[type[FieldsBot]] = [FreeRider, ConditionalCooperator, GrimTrigger, RandomInvestor]
+    played = []
+    for seed in range(3):
+        with monkeypatch.context() as patch:
+
+            async def refuse(self: Any, max_rounds: int) -> None:
+                raise AssertionError("the general loop played a match of fields bots")
+
+            patch.setattr(referee._Match, "run", refuse)
+            fast = _play(game_string, classes, seed, general=False, noise=noise)
+        general = _play(game_string, classes, seed, general=True, noise=noise)
+        assert _timeless(fast) == _timeless(general)
+        assert len(fast.turns) == 20 and len(fast.messages) == 4 + 4 * 6 + 20
+        assert fast.model_fields_set == general.model_fields_set
+        assert all(a.model_fields_set == b.model_fields_set for a, b in zip(fast.turns, general.turns, strict=True))
+        played.append([t.action for t in fast.turns])
+    assert len({tuple(p) for p in played}) > 1  # the seeds matter (the random seat, the noise)
+
+
+def test_an_illegal_answer_of_a_fields_bot_takes_the_penalty_path_as_before() -> None:
+    classes: list[type[FieldsBot]] = [Illegal, FullContributor, Illegal, RandomInvestor]
+    fast = _play(PGG1, classes, 7, general=False)
+    general = _play(PGG1, classes, 7, general=True)
+    assert _timeless(fast) == _timeless(general)
+    outcomes = [(t.seat, t.action, t.outcome.value, t.text) for t in fast.turns if t.seat in (0, 2)]
+    assert (0, 11, "invalid", "invest 99") in outcomes  # the forfeit played for an out-of-range answer
+    assert any(outcome == "ok" for _, _, outcome, _ in outcomes)
+
+
+class PassOrBet(FieldsBot):
+    """kuhn_poker from no fields at all (the game has none): pass, then bet, then pass..."""
+
+    def move_from_fields(self, fields: Mapping[str, Any]) -> int:
+        assert fields == {}
+        self.turn = getattr(self, "turn", 0) + 1
+        return self.turn % 2
+
+
+def test_fields_bots_in_a_sequential_game_with_chance_nodes() -> None:
+    for seed in range(4):
+        fast = _play("kuhn_poker", [PassOrBet, PassOrBet], seed, general=False)
+        general = _play("kuhn_poker", [PassOrBet, PassOrBet], seed, general=True)
+        assert _timeless(fast) == _timeless(general)
+        assert [t.seat for t in fast.turns][:2] == [-1, -1]  # the deal, then the seats
+
+
+def test_only_bots_that_keep_fieldsbots_respond_are_asked_through_their_fields() -> None:
+    game = load_game(PGG1)
+
+    class Viewing(FreeRider):
+        def respond(self, observation: Observation) -> Decision:
+            return Decision.move(1, "invest 1")
+
+    class Awaiting(FreeRider):
+        async def act(self, observation: Observation) -> Decision:
+            return self.respond(observation)
+
+    assert reads_fields_only(FreeRider(0, game=game))
+    assert not reads_fields_only(Viewing(0, game=game))
+    assert not reads_fields_only(Awaiting(0, game=game))
+    assert not isinstance(SyncBot(0), FieldsBot) and not reads_fields_only(SyncBot(0))
+    # a seat of a viewing bot among fields bots: the general loop, its answers as it gives them
+    bots = [Viewing(0, game=game), *(FullContributor(seat, game=game) for seat in range(1, 4))]
+    record = asyncio.run(play_match(game, bots, seed=1))
+    assert [t.action for t in record.turns if t.seat == 0] == [1] * 5
+    # respond of a fields bot is its move, named as the seat names it
+    observation = asyncio.run(_first_observation(game))
+    decision = ConditionalCooperator(0, game=game, first=4).respond(observation)
+    assert decision == Decision(action=4, text="invest 4")
+
+
+async def _first_observation(game: Any) -> Observation:
+    from deepeval_games.bot import observe
+
+    return observe(game.new_initial_state(), 0)
