@@ -46,7 +46,7 @@ from deepeval_games.bot import (
     reads_fields_only,
 )
 from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import _MOVE, REFEREE, Message, MessagePool, seat_label
+from deepeval_games.message_pool import _MOVE, _TOLD, REFEREE, Message, MessagePool, seat_label
 from deepeval_games.observer import TextObserver
 from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
 
@@ -748,8 +748,11 @@ class _Match:
         plain move, named by the seat (its text and its action string both the name); any other answer takes the
         general path (the seat's observation, :meth:`resolve`, the penalty)."""
         rnd = self.round
-        read_text, fields_of, delivered, tell = self._read_text, self._fields_of, self._delivered, self.pool.tell
-        bots, clock = self.bots, time.perf_counter
+        read_text, fields_of, delivered = self._read_text, self._fields_of, self._delivered
+        bots, clock, told = self.bots, time.perf_counter, _TOLD.copy
+        # the messages go into the pool as MessagePool.tell and add_move put them, written out here: the pool's list,
+        # and each seat's inbox where the pool keeps them (nobody reads one during this method, which never awaits)
+        messages, inboxes = self.pool.outboxes(moves)
         asked = []
         for seat, legal in moves.items():  # all from the same state, before any move is recorded
             if legal is None:  # a sequential node's seat: its legal moves not read yet
@@ -758,18 +761,49 @@ class _Match:
             fields = {} if fields_of is None else fields_of(seat)
             if text and delivered.get(seat) != text:
                 delivered[seat] = text
-                tell(rnd, seat, "observation", text, fields)  # the pool keeps a copy of the fields
+                message = told()  # MessagePool.tell(rnd, seat, "observation", text, fields), written out
+                message["index"] = len(messages)
+                message["round"] = rnd
+                message["recipients"] = [seat]
+                message["kind"] = "observation"
+                message["text"] = text
+                message["fields"] = dict(fields) if fields else {}  # the pool's own copy
+                messages.append(message)
+                if inboxes is not None:
+                    inboxes[seat].append(message)
             start = clock()
             action = bots[seat].move_from_fields(fields)
             asked.append((seat, legal, action, clock() - start))
         self.round = rnd = rnd + 1
-        add_move, turns, namer = self.pool.add_move, self.turns, self._namer
+        turns, namer = self.turns, self._namer
+        plain, move, new, turn_class, fields_set = _PLAIN.copy, _MOVE.copy, _new, TurnRecord, _ALL_FIELDS
+        set_dict, set_fields_set, set_extra, set_private = _set_dict, _set_fields_set, _set_extra, _set_private
         joint = [pyspiel.INVALID_ACTION] * self.n
         for seat, legal, action, latency in asked:  # into the pool together, before anyone sees them
             if action in legal:
                 name = namer(seat, action)  # FieldsBot.respond: Decision.move(action, name)
-                add_move(rnd, seat, name, action)
-                turns.append(_plain_turn(len(turns), rnd, seat, action, name, name, latency))
+                message = move()  # MessagePool.add_move(rnd, seat, name, action), written out
+                message["index"] = len(messages)
+                message["round"] = rnd
+                message["sender"] = seat
+                message["recipients"] = []
+                message["text"] = name
+                message["action"] = action
+                message["fields"] = {}
+                messages.append(message)
+                if inboxes is not None:
+                    inboxes[seat].append(message)
+                values = plain()  # _plain_turn(len(turns), rnd, seat, action, name, name, latency), written out
+                values["index"], values["round"], values["seat"], values["action"] = len(turns), rnd, seat, action
+                values["action_string"], values["text"], values["latency_s"] = name, name, latency
+                values["raw_replies"], values["prompts"], values["attempts"] = [], [], []
+                values["cut_chars"], values["finish_reasons"], values["reasoning"] = [], [], []
+                turn = new(turn_class)
+                set_dict(turn, values)
+                set_fields_set(turn, fields_set)
+                set_extra(turn, None)
+                set_private(turn, None)
+                turns.append(turn)
             else:  # not a legal move: through the seat's observation, as respond's decision
                 observation = self.observation(seat, legal)
                 decision = Decision.move(action, observation.action_to_string(action))

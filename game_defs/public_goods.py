@@ -100,8 +100,20 @@ _GAME_TYPE = pyspiel.GameType(
 
 def _format_coins(value: float) -> str:
     """Coins as a short decimal string: ``6.4``, ``12``, ``3.33``."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return text if text != "-0" else "0"
+    text = _COIN_TEXTS.get(value)
+    if text is None:
+        text = f"{value:.2f}".rstrip("0").rstrip(".")
+        if text == "-0":
+            text = "0"
+        if len(_COIN_TEXTS) >= 4096:
+            _COIN_TEXTS.clear()
+        _COIN_TEXTS[value] = text
+    return text
+
+
+_COIN_TEXTS: dict[float, str] = {}
+""":func:`_format_coins` by value (the same few amounts recur in every match: a lookup costs a sixth of formatting).
+Keyed by the float's value, so ``-0.0`` and ``0.0`` share an entry, as they share their text."""
 
 
 class _RoundFields(TypedDict):
@@ -153,6 +165,8 @@ class PublicGoodsGame(pyspiel.Game):
         if merged["unusable"] == "forfeit":  # the default stays out of the string: earlier games keep their ids
             del merged["unusable"]
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
+        self._state_params = (n, rounds, endowment, alpha, mode)
+        """What a state reads of the parameters, read once (``get_parameters`` converts OpenSpiel's map every call)."""
         super().__init__(
             self.game_type,
             pyspiel.GameInfo(
@@ -203,6 +217,10 @@ class PublicGoodsGame(pyspiel.Game):
         )
 
 
+_TERMINAL = pyspiel.PlayerId.TERMINAL
+_SIMULTANEOUS = pyspiel.PlayerId.SIMULTANEOUS
+
+
 def _validate(n: int, rounds: int, endowment: int, alpha: float, mode: int) -> None:
     if not 2 <= n <= _MAX_PLAYERS:
         raise ValueError(f"players must be in 2..{_MAX_PLAYERS}, got {n}")
@@ -221,12 +239,12 @@ class PublicGoodsState(pyspiel.State):
 
     def __init__(self, game: PublicGoodsGame) -> None:
         super().__init__(game)
-        params = game.get_parameters()
-        self._n = int(params["players"])
-        self._rounds = int(params["rounds"])
-        self._endowment = int(params["endowment"])
-        self._alpha = float(params["alpha"])
-        self._mode = int(params["mode"])
+        known = getattr(game, "_state_params", None)
+        if known is None:
+            params = game.get_parameters()
+            known = (params["players"], params["rounds"], params["endowment"], params["alpha"], params["mode"])
+        self._n, self._rounds, self._endowment = int(known[0]), int(known[1]), int(known[2])
+        self._alpha, self._mode = float(known[3]), int(known[4])
         self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
         self._investments: list[list[int]] = []  # per finished round, action ids per seat
         # What a finished round shows, computed once when it is played (observations read them for every seat):
@@ -234,6 +252,8 @@ class PublicGoodsState(pyspiel.State):
         self._shares: list[float] = []  # per finished round, the pool share every seat received
         self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
         self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
+        self._sorted_texts: list[str] = []  # per finished round, those amounts as the seats read them (a list's str)
+        self._status = self._status_text()  # the last line of every seat's view (the round about to start)
         self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
         self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
         self._coin_texts: list[str] = ["0"] * self._n  # the same as the seats read them (_format_coins)
@@ -244,9 +264,9 @@ class PublicGoodsState(pyspiel.State):
 
     def current_player(self) -> int:
         """SIMULTANEOUS until the last round is played, then TERMINAL."""
-        if self.is_terminal():
-            return pyspiel.PlayerId.TERMINAL
-        return pyspiel.PlayerId.SIMULTANEOUS
+        if len(self._investments) >= self._rounds:  # is_terminal()
+            return _TERMINAL
+        return _SIMULTANEOUS
 
     def _legal_actions(self, player: int) -> Sequence[int]:
         """Investments 0..E (one tuple, the same for every seat and round); the referee-only forfeit (E + 1) is not
@@ -259,23 +279,32 @@ class PublicGoodsState(pyspiel.State):
         if len(actions) != self._n:
             raise ValueError(f"expected {self._n} actions, got {len(actions)}")
         forfeit = self._endowment + 1
-        for action in actions:
-            if not 0 <= action <= forfeit:
-                raise ValueError(f"action {action} out of range 0..{forfeit}")
-        played = [int(a) for a in actions]
-        paid = [0 if a == forfeit else a for a in played]
+        if not 0 <= min(actions) <= max(actions) <= forfeit:  # each action in 0..forfeit
+            raise ValueError(f"action {next(a for a in actions if not 0 <= a <= forfeit)} out of range 0..{forfeit}")
+        played = list(map(int, actions))
+        paid = [0 if a == forfeit else a for a in played] if forfeit in played else played[:]
         share = self._alpha * sum(paid) / self._n
         self._investments.append(played)
         self._paid.append(paid)
         self._shares.append(share)
         self._share_texts.append(_format_coins(share))
-        self._sorted.append(tuple(sorted(paid, reverse=True)))
+        ranked = sorted(paid, reverse=True)
+        self._sorted.append(tuple(ranked))
+        self._sorted_texts.append(str(ranked))
         # round_incomes(last round), and the coins held: Python floats added as numpy added them (IEEE doubles)
         endowment = self._endowment
         self._incomes = incomes = [(0 if a == forfeit else endowment - a) + share for a in played]
         self._coins = coins = [held + income for held, income in zip(self._coins, incomes, strict=True)]
-        self._coin_texts = [_format_coins(c) for c in coins]
+        self._coin_texts = list(map(_format_coins, coins))
         self._rewards = self._returns = None
+        self._status = self._status_text()
+
+    def _status_text(self) -> str:
+        """The last line of every seat's view: the round about to start, or the end of the game."""
+        finished = len(self._investments)
+        if finished >= self._rounds:
+            return "The game is over."
+        return f"Round {finished + 1} of {self._rounds}: a new round begins and you receive {self._endowment} coins."
 
     def _action_to_string(self, player: int, action: int) -> str:
         if action == self._endowment + 1:  # the forfeit
@@ -430,31 +459,27 @@ class PublicGoodsObserver(TextObserver):
         then the coins the seat holds and ``Round 2 of 3: a new round begins and you receive 10 coins.`` (or
         ``The game is over.``).
         """
-        lines: list[str] = []
         finished = len(state._investments)
-        first = 0 if self._perfect_recall else max(0, finished - 1)
-        forfeit = state._endowment + 1
-        for r in range(first, finished):
-            if state._investments[r][player] == forfeit:
-                mine = f"you gave no valid answer and forfeited your {state._endowment} coins"
-            else:
-                mine = f"you invested {state._paid[r][player]} coins"
-            if state._mode == 1:
-                share = state._share_texts[r]  # _format_coins(state._shares[r]), made when the round was played
-                lines.append(f"In round {r + 1} {mine}, and you received {share} coins from the pool.")
-            else:
-                amounts = list(state._sorted[r])
-                lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}.")
-        if finished:
-            lines.append(f"You now hold {state._coin_texts[player]} coins.")  # _format_coins(state._coins[player])
-        if finished >= state._rounds:
-            lines.append("The game is over.")
+        if not finished:
+            return state._status  # state._status_text(), made when the state moved
+        if self._perfect_recall:
+            feedback = "\n".join([_round_line(state, r, player) for r in range(finished)])
         else:
-            lines.append(
-                f"Round {finished + 1} of {state._rounds}: a new round begins and you receive "
-                f"{state._endowment} coins."
-            )
-        return "\n".join(lines)
+            feedback = _round_line(state, finished - 1, player)
+        # the lines joined: the feedback, the coins held (_format_coins(state._coins[player])), the status
+        return f"{feedback}\nYou now hold {state._coin_texts[player]} coins.\n{state._status}"
+
+
+def _round_line(state: PublicGoodsState, r: int, player: int) -> str:
+    """What ``player`` is told of the finished round ``r`` (from 0), by the game's mode."""
+    if state._investments[r][player] == state._endowment + 1:  # the forfeit
+        mine = f"you gave no valid answer and forfeited your {state._endowment} coins"
+    else:
+        mine = f"you invested {state._paid[r][player]} coins"
+    if state._mode == 1:  # the share as _format_coins wrote it when the round was played
+        return f"In round {r + 1} {mine}, and you received {state._share_texts[r]} coins from the pool."
+    # the amounts as a list's str (str(list(state._sorted[r]))), made when the round was played
+    return f"In round {r + 1} the amounts put into the pool were {state._sorted_texts[r]} (largest first); {mine}."
 
 
 pyspiel.register_game(_GAME_TYPE, PublicGoodsGame)
