@@ -50,7 +50,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,7 @@ from deepeval_games.match_worker import (
     add_counters,
     decode_planned,
     encode_planned,
+    planned_row,
     raise_for_result,
     record_text,
     spec_modules,
@@ -204,8 +205,11 @@ class _Process:
     index: int
     pid: int
     transport: asyncio.Transport | None = None
-    in_flight: dict[int, tuple[asyncio.Future[str], str]] = field(default_factory=dict)
-    """Requests sent, by id: the future of the record's JSON text, and the match id."""
+    in_flight: dict[int, tuple[str, asyncio.Future[bytes] | None, Any]] = field(default_factory=dict)
+    """Requests sent, by id (this process's own numbering): the match id, and where its outcome goes: the future of
+    :meth:`ProcessExecutor.play_json`, or (None and) the tag of :meth:`ProcessExecutor.submit_nowait`."""
+    next_id: int = 0
+    """The id of the last request queued for this process."""
     counters: dict[str, Any] = field(default_factory=dict)
     closed: asyncio.Future[None] | None = None
     """Done when the worker's output has ended (it finished, or died) and its matches in flight were failed."""
@@ -215,7 +219,10 @@ class _Process:
     asking: set[asyncio.Task[None]] = field(default_factory=set)
     """Its acquire requests waiting at the driver's limiter."""
     outbox: list[bytes] = field(default_factory=list)
-    """Requests queued in this turn of the event loop (they go out in one write at its end)."""
+    """Messages queued in this turn of the event loop (they go out in one write at its end)."""
+    rows: list[list[Any]] = field(default_factory=list)
+    """Planned matches queued in this turn (:func:`planned_row`), the ids ``next_id - len(rows) + 1 ...``: they go
+    out as one ``plays`` message."""
     drained: asyncio.Future[None] | None = None
     """While the socket's send buffer is full: done when it has room again."""
 
@@ -259,6 +266,9 @@ class _Channel(asyncio.Protocol):
     def _read(self, data: bytes) -> None:
         size, pos = len(data), 0
         executor, process = self.executor, self.process
+        records: list[tuple[int, bytes]] = []
+        """The records read from ``data``: handed on together (one commit for all of them), in order with the other
+        messages."""
         while pos < size:
             if self._record is not None:
                 request_id, length = self._record
@@ -268,8 +278,8 @@ class _Channel(asyncio.Protocol):
                 if data[stop - 1] != 10:  # b"\n"
                     raise ValueError(f"record {request_id} does not end its line")
                 self._record = None
-                # the record's text, decoded straight from what arrived: neither parsed nor copied again here
-                executor._finished_record(process, request_id, str(memoryview(data)[pos : stop - 1], "utf-8"))
+                # the record's line (its UTF-8 bytes, without the newline) as it arrived: neither parsed nor decoded
+                records.append((request_id, data[pos : stop - 1]))
                 pos = stop
                 continue
             end = data.find(b"\n", pos)
@@ -279,8 +289,14 @@ class _Channel(asyncio.Protocol):
                 _, number, count = data[pos:end].split()
                 self._record = (int(number), int(count))
             else:
-                executor._handle(process, json.loads(data[pos:end]))
+                message = json.loads(data[pos:end])
+                if records:
+                    executor._finished_records(process, records)
+                    records = []
+                executor._handle(process, message)
             pos = end + 1
+        if records:
+            executor._finished_records(process, records)
         if pos < size:
             rest = data[pos:] if pos else data
             self._parts = [rest]
@@ -319,7 +335,11 @@ class ProcessExecutor:
         """Worker deaths after which the run stops (a match that kills its worker is retried on a new one)."""
         self._processes: list[_Process] = []
         self._started = 0
-        self._next_id = 0
+        self.sink: Callable[[list[tuple[Any, bytes | BaseException]]], None] | None = None
+        """Where the outcomes of :meth:`submit_nowait`'s matches go, several at once: ``(tag, outcome)`` pairs, the
+        outcome the record's JSON line (UTF-8 bytes, as the worker wrote it, without its newline) or the match's
+        failure as the exception one process would raise. Called from the event loop's reading of a worker's
+        socket: it must not raise (nor await)."""
         self._broken: BaseException | None = None
         self._finished_counters: list[dict[str, Any]] = []
         self._releasing: set[asyncio.Future[None]] = set()
@@ -362,38 +382,97 @@ class ProcessExecutor:
         return self.runtime.budget if self.runtime is not None else None
 
     def _send(self, process: _Process, message: Mapping[str, Any]) -> None:
+        self._seal(process)  # in order after the matches queued before it
         self._queue(process, json.dumps(message).encode() + b"\n")
 
     def _queue(self, process: _Process, data: bytes) -> None:
-        """Queue a request; what this turn of the event loop queued for a worker goes out in one write, in order."""
-        if not process.outbox:
+        """Queue a message; what this turn of the event loop queued for a worker goes out in one write, in order."""
+        if not process.outbox and not process.rows:
             asyncio.get_running_loop().call_soon(self._flush, process)
         process.outbox.append(data)
 
+    def _queue_match(self, process: _Process, planned: PlannedMatch, future: Any, tag: Any) -> None:
+        """Queue a planned match for ``process`` (the matches of one turn go out as one ``plays`` message)."""
+        if not process.outbox and not process.rows:
+            asyncio.get_running_loop().call_soon(self._flush, process)
+        process.next_id += 1
+        process.in_flight[process.next_id] = (planned.match_id, future, tag)
+        process.rows.append(planned_row(planned))
+
+    def _seal(self, process: _Process) -> None:
+        """Turn the matches queued for ``process`` into their ``plays`` message."""
+        rows = process.rows
+        if rows:
+            first = process.next_id - len(rows) + 1
+            process.outbox.append(b'{"op":"plays","first":%d,"matches":%b}\n' % (first, json.dumps(rows).encode()))
+            process.rows = []
+
     def _flush(self, process: _Process) -> None:
+        self._seal(process)
         transport = process.transport
         if process.outbox and transport is not None and not transport.is_closing():
-            transport.write(b"".join(process.outbox))
+            transport.write(b"".join(process.outbox) if len(process.outbox) > 1 else process.outbox[0])
         process.outbox.clear()
 
-    def _finished_record(self, process: _Process, request_id: int, text: str) -> None:
-        """A match of ``process`` ended with its record's JSON ``text``."""
-        entry = process.in_flight.pop(request_id, None)
-        if entry is not None and not entry[0].done():
-            entry[0].set_result(text)
+    def _deliver(self, outcomes: list[tuple[Any, bytes | BaseException]]) -> None:
+        """Hand outcomes of :meth:`submit_nowait`'s matches to :attr:`sink` (which must not raise; if it does, the
+        error is logged, not taken for the worker's)."""
+        sink = self.sink
+        if sink is None:  # nobody waits for them any more (the run stopped)
+            return
+        try:
+            sink(outcomes)
+        except Exception:
+            log.exception("the process executor's sink failed")
+
+    def _finished_records(self, process: _Process, records: list[tuple[int, bytes]]) -> None:
+        """Matches of ``process`` ended with these records (request id, the record's JSON line without its
+        newline)."""
+        in_flight = process.in_flight
+        outcomes: list[tuple[Any, bytes | BaseException]] = []
+        for request_id, data in records:
+            entry = in_flight.pop(request_id, None)
+            if entry is None:
+                continue
+            future = entry[1]
+            if future is None:
+                outcomes.append((entry[2], data))
+            elif not future.done():
+                future.set_result(data)
+        if outcomes:
+            self._deliver(outcomes)
 
     def _finished(self, process: _Process, message: Mapping[str, Any]) -> None:
         """A match of ``process`` failed: the error in ``message`` (a ``done`` message)."""
         entry = process.in_flight.pop(int(message["id"]), None)
         if entry is None:
             return
-        future, match_id = entry
-        if future.done():
+        match_id, future, tag = entry
+        if future is not None and future.done():
             return
+        outcome: bytes | BaseException
         try:
-            future.set_result(record_text({"match_id": match_id, **message}))
+            outcome = record_text({"match_id": match_id, **message}).encode()
         except Exception as exc:
-            future.set_exception(exc)
+            outcome = exc
+        if future is None:
+            self._deliver([(tag, outcome)])
+        elif isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    def _fail(self, process: _Process, error: Callable[[str], BaseException]) -> None:
+        """Fail every match ``process`` has in flight with ``error(match_id)``."""
+        outcomes: list[tuple[Any, bytes | BaseException]] = []
+        for match_id, future, tag in process.in_flight.values():
+            if future is None:
+                outcomes.append((tag, error(match_id)))
+            elif not future.done():
+                future.set_exception(error(match_id))
+        process.in_flight.clear()
+        if outcomes:
+            self._deliver(outcomes)
 
     def _handle(self, process: _Process, message: dict[str, Any]) -> None:
         op = message.get("op")
@@ -426,10 +505,7 @@ class ProcessExecutor:
             if not isinstance(error, (FatalRunError, SpecError)):
                 error = FatalRunError(f"a worker process could not start: {error}")
             self._broken = error
-            for future, _ in process.in_flight.values():
-                if not future.done():
-                    future.set_exception(error)
-            process.in_flight.clear()
+            self._fail(process, lambda _: error)
 
     def _limiter(self) -> Any:
         from llm_bots.limits import get_limiter
@@ -493,12 +569,56 @@ class ProcessExecutor:
                 why,
                 len(process.in_flight),
             )
-            for future, match_id in process.in_flight.values():
-                if not future.done():
-                    future.set_exception(
-                        InfrastructureError(f"worker process {process.pid} {why} while playing match {match_id}")
-                    )
-            process.in_flight.clear()
+            pid = process.pid
+            self._fail(
+                process, lambda match: InfrastructureError(f"worker process {pid} {why} while playing match {match}")
+            )
+
+    def _missing(self) -> bool:
+        """Whether a worker must be started (or the run stopped, by :meth:`start_missing`) before matches are sent."""
+        alive = sum(1 for p in self._processes if p.alive)
+        return alive == 0 or (alive < self.workers and self.deaths < self.max_deaths)
+
+    async def start_missing(self) -> None:
+        """Start workers in place of those that died (see :meth:`submit_nowait`).
+
+        Raises:
+            FatalRunError: workers died too often, or cannot be started; or a worker could not start its run.
+        """
+        if self._broken is not None:
+            raise self._broken
+        await self._pick()
+
+    def submit_nowait(self, items: Iterable[tuple[PlannedMatch, Any]]) -> bool:
+        """Send planned matches to the workers without waiting (the way for runs whose matches do not wait for
+        anything: no future or task per match), each ``(planned, tag)``: its outcome goes to :attr:`sink` with
+        ``tag``. Each goes to the worker with the fewest matches in flight; the matches of one turn of the event loop
+        go to a worker as one message. False (nothing sent) when a worker must be started first
+        (:meth:`start_missing`).
+
+        Raises:
+            FatalRunError: a worker could not start its run (the run stops).
+        """
+        if self._broken is not None:
+            raise self._broken
+        if self._missing():
+            return False
+        alive = [p for p in self._processes if p.alive]
+        if len(alive) == 1:
+            process = alive[0]
+            for planned, tag in items:
+                self._queue_match(process, planned, None, tag)
+            return True
+        for planned, tag in items:
+            process = min(alive, key=lambda p: len(p.in_flight))
+            self._queue_match(process, planned, None, tag)
+        return True
+
+    def flush(self) -> None:
+        """Send what was queued for the workers now, not at the end of this turn of the event loop."""
+        for process in self._processes:
+            if process.outbox or process.rows:
+                self._flush(process)
 
     async def _pick(self) -> _Process:
         alive = [p for p in self._processes if p.alive]
@@ -518,19 +638,15 @@ class ProcessExecutor:
         """Play ``planned`` in a worker; its record, or its failure raised as in one process."""
         return MatchRecord.from_json(await self.play_json(planned))
 
-    async def play_json(self, planned: PlannedMatch) -> str:
-        """Play ``planned`` in a worker; its record as the JSON text the worker wrote (for
-        :meth:`Store.commit_json <deepeval_games.store.Store.commit_json>`: the driver neither parses nor writes it
-        again), or its failure raised as in one process."""
+    async def play_json(self, planned: PlannedMatch) -> bytes:
+        """Play ``planned`` in a worker; its record as the JSON line the worker wrote (UTF-8 bytes without the
+        newline, for :meth:`Store.commit_json <deepeval_games.store.Store.commit_json>`: the driver neither parses
+        nor decodes it), or its failure raised as in one process."""
         if self._broken is not None:
             raise self._broken
         process = await self._pick()
-        self._next_id += 1
-        request_id = self._next_id
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        process.in_flight[request_id] = (future, planned.match_id)
-        match = json.dumps(encode_planned(planned))
-        self._queue(process, b'{"op":"play","id":%d,"match":%b}\n' % (request_id, match.encode()))
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._queue_match(process, planned, future, None)
         if process.drained is not None:
             with contextlib.suppress(ConnectionError):
                 await process.drained
@@ -538,6 +654,7 @@ class ProcessExecutor:
 
     async def close(self) -> None:
         """Stop the workers (closing their input), wait for them, add their counters to the runtime."""
+        self.sink = None
         for process in self._processes:
             self._flush(process)
             if process.transport is not None and process.transport.can_write_eof():

@@ -3,15 +3,17 @@ the tasks and, for model players, litellm once) forks each worker, and each work
 (:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.match_worker.MatchWorker` playing many
 matches at once in its event loop.
 
-The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``play`` (an id and a
-planned match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget`` (the run's
-total spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model
-calls), ``counters`` (its model-call counters, when they changed: once for a run without model players), ``failed``
-(it could not start) and ``done`` (a failed match: its error, as data), each a JSON line, and for a finished match a
-header line ``R <id> <size>`` followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
+The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``plays`` (the planned
+matches of one turn of its event loop as compact rows, :func:`~deepeval_games.match_worker.planned_row`, numbered
+from the message's ``first`` id on) or ``play`` (an id and one planned match), ``granted`` / ``denied`` (the
+driver's limiter answering an ``acquire``) and ``budget`` (the run's total spent); closing the worker's input stops
+it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model calls), ``counters`` (its model-call
+counters, when they changed: once for a run without model players), ``failed`` (it could not start) and ``done`` (a
+failed match: its error, as data), each a JSON line, and for a finished match a header line ``R <id> <size>``
+followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
 <deepeval_games.records.MatchRecord.to_json>` wrote it, newline included, so the driver takes it without searching
-for its end and commits that text without parsing it. What one turn of the worker's event loop sends goes out in
-one write. Matches are played by a few long-lived player tasks, not a task per request.
+for its end and commits that text without parsing it. What one turn of the worker's event loop sends goes out in one
+write. Matches are played by a few long-lived player tasks, not a task per request.
 """
 
 from __future__ import annotations
@@ -103,14 +105,17 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
     counted = worker.runtime is not None
     """Whether model calls can change the counters (a run without model players sends them once)."""
 
-    def finished(request_id: int, result: Mapping[str, Any]) -> None:
+    def finished(request_id: int, result: bytes | Mapping[str, Any]) -> None:
+        """Send a match's outcome: its record (the JSON's bytes, never parsed or written again), or its error."""
         nonlocal sent_counters
         if counted or not sent_counters:
             counters = json.dumps(worker.counters())
             if counters != sent_counters:
                 send(b'{"op":"counters","counters":%b}\n' % counters.encode())
                 sent_counters = counters
-        if "record" in result:  # the record's JSON line as it is: never parsed or written again
+        if isinstance(result, bytes):
+            send(b"R %d %d\n" % (request_id, len(result) + 1), result, b"\n")
+        elif "record" in result:
             data = result["record"]
             send(b"R %d %d\n" % (request_id, len(data) + 1), data, b"\n")
         else:
@@ -119,7 +124,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
     # Matches are played by a few long-lived player tasks (as many as were ever needed at once), not a task per
     # request: a player takes requests from the queue until it is empty; while requests wait, one player is always
     # scheduled to take them, so a match that waits (a model call) never holds up the next.
-    queue: collections.deque[tuple[int, Mapping[str, Any]]] = collections.deque()
+    queue: collections.deque[tuple[int, Any]] = collections.deque()
+    """Requests to play: (id, a planned match as a row of a ``plays`` message, or as a ``play`` message's dict)."""
     idle: list[asyncio.Future[None]] = []
     players: set[asyncio.Task[None]] = set()
     scheduled = 0
@@ -143,7 +149,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
                 request_id, planned = queue.popleft()
                 if queue:
                     schedule_player()
-                finished(request_id, await worker.play(planned, as_bytes=True))
+                if isinstance(planned, list):
+                    finished(request_id, await worker.play_row(planned))
+                else:
+                    finished(request_id, await worker.play(planned, as_bytes=True))
             waiter = loop.create_future()
             idle.append(waiter)
             await waiter
@@ -155,7 +164,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
                 break  # the driver closed our input (finished, or died): stop
             message = json.loads(line)
             op = message.get("op")
-            if op == "play":
+            if op == "plays":  # several planned matches, as rows, with the ids first, first + 1, ...
+                queue.extend(enumerate(message["matches"], int(message["first"])))
+                schedule_player()
+            elif op == "play":
                 queue.append((int(message["id"]), message["match"]))
                 schedule_player()
             elif op == "granted":

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import importlib
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
@@ -29,6 +29,8 @@ __all__ = [
     "add_counters",
     "decode_planned",
     "encode_planned",
+    "planned_from_row",
+    "planned_row",
     "raise_for_result",
     "record_text",
     "spec_modules",
@@ -69,6 +71,24 @@ def encode_planned(planned: PlannedMatch) -> dict[str, Any]:
         "repeat": planned.repeat,
         "seed": planned.seed,
     }
+
+
+def planned_row(planned: PlannedMatch) -> list[Any]:
+    """A planned match as a compact JSON-able row, ``[match_id, game, seats, repeat, seed]`` (what the process
+    executor sends its workers, many in one message); :func:`planned_from_row` is its inverse."""
+    return [planned.match_id, planned.game, planned.seats, planned.repeat, planned.seed]
+
+
+def planned_from_row(row: Sequence[Any]) -> PlannedMatch:
+    """Inverse of :func:`planned_row` (after a JSON round trip).
+
+    Raises:
+        ValueError: the row is not a planned match's.
+    """
+    if len(row) != 5:
+        raise ValueError(f"a planned match's row has five fields, got {len(row)}")
+    match_id, game, seats, repeat, seed = row
+    return PlannedMatch(match_id=str(match_id), game=str(game), seats=tuple(seats), repeat=int(repeat), seed=int(seed))
 
 
 def decode_planned(data: Mapping[str, Any]) -> PlannedMatch:
@@ -302,6 +322,18 @@ class MatchWorker:
         except Exception as exc:
             return _error_result(match_id, exc)
         return {"match_id": match_id, "record": record.to_json_bytes() if as_bytes else record.to_json()}
+
+    async def play_row(self, row: Sequence[Any]) -> bytes | dict[str, Any]:
+        """Play one planned match given as a row (:func:`planned_row`): its record's JSON as UTF-8 bytes
+        (:meth:`MatchRecord.to_json_bytes`), or its failure as :meth:`play`'s error result."""
+        try:
+            record = await self._runner.play(planned_from_row(row))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            match_id = str(row[0]) if isinstance(row, Sequence) and row else "?"
+            return _error_result(match_id, exc)
+        return record.to_json_bytes()
 
     def counters(self) -> dict[str, Any]:
         """The model-call counters of this worker so far: ``calls`` (sent), ``sent`` and ``hits`` per model,

@@ -17,6 +17,7 @@ spec with a typo leaves nothing behind and its corrected version runs into the s
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -134,8 +135,9 @@ class _Runner(MatchPlayer):
             return self.store.commit_json(planned.match_id, text)
         return self.store.commit(await self.play(planned))
 
-    def played_json(self, match_id: str, text: str) -> None:
-        """A record played in a worker process, as JSON text, before it is committed (a subclass may read it)."""
+    def played_json(self, match_id: str, text: str | bytes) -> None:
+        """A record played in a worker process, as its JSON line (UTF-8 bytes), before it is committed (a subclass
+        may read it)."""
 
     def progress_bar(self, total: int) -> tqdm:
         """The run's progress bar over ``total`` matches (drawn only with ``progress``, and never over a person's
@@ -146,6 +148,14 @@ class _Runner(MatchPlayer):
     async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
         """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's
         progress bar when it spans more than this call (else one is drawn for ``todo`` and closed)."""
+        if isinstance(self.executor, ProcessExecutor) and not self.spec.uses_models() and todo:
+            shown = bar if bar is not None else self.progress_bar(len(todo))
+            try:
+                await self._run_batched(self.executor, todo, result, shown)
+            finally:
+                if bar is None:
+                    shown.close()
+            return
         queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
         for planned in todo:
             queue.put_nowait((planned, 1))
@@ -192,6 +202,118 @@ class _Runner(MatchPlayer):
         finally:
             if bar is None:
                 shown.close()
+        if fatal:
+            raise fatal[0]
+
+    async def _run_batched(
+        self, executor: ProcessExecutor, todo: list[PlannedMatch], result: RunResult, shown: tqdm
+    ) -> None:
+        """:meth:`run` for a run without model players in worker processes: its matches never wait for this
+        process, so they are handed to the workers as they have room (up to ``max_concurrency`` in flight, as
+        :meth:`run` keeps) without a coroutine or future per match, and the records that arrive together are
+        committed together (:meth:`Store.commit_many_json <deepeval_games.store.Store.commit_many_json>`: one
+        ``writev``). Failures are handled as :meth:`run` handles them: rescheduled, logged, or stopping the run."""
+        store = self.store
+        assert store is not None
+        waiting: collections.deque[tuple[PlannedMatch, int]] = collections.deque((planned, 1) for planned in todo)
+        limit = max(1, min(self.spec.max_concurrency, len(todo)))
+        in_flight = 0
+        fatal: list[BaseException] = []
+        loop = asyncio.get_running_loop()
+        wake: asyncio.Future[None] | None = None
+
+        def refill() -> bool:
+            """Send waiting matches while fewer than ``limit`` are in flight; False: a worker must be started."""
+            nonlocal in_flight
+            count = min(limit - in_flight, len(waiting))
+            if count <= 0 or fatal:
+                return True
+            batch = [waiting.popleft() for _ in range(count)]
+            try:
+                sent = executor.submit_nowait([(item[0], item) for item in batch])
+            except (FatalRunError, SpecError) as exc:
+                fatal.append(exc)
+                return True
+            if not sent:
+                waiting.extendleft(reversed(batch))
+                return False
+            in_flight += count
+            return True
+
+        def failed(planned: PlannedMatch, attempt: int, exc: BaseException) -> int:
+            """Handle a match's failure as :meth:`run` does; how many matches it settled (0: rescheduled)."""
+            if isinstance(exc, InfrastructureError):
+                store.log_attempt(planned.match_id, "infra", str(exc))
+                if attempt < self.spec.max_match_attempts:
+                    log.warning("match %s aborted (%s); rescheduled", planned.match_id, exc)
+                    waiting.append((planned, attempt + 1))
+                    return 0
+                result.failed.append((planned.match_id, f"infrastructure: {exc}"))
+                return 1
+            if isinstance(exc, (FatalRunError, SpecError)):
+                fatal.append(exc)
+                return 0
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            store.log_attempt(planned.match_id, "error", "".join(traceback.format_exception(exc)))
+            log.error("match %s failed: %s", planned.match_id, detail)
+            result.failed.append((planned.match_id, detail))
+            return 1
+
+        def settle(outcomes: list[tuple[Any, bytes | BaseException]]) -> None:
+            """Outcomes that arrived together: send more matches first (the workers play on), then commit."""
+            nonlocal in_flight
+            in_flight -= len(outcomes)
+            lines: list[tuple[str, bytes]] = []
+            played: list[PlannedMatch] = []
+            settled = 0
+            try:
+                for (planned, attempt), outcome in outcomes:
+                    if isinstance(outcome, BaseException):
+                        settled += failed(planned, attempt, outcome)
+                    else:
+                        lines.append((planned.match_id, outcome))
+                        played.append(planned)
+                started = refill()
+                executor.flush()
+                if lines:
+                    for match_id, data in lines:
+                        self.played_json(match_id, data)
+                    try:
+                        committed = store.commit_many_json(lines)
+                    except Exception:  # one at a time, so that only the faulty ones fail, as in run()
+                        committed = []
+                        for planned, (match_id, data) in zip(played, lines, strict=True):
+                            try:
+                                committed.append(store.commit_json(match_id, data))
+                            except Exception as exc:
+                                committed.append(False)
+                                settled += failed(planned, 1, exc) - 1
+                    result.played += sum(committed)
+                    settled += len(lines)
+            except BaseException as exc:  # never raised into the worker's socket: the run stops with it
+                fatal.append(exc)
+                started = False
+            if settled:
+                shown.update(settled)
+            if wake is not None and not wake.done() and (fatal or not started or not (waiting or in_flight)):
+                wake.set_result(None)
+
+        executor.sink = settle
+        try:
+            while not fatal:
+                if not refill():
+                    try:
+                        await executor.start_missing()
+                    except (FatalRunError, SpecError) as exc:
+                        fatal.append(exc)
+                    continue
+                if not waiting and not in_flight:
+                    break
+                wake = loop.create_future()
+                await wake
+                wake = None
+        finally:
+            executor.sink = None
         if fatal:
             raise fatal[0]
 
@@ -507,7 +629,7 @@ class _RecordingRunner(_Runner):
         self.sink(record)
         return record
 
-    def played_json(self, match_id: str, text: str) -> None:
+    def played_json(self, match_id: str, text: str | bytes) -> None:
         data = json.loads(text)  # the fields the sink reads (the adaptive stopping rule: status and payoffs)
         fields = {key: data.get(key) for key in ("game", "seats", "returns", "status")}
         self.sink(MatchRecord.model_construct(match_id=match_id, turns=[], **fields))

@@ -40,7 +40,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
@@ -58,6 +58,8 @@ PAGE_SIZE = 65536
 """SQLite page size of a new store: a record (20 kB for a scripted Public Goods match, more with prompts) spans one
 or two pages instead of six overflow pages of 4 kB; inserting it costs a quarter of the CPU (about 16 instead of
 60 us), reading it back 3 instead of 8 us."""
+_IOV_MAX = 1024
+"""The most parts one ``writev`` takes (Linux's ``IOV_MAX``)."""
 WAL_CHECKPOINT_BYTES = 4 << 20
 """The write-ahead log is copied into the database (a checkpoint, by the flusher thread after a batch) whenever it
 holds this much: SQLite's own default (1,000 pages) meant 4 MB with its 4 kB pages, but 64 MB with :data:`PAGE_SIZE`,
@@ -297,8 +299,9 @@ class Store:
         self._log = threading.Condition(threading.Lock())
         """Guards the commit log: ``matches.jsonl``'s descriptor, the pending batch, the committed ids, the flusher.
         Taken before ``self._lock`` (the database's), never while holding it."""
-        self._pending: list[tuple[str, str]] = []
-        """(match id, record text) written to ``matches.jsonl``, not yet inserted into the database."""
+        self._pending: list[tuple[str, str | bytes]] = []
+        """(match id, record text or its UTF-8 bytes) written to ``matches.jsonl``, not yet inserted into the
+        database."""
         self._last_insert = time.monotonic()
         """When the last batch was taken for the database (group commit: at most one batch per interval)."""
         self._ids: set[str] = set()
@@ -391,52 +394,87 @@ class Store:
 
         When it returns True the record's line is in ``matches.jsonl`` (one ``write()``): the match survives a
         ``kill -9``. It reaches the database with its batch (see the module documentation)."""
-        return self.commit_json(record.match_id, record.to_json())  # serialised once, in one pass
+        return self.commit_json(record.match_id, record.to_json_bytes())  # serialised once, never decoded
 
-    def commit_json(self, match_id: str, text: str) -> bool:
-        """:meth:`commit` for a record already serialised by :meth:`MatchRecord.to_json` (``text``, one line),
-        e.g. in a worker process: the driver stores it without parsing it again. ``match_id`` must be the record's.
+    def commit_json(self, match_id: str, text: str | bytes) -> bool:
+        """:meth:`commit` for a record already serialised by :meth:`MatchRecord.to_json` (``text``, one line; or
+        its UTF-8 bytes, as :meth:`MatchRecord.to_json_bytes` writes them; a final newline is left out), e.g. in a
+        worker process: the driver stores it without parsing, decoding or encoding it again. ``match_id`` must be the
+        record's.
 
         Raises:
             ValueError: ``text`` is not one line.
             OSError: ``matches.jsonl`` cannot be written (nothing of the line is left in it).
         """
+        return self.commit_many_json(((match_id, text),))[0]
+
+    def commit_many_json(self, items: Iterable[tuple[str, str | bytes]]) -> list[bool]:
+        """:meth:`commit_json` for several records at once (``(match_id, text)`` pairs): the lines of those not
+        stored yet are written with one ``writev`` (when it returns, each of them survives a ``kill -9``) and join
+        the pending batch together; per record, whether it was stored now (False: its id was stored already, or
+        came earlier in ``items``).
+
+        Raises:
+            ValueError: a text is not one line (nothing of ``items`` is stored).
+            OSError: ``matches.jsonl`` cannot be written (nothing of ``items`` is left in it).
+        """
         self._writable()
-        if "\n" in text:
-            raise ValueError(f"match record {match_id!r}: a stored record is one line of JSON")
+        lines: list[tuple[str, bytes]] = []
+        for match_id, text in items:
+            data = text.encode("utf-8") if isinstance(text, str) else text
+            end = data.find(b"\n")
+            if end >= 0:
+                if end != len(data) - 1:
+                    raise ValueError(f"match record {match_id!r}: a stored record is one line of JSON")
+                data = data[:-1]
+            lines.append((match_id, data))
+        done = [False] * len(lines)
         with self._log:
             if self._jsonl_fd is None:
                 raise DeepEvalError(f"the store of {self.run_dir} is closed")
-            if match_id in self._ids:
-                return False
-            self._append(text.encode("utf-8"))
-            self._ids.add(match_id)
-            self._pending.append((match_id, text))
-            behind = len(self._pending) >= 4 * self.batch_max  # the flusher cannot keep up (a starved thread)
+            ids = self._ids
+            parts: list[bytes] = []
+            new: list[tuple[str, bytes]] = []
+            new_ids: set[str] = set()
+            for i, (match_id, data) in enumerate(lines):
+                if match_id in ids or match_id in new_ids:
+                    continue
+                parts += (data, b"\n")
+                new.append((match_id, data))
+                new_ids.add(match_id)
+                done[i] = True
+            if not new:
+                return done
+            self._append(parts)
+            ids |= new_ids
+            self._pending.extend(new)
+            pending = len(self._pending)
+            behind = pending >= 4 * self.batch_max  # the flusher cannot keep up (a starved thread)
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, name="store-flusher", daemon=True)
                 self._flusher.start()
-            elif len(self._pending) == 1 or len(self._pending) >= self.batch_max:
+            elif pending == len(new) or pending >= self.batch_max:
                 self._log.notify()
         if behind:  # insert here: the pending batch, and memory, stay bounded
             self._drain(background=True)
-        return True
+        return done
 
     def commit_many(self, records: Iterable[MatchRecord]) -> list[bool]:
         """:meth:`commit` for several records; per record, whether it was stored now."""
-        return [self.commit_json(record.match_id, record.to_json()) for record in records]
+        return self.commit_many_json((record.match_id, record.to_json_bytes()) for record in records)
 
-    def _append(self, data: bytes) -> None:
-        """Write ``data`` and a newline at the end of ``matches.jsonl`` (one ``writev``: the line is not copied to
-        add its newline); on failure cut the file back to where it ended."""
+    def _append(self, parts: list[bytes]) -> None:
+        """Write ``parts`` (whole lines, newlines included) at the end of ``matches.jsonl`` with one ``writev`` (a
+        line is not copied to add its newline, nor joined to the next); on failure cut the file back to where it
+        ended."""
         assert self._jsonl_fd is not None
-        total = len(data) + 1
+        total = sum(map(len, parts))
         start = None
         try:
-            written = os.writev(self._jsonl_fd, (data, b"\n"))
-            if written < total:  # a short write (a full disk): append the rest, or undo
+            written = os.writev(self._jsonl_fd, parts[:_IOV_MAX])
+            if written < total:  # a short write (a full disk, or more parts than one writev takes): the rest, or undo
                 start = os.fstat(self._jsonl_fd).st_size - written
-                view = memoryview(data + b"\n")
+                view = memoryview(b"".join(parts))
                 while written < total:
                     step = os.write(self._jsonl_fd, view[written:])
                     if step <= 0:
@@ -501,15 +539,16 @@ class Store:
             "%s: could not insert %d committed matches into %s yet: %s", self.run_dir, len(batch), DB_NAME, failed
         )
 
-    def _insert_locked(self, batch: list[tuple[str, str]]) -> None:
-        """Insert ``batch`` in one transaction (the caller holds ``self._lock``)."""
+    def _insert_locked(self, batch: Sequence[tuple[str, str | bytes]]) -> None:
+        """Insert ``batch`` in one transaction (the caller holds ``self._lock``). A record given as bytes (a line,
+        its newline included or not) is stored as TEXT, read as UTF-8 by SQLite itself: it is never decoded here."""
         if not batch:
             return
         at = _now()
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
-                "INSERT OR IGNORE INTO matches (match_id, record, committed_at) VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO matches (match_id, record, committed_at) VALUES (?, CAST(? AS TEXT), ?)",
                 [(match_id, text, at) for match_id, text in batch],
             )
             self._db.execute("COMMIT")

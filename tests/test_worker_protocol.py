@@ -32,7 +32,7 @@ def _spec(repeats: int) -> dict[str, Any]:
 
 def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    for name in ("to_json", "model_dump_json", "to_dict"):
+    for name in ("to_json", "to_json_bytes", "model_dump_json", "to_dict"):
         original = getattr(MatchRecord, name)
         monkeypatch.setattr(
             MatchRecord, name, lambda self, *a, _o=original, _n=name, **k: (calls.append(_n), _o(self, *a, **k))[1]
@@ -42,7 +42,7 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
         MatchRecord, "from_dict", classmethod(lambda cls, d: (calls.append("from_dict"), original_from(cls, d))[1])
     )
     one = run_experiment(_spec(12), tmp_path / "one", workers=1)
-    assert calls.count("to_json") == 12  # one process: each record serialised once, here
+    assert calls == ["to_json_bytes"] * 12  # one process: each record serialised once, here, never decoded
     calls.clear()
     two = run_experiment(_spec(12), tmp_path / "two", workers=2)
     assert two.played == 12 and not two.failed
@@ -52,7 +52,9 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     assert all(line.startswith('{"match_id":"') for line in lines)  # as MatchRecord.to_json writes it
     with Store(tmp_path / "two", read_only=True) as store:
         stored = [text for (text,) in store._db.execute("SELECT record FROM matches ORDER BY seq")]
+        kinds = {kind for (kind,) in store._db.execute("SELECT typeof(record) FROM matches")}
     assert stored == lines
+    assert kinds == {"text"}  # the worker's bytes are stored as TEXT (json_extract reads them), not as a BLOB
     canonical = sorted((r.canonical() for r in two.records), key=lambda d: d["match_id"])
     assert canonical == sorted((r.canonical() for r in one.records), key=lambda d: d["match_id"])
 
@@ -273,8 +275,9 @@ class _Recorder:
     def __init__(self) -> None:
         self.seen: list[tuple[str, Any]] = []
 
-    def _finished_record(self, process: Any, request_id: int, text: str) -> None:
-        self.seen.append(("record", (request_id, text)))
+    def _finished_records(self, process: Any, records: list[tuple[int, bytes]]) -> None:
+        assert records  # handed on only when there are some
+        self.seen += [("record", (request_id, data.decode())) for request_id, data in records]
 
     def _handle(self, process: Any, message: dict[str, Any]) -> None:
         self.seen.append(("message", message))

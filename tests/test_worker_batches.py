@@ -1,0 +1,262 @@
+"""The process executor's batched path (issue 14, scripted runs): planned matches go to a worker as compact rows,
+several in one message, without a future or coroutine per match; the records that arrive together are committed
+with one ``writev`` (:meth:`Store.commit_many_json`), stored as the worker's bytes (as TEXT) without being decoded;
+``max_concurrency`` still bounds the matches in flight, and model runs keep their match-at-a-time path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games import parse_spec, run_experiment
+from deepeval_games.executors import ProcessExecutor
+from deepeval_games.fork_server import LINE_LIMIT
+from deepeval_games.match_worker import planned_from_row, planned_row
+from deepeval_games.schedule import plan_matches
+from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+
+PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
+
+
+def _spec(repeats: int, **experiment: Any) -> dict[str, Any]:
+    players = [{"name": name, "bot": bot} for name, bot in (("a", "pgg_random"), ("b", "pgg_free_rider"))]
+    return {"experiment": {"name": "p", "game": PGG, "repeats": repeats, "seed": 5, **experiment}, "players": players}
+
+
+def _line(match_id: str, size: int = 3000) -> bytes:
+    return json.dumps({"match_id": match_id, "payload": "x" * size, "text": "é ✓"}, ensure_ascii=False).encode()
+
+
+# -- the store: several lines, one writev ------------------------------------------------------------------------
+
+
+def test_commit_many_json_writes_new_lines_with_one_writev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = os.writev
+
+    def writev(fd: int, buffers: list[bytes]) -> int:
+        calls.append(len(buffers))
+        return real(fd, buffers)
+
+    with Store(tmp_path) as store:
+        assert store.commit_json("a", _line("a"))
+        monkeypatch.setattr(os, "writev", writev)
+        items = [("b", _line("b")), ("a", _line("a")), ("c", _line("c") + b"\n"), ("b", _line("b")), ("d", "{}")]
+        assert store.commit_many_json(items) == [True, False, True, False, True]  # stored, or came earlier
+        assert calls == [6]  # three lines and their newlines, in one call
+        assert store.commit_many_json([("a", _line("a"))]) == [False] and calls == [6]  # nothing to write
+        monkeypatch.undo()
+        assert store.completed_ids() == {"a", "b", "c", "d"}
+    text = (tmp_path / JSONL_NAME).read_bytes()
+    assert text == _line("a") + b"\n" + _line("b") + b"\n" + _line("c") + b"\n" + b"{}\n"
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    rows = db.execute("SELECT match_id, typeof(record), record, json_extract(record, '$.text') FROM matches").fetchall()
+    db.close()
+    assert [row[:2] for row in rows] == [("a", "text"), ("b", "text"), ("c", "text"), ("d", "text")]
+    assert rows[2][2] == _line("c").decode() and rows[2][3] == "é ✓"  # bytes stored as TEXT, read by SQLite itself
+    with Store(tmp_path, read_only=True) as reader:
+        assert [m for (m,) in reader._db.execute("SELECT match_id FROM matches ORDER BY seq")] == list("abcd")
+
+
+def test_commit_many_json_refuses_a_line_that_is_not_one_line(tmp_path: Path) -> None:
+    with Store(tmp_path) as store:
+        with pytest.raises(ValueError, match="one line"):
+            store.commit_many_json([("a", _line("a")), ("b", b'{"match_id":"b",\n"x":1}')])
+        assert store.completed_ids() == set()  # nothing of the batch was stored
+        assert store.commit_many_json([("a", _line("a"))]) == [True]
+    assert (tmp_path / JSONL_NAME).read_bytes() == _line("a") + b"\n"
+
+
+def test_a_failed_batch_write_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.writev
+
+    def short(fd: int, buffers: list[bytes]) -> int:
+        return real(fd, [bytes(buffers[0])[:100]])
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    with Store(tmp_path) as store:
+        assert store.commit_json("a", _line("a"))
+        monkeypatch.setattr(os, "writev", short)
+        monkeypatch.setattr(os, "write", full)
+        with pytest.raises(OSError):
+            store.commit_many_json([("b", _line("b")), ("c", _line("c"))])
+        monkeypatch.undo()
+        assert store.commit_many_json([("c", _line("c")), ("b", _line("b"))]) == [True, True]  # not committed before
+    assert (tmp_path / JSONL_NAME).read_bytes() == b"".join(_line(x) + b"\n" for x in "acb")
+
+
+# -- the rows -----------------------------------------------------------------------------------------------------
+
+
+def test_planned_rows_round_trip_through_json() -> None:
+    plan = plan_matches(parse_spec(_spec(2)))
+    assert [planned_from_row(json.loads(json.dumps(planned_row(p)))) for p in plan] == plan
+    with pytest.raises(ValueError, match="five fields"):
+        planned_from_row(["x", "y"])
+
+
+# -- the driver: batches, no future per match, max_concurrency ---------------------------------------------------
+
+
+class _Bar:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepeval_games import runner
+
+    spec = _spec(30, max_concurrency=5)  # 30 matches, at most 5 in flight
+    one = run_experiment(spec, tmp_path / "one", workers=1)
+
+    async def no_future(self: ProcessExecutor, planned: Any) -> bytes:
+        raise AssertionError("a scripted run in workers uses no future per match")
+
+    peaks: list[int] = []
+    submit = ProcessExecutor.submit_nowait
+
+    def counted(self: ProcessExecutor, items: Any) -> bool:
+        done = submit(self, items)
+        peaks.append(sum(len(p.in_flight) for p in self._processes))
+        return done
+
+    batches: list[int] = []
+    commit_many = Store.commit_many_json
+
+    def committed(self: Store, items: Any) -> list[bool]:
+        items = list(items)
+        batches.append(len(items))
+        assert all(isinstance(data, bytes) for _, data in items)  # the worker's bytes, never decoded
+        return commit_many(self, items)
+
+    bars: list[_Bar] = []
+    monkeypatch.setattr(ProcessExecutor, "play_json", no_future)
+    monkeypatch.setattr(ProcessExecutor, "submit_nowait", counted)
+    monkeypatch.setattr(Store, "commit_many_json", committed)
+    monkeypatch.setattr(runner._Runner, "progress_bar", lambda self, total: bars.append(_Bar()) or bars[-1])
+    two = run_experiment(spec, tmp_path / "two", workers=2)
+    monkeypatch.undo()
+    assert two.played == 30 and not two.failed
+    assert sum(batches) == 30 and peaks and max(peaks) <= 5  # max_concurrency holds across the two workers
+    assert bars[0].n == 30  # the progress bar counted every match
+    assert sorted(r.canonical()["match_id"] for r in two.records) == sorted(one.match_ids)
+    assert [r.canonical() for r in sorted(two.records, key=lambda r: r.match_id)] == [
+        r.canonical() for r in sorted(one.records, key=lambda r: r.match_id)
+    ]
+
+
+def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepeval_games import runner
+
+    seen: list[str] = []
+
+    class Executor:
+        """Stands in for a ProcessExecutor (isinstance is all the runner asks)."""
+
+        sink = None
+
+        def submit_nowait(self, items: Any) -> bool:
+            raise AssertionError("model matches are never batched")
+
+        async def play_json(self, planned: Any) -> bytes:
+            seen.append(planned.match_id)
+            await asyncio.sleep(0)
+            return b'{"match_id":"%s"}' % planned.match_id.encode()
+
+    spec = parse_spec(
+        {
+            "experiment": {"name": "m", "game": PGG, "max_concurrency": 2},
+            "players": [{"name": "m", "model": "openai/x"}, {"name": "r", "bot": "pgg_random"}],
+        }
+    )
+    monkeypatch.setattr(runner, "ProcessExecutor", Executor)
+    plan = plan_matches(spec)
+    store = Store(tmp_path)
+    try:
+        run = runner._Runner(spec, store, False, None)
+        run.executor = Executor()  # type: ignore[assignment]
+        result = runner.RunResult(run_dir=tmp_path, planned=len(plan))
+        asyncio.run(run.run(plan, result))
+        assert result.played == len(plan) == len(seen)
+    finally:
+        store.close()
+
+
+# -- the worker: a plays message ----------------------------------------------------------------------------------
+
+
+def _read_line(sock: socket.socket, buffer: bytearray) -> bytes:
+    while b"\n" not in buffer:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError
+        buffer += chunk
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    return line
+
+
+def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() -> None:
+    from deepeval_games import fork_server
+
+    spec = parse_spec(_spec(2))
+    plan = plan_matches(spec)
+    ours, theirs = socket.socketpair()
+    environ, cwd = dict(os.environ), os.getcwd()
+
+    def main() -> None:
+        async def serve() -> None:
+            reader, writer = await asyncio.open_unix_connection(sock=theirs, limit=LINE_LIMIT)
+            await fork_server._serve(reader, writer, theirs.fileno())
+            writer.close()
+
+        asyncio.run(serve())
+
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    try:
+        init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
+        rows = [planned_row(p) for p in plan] + [["x", PGG]]  # the last row is not a planned match
+        plays = {"op": "plays", "first": 10, "matches": rows}
+        ours.sendall((json.dumps(init) + "\n" + json.dumps(plays) + "\n").encode())
+        buffer = bytearray()
+        records: dict[int, dict[str, Any]] = {}
+        errors: dict[int, Any] = {}
+        while len(records) + len(errors) < len(rows):
+            line = _read_line(ours, buffer)
+            if line.startswith(b"R "):
+                _, number, size = line.split()
+                text = _read_line(ours, buffer)
+                assert len(text) + 1 == int(size)  # the header gives the line's size, newline included
+                records[int(number)] = json.loads(text)
+            else:
+                message = json.loads(line)
+                if message["op"] == "done":
+                    errors[message["id"]] = message["error"]
+        ours.shutdown(socket.SHUT_WR)
+        thread.join(10)
+    finally:
+        ours.close()
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+    assert not thread.is_alive()
+    assert {i: r["match_id"] for i, r in records.items()} == {10 + i: p.match_id for i, p in enumerate(plan)}
+    assert list(errors) == [10 + len(plan)] and errors[10 + len(plan)]["kind"] == "error"
