@@ -50,7 +50,8 @@ def test_commit_many_json_writes_new_lines_with_one_writev(tmp_path: Path, monke
     with Store(tmp_path) as store:
         assert store.commit_json("a", _line("a"))
         monkeypatch.setattr(os, "writev", writev)
-        items = [("b", _line("b")), ("a", _line("a")), ("c", _line("c") + b"\n"), ("b", _line("b")), ("d", "{}")]
+        items: list[tuple[str, str | bytes]] = [("b", _line("b")), ("a", _line("a")), ("c", _line("c") + b"\n")]
+        items += [("b", _line("b")), ("d", "{}")]
         assert store.commit_many_json(items) == [True, False, True, False, True]  # stored, or came earlier
         assert calls == [6]  # three lines and their newlines, in one call
         assert store.commit_many_json([("a", _line("a"))]) == [False] and calls == [6]  # nothing to write
@@ -150,7 +151,12 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(ProcessExecutor, "play_json", no_future)
     monkeypatch.setattr(ProcessExecutor, "submit_nowait", counted)
     monkeypatch.setattr(Store, "commit_many_json", committed)
-    monkeypatch.setattr(runner._Runner, "progress_bar", lambda self, total: bars.append(_Bar()) or bars[-1])
+
+    def bar(self: Any, total: int) -> _Bar:
+        bars.append(_Bar())
+        return bars[-1]
+
+    monkeypatch.setattr(runner._Runner, "progress_bar", bar)
     two = run_experiment(spec, tmp_path / "two", workers=2)
     monkeypatch.undo()
     assert two.played == 30 and not two.failed
