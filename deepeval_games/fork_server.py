@@ -27,6 +27,7 @@ import importlib
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -45,27 +46,22 @@ __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd: int | None = None) -> None:
     """The worker process's loop: read requests (JSON lines), play, write results until input ends. ``fd``: the
-    socket's descriptor, written with one ``writev`` of the queued parts when nothing else waits to be sent (not
-    joined into one copy first); what the socket does not take then goes through ``writer``."""
+    socket's descriptor, written with ``writev`` of the queued parts (not joined into one copy first), waiting for
+    room when the socket is full (:func:`_write_parts`) rather than handing the rest to ``writer``'s buffer (which
+    copies it, and moves what is left to its front after every partial send); without it, everything goes through
+    ``writer``."""
 
     outbox: list[bytes] = []
     loop = asyncio.get_running_loop()
 
     def flush() -> None:
         if outbox and not writer.is_closing():
-            sent = 0
             if fd is not None and writer.transport.get_write_buffer_size() == 0:
-                with contextlib.suppress(OSError):  # no room (or a closed socket: the transport's write says so)
-                    sent = os.writev(fd, outbox[:_IOV_MAX])
-            if sent == 0:
-                writer.write(b"".join(outbox))
+                rest = _write_parts(fd, outbox)
             else:
-                for part in outbox:  # the rest, in order, through the transport (it waits for room)
-                    if sent >= len(part):
-                        sent -= len(part)
-                        continue
-                    writer.write(memoryview(part)[sent:] if sent else part)
-                    sent = 0
+                rest = outbox
+            if rest:  # the socket failed (the driver is gone): the transport's write reports it as before
+                writer.write(b"".join(rest))
         outbox.clear()
 
     def send(*parts: bytes) -> None:
@@ -123,13 +119,18 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
 
     # Matches are played by a few long-lived player tasks (as many as were ever needed at once), not a task per
     # request: a player takes requests from the queue until it is empty; while requests wait, one player is always
-    # scheduled to take them, so a match that waits (a model call) never holds up the next.
+    # scheduled to take them, so a match that waits (a model call) never holds up the next. A player that takes a
+    # request while others wait asks for that at the next turn of the loop (``check``): by then it has either played
+    # them all (a match that never waits, a scripted one: no other player is woken) or is waiting itself.
     queue: collections.deque[tuple[int, Any]] = collections.deque()
     """Requests to play: (id, a planned match as a row of a ``plays`` message, or as a ``play`` message's dict)."""
     idle: list[asyncio.Future[None]] = []
     players: set[asyncio.Task[None]] = set()
     scheduled = 0
     """Players woken (or started) that have not taken a request yet."""
+
+    checking = False
+    """Whether ``check`` is scheduled."""
 
     def schedule_player() -> None:
         nonlocal scheduled
@@ -141,14 +142,21 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
         else:
             players.add(asyncio.create_task(player()))
 
+    def check() -> None:
+        nonlocal checking
+        checking = False
+        if queue:
+            schedule_player()
+
     async def player() -> None:
-        nonlocal scheduled
+        nonlocal scheduled, checking
         while True:
             scheduled -= 1
             while queue:
                 request_id, planned = queue.popleft()
-                if queue:
-                    schedule_player()
+                if queue and not checking:
+                    checking = True
+                    loop.call_soon(check)
                 if isinstance(planned, list):
                     finished(request_id, await worker.play_row(planned))
                 else:
@@ -200,6 +208,37 @@ def worker_main(sock: socket.socket) -> None:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os._exit(0)  # no interpreter teardown: nothing is left to write
+
+
+def _write_parts(fd: int, parts: list[bytes]) -> list[bytes]:
+    """Write ``parts`` to the non-blocking socket ``fd`` with ``writev``, in order, waiting for room whenever it is
+    full: a worker's results wait for the driver to read them (the driver never waits for a worker, so this cannot
+    deadlock), and nothing is copied on the way. Returns what could not be written because the socket failed (empty
+    when all was written)."""
+    rest: list[Any] = parts
+    first, poller = 0, None
+    while first < len(rest):
+        try:
+            sent = os.writev(fd, rest[first : first + _IOV_MAX])
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            return [bytes(part) for part in rest[first:]]
+        while sent:
+            size = len(rest[first])
+            if sent < size:  # the socket took part of this one
+                if rest is parts:
+                    rest = list(parts)
+                rest[first] = memoryview(rest[first])[sent:]
+                break
+            sent -= size
+            first += 1
+        if first < len(rest):
+            if poller is None:
+                poller = select.poll()
+                poller.register(fd, select.POLLOUT)
+            poller.poll(1000)
+    return []
 
 
 _IOV_MAX = 1024

@@ -266,3 +266,33 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
     assert not thread.is_alive()
     assert {i: r["match_id"] for i, r in records.items()} == {10 + i: p.match_id for i, p in enumerate(plan)}
     assert list(errors) == [10 + len(plan)] and errors[10 + len(plan)]["kind"] == "error"
+
+
+def test_a_worker_writes_parts_in_order_waiting_for_room() -> None:
+    from deepeval_games.fork_server import _write_parts
+
+    ours, theirs = socket.socketpair()
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    theirs.setblocking(False)
+    parts = [bytes([65 + i % 26]) * (1000 + 997 * i) for i in range(40)]  # far more than the socket holds
+    received = bytearray()
+
+    def read() -> None:
+        while len(received) < sum(map(len, parts)):
+            chunk = ours.recv(3000)
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert _write_parts(theirs.fileno(), parts) == []
+        reader.join(10)
+        assert bytes(received) == b"".join(parts)  # all of it, in order
+        ours.close()
+        left = _write_parts(theirs.fileno(), [b"x" * 100_000, b"y"])  # the driver is gone: what is left comes back
+        assert left and b"".join(left).endswith(b"y")
+    finally:
+        ours.close()
+        theirs.close()
