@@ -49,7 +49,7 @@ Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 import pyspiel
@@ -234,6 +234,33 @@ def _validate(n: int, rounds: int, endowment: int, alpha: float, mode: int) -> N
         raise ValueError(f"mode must be 1 or 2, got {mode}")
 
 
+class _RoundView(NamedTuple):
+    """What every seat's view of a state shares, made once when the state moves: the observation string and fields
+    read it for each seat with one attribute read (an attribute of a pyspiel state costs several times a plain
+    object's), then its parts from the tuple."""
+
+    finished: int
+    """Rounds played."""
+    status: str
+    """The last line of every seat's view: the round about to start, or the end of the game."""
+    played: Sequence[int]
+    """The last round's actions per seat (empty before the first round)."""
+    paid: Sequence[int]
+    """The last round's coins put in per seat (0 for a forfeit: where it differs from ``played``)."""
+    coins: Sequence[float]
+    """The coins each seat holds."""
+    coin_texts: Sequence[str]
+    """The same as the seats read them (:func:`_format_coins`)."""
+    head: str
+    """The last round's feedback line up to the seat's own part (``In round 2 ``, or mode 2's amounts)."""
+    tail: str
+    """From after the seat's own part to the coins held (``, and you received 6.4 coins ... You now hold ``)."""
+    fields: dict[str, Any]
+    """The fields every seat shares, in order, the seat's own values left at placeholders (copied per seat)."""
+    ranked: tuple[int, ...]
+    """The last round's amounts, highest first (mode 2's ``last_investments``)."""
+
+
 class PublicGoodsState(pyspiel.State):
     """A PGG in progress: the investments of every finished round."""
 
@@ -243,8 +270,9 @@ class PublicGoodsState(pyspiel.State):
         if known is None:
             params = game.get_parameters()
             known = (params["players"], params["rounds"], params["endowment"], params["alpha"], params["mode"])
-        self._n, self._rounds, self._endowment = int(known[0]), int(known[1]), int(known[2])
-        self._alpha, self._mode = float(known[3]), int(known[4])
+        self._consts = consts = (int(known[0]), int(known[1]), int(known[2]), float(known[3]), int(known[4]))
+        """(players, rounds, endowment, alpha, mode): read with one attribute read where several are needed."""
+        self._n, self._rounds, self._endowment, self._alpha, self._mode = consts
         self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
         self._investments: list[list[int]] = []  # per finished round, action ids per seat
         # What a finished round shows, computed once when it is played (observations read them for every seat):
@@ -253,58 +281,91 @@ class PublicGoodsState(pyspiel.State):
         self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
         self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
         self._sorted_texts: list[str] = []  # per finished round, those amounts as the seats read them (a list's str)
-        self._status = self._status_text()  # the last line of every seat's view (the round about to start)
         self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
         self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
         self._coin_texts: list[str] = ["0"] * self._n  # the same as the seats read them (_format_coins)
         self._rewards: np.ndarray | None = None  # ``_incomes`` as an array, made when first asked for
         self._returns: np.ndarray | None = None  # ``_coins`` likewise
+        self._over = False  # is_terminal()
+        self._view = self._round_view(0, (), (), "", (), "")  # what every seat's view shares (_RoundView)
+
+    def _round_view(
+        self,
+        finished: int,
+        played: Sequence[int],
+        paid: Sequence[int],
+        share_text: str,
+        ranked: tuple[int, ...],
+        ranked_text: str,
+    ) -> _RoundView:
+        """The :class:`_RoundView` after ``finished`` rounds, the last one's parts given (``played``, ``paid``, the
+        share's and the amounts' texts)."""
+        n, rounds, endowment, alpha, mode = self._consts
+        if finished >= rounds:
+            status = "The game is over."
+        else:
+            status = f"Round {finished + 1} of {rounds}: a new round begins and you receive {endowment} coins."
+        fields: dict[str, Any] = {  # observation_fields' keys in order: the seat's own values set per seat
+            "round": finished + 1,
+            "rounds": rounds,
+            "players": n,
+            "endowment": endowment,
+            "alpha": alpha,
+            "mode": mode,
+            "coins": 0.0,
+        }
+        head = tail = ""
+        if finished:
+            fields["last_investment"] = 0
+            if mode == 1:
+                fields["last_income"] = self._shares[-1]
+                head = f"In round {finished} "
+                tail = f", and you received {share_text} coins from the pool.\nYou now hold "
+            else:
+                fields["last_investments"] = None
+                head = f"In round {finished} the amounts put into the pool were {ranked_text} (largest first); "
+                tail = ".\nYou now hold "
+        return _RoundView(finished, status, played, paid, self._coins, self._coin_texts, head, tail, fields, ranked)
 
     # -- OpenSpiel API -------------------------------------------------------------------------------
 
     def current_player(self) -> int:
         """SIMULTANEOUS until the last round is played, then TERMINAL."""
-        if len(self._investments) >= self._rounds:  # is_terminal()
-            return _TERMINAL
-        return _SIMULTANEOUS
+        return _TERMINAL if self._over else _SIMULTANEOUS
 
     def _legal_actions(self, player: int) -> Sequence[int]:
         """Investments 0..E (one tuple, the same for every seat and round); the referee-only forfeit (E + 1) is not
         legal for a seat."""
-        if len(self._investments) >= self._rounds:
-            return ()
-        return self._allowed
+        return () if self._over else self._allowed
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
-        if len(actions) != self._n:
-            raise ValueError(f"expected {self._n} actions, got {len(actions)}")
-        forfeit = self._endowment + 1
+        n, rounds, endowment, alpha, _ = self._consts
+        if len(actions) != n:
+            raise ValueError(f"expected {n} actions, got {len(actions)}")
+        forfeit = endowment + 1
         if not 0 <= min(actions) <= max(actions) <= forfeit:  # each action in 0..forfeit
             raise ValueError(f"action {next(a for a in actions if not 0 <= a <= forfeit)} out of range 0..{forfeit}")
         played = list(map(int, actions))
         paid = [0 if a == forfeit else a for a in played] if forfeit in played else played[:]
-        share = self._alpha * sum(paid) / self._n
-        self._investments.append(played)
+        share = alpha * sum(paid) / n
+        investments = self._investments
+        investments.append(played)
         self._paid.append(paid)
         self._shares.append(share)
-        self._share_texts.append(_format_coins(share))
+        share_text = _format_coins(share)
+        self._share_texts.append(share_text)
         ranked = sorted(paid, reverse=True)
-        self._sorted.append(tuple(ranked))
-        self._sorted_texts.append(str(ranked))
+        ranked_text = str(ranked)
+        self._sorted.append(ranked_tuple := tuple(ranked))
+        self._sorted_texts.append(ranked_text)
         # round_incomes(last round), and the coins held: Python floats added as numpy added them (IEEE doubles)
-        endowment = self._endowment
         self._incomes = incomes = [(0 if a == forfeit else endowment - a) + share for a in played]
         self._coins = coins = [held + income for held, income in zip(self._coins, incomes, strict=True)]
         self._coin_texts = list(map(_format_coins, coins))
         self._rewards = self._returns = None
-        self._status = self._status_text()
-
-    def _status_text(self) -> str:
-        """The last line of every seat's view: the round about to start, or the end of the game."""
-        finished = len(self._investments)
-        if finished >= self._rounds:
-            return "The game is over."
-        return f"Round {finished + 1} of {self._rounds}: a new round begins and you receive {self._endowment} coins."
+        finished = len(investments)
+        self._over = finished >= rounds
+        self._view = self._round_view(finished, played, paid, share_text, ranked_tuple, ranked_text)
 
     def _action_to_string(self, player: int, action: int) -> str:
         if action == self._endowment + 1:  # the forfeit
@@ -313,7 +374,7 @@ class PublicGoodsState(pyspiel.State):
 
     def is_terminal(self) -> bool:
         """The game ends after the last round."""
-        return len(self._investments) >= self._rounds
+        return self._over
 
     def rewards(self) -> np.ndarray:
         """Income of every seat in the last finished round."""
@@ -366,22 +427,15 @@ class PublicGoodsState(pyspiel.State):
 
     def observation_fields(self, player: int) -> PublicGoodsFields:
         """What ``player`` may know now, as named values (for prompts and scripted bots)."""
-        finished = len(self._investments)
-        fields: PublicGoodsFields = {  # a dict display: the TypedDict's call costs a keyword call
-            "round": finished + 1,
-            "rounds": self._rounds,
-            "players": self._n,
-            "endowment": self._endowment,
-            "alpha": self._alpha,
-            "mode": self._mode,
-            "coins": self._coins[player],
-        }
-        if finished:
-            fields["last_investment"] = self._paid[-1][player]
-            if self._mode == 1:
-                fields["last_income"] = self._shares[-1]
-            else:
-                fields["last_investments"] = list(self._sorted[-1])
+        view = self._view
+        # the round's shared fields (round, rounds, players, endowment, alpha, mode, last_income in mode 1) copied in
+        # order, then the seat's own set: a dict display of them all, written out from the round's parts
+        fields: PublicGoodsFields = view.fields.copy()  # type: ignore[assignment]
+        fields["coins"] = view.coins[player]
+        if view.finished:
+            fields["last_investment"] = view.paid[player]
+            if "last_investments" in fields:  # mode 2: a list of its own for each seat
+                fields["last_investments"] = list(view.ranked)
         return fields
 
     def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
@@ -459,15 +513,19 @@ class PublicGoodsObserver(TextObserver):
         then the coins the seat holds and ``Round 2 of 3: a new round begins and you receive 10 coins.`` (or
         ``The game is over.``).
         """
-        finished = len(state._investments)
+        finished, status, played, paid, _, coin_texts, head, tail, _, _ = state._view
         if not finished:
-            return state._status  # state._status_text(), made when the state moved
+            return status
         if self._perfect_recall:
             feedback = "\n".join([_round_line(state, r, player) for r in range(finished)])
+            return f"{feedback}\nYou now hold {coin_texts[player]} coins.\n{status}"
+        # _round_line(state, finished - 1, player) and the lines after it, written out from the round's parts: the
+        # feedback (head, the seat's part, tail), the coins held (_format_coins(state._coins[player])), the status
+        if played[player] != paid[player]:  # the forfeit (it paid 0)
+            mine = f"you gave no valid answer and forfeited your {state._endowment} coins"
         else:
-            feedback = _round_line(state, finished - 1, player)
-        # the lines joined: the feedback, the coins held (_format_coins(state._coins[player])), the status
-        return f"{feedback}\nYou now hold {state._coin_texts[player]} coins.\n{state._status}"
+            mine = f"you invested {paid[player]} coins"
+        return f"{head}{mine}{tail}{coin_texts[player]} coins.\n{status}"
 
 
 def _round_line(state: PublicGoodsState, r: int, player: int) -> str:

@@ -5,6 +5,8 @@ every node of random playouts with forfeits, in both modes, with and without per
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pyspiel
 import pytest
@@ -67,8 +69,20 @@ def test_every_view_is_the_plain_construction(mode: int, players: int, alpha: fl
             if state.is_terminal():
                 break
             joint = [forfeit if rng.random() < 0.15 else int(rng.integers(0, forfeit)) for _ in range(players)]
+            copies = (state.clone(), pickle.loads(pickle.dumps(state)))
+            views = [state.observation_string(p) for p in range(players)]
             state.apply_actions(joint)
+            for copy in copies:  # a copy keeps its own round views, and moves on with its own
+                assert [copy.observation_string(p) for p in range(players)] == views
+                copy.apply_actions(joint)
+                assert copy.observation_string(1) == state.observation_string(1)
+                assert copy.observation_fields(1) == state.observation_fields(1)
         assert state.clone().observation_string(0) == state.observation_string(0)
+        fields = state.observation_fields(0)
+        if mode == 2:  # a list of its own for each reader
+            assert fields["last_investments"] is not state.observation_fields(0)["last_investments"]
+        assert list(fields)[:7] == ["round", "rounds", "players", "endowment", "alpha", "mode", "coins"]
+        assert list(fields)[7:] == ["last_investment", "last_income" if mode == 1 else "last_investments"]
 
 
 def test_coin_texts_are_the_formatted_amounts_cached_or_not() -> None:
