@@ -155,6 +155,16 @@ def limits_of(config: ModelConfig) -> Limits:
     )
 
 
+def _grant(key: str, serial: int, est_tokens: int, granted_at: float) -> Grant:
+    """``Grant(key, serial, est_tokens, granted_at)`` without the frozen dataclass's per-field ``__setattr__``
+    (one a model call): the same object, equal, hashable and picklable alike."""
+    grant = object.__new__(Grant)
+    object.__setattr__(
+        grant, "__dict__", {"key": key, "serial": serial, "est_tokens": est_tokens, "granted_at": granted_at}
+    )
+    return grant
+
+
 class _KeyState:
     """What a :class:`LocalLimiter` keeps for one key. Every field is guarded by the limiter's lock.
 
@@ -175,6 +185,7 @@ class _KeyState:
         "paused_until",
         "rate_limited",
         "released",
+        "slots",
         "token_sum",
         "tokens",
         "waiters",
@@ -183,6 +194,7 @@ class _KeyState:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.cap = float(limits.max_concurrency)  # the adaptive limit; whole calls: int(cap), at least 1
+        self.slots = limits.max_concurrency  # allowed(): kept up to date by resize()
         self.in_flight = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
         self.released: deque[float] = deque()  # release times of the calls still in the rpm window
@@ -198,9 +210,14 @@ class _KeyState:
 
     def allowed(self) -> int:
         """Calls that may be in flight now."""
+        return self.slots
+
+    def resize(self) -> None:
+        """Work out :meth:`allowed` again (after ``cap`` or ``limits`` changed)."""
         if not self.limits.adaptive:
-            return self.limits.max_concurrency
-        return max(1, min(self.limits.max_concurrency, int(self.cap)))
+            self.slots = self.limits.max_concurrency
+        else:
+            self.slots = max(1, min(self.limits.max_concurrency, int(self.cap)))
 
     def delay(self, now: float, est_tokens: int) -> tuple[float, bool]:
         """When a call of ``est_tokens`` tokens may start: (seconds to wait, <= 0 for now; whether it must also
@@ -251,7 +268,7 @@ class _KeyState:
         self.in_flight = max(0, self.in_flight - 1)
         if self.limits.rpm is not None:
             self.released.append(now)
-        estimate = self.open_tokens.pop(serial, None)
+        estimate = self.open_tokens.pop(serial, None) if self.open_tokens else None
         if estimate is not None:
             self.flight_tokens = max(0.0, self.flight_tokens - estimate)
             amount = float(used_tokens) if used_tokens is not None and used_tokens > 0 else estimate
@@ -274,12 +291,34 @@ class LocalLimiter:
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = _KeyState(limits)
-        elif state.limits != limits and state.in_flight == 0 and not state.waiters:
+        elif state.limits is not limits and state.limits != limits and state.in_flight == 0 and not state.waiters:
             # an idle key takes the newest settings (a later run of the process may set others); while calls
             # are in flight the first settings seen stay, so two players of one model share one set of limits
             state.limits = limits
             state.cap = float(limits.max_concurrency)
+            state.resize()
         return state
+
+    def try_acquire(self, key: str, limits: Limits, est_tokens: int = 0) -> Grant | None:
+        """:meth:`acquire` when the call may start at once, without a coroutine; None when it would have to wait
+        (then await :meth:`acquire`, which queues it)."""
+        with self._lock:
+            state = self._state(key, limits)
+            if state.waiters:
+                return None
+            now = time.monotonic()
+            if limits.rpm is None and limits.tpm is None:
+                if state.paused_until > now:
+                    return None
+            else:
+                wait, on_release = state.delay(now, est_tokens)
+                if wait > 0 or on_release:
+                    return None
+            if state.in_flight >= state.allowed():
+                return None
+            serial = next(self._serials)
+            state.start(serial, est_tokens)
+            return _grant(key, serial, est_tokens, now)
 
     async def acquire(self, key: str, limits: Limits, est_tokens: int = 0) -> Grant:
         """Wait until a call under ``key`` may start within ``limits``; count it as started.
@@ -299,7 +338,7 @@ class LocalLimiter:
                     state.start(serial, est_tokens)
                     if state.waiters:
                         self._wake(state)  # the next in line looks too, while slots are free
-                    return Grant(key, serial, est_tokens, now)
+                    return _grant(key, serial, est_tokens, now)
                 waiter = loop.create_future()
                 if front:
                     state.waiters.appendleft(waiter)
@@ -356,6 +395,7 @@ class LocalLimiter:
                     state.paused_until = max(state.paused_until, now + pause)
                 if limits.adaptive and grant.granted_at >= state.last_cut:
                     state.cap = max(1.0, min(state.cap, float(limits.max_concurrency)) * _DECREASE)
+                    state.resize()
                     state.last_cut = now
                     state.cuts += 1
                     logger.info(
@@ -366,7 +406,9 @@ class LocalLimiter:
                     )
             elif used_tokens is not None and limits.adaptive and saturated and state.cap < limits.max_concurrency:
                 state.cap = min(float(limits.max_concurrency), state.cap + 1.0 / state.cap)
-            self._wake(state)
+                state.resize()
+            if state.waiters:
+                self._wake(state)
 
     def _wake(self, state: _KeyState) -> None:
         """Wake as many waiters as there are free slots (the caller holds the lock)."""

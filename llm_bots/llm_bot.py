@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,9 @@ class ModelRuntime:
 
     def note(self, model: str, completion: Completion) -> None:
         """Remember what a reply of ``model`` reported about the model behind it."""
-        seen = self.reported.setdefault(model, {"models": set(), "system_fingerprints": set()})
+        seen = self.reported.get(model)
+        if seen is None:
+            seen = self.reported[model] = {"models": set(), "system_fingerprints": set()}
         if completion.model:
             seen["models"].add(completion.model)
         if completion.system_fingerprint:
@@ -112,6 +114,11 @@ class ModelRuntime:
         local = sys.modules.get("llm_bots.local_server")  # imported only if a local model was used
         if local is not None:
             local.shutdown_all()
+
+
+_caps: dict[tuple[int, str, int | None], tuple[pyspiel.Game, int]] = {}
+"""A turn's ``max_tokens`` by the game (its id; the game is kept, so the id stays its own), the role and the
+player's own setting: the game's reply limit is read once a process, not once a bot."""
 
 
 def _render(messages: Sequence[dict[str, str]], style: str) -> list[dict[str, str]]:
@@ -185,7 +192,14 @@ class LLMBot(DeepEvalBot):
         role = self.adapter.role(observation)
         config = self._by_role.get(role)
         if config is None:  # once per role: the game's reply limit for a role is fixed, a config validates itself
-            cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
+            known = _caps.get((id(self.game), role, self.config.max_tokens))
+            if known is not None and known[0] is self.game:
+                cap = known[1]
+            else:
+                cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
+                if len(_caps) >= 1024:
+                    _caps.clear()
+                _caps[(id(self.game), role, self.config.max_tokens)] = (self.game, cap)
             config = self.config if cap == self.config.max_tokens else self.config.with_valid(max_tokens=cap)
             self._by_role[role] = config
         return config
@@ -288,6 +302,26 @@ class LLMBot(DeepEvalBot):
         return replace(decision, action=None, text=last, outcome=outcome, error=error)
 
 
+_DECISION_FIELDS = (
+    "action",
+    "text",
+    "outcome",
+    "raw_replies",
+    "prompts",
+    "retries",
+    "model",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "error",
+    "attempts",
+    "cut_chars",
+    "finish_reasons",
+    "reasoning_tokens",
+    "reasoning",
+)
+
+
 def cut_reply(completion: Completion, max_chars: int) -> Completion:
     """``completion`` with its reply (and any reasoning text) cut to ``max_chars`` characters, the number of
     characters cut from the reply in ``cut_chars``; unchanged when it fits."""
@@ -301,6 +335,12 @@ def cut_reply(completion: Completion, max_chars: int) -> Completion:
         reasoning=completion.reasoning[:max_chars],
         cut_chars=completion.cut_chars + over,
     )
+
+
+_new = object.__new__
+_set_decision_dict: Callable[[Any, dict[str, Any]], None] = vars(Decision)["__dict__"].__set__
+if tuple(f.name for f in fields(Decision)) != _DECISION_FIELDS:  # _Exchange.decision sets every field
+    raise TypeError("_Exchange.decision must set every field of Decision, in order")
 
 
 class _Exchange:
@@ -358,24 +398,30 @@ class _Exchange:
     ) -> Decision:
         """The turn's decision: ``action`` and ``text`` (no action: the text of the last reply is filled in by the
         caller), with everything asked so far."""
-        return Decision(
-            action=action,
-            text=text,
-            outcome=outcome,
-            raw_replies=tuple(self.raw_replies),
-            prompts=tuple(self.prompts),
-            retries=self.retries,
-            model=self.model,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost_usd=self.cost_usd,
-            error=error,
-            attempts=tuple(self.attempts),
-            cut_chars=tuple(self.cut_chars),
-            finish_reasons=tuple(self.finish_reasons),
-            reasoning_tokens=self.reasoning_tokens,
-            reasoning=tuple(self.reasoning),
+        # Decision(...) without the frozen dataclass's per-field __setattr__ (every field given: the same object)
+        decision = _new(Decision)
+        _set_decision_dict(
+            decision,
+            {
+                "action": action,
+                "text": text,
+                "outcome": outcome,
+                "raw_replies": tuple(self.raw_replies),
+                "prompts": tuple(self.prompts),
+                "retries": self.retries,
+                "model": self.model,
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+                "cost_usd": self.cost_usd,
+                "error": error,
+                "attempts": tuple(self.attempts),
+                "cut_chars": tuple(self.cut_chars),
+                "finish_reasons": tuple(self.finish_reasons),
+                "reasoning_tokens": self.reasoning_tokens,
+                "reasoning": tuple(self.reasoning),
+            },
         )
+        return decision
 
 
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:

@@ -45,7 +45,9 @@ def strip_reasoning(text: str) -> str:
     An unclosed block runs to the end of the reply (the model never got to its answer). The record keeps the raw
     reply; only the rest is read as a move, so reasoning that mentions moves is never taken for the answer.
     """
-    return _REASONING.sub("", text or "").strip()
+    if not text or "<" not in text:  # no tag at all: nothing to strip (the common reply)
+        return (text or "").strip()
+    return _REASONING.sub("", text).strip()
 
 
 def normalize(text: str) -> str:
@@ -53,9 +55,13 @@ def normalize(text: str) -> str:
     return _FENCE.sub("", unicodedata.normalize("NFKC", text or "")).strip()
 
 
+_DECODER = json.JSONDecoder()
+"""One decoder serves every reply (it keeps nothing between calls; ``json.loads`` shares one the same way)."""
+
+
 def json_objects(text: str) -> list[dict[str, Any]]:
     """Every top-level JSON object in ``text``, in order of appearance."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     found: list[dict[str, Any]] = []
     index = 0
     while True:

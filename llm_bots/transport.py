@@ -530,8 +530,18 @@ def _litellm_kwargs(
     """The keyword arguments of ``litellm.acompletion`` for one call, in this order: model, messages, timeout,
     retries off, ``drop_params``, ``api_base``, ``api_key``, the sampling settings that are set, then
     ``response_format`` and ``mock_response`` when given."""
-    plan = _call_plan(config)
-    kwargs = {**plan.head, "messages": [dict(m) for m in messages], **plan.tail}
+    return _plan_kwargs(_call_plan(config), api_key, messages, response_format, mock_response)
+
+
+def _plan_kwargs(
+    plan: _CallPlan,
+    api_key: str | None,
+    messages: Sequence[Mapping[str, Any]],
+    response_format: Any,
+    mock_response: Any,
+) -> dict[str, Any]:
+    """:func:`_litellm_kwargs` from the config's call plan."""
+    kwargs = {**plan.head, "messages": list(map(dict, messages)), **plan.tail}
     if api_key is not None:
         kwargs["api_key"] = api_key
     kwargs.update(plan.sampling)
@@ -542,29 +552,61 @@ def _litellm_kwargs(
     return kwargs
 
 
-@dataclasses.dataclass(frozen=True)
 class _CallPlan:
     """What every call of one model config sends and checks the same way, made once per config object (a turn's
-    config serves every call of its seat and role in a match)."""
+    config serves every call of its seat and role in a match).
 
+    Attributes:
+        config: the config itself (kept alive, so its ``id`` is not reused while the plan is remembered).
+        head: ``model`` (the arguments before ``messages``).
+        tail: ``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``).
+        sampling: the sampling settings that are set (:meth:`ModelConfig.sampling_params` without the None ones).
+        limit_key: the limiter's key of the model (:func:`limits.limit_key`).
+        call_limits: its limits (:func:`limits.limits_of`).
+        counts_tokens: whether the model has a tokens-per-minute limit (each call's tokens are then estimated).
+        guard_s: how long the asyncio guard lets a call run (litellm's timeout plus :data:`_GUARD_GRACE_S`).
+    """
+
+    __slots__ = ("call_limits", "config", "counts_tokens", "guard_s", "head", "limit_key", "sampling", "tail")
     config: ModelConfig
-    """The config itself (kept alive, so its ``id`` is not reused while the plan is remembered)."""
     head: Mapping[str, Any]
-    """``model`` (the arguments before ``messages``)."""
     tail: Mapping[str, Any]
-    """``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``)."""
     sampling: Mapping[str, Any]
-    """The sampling settings that are set (:meth:`ModelConfig.sampling_params` without the None ones)."""
     limit_key: str
     call_limits: limits.Limits
     counts_tokens: bool
-    """Whether the model has a tokens-per-minute limit (each call's tokens are then estimated before it)."""
     guard_s: float
+
+    def __init__(self, config: ModelConfig, fixed: _CallPlan | None = None) -> None:
+        self.config = config
+        self.sampling = {name: value for name, value in config.sampling_params().items() if value is not None}
+        if fixed is not None:  # another config with the same endpoint, timeout and limits: its parts are shared
+            self.head, self.tail, self.limit_key = fixed.head, fixed.tail, fixed.limit_key
+            self.call_limits, self.counts_tokens, self.guard_s = fixed.call_limits, fixed.counts_tokens, fixed.guard_s
+            return
+        tail: dict[str, Any] = {
+            "timeout": config.timeout_s,
+            "num_retries": 0,  # litellm's own retry wrapper: off
+            "max_retries": 0,  # the OpenAI/Azure SDK client's retries: off
+            "drop_params": True,  # providers without e.g. `seed` ignore it rather than fail the run
+        }
+        if config.api_base is not None:
+            tail["api_base"] = config.api_base
+        self.head = {"model": config.model}
+        self.tail = tail
+        self.limit_key = limits.limit_key(config)
+        self.call_limits = limits.limits_of(config)
+        self.counts_tokens = self.call_limits.tpm is not None
+        self.guard_s = config.timeout_s + _GUARD_GRACE_S
 
 
 _plans: dict[int, _CallPlan] = {}
 """Call plans by ``id`` of their config (each plan holds its config, so the id stays its own); cleared when full."""
 _PLANS_MAX = 256
+
+_fixed: dict[tuple[Any, ...], _CallPlan] = {}
+"""A plan by what its fixed parts are made of (every LLM seat of every match has a config of its own, with its
+match's seed, whose plan shares them); cleared with :data:`_plans`."""
 
 
 def _call_plan(config: ModelConfig) -> _CallPlan:
@@ -572,28 +614,25 @@ def _call_plan(config: ModelConfig) -> _CallPlan:
     plan = _plans.get(id(config))
     if plan is not None and plan.config is config:
         return plan
-    tail: dict[str, Any] = {
-        "timeout": config.timeout_s,
-        "num_retries": 0,  # litellm's own retry wrapper: off
-        "max_retries": 0,  # the OpenAI/Azure SDK client's retries: off
-        "drop_params": True,  # providers without e.g. `seed` ignore it rather than fail the run
-    }
-    if config.api_base is not None:
-        tail["api_base"] = config.api_base
-    call_limits = limits.limits_of(config)
-    plan = _CallPlan(
-        config=config,
-        head={"model": config.model},
-        tail=tail,
-        sampling={name: value for name, value in config.sampling_params().items() if value is not None},
-        limit_key=limits.limit_key(config),
-        call_limits=call_limits,
-        counts_tokens=call_limits.tpm is not None,
-        guard_s=config.timeout_s + _GUARD_GRACE_S,
+    key = (
+        config.model,
+        config.api_base,
+        config.timeout_s,
+        config.max_concurrency,
+        config.rpm,
+        config.tpm,
+        config.adaptive_concurrency,
+        config.retry_after_max_s,
+        limits.RATE_WINDOW_S,
     )
+    fixed = _fixed.get(key)
+    plan = _CallPlan(config, fixed)
     if len(_plans) >= _PLANS_MAX:
         _plans.clear()
+        _fixed.clear()
     _plans[id(config)] = plan
+    if fixed is None:
+        _fixed[key] = plan
     return plan
 
 
@@ -623,10 +662,49 @@ def _usage_dict(response: Any) -> dict[str, Any]:
         return {}
     if hasattr(usage, "model_dump"):
         try:
+            if isinstance(usage, BaseModel):
+                dumped = _dump(usage)
+                if dumped is not None:
+                    return dumped
             return dict(usage.model_dump())
         except Exception:
             pass
     return dict(usage) if isinstance(usage, Mapping) else {}
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+_DUMPS_AS_FIELDS: dict[type, bool] = {}
+"""Per pydantic class: whether ``model_dump()`` of its first instance read as :func:`_dump` does gave the same
+dict, in the same order (no excluded field, serializer or alias of its own; checked once a class)."""
+
+
+def _dump(model: BaseModel) -> dict[str, Any] | None:
+    """``model.model_dump()`` read from the instance's fields and extras (pydantic's serializer costs more than
+    the rest of reading a reply), nested models alike; None when a value is not plain or the class does not dump
+    as its fields (then the caller asks ``model_dump``)."""
+    cls = type(model)
+    same = _DUMPS_AS_FIELDS.get(cls)
+    if same is False:
+        return None
+    out: dict[str, Any] = {}
+    extra = model.__pydantic_extra__
+    for values in (model.__dict__, extra) if extra else (model.__dict__,):
+        for name, value in values.items():
+            if type(value) in _SCALARS:
+                out[name] = value
+            elif isinstance(value, BaseModel):
+                nested = _dump(value)
+                if nested is None:
+                    return None
+                out[name] = nested
+            else:
+                return None
+    if same is None:
+        dumped = model.model_dump()
+        same = _DUMPS_AS_FIELDS[cls] = out == dumped and list(out) == list(dumped)
+        if not same:
+            return None
+    return out
 
 
 class _MalformedResponse(Exception):
@@ -643,15 +721,33 @@ def _parse_response(
     log: Sequence[CallAttempt] = (),
 ) -> Completion:
     """The completion of a 200 response; ``log`` holds the attempts before this one (this one is added)."""
-    choices = _field(response, "choices") or []
+    # each object's set fields are read from its own dict at once; a name not there goes through _field
+    fields = _attrs(response)
+    choices = fields.get("choices", _MISSING)
+    if choices is _MISSING:
+        choices = _field(response, "choices")
     if not choices:
         raise _MalformedResponse(f"model {original.model!r}: response without choices")
     choice = choices[0]
-    message = _field(choice, "message")
-    text = _field(message, "content") or ""
-    refusal_text = _field(message, "refusal")
-    finish_reason = _field(choice, "finish_reason")
-    reported = str(_field(response, "model") or "")
+    of_choice = _attrs(choice)
+    message = of_choice.get("message", _MISSING)
+    if message is _MISSING:
+        message = _field(choice, "message")
+    finish_reason = of_choice.get("finish_reason", _MISSING)
+    if finish_reason is _MISSING:
+        finish_reason = _field(choice, "finish_reason")
+    of_message = _attrs(message)
+    text = of_message.get("content", _MISSING)
+    if text is _MISSING:
+        text = _field(message, "content")
+    text = text or ""
+    refusal_text = of_message.get("refusal", _MISSING)
+    if refusal_text is _MISSING:
+        refusal_text = _field(message, "refusal")
+    reported = fields.get("model", _MISSING)
+    if reported is _MISSING:
+        reported = _field(response, "model")
+    reported = str(reported or "")
     if not model_id_matches(config.model, reported, original.accept_model_ids):
         raise ModelMismatchError(
             f"model {original.model!r}: the response reports model {reported!r}, which is not the configured "
@@ -662,8 +758,12 @@ def _parse_response(
         )
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
-    fingerprint = _field(response, "system_fingerprint")
-    reasoning = _field(message, "reasoning_content")
+    fingerprint = fields.get("system_fingerprint", _MISSING)
+    if fingerprint is _MISSING:
+        fingerprint = _field(response, "system_fingerprint")
+    reasoning = of_message.get("reasoning_content", _MISSING)
+    if reasoning is _MISSING:
+        reasoning = _field(message, "reasoning_content")
     outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
     return Completion._made(
         text=text or (refusal_text or ""),
@@ -690,6 +790,19 @@ _ANSWERED = CallAttempt(status=Outcome.OK.value)
 _REFUSED = CallAttempt(status=Outcome.REFUSAL.value)
 """The last attempt of a call that got a reply (frozen: one object serves every call)."""
 
+_MISSING: Any = object()
+_NO_FIELDS: Mapping[str, Any] = {}
+
+
+def _attrs(obj: Any) -> Mapping[str, Any]:
+    """The instance dict of ``obj`` (its set fields, for a pydantic model), or an empty one."""
+    values = getattr(obj, "__dict__", None)
+    return values if isinstance(values, dict) else _NO_FIELDS
+
+
+_PYDANTIC: dict[type, bool] = {}
+"""Per class: whether it is a pydantic model (``isinstance`` against ``BaseModel``, an ABC, costs more than this)."""
+
 _ABSENT: dict[tuple[type, str], bool] = {}
 """Per (class, name): True when the class itself has no attribute ``name`` (no property, no class default)."""
 
@@ -706,11 +819,14 @@ def _field(obj: Any, name: str) -> Any:
     values = getattr(obj, "__dict__", None)
     if values is not None and name in values:
         return values[name]
-    if isinstance(obj, BaseModel):
+    cls = type(obj)
+    pydantic = _PYDANTIC.get(cls)
+    if pydantic is None:
+        pydantic = _PYDANTIC[cls] = issubclass(cls, BaseModel)
+    if pydantic:
         store = obj.__pydantic_private__ if name.startswith("_") else obj.__pydantic_extra__
         if store and name in store:
             return store[name]
-        cls = type(obj)
         absent = _ABSENT.get((cls, name))
         if absent is None:
             absent = _ABSENT[(cls, name)] = not hasattr(cls, name)
@@ -753,12 +869,71 @@ def _no_response(
     )
 
 
-if hasattr(asyncio, "timeout"):  # Python 3.11+: a deadline on the running task, no task of its own
+_WATCH_S = 0.5
+"""How often a loop's :class:`_Watchdog` looks for guarded calls past their deadline (a guard fires at most this
+late; it is a backstop behind litellm's own timeout, :data:`_GUARD_GRACE_S` later)."""
+
+
+class _Watchdog:
+    """The guard of every model call awaited on one event loop: a call's task past its deadline is cancelled, and
+    :func:`_guarded` turns that cancellation into ``TimeoutError``, as ``asyncio.timeout`` would. One timer a loop,
+    looking every :data:`_WATCH_S` seconds while calls are in flight, instead of a timer made and cancelled for
+    every call."""
+
+    __slots__ = ("deadlines", "expired", "handle", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.deadlines: dict[asyncio.Task[Any], float] = {}
+        """The guarded calls in flight: their task and deadline (loop time); a task awaits one call at a time."""
+        self.expired: set[asyncio.Task[Any]] = set()
+        """The tasks this watchdog cancelled, until their guarded call ends."""
+        self.handle: asyncio.TimerHandle | None = None
+
+    def watch(self, task: asyncio.Task[Any], seconds: float) -> None:
+        """Guard ``task``'s call for ``seconds`` from now."""
+        now = self.loop.time()
+        self.deadlines[task] = now + seconds
+        if self.handle is None:
+            self.handle = self.loop.call_at(now + _WATCH_S, self.look)
+
+    def look(self) -> None:
+        """Cancel the calls past their deadline; look again later while calls are in flight."""
+        self.handle = None
+        now = self.loop.time()
+        for task, deadline in list(self.deadlines.items()):
+            if deadline <= now and task not in self.expired:
+                self.expired.add(task)
+                task.cancel()
+        if self.deadlines:
+            self.handle = self.loop.call_at(now + _WATCH_S, self.look)
+
+
+_watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watchdog] = weakref.WeakKeyDictionary()
+
+
+if hasattr(asyncio.Task, "uncancel"):  # Python 3.11+
 
     async def _guarded(call: Any, seconds: float) -> Any:
-        """Await ``call`` for at most ``seconds`` (then TimeoutError)."""
-        async with asyncio.timeout(seconds):
+        """Await ``call`` for at most about ``seconds`` (then TimeoutError; see :class:`_Watchdog`)."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
+        if task is None:  # pragma: no cover - a coroutine always runs in a task here
+            return await asyncio.wait_for(call, timeout=seconds)
+        dog = _watchdogs.get(loop)
+        if dog is None:
+            dog = _watchdogs[loop] = _Watchdog(loop)
+        cancelling = task.cancelling()
+        dog.watch(task, seconds)
+        try:
             return await call
+        except asyncio.CancelledError:
+            if task in dog.expired and task.uncancel() <= cancelling:
+                raise TimeoutError(f"no reply within {seconds:g}s") from None
+            raise
+        finally:
+            del dog.deadlines[task]
+            dog.expired.discard(task)
 
 else:  # pragma: no cover - Python 3.10
 
@@ -833,13 +1008,15 @@ async def complete(
         return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
     # a remote model's key is read without a coroutine (a local one waits for its server)
     call_config, api_key = await _route(config) if config.is_local else _api_key(config)
-    kwargs = _litellm_kwargs(call_config, api_key, messages, response_format, mock_response)
+    plan = _call_plan(call_config)
+    kwargs = _plan_kwargs(plan, api_key, messages, response_format, mock_response)
     if mock_response is None:
         session = _shared_session()
         if session is not None:
             kwargs["shared_session"] = session
     limiter = limits.get_limiter()
-    plan = _call_plan(call_config)
+    # the process's own limiter is asked without a coroutine when it can answer at once (a free slot, no wait)
+    local = limiter if type(limiter) is limits.LocalLimiter else None
     key, call_limits, guard_s = plan.limit_key, plan.call_limits, plan.guard_s
     est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if plan.counts_tokens else 0
     started = time.monotonic()
@@ -847,7 +1024,9 @@ async def complete(
     log: list[CallAttempt] = []
     while True:
         attempts += 1
-        grant = await limiter.acquire(key, call_limits, est_tokens)
+        grant = local.try_acquire(key, call_limits, est_tokens) if local is not None else None
+        if grant is None:
+            grant = await limiter.acquire(key, call_limits, est_tokens)
         used_tokens: int | None = None
         rate_limited, retry_after = False, None
         try:
@@ -870,7 +1049,10 @@ async def complete(
                     budget.charge(completion.cost_usd)
                 return completion
         finally:
-            await limiter.release(grant, used_tokens, rate_limited, retry_after)
+            if local is not None:
+                local.release_nowait(grant, used_tokens, rate_limited, retry_after)
+            else:
+                await limiter.release(grant, used_tokens, rate_limited, retry_after)
         latency = time.monotonic() - attempt_start
         kind = ErrorKind.INFRA if isinstance(failure, _MalformedResponse) else classify_error(failure)
         if kind is ErrorKind.UNKNOWN:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import string
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -54,6 +54,9 @@ def _placeholders(template: str) -> set[str]:
     return names
 
 
+_RENDERED_MAX = 4096
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """The templates of one task, by role and name."""
@@ -62,6 +65,10 @@ class PromptSet:
     version: str
     roles: Mapping[str, Mapping[str, str]]
     placeholders: Mapping[str, frozenset[str]]
+    _rendered: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], str] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    """Texts already rendered, by role, name and values as text (every LLM turn renders its answer format)."""
 
     def template(self, role: str, name: str) -> str:
         """The raw template text."""
@@ -71,12 +78,24 @@ class PromptSet:
             raise PromptError(f"prompt set {self.task!r} has no template {role}.{name}") from None
 
     def render(self, role: str, name: str, **values: Any) -> str:
-        """Fill a template; every placeholder it uses must be given."""
+        """Fill a template; every placeholder it uses must be given.
+
+        The text depends only on the template and the values as text, so it is made once per role, name and values
+        (at most :data:`_RENDERED_MAX` remembered a prompt set).
+        """
+        key = (role, name, tuple(values), tuple(map(str, values.values())))
+        text = self._rendered.get(key)
+        if text is not None:
+            return text
         template, needed = _compiled(self.template(role, name))
         if not needed.issubset(values):
             missing = needed - set(values)
             raise PromptError(f"{self.task}.{role}.{name} needs {sorted(missing)}")
-        return template.substitute({k: str(v) for k, v in values.items()})
+        text = template.substitute({k: str(v) for k, v in values.items()})
+        if len(self._rendered) >= _RENDERED_MAX:
+            self._rendered.clear()
+        self._rendered[key] = text
+        return text
 
     def validate(self) -> None:
         """Every template uses only the placeholders its role declares."""

@@ -1,0 +1,236 @@
+"""The per-call path of an LLM move, third pass (issue 14): each shortcut gives what the plain reading gave."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import pickle
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepeval_games.bot import CallAttempt, Decision, Outcome
+from llm_bots import limits, transport
+from llm_bots.limits import Grant, Limits, LocalLimiter
+from llm_bots.llm_bot import _Exchange
+from llm_bots.model_config import ModelConfig
+from llm_bots.model_info import litellm
+from llm_bots.prompts import PromptError, load_prompts
+
+# -- reading a reply's usage without pydantic's serializer
+
+
+def _usage(**extra: Any) -> Any:
+    return litellm().Usage(prompt_tokens=11, completion_tokens=7, total_tokens=18, **extra)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        _usage(),
+        _usage(completion_tokens_details={"reasoning_tokens": 3}, prompt_tokens_details={"cached_tokens": 2}),
+        _usage(completion_tokens_details={"reasoning_tokens": 3}),
+    ],
+)
+def test_a_usage_block_reads_as_model_dump(usage: Any) -> None:
+    response = litellm().ModelResponse(id="x", model="gpt-x", choices=[], usage=usage)
+    read = transport._usage_dict(response)
+    assert read == usage.model_dump() and list(read) == list(usage.model_dump())
+    assert transport._usage_dict(response) == read  # the second time, from the class known to dump as its fields
+
+
+class _Hidden(BaseModel):
+    prompt_tokens: int = 1
+    secret: str = Field(default="s", exclude=True)
+
+
+class _Extra(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int = 1
+
+
+def test_a_model_that_does_not_dump_as_its_fields_is_dumped_by_pydantic() -> None:
+    assert transport._dump(_Hidden()) is None  # an excluded field: pydantic's dump differs, so pydantic dumps it
+    assert transport._dump(_Hidden()) is None  # and keeps doing so for the class
+    extra = _Extra(prompt_tokens=3, cached=4)
+    assert transport._dump(extra) == extra.model_dump() == {"prompt_tokens": 3, "cached": 4}
+    assert transport._dump(_Extra(prompt_tokens=3, odd=[1])) is None  # not a plain value
+
+
+# -- the guard behind litellm's own timeout
+
+
+def test_the_guard_stops_a_call_that_outlives_litellms_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "_GUARD_GRACE_S", 0.05)
+    monkeypatch.setattr(transport, "_WATCH_S", 0.02)
+    started: list[float] = []
+
+    async def hangs(**_: Any) -> Any:  # a client that ignores its own timeout
+        started.append(time.monotonic())
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(litellm(), "acompletion", hangs)
+    config = ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:9/v1", timeout_s=0.05, max_retries=0)
+    begun = time.monotonic()
+    with pytest.raises(transport.InfraError) as failed:
+        asyncio.run(transport.complete(config, [{"role": "user", "content": "hi"}]))
+    assert isinstance(failed.value.last_error, TimeoutError)
+    assert time.monotonic() - begun < 2.0 and len(started) == 1
+
+
+def test_a_guarded_call_cancelled_from_outside_is_cancelled_not_timed_out() -> None:
+    async def main() -> None:
+        task = asyncio.ensure_future(transport._guarded(asyncio.sleep(3600), 60.0))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await transport._guarded(asyncio.sleep(0, "ok"), 60.0) == "ok"
+        dog = transport._watchdogs[asyncio.get_running_loop()]
+        assert not dog.deadlines and not dog.expired  # nothing left behind
+
+    asyncio.run(main())
+
+
+def test_the_guard_times_out_inside_an_outer_timeout_as_asyncio_timeout_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "_WATCH_S", 0.01)
+
+    async def main() -> None:
+        async with asyncio.timeout(30):
+            with pytest.raises(TimeoutError):
+                await transport._guarded(asyncio.sleep(3600), 0.02)
+            assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+    asyncio.run(main())
+
+
+# -- the process limiter's answer without a coroutine
+
+
+def test_try_acquire_grants_only_what_acquire_would_grant_at_once() -> None:
+    limiter = LocalLimiter()
+    two = Limits(max_concurrency=2)
+    first = limiter.try_acquire("k", two)
+    second = limiter.try_acquire("k", two)
+    assert first is not None and second is not None and first.serial != second.serial
+    assert limiter.try_acquire("k", two) is None  # both slots taken: acquire would queue it
+    assert first == Grant("k", first.serial, 0, first.granted_at) and pickle.loads(pickle.dumps(first)) == first
+    assert hash(first) == hash(Grant("k", first.serial, 0, first.granted_at))
+    limiter.release_nowait(first, 10)
+    assert limiter.try_acquire("k", two) is not None
+    paused = Limits(max_concurrency=4)
+    grant = limiter.try_acquire("p", paused)
+    assert grant is not None
+    limiter.release_nowait(grant, None, rate_limited=True, retry_after_s=30)
+    assert limiter.try_acquire("p", paused) is None  # paused by Retry-After
+    rpm = Limits(max_concurrency=4, rpm=1)
+    grant = limiter.try_acquire("r", rpm)
+    assert grant is not None and limiter.try_acquire("r", rpm) is None  # the minute's one request is spent
+    assert limiter.snapshot("k")["allowed"] == 2 and limiter.snapshot("p")["allowed"] == 2  # cut by the 429
+
+
+def test_the_adaptive_limit_is_kept_up_to_date() -> None:
+    limiter = LocalLimiter()
+    four = Limits(max_concurrency=4)
+    state_of = limiter._states.get
+
+    def allowed() -> int:
+        state = state_of("k")
+        assert state is not None
+        return max(1, min(4, int(state.cap)))  # what allowed() used to compute on every call
+
+    grants = [limiter.try_acquire("k", four) for _ in range(4)]
+    assert all(grants)
+    limiter.release_nowait(grants[0], None, rate_limited=True)  # type: ignore[arg-type]  # 4 -> 2
+    assert limiter.snapshot("k")["allowed"] == allowed() == 2
+    for grant in grants[1:]:  # saturated while the limit was in use: it climbs back
+        limiter.release_nowait(grant, 5)  # type: ignore[arg-type]
+        assert limiter.snapshot("k")["allowed"] == allowed()
+    for _ in range(6):
+        more = [limiter.try_acquire("k", four) for _ in range(allowed())]
+        for grant in more:
+            limiter.release_nowait(grant, 5)  # type: ignore[arg-type]
+            assert limiter.snapshot("k")["allowed"] == allowed()
+    assert allowed() == 4
+    fixed = Limits(max_concurrency=1, adaptive=False)
+    other = limiter.try_acquire("o", fixed)
+    assert other is not None and limiter.try_acquire("o", fixed) is None
+    limiter.release_nowait(other, None, rate_limited=True)  # not adaptive: no cut
+    assert limiter.snapshot("o")["allowed"] == 1
+    wider = Limits(max_concurrency=3, adaptive=False)  # an idle key takes new limits
+    assert limiter.try_acquire("o", wider) is not None and limiter.snapshot("o")["allowed"] == 3
+
+
+# -- what a call plan shares between the configs of one player
+
+
+def test_the_configs_of_one_player_share_their_plans_fixed_parts() -> None:
+    base = ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:9/v1", tpm=1000)
+    first, second = base.with_valid(seed=1), base.with_valid(seed=2, max_tokens=64)
+    plan_1, plan_2 = transport._call_plan(first), transport._call_plan(second)
+    assert plan_1.tail is plan_2.tail and plan_1.call_limits is plan_2.call_limits
+    assert plan_1.sampling == {"seed": 1} and plan_2.sampling == {"seed": 2, "max_tokens": 64}
+    assert plan_2.limit_key == limits.limit_key(second) and plan_2.call_limits == limits.limits_of(second)
+    other = transport._call_plan(ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:8/v1", seed=1))
+    assert other.tail["api_base"] == "http://127.0.0.1:8/v1" and other.call_limits.tpm is None
+    slower = transport._call_plan(base.with_valid(seed=1, timeout_s=9.0))
+    assert slower.tail["timeout"] == 9.0 and slower.guard_s == 9.0 + transport._GUARD_GRACE_S
+
+
+# -- a turn's decision and its answer format
+
+
+def test_a_turns_decision_is_the_dataclasss_own() -> None:
+    turn = _Exchange()
+    completion = transport.Completion._made(
+        **{
+            **{
+                f.name: f.default
+                for f in dataclasses.fields(transport.Completion)
+                if f.default is not f.default_factory
+            },
+            "text": "r",
+            "model": "m",
+            "finish_reason": "stop",
+            "prompt_tokens": 3,
+            "completion_tokens": 4,
+            "cost_usd": 0.25,
+            "latency_s": 0.1,
+            "attempts": 1,
+            "usage": {},
+            "attempt_log": (CallAttempt(status="ok"),),
+        }
+    )
+    turn.add([{"role": "user", "content": "q"}], completion, 0)
+    made = turn.decision(3, "r", Outcome.REASKED, "why")
+    built = Decision(
+        action=3,
+        text="r",
+        outcome=Outcome.REASKED,
+        raw_replies=("r",),
+        prompts=(({"role": "user", "content": "q"},),),
+        model="m",
+        tokens_in=3,
+        tokens_out=4,
+        cost_usd=0.25,
+        error="why",
+        attempts=(CallAttempt(status="ok"),),
+        cut_chars=(0,),
+        finish_reasons=("stop",),
+        reasoning=("",),
+    )
+    assert made == built and repr(made) == repr(built) and not made.is_plain()
+    assert pickle.loads(pickle.dumps(made)) == built
+    assert dataclasses.replace(made, action=None).action is None
+
+
+def test_a_rendered_prompt_is_remembered_by_its_values_as_text() -> None:
+    prompts = load_prompts("public_goods")
+    first = prompts.render("player", "format", endowment=10)
+    assert prompts.render("player", "format", endowment=10) is first
+    assert prompts.render("player", "format", endowment="10") is first  # the same text
+    assert "7" in prompts.render("player", "format", endowment=7) != first
+    with pytest.raises(PromptError):
+        prompts.render("player", "reask", endowment=10)  # no reason: refused, whatever was rendered before
