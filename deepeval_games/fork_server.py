@@ -33,7 +33,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from deepeval_games.match_worker import LimiterProxy, MatchWorker, _error_result
@@ -44,24 +44,80 @@ __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 # -- the worker process ------------------------------------------------------------------------------------------
 
 
-async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd: int | None = None) -> None:
-    """The worker process's loop: read requests (JSON lines), play, write results until input ends. ``fd``: the
-    socket's descriptor, written with ``writev`` of the queued parts (not joined into one copy first), waiting for
-    room when the socket is full (:func:`_write_parts`) rather than handing the rest to ``writer``'s buffer (which
-    copies it, and moves what is left to its front after every partial send); without it, everything goes through
-    ``writer``."""
+class _Link(asyncio.Protocol):
+    """A worker's end of the driver's socket, reading: cuts what arrives into JSON lines and hands each message to
+    ``handle`` as it arrives (no reader task woken, no stream buffer); ``on_end`` is called when the input ends."""
+
+    def __init__(self, handle: Callable[[dict[str, Any]], None], on_end: Callable[[], None]) -> None:
+        self.handle = handle
+        self.on_end = on_end
+        self.transport: asyncio.Transport | None = None
+        self._rest = b""
+        """The start of a line whose end has not arrived yet."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._rest:
+            data = self._rest + data
+        pos = 0
+        end = data.find(b"\n")
+        while end >= 0:
+            if end > pos:
+                self.handle(json.loads(data[pos:end]))
+            pos = end + 1
+            end = data.find(b"\n", pos)
+        self._rest = data[pos:] if pos else data
+        if len(self._rest) > LINE_LIMIT:
+            raise ValueError("the driver sent a line longer than LINE_LIMIT")
+
+    def eof_received(self) -> bool:
+        self.on_end()
+        return True  # the results already queued still go out
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.on_end()
+
+
+async def _serve(sock: socket.socket) -> None:
+    """The worker process's loop over its socket to the driver: read requests (JSON lines, each handled as it
+    arrives), play, write results until the input ends. Results are written with ``writev`` of the queued parts (not
+    joined into one copy first), waiting for room when the socket is full (:func:`_write_parts`) rather than handing
+    the rest to the transport's buffer (which copies it, and moves what is left to its front after every partial
+    send)."""
 
     outbox: list[bytes] = []
     loop = asyncio.get_running_loop()
+    started: asyncio.Future[None] = loop.create_future()
+    """Done when the first message (``init``) has arrived, or the input ended before it."""
+    ended: asyncio.Future[None] = loop.create_future()
+    inbox: list[dict[str, Any]] = []
+    """Messages that arrived before the worker could handle them (``init``, and what came with it)."""
+    handler: Callable[[dict[str, Any]], None] | None = None
+
+    def handle(message: dict[str, Any]) -> None:
+        if handler is not None:
+            handler(message)
+            return
+        inbox.append(message)
+        if not started.done():
+            started.set_result(None)
+
+    def on_end() -> None:
+        for future in (started, ended):
+            if not future.done():
+                future.set_result(None)
+
+    transport, _ = await loop.create_unix_connection(lambda: _Link(handle, on_end), sock=sock)
+    fd = sock.fileno()
 
     def flush() -> None:
-        if outbox and not writer.is_closing():
-            if fd is not None and writer.transport.get_write_buffer_size() == 0:
-                rest = _write_parts(fd, outbox)
-            else:
-                rest = outbox
+        if outbox and not transport.is_closing():
+            rest = _write_parts(fd, outbox) if transport.get_write_buffer_size() == 0 else outbox
             if rest:  # the socket failed (the driver is gone): the transport's write reports it as before
-                writer.write(b"".join(rest))
+                transport.write(b"".join(rest))
         outbox.clear()
 
     def send(*parts: bytes) -> None:
@@ -73,10 +129,11 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
     def send_json(message: Mapping[str, Any]) -> None:
         send(json.dumps(message).encode(), b"\n")
 
-    first = await reader.readline()
-    if not first:
+    await started
+    if not inbox:
+        transport.close()
         return
-    init = json.loads(first)
+    init = inbox.pop(0)
     # the driver's environment, directory and import path now, not the fork server's when it started
     os.environ.clear()
     os.environ.update(init.get("environ", {}))
@@ -94,7 +151,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
     except Exception as exc:
         send_json({"op": "failed", **_error_result("", exc)})
         flush()
-        await writer.drain()
+        transport.close()
         return
 
     sent_counters = ""
@@ -165,36 +222,38 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fd:
             idle.append(waiter)
             await waiter
 
+    def on_message(message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "plays":  # several planned matches, as rows, with the ids first, first + 1, ...
+            queue.extend(enumerate(message["matches"], int(message["first"])))
+            schedule_player()
+        elif op == "play":
+            queue.append((int(message["id"]), message["match"]))
+            schedule_player()
+        elif op == "granted":
+            proxy.granted(int(message["ask"]), message["grant"])
+        elif op == "denied":
+            proxy.denied(int(message["ask"]), str(message.get("error", "")))
+        elif op == "budget":
+            worker.update_budget(float(message["spent"]))
+
     try:
-        while True:
-            line = await reader.readline()
-            if not line:
-                break  # the driver closed our input (finished, or died): stop
-            message = json.loads(line)
-            op = message.get("op")
-            if op == "plays":  # several planned matches, as rows, with the ids first, first + 1, ...
-                queue.extend(enumerate(message["matches"], int(message["first"])))
-                schedule_player()
-            elif op == "play":
-                queue.append((int(message["id"]), message["match"]))
-                schedule_player()
-            elif op == "granted":
-                proxy.granted(int(message["ask"]), message["grant"])
-            elif op == "denied":
-                proxy.denied(int(message["ask"]), str(message.get("error", "")))
-            elif op == "budget":
-                worker.update_budget(float(message["spent"]))
+        handler = on_message
+        for message in inbox:  # what came with init
+            on_message(message)
+        inbox.clear()
+        await ended  # the driver closed our input (finished, or died): stop
     finally:
         for task in players:
             task.cancel()
         await asyncio.gather(*players, return_exceptions=True)
         worker.close()
+        transport.close()
 
 
 async def _worker_main_async(sock: socket.socket) -> None:
-    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
     with contextlib.suppress(ConnectionError):  # the driver is gone
-        await _serve(reader, writer, sock.fileno())
+        await _serve(sock)
 
 
 def worker_main(sock: socket.socket) -> None:

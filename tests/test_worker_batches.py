@@ -19,7 +19,6 @@ import pytest
 
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.executors import ProcessExecutor
-from deepeval_games.fork_server import LINE_LIMIT
 from deepeval_games.match_worker import planned_from_row, planned_row
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
@@ -229,9 +228,7 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
 
     def main() -> None:
         async def serve() -> None:
-            reader, writer = await asyncio.open_unix_connection(sock=theirs, limit=LINE_LIMIT)
-            await fork_server._serve(reader, writer, theirs.fileno())
-            writer.close()
+            await fork_server._serve(theirs)
 
         asyncio.run(serve())
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.fork_server import LINE_LIMIT
 from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
@@ -73,9 +72,7 @@ def _serve_in_thread(sock: socket.socket) -> threading.Thread:
 
     def main() -> None:
         async def serve() -> None:
-            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
-            await fork_server._serve(reader, writer, sock.fileno())
-            writer.close()
+            await fork_server._serve(sock)
 
         asyncio.run(serve())
 
