@@ -300,15 +300,15 @@ class _Runner(MatchPlayer):
 
         executor.sink = settle
         try:
-            while not fatal:
-                if not refill():
+            while True:
+                if not fatal and not refill():
                     try:
                         await executor.start_missing()
                     except (FatalRunError, SpecError) as exc:
                         fatal.append(exc)
                     continue
-                if not waiting and not in_flight:
-                    break
+                if not in_flight and (fatal or not waiting):
+                    break  # done; or stopped, once the matches in flight are committed (as run() lets them finish)
                 wake = loop.create_future()
                 await wake
                 wake = None
