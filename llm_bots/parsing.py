@@ -52,7 +52,8 @@ def strip_reasoning(text: str) -> str:
 
 def normalize(text: str) -> str:
     """NFKC (full-width digits and punctuation become ASCII) with fences removed and ends stripped."""
-    return _FENCE.sub("", unicodedata.normalize("NFKC", text or "")).strip()
+    text = unicodedata.normalize("NFKC", text or "")
+    return (_FENCE.sub("", text) if "```" in text else text).strip()
 
 
 _DECODER = json.JSONDecoder()

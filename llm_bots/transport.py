@@ -198,6 +198,11 @@ class Completion:
         """A completion from every field's value, ``attempt_log`` a tuple of :class:`CallAttempt` (what
         :func:`complete` builds): the same object as the constructor's, without a frozen dataclass's
         per-field ``__setattr__`` (a third of the cost of reading a reply)."""
+        return cls._of(values)
+
+    @classmethod
+    def _of(cls, values: dict[str, Any]) -> Completion:
+        """:meth:`_made` from the dict of every field's value (kept as the completion's own)."""
         completion = object.__new__(cls)
         object.__setattr__(completion, "__dict__", values)
         return completion
@@ -640,7 +645,7 @@ def _cost_usd(response: Any) -> float:
     """The call's cost as litellm priced it while answering (``response_cost``: None for a model it has no price
     for, which costs 0.0); priced again only when a response does not carry it."""
     hidden = _field(response, "_hidden_params")
-    if isinstance(hidden, Mapping) and "response_cost" in hidden:
+    if (type(hidden) is dict or isinstance(hidden, Mapping)) and "response_cost" in hidden:
         cost = hidden["response_cost"]
         if cost is None:
             return 0.0
@@ -765,24 +770,26 @@ def _parse_response(
     if reasoning is _MISSING:
         reasoning = _field(message, "reasoning_content")
     outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
-    return Completion._made(
-        text=text or (refusal_text or ""),
-        model=reported or config.model,
-        finish_reason=finish_reason,
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        cost_usd=_cost_usd(response),
-        latency_s=latency,
-        attempts=attempts,
-        outcome=outcome,
-        usage=usage,
-        elapsed_s=elapsed,
-        requested_model=config.model,
-        attempt_log=(*log, attempt),
-        system_fingerprint=str(fingerprint) if fingerprint else None,
-        reasoning_tokens=_reasoning_tokens(usage),
-        reasoning=reasoning if isinstance(reasoning, str) else "",
-        cut_chars=0,
+    return Completion._of(
+        {
+            "text": text or (refusal_text or ""),
+            "model": reported or config.model,
+            "finish_reason": finish_reason,
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "cost_usd": _cost_usd(response),
+            "latency_s": latency,
+            "attempts": attempts,
+            "outcome": outcome,
+            "usage": usage,
+            "elapsed_s": elapsed,
+            "requested_model": config.model,
+            "attempt_log": (*log, attempt),
+            "system_fingerprint": str(fingerprint) if fingerprint else None,
+            "reasoning_tokens": _reasoning_tokens(usage),
+            "reasoning": reasoning if isinstance(reasoning, str) else "",
+            "cut_chars": 0,
+        }
     )
 
 
@@ -800,11 +807,9 @@ def _attrs(obj: Any) -> Mapping[str, Any]:
     return values if isinstance(values, dict) else _NO_FIELDS
 
 
-_PYDANTIC: dict[type, bool] = {}
-"""Per class: whether it is a pydantic model (``isinstance`` against ``BaseModel``, an ABC, costs more than this)."""
-
-_ABSENT: dict[tuple[type, str], bool] = {}
-"""Per (class, name): True when the class itself has no attribute ``name`` (no property, no class default)."""
+_ABSENT: dict[type, dict[str, bool] | None] = {}
+"""Per pydantic model class, per name: True when the class itself has no attribute ``name`` (no property, no class
+default); None for a class that is no pydantic model (``isinstance`` against ``BaseModel``, an ABC, costs more)."""
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -820,17 +825,17 @@ def _field(obj: Any, name: str) -> Any:
     if values is not None and name in values:
         return values[name]
     cls = type(obj)
-    pydantic = _PYDANTIC.get(cls)
-    if pydantic is None:
-        pydantic = _PYDANTIC[cls] = issubclass(cls, BaseModel)
-    if pydantic:
+    absent = _ABSENT.get(cls, _MISSING)
+    if absent is _MISSING:
+        absent = _ABSENT[cls] = {} if issubclass(cls, BaseModel) else None
+    if absent is not None:  # a pydantic model
         store = obj.__pydantic_private__ if name.startswith("_") else obj.__pydantic_extra__
         if store and name in store:
             return store[name]
-        absent = _ABSENT.get((cls, name))
-        if absent is None:
-            absent = _ABSENT[(cls, name)] = not hasattr(cls, name)
-        if absent:
+        gone = absent.get(name)
+        if gone is None:
+            gone = absent[name] = not hasattr(cls, name)
+        if gone:
             return None
     return getattr(obj, name, None)
 

@@ -234,3 +234,22 @@ def test_a_rendered_prompt_is_remembered_by_its_values_as_text() -> None:
     assert "7" in prompts.render("player", "format", endowment=7) != first
     with pytest.raises(PromptError):
         prompts.render("player", "reask", endowment=10)  # no reason: refused, whatever was rendered before
+
+
+def test_a_parsed_move_is_the_dataclasss_own() -> None:
+    from llm_bots.adapters import Parsed
+
+    made = Parsed.move(3, "reply")
+    assert made == Parsed(action=3, text="reply") and repr(made) == repr(Parsed(action=3, text="reply"))
+    assert made.ok and pickle.loads(pickle.dumps(made)) == made
+    assert dataclasses.replace(made, error="no").ok is False
+
+
+@pytest.mark.parametrize("reply", ['```json\n{"coins": 3}\n```', ' {"coins": ３} ', "plain", "``", "", "a `b` c"])
+def test_normalize_reads_fences_as_before(reply: str) -> None:
+    import re
+    import unicodedata
+
+    from llm_bots.parsing import normalize
+
+    assert normalize(reply) == re.sub(r"```[a-zA-Z0-9_-]*", "", unicodedata.normalize("NFKC", reply)).strip()

@@ -78,6 +78,14 @@ class Parsed:
         """True when the reply is a valid move."""
         return self.error is None
 
+    @classmethod
+    def move(cls, action: int | None, text: str = "") -> Parsed:
+        """``Parsed(action=action, text=text)``, made without the frozen dataclass's per-field ``__setattr__`` (a
+        parser makes one a model turn): the same object."""
+        parsed = object.__new__(cls)
+        object.__setattr__(parsed, "__dict__", {"action": action, "text": text, "error": None})
+        return parsed
+
 
 class TaskAdapter:
     """Base class: the answer texts of one task and the parser of its replies.

@@ -94,7 +94,7 @@ class PublicGoodsAdapter(TaskAdapter):
             return Parsed(error=error)
         if value not in observation.legal_actions:
             return Parsed(error=_reason("not_legal", value=value))
-        return Parsed(action=value, text=reply)
+        return Parsed.move(value, reply)
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any]:
         endowment = cast(PublicGoodsFields, observation.fields)["endowment"]
