@@ -204,17 +204,39 @@ def fig_llm_move(args: argparse.Namespace, work: Path) -> Figure:
         engine(-1)  # warm-up: imports, first connections; also records the prompts the raw side replays
         raw()
         for n in range(args.repeats):
-            engine_s, sent = engine(n)
-            raw_s = raw()
-            per_engine, per_raw = engine_s / sent * 1000, raw_s / len(prompts) * 1000
+            # a repeat is LLM_MOVE_SLICES engine runs and as many raw replays, in the order E R R E E R R E ...:
+            # the box's speed drifts by tens of percent within seconds, and one engine run then one replay let that
+            # drift into the ratio; alternating the order cancels a steady drift, and the figure is the ratio of the
+            # summed times (each run and each replay exactly as before)
+            engine_s = raw_s = engine_cpu = raw_cpu = 0.0
+            sent = calls = 0
+            for piece in range(LLM_MOVE_SLICES):
+                engine_first = piece % 2 == 0
+                if not engine_first:
+                    raw_s += raw()
+                    raw_cpu += cpu["raw"]
+                    calls += len(prompts)
+                elapsed, made = engine(n * LLM_MOVE_SLICES + piece)
+                engine_s += elapsed
+                engine_cpu += cpu["engine"]
+                sent += made
+                if engine_first:
+                    raw_s += raw()
+                    raw_cpu += cpu["raw"]
+                    calls += len(prompts)
+            per_engine, per_raw = engine_s / sent * 1000, raw_s / calls * 1000
             figure.values.append(per_engine / per_raw)
-            cpu_ratio = (cpu["engine"] / sent) / (cpu["raw"] / len(prompts))
+            cpu_ratio = (engine_cpu / sent) / (raw_cpu / calls)
             figure.notes.append(
-                f"engine {per_engine:.2f} ms/move ({sent} calls), raw {per_raw:.2f} ms/move; this process's CPU "
-                f"{cpu['engine'] / sent * 1000:.2f} vs {cpu['raw'] / len(prompts) * 1000:.2f} ms/move "
+                f"engine {per_engine:.2f} ms/move ({LLM_MOVE_SLICES} runs, {sent} calls), raw {per_raw:.2f} ms/move; "
+                f"this process's CPU {engine_cpu / sent * 1000:.2f} vs {raw_cpu / calls * 1000:.2f} ms/move "
                 f"(CPU-time ratio {cpu_ratio:.3f}: not the figure, less moved by the machine's drift)"
             )
     return figure
+
+
+LLM_MOVE_SLICES = 4
+"""Engine runs (and raw replays) per repeat of ``llm_move``, alternating which side goes first."""
 
 
 # -- scripted throughput --------------------------------------------------------------------------------------
