@@ -521,7 +521,11 @@ class _Match:
             kind = _SIMULTANEOUS
             legal_of = self._legal_of  # a simultaneous node, not terminal: each seat's own list
             for seat in range(self.n):
-                actions = _int_tuple(legal_of(seat))
+                actions: Any = legal_of(seat)
+                if actions.__class__ is not tuple or (  # _int_tuple(actions), written out for a tuple of ints
+                    actions and (actions[0].__class__ is not int or actions[-1].__class__ is not int)
+                ):
+                    actions = _int_tuple(actions)
                 if actions:
                     moves[seat] = actions
         else:
@@ -738,7 +742,9 @@ class _Match:
         self.state.apply_actions(joint)
         self.step += 1
 
-    def fields_round(self, kind: str, moves: dict[int, tuple[int, ...] | None]) -> None:
+    def fields_round(
+        self, kind: str, moves: dict[int, tuple[int, ...] | None], pickers: Sequence[Callable[[Any], int]]
+    ) -> None:
         """One node of :meth:`run_fields`: :meth:`deliver_observations` then :meth:`scripted_round` (:meth:`move_now`
         at a sequential node) written out for bots that move from their observation fields alone
         (:class:`~deepeval_games.bot.FieldsBot`). Each seat to move is sent its view if it changed and asked through
@@ -746,10 +752,11 @@ class _Match:
         then, in seat order, each move goes into the pool and the record, and the move (the joint move at a
         simultaneous node) is applied. A legal move is recorded as ``FieldsBot.respond`` would have made it: the
         plain move, named by the seat (its text and its action string both the name); any other answer takes the
-        general path (the seat's observation, :meth:`resolve`, the penalty)."""
+        general path (the seat's observation, :meth:`resolve`, the penalty). ``pickers``: each seat's bot's
+        ``move_from_fields``, bound once a match."""
         rnd = self.round
         read_text, fields_of, delivered = self._read_text, self._fields_of, self._delivered
-        bots, clock, told = self.bots, time.perf_counter, _TOLD.copy
+        clock, told = time.perf_counter, _TOLD.copy
         # the messages go into the pool as MessagePool.tell and add_move put them, written out here: the pool's list,
         # and each seat's inbox where the pool keeps them (nobody reads one during this method, which never awaits)
         messages, inboxes = self.pool.outboxes(moves)
@@ -772,7 +779,7 @@ class _Match:
                 if inboxes is not None:
                     inboxes[seat].append(message)
             start = clock()
-            action = bots[seat].move_from_fields(fields)
+            action = pickers[seat](fields)
             asked.append((seat, legal, action, clock() - start))
         self.round = rnd = rnd + 1
         turns, namer = self.turns, self._namer
@@ -1013,6 +1020,8 @@ class _Match:
         where seats move is played by :meth:`fields_round`. The same moves, pool and record as :meth:`run`; the pool
         keeps no inboxes (nobody reads one while the match is played)."""
         self.broadcast_rules()
+        bots: Sequence[Any] = self.bots  # every one a FieldsBot (_seating): no typing.cast call per seat
+        pickers = [bot.move_from_fields for bot in bots]  # bound once (a bot's attribute costs ~0.1 us a read)
         while True:
             kind, moves = self.node()
             if kind is _TERMINAL:
@@ -1024,7 +1033,7 @@ class _Match:
                 self.round += 1
                 self.chance()
             else:
-                self.fields_round(kind, moves)
+                self.fields_round(kind, moves, pickers)
 
     def run_lean(self, max_rounds: int) -> None:
         """:meth:`run` for a match of classical players that read no view (every seat :attr:`lean`) in a sequential

@@ -167,6 +167,8 @@ class PublicGoodsGame(pyspiel.Game):
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
         self._state_params = (n, rounds, endowment, alpha, mode)
         """What a state reads of the parameters, read once (``get_parameters`` converts OpenSpiel's map every call)."""
+        self.endowment = endowment
+        """The coins every seat receives each round (E), as read from the parameters."""
         super().__init__(
             self.game_type,
             pyspiel.GameInfo(

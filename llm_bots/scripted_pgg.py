@@ -26,6 +26,7 @@ import pyspiel
 
 from deepeval_games.bot import FieldsBot, SeatSeed
 from deepeval_games.registry import register_bot
+from game_defs.public_goods import PublicGoodsGame
 
 __all__ = [
     "ConditionalCooperator",
@@ -70,7 +71,9 @@ class _PGGBot(FieldsBot):
         noise: float = 0.0,
     ) -> None:
         super().__init__(player_id, rng)
-        self.endowment = int(game.get_parameters()["endowment"])
+        # a PGG game's endowment as it parsed it (get_parameters converts OpenSpiel's map at every call)
+        known = game.endowment if isinstance(game, PublicGoodsGame) else None
+        self.endowment = int(game.get_parameters()["endowment"]) if known is None else known
         if not 0.0 <= float(noise) <= 1.0:
             raise ValueError(f"noise must be in [0, 1], got {noise}")
         self.noise = float(noise)
@@ -84,7 +87,10 @@ class _PGGBot(FieldsBot):
         amount = self.amount(fields)
         if self.noise and self.rng.random() < self.noise:
             amount = int(self.rng.integers(0, self.endowment + 1))
-        return min(max(amount, 0), self.endowment)
+        if amount < 0:  # min(max(amount, 0), endowment), written out
+            return 0
+        endowment = self.endowment
+        return endowment if amount > endowment else amount
 
     def identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {"kind": "scripted", "class": type(self).__name__}
