@@ -49,6 +49,7 @@ Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import add
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
@@ -282,7 +283,6 @@ class PublicGoodsState(pyspiel.State):
         self._shares: list[float] = []  # per finished round, the pool share every seat received
         self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
         self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
-        self._sorted_texts: list[str] = []  # per finished round, those amounts as the seats read them (a list's str)
         self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
         self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
         self._coin_texts: list[str] = ["0"] * self._n  # the same as the seats read them (_format_coins)
@@ -341,7 +341,7 @@ class PublicGoodsState(pyspiel.State):
         return () if self._over else self._allowed
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
-        n, rounds, endowment, alpha, _ = self._consts
+        n, rounds, endowment, alpha, mode = self._consts
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         forfeit = endowment + 1
@@ -357,12 +357,11 @@ class PublicGoodsState(pyspiel.State):
         share_text = _format_coins(share)
         self._share_texts.append(share_text)
         ranked = sorted(paid, reverse=True)
-        ranked_text = str(ranked)
         self._sorted.append(ranked_tuple := tuple(ranked))
-        self._sorted_texts.append(ranked_text)
+        ranked_text = str(ranked) if mode == 2 else ""  # mode 2's feedback shows the amounts (a list's str)
         # round_incomes(last round), and the coins held: Python floats added as numpy added them (IEEE doubles)
         self._incomes = incomes = [(0 if a == forfeit else endowment - a) + share for a in played]
-        self._coins = coins = [held + income for held, income in zip(self._coins, incomes, strict=True)]
+        self._coins = coins = list(map(add, self._coins, incomes))  # held + income, seat by seat
         self._coin_texts = list(map(_format_coins, coins))
         self._rewards = self._returns = None
         finished = len(investments)
@@ -538,8 +537,8 @@ def _round_line(state: PublicGoodsState, r: int, player: int) -> str:
         mine = f"you invested {state._paid[r][player]} coins"
     if state._mode == 1:  # the share as _format_coins wrote it when the round was played
         return f"In round {r + 1} {mine}, and you received {state._share_texts[r]} coins from the pool."
-    # the amounts as a list's str (str(list(state._sorted[r]))), made when the round was played
-    return f"In round {r + 1} the amounts put into the pool were {state._sorted_texts[r]} (largest first); {mine}."
+    amounts = list(state._sorted[r])
+    return f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}."
 
 
 pyspiel.register_game(_GAME_TYPE, PublicGoodsGame)
