@@ -118,12 +118,21 @@ class _Runner(MatchPlayer):
         self.progress = progress
         self.executor: ProcessExecutor | RayExecutor | None = None
         """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
+        self.plays_too = False
+        """Whether this process plays matches too while worker processes play theirs (a run without model players:
+        one core is this process's, see :func:`_executor`)."""
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play one planned match, here or in a worker process (whose record comes back here to be committed)."""
         if self.executor is not None:
-            return await self.executor.play(planned)
-        return await super().play(planned)
+            record = await self.executor.play(planned)
+        else:
+            record = await super().play(planned)
+        self.played(record)
+        return record
+
+    def played(self, record: MatchRecord) -> None:
+        """A record played (here, or in a worker and read back), before it is committed (a subclass may read it)."""
 
     async def play_and_commit(self, planned: PlannedMatch) -> bool:
         """Play one planned match and commit its record; True if it was stored now (False: its id was stored
@@ -216,7 +225,8 @@ class _Runner(MatchPlayer):
         store = self.store
         assert store is not None
         waiting: collections.deque[tuple[PlannedMatch, int]] = collections.deque((planned, 1) for planned in todo)
-        limit = max(1, min(self.spec.max_concurrency, len(todo)))
+        here = self.plays_too
+        limit = max(1, min(self.spec.max_concurrency - (1 if here else 0), len(todo)))  # one is played here
         in_flight = 0
         fatal: list[BaseException] = []
         loop = asyncio.get_running_loop()
@@ -309,6 +319,21 @@ class _Runner(MatchPlayer):
                     continue
                 if not in_flight and (fatal or not waiting):
                     break  # done; or stopped, once the matches in flight are committed (as run() lets them finish)
+                if here and waiting and not fatal:  # the workers have their fill: play one here, then take theirs
+                    planned, attempt = waiting.popleft()
+                    try:
+                        record = await MatchPlayer.play(self, planned)
+                        self.played(record)
+                        committed = store.commit(record)
+                    except Exception as exc:
+                        settled = failed(planned, attempt, exc)
+                    else:
+                        result.played += committed
+                        settled = 1
+                    if settled:
+                        shown.update(settled)
+                    await asyncio.sleep(0)
+                    continue
                 wake = loop.create_future()
                 await wake
                 wake = None
@@ -349,6 +374,17 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     return plan
 
 
+def _plays_too(spec: ExperimentSpec, processes: int) -> bool:
+    """Whether the driver plays matches too, beside ``processes - 1`` worker processes, in a run of ``processes``
+    processes: for a run without model players (its matches keep a core busy, and this process would otherwise
+    only commit what the workers send, while a third process shares two cores with the workers), when each
+    worker still has at least two matches in flight out of ``max_concurrency`` (one is kept for this process),
+    so that no worker waits while this process plays one."""
+    if spec.uses_models() or processes < 2:
+        return False
+    return (spec.max_concurrency - 1) // (processes - 1) >= 2
+
+
 @contextlib.asynccontextmanager
 async def _executor(runner: _Runner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
     """Play the runner's matches in worker processes while inside (:func:`~deepeval_games.executors.resolve_workers`
@@ -362,14 +398,19 @@ async def _executor(runner: _Runner, workers: int | str | None, matches: int) ->
     if count <= 1:
         yield
         return
-    log.info("playing %d matches in %d worker processes", matches, count)
+    plays_too = _plays_too(runner.spec, count)
+    started = count - 1 if plays_too else count
+    if plays_too:
+        log.info("playing %d matches in %d processes: this one and %d worker process(es)", matches, count, started)
+    else:
+        log.info("playing %d matches in %d worker processes", matches, count)
     modules = spec_modules(runner.spec, runner.games.values())
-    async with ProcessExecutor(runner.spec, count, runner.runtime, modules=modules) as executor:
-        runner.executor = executor
+    async with ProcessExecutor(runner.spec, started, runner.runtime, modules=modules) as executor:
+        runner.executor, runner.plays_too = executor, plays_too
         try:
             yield
         finally:
-            runner.executor = None
+            runner.executor, runner.plays_too = None, False
 
 
 @contextlib.asynccontextmanager
@@ -624,10 +665,8 @@ class _RecordingRunner(_Runner):
         super().__init__(spec, store, progress, runtime)
         self.sink = sink
 
-    async def play(self, planned: PlannedMatch) -> MatchRecord:
-        record = await super().play(planned)
+    def played(self, record: MatchRecord) -> None:
         self.sink(record)
-        return record
 
     def played_json(self, match_id: str, text: str | bytes) -> None:
         data = json.loads(text)  # the fields the sink reads (the adaptive stopping rule: status and payoffs)

@@ -45,7 +45,9 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     calls.clear()
     two = run_experiment(_spec(12), tmp_path / "two", workers=2)
     assert two.played == 12 and not two.failed
-    assert calls == []  # nothing was parsed, validated or serialised again in the driver
+    # the driver plays some matches itself (serialising each once) beside one worker, whose records it commits as
+    # they came: nothing was parsed, validated or serialised again in the driver
+    assert calls == ["to_json_bytes"] * len(calls) and len(calls) < 12
     monkeypatch.undo()
     lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
     assert all(line.startswith('{"match_id":"') for line in lines)  # as MatchRecord.to_json writes it
