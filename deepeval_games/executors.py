@@ -59,12 +59,12 @@ from deepeval_games.fork_server import fork_server
 from deepeval_games.match_worker import (
     LimiterProxy,
     MatchWorker,
+    RowWriter,
     WorkerError,
     _seats,
     add_counters,
     decode_planned,
     encode_planned,
-    planned_row,
     raise_for_result,
     record_text,
     spec_modules,
@@ -221,8 +221,10 @@ class _Process:
     outbox: list[bytes] = field(default_factory=list)
     """Messages queued in this turn of the event loop (they go out in one write at its end)."""
     rows: list[list[Any]] = field(default_factory=list)
-    """Planned matches queued in this turn (:func:`planned_row`), the ids ``next_id - len(rows) + 1 ...``: they go
+    """Planned matches queued in this turn (rows of ``writer``), the ids ``next_id - len(rows) + 1 ...``: they go
     out as one ``plays`` message."""
+    writer: RowWriter = field(default_factory=RowWriter)
+    """Writes this worker's rows (its tables of games and names, sent once)."""
     drained: asyncio.Future[None] | None = None
     """While the socket's send buffer is full: done when it has room again."""
 
@@ -397,14 +399,17 @@ class ProcessExecutor:
             asyncio.get_running_loop().call_soon(self._flush, process)
         process.next_id += 1
         process.in_flight[process.next_id] = (planned.match_id, future, tag)
-        process.rows.append(planned_row(planned))
+        process.rows.append(process.writer.row(planned))
 
     def _seal(self, process: _Process) -> None:
         """Turn the matches queued for ``process`` into their ``plays`` message."""
         rows = process.rows
         if rows:
             first = process.next_id - len(rows) + 1
-            process.outbox.append(b'{"op":"plays","first":%d,"matches":%b}\n' % (first, json.dumps(rows).encode()))
+            tables = process.writer.take_tables()
+            extra = json.dumps(tables).encode()[1:-1] + b"," if tables else b""
+            message = b'{"op":"plays",%b"first":%d,"matches":%b}\n' % (extra, first, json.dumps(rows).encode())
+            process.outbox.append(message)
             process.rows = []
 
     def _flush(self, process: _Process) -> None:

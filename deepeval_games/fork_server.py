@@ -4,13 +4,13 @@ the tasks and, for model players, litellm once) forks each worker, and each work
 matches at once in its event loop.
 
 The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``plays`` (the planned
-matches of one turn of its event loop as compact rows, :func:`~deepeval_games.match_worker.planned_row`, numbered
-from the message's ``first`` id on) or ``play`` (an id and one planned match), ``granted`` / ``denied`` (the
-driver's limiter answering an ``acquire``) and ``budget`` (the run's total spent); closing the worker's input stops
-it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model calls), ``counters`` (its model-call
-counters, when they changed: once for a run without model players), ``failed`` (it could not start) and ``done`` (a
-failed match: its error, as data), each a JSON line, and for a finished match a header line ``R <id> <size>``
-followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
+matches of one turn of its event loop as compact rows, :class:`~deepeval_games.match_worker.RowWriter`, numbered
+from the message's ``first`` id on, with the table entries they use first sent) or ``play`` (an id and one planned
+match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget`` (the run's total
+spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model
+calls), ``counters`` (its model-call counters, when they changed: once for a run without model players), ``failed``
+(it could not start) and ``done`` (a failed match: its error, as data), each a JSON line, and for a finished match a
+header line ``R <id> <size>`` followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
 <deepeval_games.records.MatchRecord.to_json>` wrote it, newline included, so the driver takes it without searching
 for its end and commits that text without parsing it. What one turn of the worker's event loop sends goes out in one
 write. Matches are played by a few long-lived player tasks, not a task per request.
@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepeval_games.match_worker import LimiterProxy, MatchWorker, _error_result
+from deepeval_games.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
@@ -179,6 +179,8 @@ async def _serve(sock: socket.socket) -> None:
     # scheduled to take them, so a match that waits (a model call) never holds up the next. A player that takes a
     # request while others wait asks for that at the next turn of the loop (``check``): by then it has either played
     # them all (a match that never waits, a scripted one: no other player is woken) or is waiting itself.
+    rows = RowReader()
+    """Reads the rows of ``plays`` messages (this connection's tables of games and names)."""
     queue: collections.deque[tuple[int, Any]] = collections.deque()
     """Requests to play: (id, a planned match as a row of a ``plays`` message, or as a ``play`` message's dict)."""
     idle: list[asyncio.Future[None]] = []
@@ -215,7 +217,7 @@ async def _serve(sock: socket.socket) -> None:
                     checking = True
                     loop.call_soon(check)
                 if isinstance(planned, list):
-                    finished(request_id, await worker.play_row(planned))
+                    finished(request_id, await worker.play_row(planned, rows))
                 else:
                     finished(request_id, await worker.play(planned, as_bytes=True))
             waiter = loop.create_future()
@@ -225,6 +227,7 @@ async def _serve(sock: socket.socket) -> None:
     def on_message(message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "plays":  # several planned matches, as rows, with the ids first, first + 1, ...
+            rows.add_tables(message)
             queue.extend(enumerate(message["matches"], int(message["first"])))
             schedule_player()
         elif op == "play":

@@ -25,12 +25,12 @@ from deepeval_games.spec import ExperimentSpec, as_spec
 __all__ = [
     "LimiterProxy",
     "MatchWorker",
+    "RowReader",
+    "RowWriter",
     "WorkerError",
     "add_counters",
     "decode_planned",
     "encode_planned",
-    "planned_from_row",
-    "planned_row",
     "raise_for_result",
     "record_text",
     "spec_modules",
@@ -73,22 +73,73 @@ def encode_planned(planned: PlannedMatch) -> dict[str, Any]:
     }
 
 
-def planned_row(planned: PlannedMatch) -> list[Any]:
-    """A planned match as a compact JSON-able row, ``[match_id, game, seats, repeat, seed]`` (what the process
-    executor sends its workers, many in one message); :func:`planned_from_row` is its inverse."""
-    return [planned.match_id, planned.game, planned.seats, planned.repeat, planned.seed]
+class RowWriter:
+    """Writes planned matches as compact rows for one worker: ``[match_id, game, seats, repeat, seed]`` with the game
+    and each seat's player as an index into tables that grow as the connection goes and are sent once (what the
+    process executor sends its workers, many rows in one message; :class:`RowReader` reads them)."""
+
+    def __init__(self) -> None:
+        """An empty writer (a new connection)."""
+        self._games: dict[str, int] = {}
+        self._names: dict[str, int] = {}
+        self._seatings: dict[tuple[str, ...], list[int]] = {}
+        self._new: dict[str, list[str]] = {}
+
+    def row(self, planned: PlannedMatch) -> list[Any]:
+        """The row of ``planned`` (JSON-able); the table entries it needs are among :meth:`take_tables`'s next."""
+        game = self._games.get(planned.game)
+        if game is None:
+            game = self._games[planned.game] = len(self._games)
+            self._new.setdefault("games", []).append(planned.game)
+        seats = self._seatings.get(planned.seats)
+        if seats is None:
+            seats = []
+            for name in planned.seats:
+                index = self._names.get(name)
+                if index is None:
+                    index = self._names[name] = len(self._names)
+                    self._new.setdefault("names", []).append(name)
+                seats.append(index)
+            self._seatings[planned.seats] = seats
+        return [planned.match_id, game, seats, planned.repeat, planned.seed]
+
+    def take_tables(self) -> dict[str, list[str]]:
+        """The table entries added since the last call (``games``, ``names``: appended in order on the reader's
+        side), to be sent before (or with) the rows that use them."""
+        new, self._new = self._new, {}
+        return new
 
 
-def planned_from_row(row: Sequence[Any]) -> PlannedMatch:
-    """Inverse of :func:`planned_row` (after a JSON round trip).
+class RowReader:
+    """Reads the rows of a :class:`RowWriter` (one per connection): each game string and name is one object, made
+    once, so a match's strings are not parsed, hashed or compared anew."""
 
-    Raises:
-        ValueError: the row is not a planned match's.
-    """
-    if len(row) != 5:
-        raise ValueError(f"a planned match's row has five fields, got {len(row)}")
-    match_id, game, seats, repeat, seed = row
-    return PlannedMatch(match_id=str(match_id), game=str(game), seats=tuple(seats), repeat=int(repeat), seed=int(seed))
+    def __init__(self) -> None:
+        """An empty reader (a new connection)."""
+        self._games: list[str] = []
+        self._names: list[str] = []
+        self._seatings: dict[tuple[int, ...], tuple[str, ...]] = {}
+
+    def add_tables(self, tables: Mapping[str, Any]) -> None:
+        """Append the table entries of a message (:meth:`RowWriter.take_tables`)."""
+        self._games += map(str, tables.get("games", ()))
+        self._names += map(str, tables.get("names", ()))
+
+    def planned(self, row: Sequence[Any]) -> PlannedMatch:
+        """The planned match of ``row``.
+
+        Raises:
+            ValueError: the row is not a planned match's (or names a table entry never sent).
+        """
+        try:
+            match_id, game, seats, repeat, seed = row
+            key = tuple(seats)
+            names = self._seatings.get(key)
+            if names is None:
+                names = self._seatings[key] = tuple(self._names[i] for i in key)
+            return PlannedMatch(str(match_id), self._games[game], names, int(repeat), int(seed))
+        except (ValueError, TypeError, IndexError) as exc:
+            raise ValueError(f"not a planned match's row: {row!r:.200}") from exc
 
 
 def decode_planned(data: Mapping[str, Any]) -> PlannedMatch:
@@ -323,11 +374,11 @@ class MatchWorker:
             return _error_result(match_id, exc)
         return {"match_id": match_id, "record": record.to_json_bytes() if as_bytes else record.to_json()}
 
-    async def play_row(self, row: Sequence[Any]) -> bytes | dict[str, Any]:
-        """Play one planned match given as a row (:func:`planned_row`): its record's JSON as UTF-8 bytes
-        (:meth:`MatchRecord.to_json_bytes`), or its failure as :meth:`play`'s error result."""
+    async def play_row(self, row: Sequence[Any], rows: RowReader) -> bytes | dict[str, Any]:
+        """Play one planned match given as a row of :class:`RowWriter` (read by ``rows``): its record's JSON as
+        UTF-8 bytes (:meth:`MatchRecord.to_json_bytes`), or its failure as :meth:`play`'s error result."""
         try:
-            record = await self._runner.play(planned_from_row(row))
+            record = await self._runner.play(rows.planned(row))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -19,7 +19,7 @@ import pytest
 
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.executors import ProcessExecutor
-from deepeval_games.match_worker import planned_from_row, planned_row
+from deepeval_games.match_worker import RowReader, RowWriter
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
 
@@ -99,11 +99,26 @@ def test_a_failed_batch_write_leaves_the_file_as_it_was(tmp_path: Path, monkeypa
 # -- the rows -----------------------------------------------------------------------------------------------------
 
 
-def test_planned_rows_round_trip_through_json() -> None:
-    plan = plan_matches(parse_spec(_spec(2)))
-    assert [planned_from_row(json.loads(json.dumps(planned_row(p)))) for p in plan] == plan
-    with pytest.raises(ValueError, match="five fields"):
-        planned_from_row(["x", "y"])
+def test_planned_rows_round_trip_through_json_with_tables_sent_once() -> None:
+    spec = parse_spec(_spec(3))
+    spec = parse_spec({**spec.source, "players": [*spec.source["players"], {"name": "c ü", "bot": "pgg_random"}]})
+    plan = plan_matches(spec)
+    writer, reader = RowWriter(), RowReader()
+    read, seen = [], set[str]()
+    for i, planned in enumerate(plan):
+        row = json.loads(json.dumps(writer.row(planned)))
+        tables = writer.take_tables()  # each name and game sent once, with the first row that uses it
+        assert tables.get("names", []) == [n for n in dict.fromkeys(planned.seats) if n not in seen]
+        assert tables.get("games", []) == ([planned.game] if i == 0 else [])
+        seen.update(planned.seats)
+        reader.add_tables(json.loads(json.dumps(tables)))
+        read.append(reader.planned(row))
+    assert read == plan
+    assert len({id(p.game) for p in read}) == 1  # one string object for the game, not one a match
+    with pytest.raises(ValueError, match="row"):
+        reader.planned(["x", PGG])
+    with pytest.raises(ValueError, match="row"):
+        reader.planned(["x", 7, [0, 1], 0, 1])  # a game never sent
 
 
 # -- the driver: batches, no future per match, max_concurrency ---------------------------------------------------
@@ -236,8 +251,9 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
     thread.start()
     try:
         init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
-        rows = [planned_row(p) for p in plan] + [["x", PGG]]  # the last row is not a planned match
-        plays = {"op": "plays", "first": 10, "matches": rows}
+        writer = RowWriter()
+        rows = [writer.row(p) for p in plan] + [["x", PGG]]  # the last row is not a planned match
+        plays = {"op": "plays", **writer.take_tables(), "first": 10, "matches": rows}
         ours.sendall((json.dumps(init) + "\n" + json.dumps(plays) + "\n").encode())
         buffer = bytearray()
         records: dict[int, dict[str, Any]] = {}
