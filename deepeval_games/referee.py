@@ -59,6 +59,7 @@ Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 
 
 _new = object.__new__
+_NDARRAY = np.ndarray
 
 
 def _setter(owner: type, name: str) -> Callable[[Any, Any], None]:
@@ -1021,7 +1022,8 @@ class _Match:
         keeps no inboxes (nobody reads one while the match is played)."""
         self.broadcast_rules()
         bots: Sequence[Any] = self.bots  # every one a FieldsBot (_seating): no typing.cast call per seat
-        pickers = [bot.move_from_fields for bot in bots]  # bound once (a bot's attribute costs ~0.1 us a read)
+        # bound once: a bot is a pybind object, whose attribute reads cost several times a plain object's
+        pickers = [bot.move_from_fields for bot in bots]
         while True:
             kind, moves = self.node()
             if kind is _TERMINAL:
@@ -1195,7 +1197,10 @@ async def play_match(
     # _match_record(match_id=..., ..., wall_time_s=...) written out: its fields set are always these
     data = _RECORD_TEMPLATE.copy()
     data["match_id"], data["game"], data["seats"], data["seed"] = match_id, facts.name, names, seed
-    data["returns"] = list(map(float, match.state.returns()))
+    returns = match.state.returns()  # a Python game's numpy array (its floats as .tolist() gives them), else a list
+    data["returns"] = (
+        returns.tolist() if returns.__class__ is _NDARRAY and returns.dtype.kind == "f" else list(map(float, returns))
+    )
     data["turns"], data["roles"], data["started_at"] = match.turns, list(facts.roles), started
     data["players"] = [bot.identity() for bot in bots]
     data["messages"] = match.pool.records()  # the pool's own dicts, as the record holds them: the match is over

@@ -170,6 +170,9 @@ class PublicGoodsGame(pyspiel.Game):
         """What a state reads of the parameters, read once (``get_parameters`` converts OpenSpiel's map every call)."""
         self.endowment = endowment
         """The coins every seat receives each round (E), as read from the parameters."""
+        self._state_start: dict[str, Any] | None = None
+        """A new state's attributes but the lists that grow as rounds are played, as the game's first state set them:
+        later states copy them in one update (a pyspiel state's attributes cost several times a plain object's)."""
         super().__init__(
             self.game_type,
             pyspiel.GameInfo(
@@ -264,11 +267,25 @@ class _RoundView(NamedTuple):
     """The last round's amounts, highest first (mode 2's ``last_investments``)."""
 
 
+_PLAYED = frozenset(("_investments", "_paid", "_shares", "_share_texts", "_sorted"))
+"""The state's lists that grow as rounds are played: new for each state (the rest of a new state is shared)."""
+
+
 class PublicGoodsState(pyspiel.State):
     """A PGG in progress: the investments of every finished round."""
 
     def __init__(self, game: PublicGoodsGame) -> None:
         super().__init__(game)
+        # the rounds played so far and what each showed (appended to as rounds are played):
+        self._investments: list[list[int]] = []  # per finished round, action ids per seat
+        self._paid: list[list[int]] = []  # per finished round, the coins each seat put in (0 for a forfeit)
+        self._shares: list[float] = []  # per finished round, the pool share every seat received
+        self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
+        self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
+        start = getattr(game, "_state_start", None)
+        if start is not None:  # the rest as every new state of this game starts (made by its first state)
+            self.__dict__.update(start)
+            return
         known = getattr(game, "_state_params", None)
         if known is None:
             params = game.get_parameters()
@@ -277,12 +294,7 @@ class PublicGoodsState(pyspiel.State):
         """(players, rounds, endowment, alpha, mode): read with one attribute read where several are needed."""
         self._n, self._rounds, self._endowment, self._alpha, self._mode = consts
         self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
-        self._investments: list[list[int]] = []  # per finished round, action ids per seat
-        # What a finished round shows, computed once when it is played (observations read them for every seat):
-        self._paid: list[list[int]] = []  # per finished round, the coins each seat put in (0 for a forfeit)
-        self._shares: list[float] = []  # per finished round, the pool share every seat received
-        self._share_texts: list[str] = []  # per finished round, that share as the seats read it (_format_coins)
-        self._sorted: list[tuple[int, ...]] = []  # per finished round, the amounts put in, highest first
+        # the last round's results and what every seat's view shares (replaced, never changed, as rounds are played):
         self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
         self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
         self._coin_texts: list[str] = ["0"] * self._n  # the same as the seats read them (_format_coins)
@@ -290,6 +302,8 @@ class PublicGoodsState(pyspiel.State):
         self._returns: np.ndarray | None = None  # ``_coins`` likewise
         self._over = False  # is_terminal()
         self._view = self._round_view(0, (), (), "", (), "")  # what every seat's view shares (_RoundView)
+        if isinstance(game, PublicGoodsGame):  # later states start from these values (shared: never changed)
+            game._state_start = {name: value for name, value in vars(self).items() if name not in _PLAYED}
 
     def _round_view(
         self,

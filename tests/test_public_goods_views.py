@@ -85,6 +85,21 @@ def test_every_view_is_the_plain_construction(mode: int, players: int, alpha: fl
         assert list(fields)[7:] == ["last_investment", "last_income" if mode == 1 else "last_investments"]
 
 
+def test_new_states_of_a_game_start_alike_and_apart() -> None:
+    """Later states of a game start from the attributes its first state set (shared, never changed in place): each
+    still plays on its own."""
+    game = load_game("deepeval_public_goods(players=3,rounds=2,mode=2)")
+    first = game.new_initial_state()
+    first.apply_actions([1, 2, 11])
+    second, third = game.new_initial_state(), game.new_initial_state()
+    second.apply_actions([5, 5, 5])
+    assert third.observation_string(0) == "Round 1 of 2: a new round begins and you receive 10 coins."
+    assert list(third.returns()) == [0.0] * 3 and third.history() == [] and third._investments == []
+    assert first._investments == [[1, 2, 11]] and second._investments == [[5, 5, 5]]
+    assert second.observation_fields(2)["last_investments"] == [5, 5, 5]
+    assert first.observation_fields(2)["last_investment"] == 0 and list(second.returns()) == [13.0] * 3
+
+
 def test_coin_texts_are_the_formatted_amounts_cached_or_not() -> None:
     values = [0.0, -0.0, 0.004, -0.004, 6.4, 12.0, 3.333333, 2.675, 1e9 + 0.5, float("inf"), -2.5]
     values += list(np.random.default_rng(0).uniform(-50, 50, 300))
