@@ -7,16 +7,16 @@ importable from here too).
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
 (``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes
 (forked from a fork server that imported pyspiel, the tasks and, for model players, litellm once) and sends them
-the planned matches over a socket, one JSON line each; each worker plays many matches at once in its own event loop
-(the run's ``max_concurrency`` is shared out among the workers, so LLM matches keep their concurrency) and sends
-back every finished record as the JSON line :meth:`MatchRecord.to_json
-<deepeval_games.records.MatchRecord.to_json>` wrote. The driver alone writes the store (it holds the run
-directory's :class:`~deepeval_games.store.RunLock`): one writer, the same records and the same match ids as one
-process. It commits a worker's line as it came (:meth:`Store.commit_json
-<deepeval_games.store.Store.commit_json>`), without parsing, validating or serialising the record again: what the
-driver spends per match is a short header, one ``write()`` and the database's insert (the requests of one turn of
-its event loop go out in one write; results are cut from what arrives by an asyncio protocol, not read line by
-line through a stream).
+the planned matches over a socket, those of one turn of its event loop in one message of compact rows; each worker
+plays many matches at once in its own event loop (the run's ``max_concurrency`` is shared out among the workers, so
+LLM matches keep their concurrency) and sends back every finished record as the JSON line
+:meth:`MatchRecord.to_json_bytes <deepeval_games.records.MatchRecord.to_json_bytes>` wrote. The driver alone writes
+the store (it holds the run directory's :class:`~deepeval_games.store.RunLock`): one writer, the same records and
+the same match ids as one process. It commits a worker's line as it came (:meth:`Store.commit_many_json
+<deepeval_games.store.Store.commit_many_json>`: the records that arrive together with one ``writev``), without
+parsing, decoding, validating or serialising the record again. A run without model players needs no future or
+coroutine per match (:meth:`ProcessExecutor.submit_nowait`, outcomes to :attr:`ProcessExecutor.sink`); results are
+cut from what arrives by an asyncio protocol, not read line by line through a stream.
 
 What crosses the process boundary, and how it comes back:
 
