@@ -164,12 +164,13 @@ class MessagePool:
         record["text"] = text
         record["fields"] = dict(fields) if fields else {}
         records.append(record)
-        self._deliver(seat, record)
+        if self._inboxes is not None:  # kept
+            self._deliver(seat, record)
 
     def tell_copies(self, told: Iterable[dict[str, Any]]) -> None:
         """:meth:`tell` of messages made beforehand in their record form (a match's rules, made once per game): a
         copy of each (its ``index`` set, its ``recipients`` and ``fields`` new), delivered to its one recipient."""
-        records, deliver = self._records, self._deliver
+        records, deliver = self._records, self._deliver if self._inboxes is not None else None
         for told_record in told:
             record = told_record.copy()
             record["index"] = len(records)
@@ -177,11 +178,10 @@ class MessagePool:
             record["recipients"] = [seat]
             record["fields"] = dict(told_record["fields"])
             records.append(record)
-            deliver(seat, record)
+            if deliver is not None:  # None: the pool keeps no inboxes
+                deliver(seat, record)
 
-    def outboxes(
-        self, senders: Iterable[int]
-    ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]] | None]:
+    def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]] | None]:
         """The pool's list of records and each sender's inbox (None where inboxes are not kept), for a caller that
         appends move records itself, in the form :meth:`add_move` makes (the referee's lean loop: the record to the
         list, then to its sender's inbox). The senders' cached views are dropped here: nobody may read them until the

@@ -301,6 +301,7 @@ class PublicGoodsState(pyspiel.State):
         self._rewards: np.ndarray | None = None  # ``_incomes`` as an array, made when first asked for
         self._returns: np.ndarray | None = None  # ``_coins`` likewise
         self._over = False  # is_terminal()
+        self._legal = self._allowed  # every seat's legal moves now: _allowed, or () once the game is over
         self._view = self._round_view(0, (), (), "", (), "")  # what every seat's view shares (_RoundView)
         if isinstance(game, PublicGoodsGame):  # later states start from these values (shared: never changed)
             game._state_start = {name: value for name, value in vars(self).items() if name not in _PLAYED}
@@ -352,7 +353,7 @@ class PublicGoodsState(pyspiel.State):
     def _legal_actions(self, player: int) -> Sequence[int]:
         """Investments 0..E (one tuple, the same for every seat and round); the referee-only forfeit (E + 1) is not
         legal for a seat."""
-        return () if self._over else self._allowed
+        return self._legal
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
         n, rounds, endowment, alpha, mode = self._consts
@@ -379,7 +380,9 @@ class PublicGoodsState(pyspiel.State):
         self._coin_texts = list(map(_format_coins, coins))
         self._rewards = self._returns = None
         finished = len(investments)
-        self._over = finished >= rounds
+        self._over = over = finished >= rounds
+        if over:
+            self._legal = ()
         self._view = self._round_view(finished, played, paid, share_text, ranked_tuple, ranked_text)
 
     def _action_to_string(self, player: int, action: int) -> str:
