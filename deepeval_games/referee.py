@@ -757,7 +757,10 @@ class _Match:
         ``move_from_fields``, bound once a match."""
         rnd = self.round
         read_text, fields_of, delivered = self._read_text, self._fields_of, self._delivered
-        clock, told = time.perf_counter, _TOLD.copy
+        clock = time.perf_counter
+        told_now = _TOLD.copy()  # the round's view messages' template: what they all share set once
+        told_now["round"], told_now["kind"] = rnd, "observation"
+        told = told_now.copy
         # the messages go into the pool as MessagePool.tell and add_move put them, written out here: the pool's list,
         # and each seat's inbox where the pool keeps them (nobody reads one during this method, which never awaits)
         messages, inboxes = self.pool.outboxes(moves)
@@ -771,9 +774,7 @@ class _Match:
                 delivered[seat] = text
                 message = told()  # MessagePool.tell(rnd, seat, "observation", text, fields), written out
                 message["index"] = len(messages)
-                message["round"] = rnd
                 message["recipients"] = [seat]
-                message["kind"] = "observation"
                 message["text"] = text
                 message["fields"] = dict(fields) if fields else {}  # the pool's own copy
                 messages.append(message)
@@ -784,15 +785,16 @@ class _Match:
             asked.append((seat, legal, action, clock() - start))
         self.round = rnd = rnd + 1
         turns, namer = self.turns, self._namer
-        plain, move, new, turn_class, fields_set = _PLAIN.copy, _MOVE.copy, _new, TurnRecord, _ALL_FIELDS
+        plain_now, move_now = _PLAIN.copy(), _MOVE.copy()  # the round's turn and move templates, its round set once
+        plain_now["round"] = move_now["round"] = rnd
+        plain, move, new, turn_class, fields_set = plain_now.copy, move_now.copy, _new, TurnRecord, _ALL_FIELDS
         set_dict, set_fields_set, set_extra, set_private = _set_dict, _set_fields_set, _set_extra, _set_private
         joint = [pyspiel.INVALID_ACTION] * self.n
         for seat, legal, action, latency in asked:  # into the pool together, before anyone sees them
-            if action in legal:
+            if action.__class__ is int and action in legal:  # (anything but a Python int: resolve makes it one)
                 name = namer(seat, action)  # FieldsBot.respond: Decision.move(action, name)
                 message = move()  # MessagePool.add_move(rnd, seat, name, action), written out
                 message["index"] = len(messages)
-                message["round"] = rnd
                 message["sender"] = seat
                 message["recipients"] = []
                 message["text"] = name
@@ -802,7 +804,7 @@ class _Match:
                 if inboxes is not None:
                     inboxes[seat].append(message)
                 values = plain()  # _plain_turn(len(turns), rnd, seat, action, name, name, latency), written out
-                values["index"], values["round"], values["seat"], values["action"] = len(turns), rnd, seat, action
+                values["index"], values["seat"], values["action"] = len(turns), seat, action
                 values["action_string"], values["text"], values["latency_s"] = name, name, latency
                 values["raw_replies"], values["prompts"], values["attempts"] = [], [], []
                 values["cut_chars"], values["finish_reasons"], values["reasoning"] = [], [], []

@@ -294,6 +294,7 @@ class PublicGoodsState(pyspiel.State):
         """(players, rounds, endowment, alpha, mode): read with one attribute read where several are needed."""
         self._n, self._rounds, self._endowment, self._alpha, self._mode = consts
         self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
+        self._names = (*(f"invest {action}" for action in self._allowed), "forfeit")  # _action_to_string's of 0..E+1
         # the last round's results and what every seat's view shares (replaced, never changed, as rounds are played):
         self._incomes: list[float] = [0.0] * self._n  # each seat's income in the last finished round
         self._coins: list[float] = [0.0] * self._n  # the coins each seat holds: the returns
@@ -386,6 +387,9 @@ class PublicGoodsState(pyspiel.State):
         self._view = self._round_view(finished, played, paid, share_text, ranked_tuple, ranked_text)
 
     def _action_to_string(self, player: int, action: int) -> str:
+        names = self._names  # the names of 0..E + 1, made once a game: a seat's move is named each round
+        if action.__class__ is int and 0 <= action < len(names):
+            return names[action]
         if action == self._endowment + 1:  # the forfeit
             return "forfeit"
         return f"invest {action}"

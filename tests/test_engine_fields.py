@@ -37,7 +37,7 @@ def _through_respond(cls: type[FieldsBot]) -> type[FieldsBot]:
 class Illegal(FieldsBot):
     """Answers from its fields, but illegally every other turn: out of range, the referee-only forfeit, None."""
 
-    answers = (99, 11, None, 3, -1)
+    answers = (99, 11, None, 3, -1, np.int64(4), True)
 
     def move_from_fields(self, fields: Mapping[str, Any]) -> int:
         self.turn = getattr(self, "turn", -1) + 1
@@ -83,9 +83,11 @@ def test_a_match_of_fields_bots_plays_as_the_general_loop_plays_it(
 
 def test_an_illegal_answer_of_a_fields_bot_takes_the_penalty_path_as_before() -> None:
     classes: list[type[FieldsBot]] = [Illegal, FullContributor, Illegal, RandomInvestor]
-    fast = _play(PGG1, classes, 7, general=False)
-    general = _play(PGG1, classes, 7, general=True)
+    game_string = "deepeval_public_goods(players=4,rounds=7,mode=1,alpha=1.6)"  # every answer of Illegal's
+    fast = _play(game_string, classes, 7, general=False)
+    general = _play(game_string, classes, 7, general=True)
     assert _timeless(fast) == _timeless(general)
+    assert all(type(turn.action) is int for turn in fast.turns)  # numpy's and bool answers recorded as ints
     outcomes = [(t.seat, t.action, t.outcome.value, t.text) for t in fast.turns if t.seat in (0, 2)]
     assert (0, 11, "invalid", "invest 99") in outcomes  # the forfeit played for an out-of-range answer
     assert any(outcome == "ok" for _, _, outcome, _ in outcomes)
