@@ -87,7 +87,9 @@ class _PGGBot(FieldsBot):
         amount = self.amount(fields)
         if self.noise and self.rng.random() < self.noise:
             amount = int(self.rng.integers(0, self.endowment + 1))
-        if amount < 0:  # min(max(amount, 0), endowment), written out
+        if amount.__class__ is not int:  # a float or numpy amount of a subclass's rule: as the bots always clipped
+            return int(min(max(amount, 0), self.endowment))
+        if amount < 0:  # int(min(max(amount, 0), endowment)), written out for an int
             return 0
         endowment = self.endowment
         return endowment if amount > endowment else amount

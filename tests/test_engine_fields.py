@@ -110,6 +110,19 @@ def test_fields_bots_in_a_sequential_game_with_chance_nodes() -> None:
         assert [t.seat for t in fast.turns][:2] == [-1, -1]  # the deal, then the seats
 
 
+def test_a_pgg_rule_that_returns_a_float_is_clipped_to_an_int_as_before() -> None:
+    class Halves(FreeRider):
+        def amount(self, fields: Mapping[str, Any]) -> int:
+            return 3.7 if fields["round"] % 2 else -2.5  # type: ignore[return-value]
+
+    game = load_game(PGG1)
+    bot = Halves(0, game=game)
+    assert bot.move_from_fields({"round": 1}) == 3 and type(bot.move_from_fields({"round": 1})) is int
+    assert bot.move_from_fields({"round": 2}) == 0 and type(bot.move_from_fields({"round": 2})) is int
+    record = asyncio.run(play_match(game, [Halves(s, game=game) for s in range(4)], seed=2))
+    assert [t.text for t in record.turns if t.seat == 0] == ["invest 3", "invest 0"] * 2 + ["invest 3"]
+
+
 def test_only_bots_that_keep_fieldsbots_respond_are_asked_through_their_fields() -> None:
     game = load_game(PGG1)
 
