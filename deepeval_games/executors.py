@@ -133,13 +133,19 @@ AUTO_PROBE_MATCHES = 200
 (tic_tac_toe) to seconds (a sandboxed program), and only the run itself tells which."""
 AUTO_PROBE_S = 0.25
 """The probe's time limit (it ends after the match that passes it)."""
-AUTO_SCRIPTED_MIN_MATCH_S = 300e-6
-"""Under ``"auto"``, the least CPU time a scripted match must take in the driver for worker processes to pay: each
-match played in a worker costs the driver its record's line (read, written, inserted) and the worker a socket round
-trip, about 150 µs together on two cores (``bench/README.md``)."""
-AUTO_SCRIPTED_MIN_WORK_S = 3.0
+AUTO_SCRIPTED_MIN_MATCH_S = 100e-6
+"""Under ``"auto"``, the least CPU time a scripted match must take in the driver (its record committed included) for
+worker processes to pay. The driver plays too, beside one worker fewer (``runner._plays_too``), and each match a
+worker plays costs the driver its record's line (read, written, inserted: about 40-60 µs) instead of the match: on
+two idle cores tic_tac_toe between random players (about 0.1 ms a match this way) ran 1.4x as fast so, connect_four
+1.4x, the four-seat Public Goods Game 1.5x (``bench/README.md``)."""
+AUTO_SCRIPTED_MIN_WORK_S = 1.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
-pay: starting them (the fork server's imports, overlapped with the probe) costs about half a second."""
+pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (about half a
+second; :func:`prestart` starts it while the run is planned and probed)."""
+_PRESTART_MATCH_S = 300e-6
+"""What :func:`prestart` supposes a scripted match may cost (a four-seat Public Goods match, about that much) when it
+decides, before the probe, whether a run may use workers."""
 
 
 def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: int) -> int:
@@ -192,7 +198,7 @@ def prestart(spec: ExperimentSpec, workers: int | str | None, matches: int) -> N
     cheap scripted matches) leaves the server idle."""
     if spec.experiment.executor != "local":
         return
-    may_pay = matches * AUTO_SCRIPTED_MIN_MATCH_S >= AUTO_SCRIPTED_MIN_WORK_S
+    may_pay = matches * _PRESTART_MATCH_S >= AUTO_SCRIPTED_MIN_WORK_S
     if resolve_workers(spec, workers, matches) > 1 or (may_pay and probe_matches(spec, workers, matches)):
         fork_server(spec.uses_models())
 

@@ -83,8 +83,11 @@ def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
     assert probe_matches(scripted, "auto", 1) == 0  # nothing to split
     llm = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "m", "model": "openai/gpt-4o-mini"}]})
     assert probe_matches(llm, "auto", 10_000) == 0  # model players: resolve_workers decides
-    # cheap matches (tic_tac_toe's tens of µs) stay in the driver however many; costly ones go to every core
+    # matches cheaper than committing a worker's record stay in the driver however many; costlier ones go to every
+    # core: tic_tac_toe between random players (about 0.12 ms a match in the probe), four-seat PGG (about 0.28 ms)
     assert workers_after_probe(1_000_000, 50e-6) == 1
+    assert workers_after_probe(19_800, 0.12e-3) == min(cores, 19_800)
+    assert workers_after_probe(9_800, 0.28e-3) == min(cores, 9_800)
     assert workers_after_probe(100, 1e-3) == 1  # 0.1 s left: not worth starting processes
     assert workers_after_probe(10_000, 1e-3) == min(cores, 10_000)
     assert workers_after_probe(4, 5.0) == min(cores, 4)  # a few slow matches (sandboxed programs)
