@@ -21,14 +21,6 @@ PGG1 = "deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)"
 PGG2 = "deepeval_public_goods(players=4,rounds=5,mode=2,alpha=1.6)"
 
 
-def _timeless(record: Any) -> dict[str, Any]:
-    data = record.to_dict()
-    data.pop("wall_time_s"), data.pop("started_at")
-    for turn in data["turns"]:
-        turn.pop("latency_s")
-    return data
-
-
 def _through_respond(cls: type[FieldsBot]) -> type[FieldsBot]:
     """``cls`` asked through ``respond`` (which it overrides with the very same method): the general loop."""
     return type(cls.__name__, (cls,), {"respond": lambda self, obs: FieldsBot.respond(self, obs)})
@@ -73,7 +65,7 @@ def test_a_match_of_fields_bots_plays_as_the_general_loop_plays_it(
             patch.setattr(referee._Match, "run", refuse)
             fast = _play(game_string, classes, seed, general=False, noise=noise)
         general = _play(game_string, classes, seed, general=True, noise=noise)
-        assert _timeless(fast) == _timeless(general)
+        assert fast.canonical() == general.canonical()
         assert len(fast.turns) == 20 and len(fast.messages) == 4 + 4 * 6 + 20
         assert fast.model_fields_set == general.model_fields_set
         assert all(a.model_fields_set == b.model_fields_set for a, b in zip(fast.turns, general.turns, strict=True))
@@ -86,7 +78,7 @@ def test_an_illegal_answer_of_a_fields_bot_takes_the_penalty_path_as_before() ->
     game_string = "deepeval_public_goods(players=4,rounds=7,mode=1,alpha=1.6)"  # every answer of Illegal's
     fast = _play(game_string, classes, 7, general=False)
     general = _play(game_string, classes, 7, general=True)
-    assert _timeless(fast) == _timeless(general)
+    assert fast.canonical() == general.canonical()
     assert all(type(turn.action) is int for turn in fast.turns)  # numpy's and bool answers recorded as ints
     outcomes = [(t.seat, t.action, t.outcome.value, t.text) for t in fast.turns if t.seat in (0, 2)]
     assert (0, 11, "invalid", "invest 99") in outcomes  # the forfeit played for an out-of-range answer
@@ -106,7 +98,7 @@ def test_fields_bots_in_a_sequential_game_with_chance_nodes() -> None:
     for seed in range(4):
         fast = _play("kuhn_poker", [PassOrBet, PassOrBet], seed, general=False)
         general = _play("kuhn_poker", [PassOrBet, PassOrBet], seed, general=True)
-        assert _timeless(fast) == _timeless(general)
+        assert fast.canonical() == general.canonical()
         assert [t.seat for t in fast.turns][:2] == [-1, -1]  # the deal, then the seats
 
 

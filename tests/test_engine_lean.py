@@ -377,14 +377,6 @@ def test_the_pool_keeps_each_message_in_its_record_form_and_hands_readers_copies
     assert [m.index for m in pool] == list(range(5)) and len(pool) == 5
 
 
-def _timeless(record: Any) -> dict[str, Any]:
-    data = record.to_dict()
-    data.pop("wall_time_s"), data.pop("started_at")
-    for turn in data["turns"]:
-        turn.pop("latency_s")
-    return data
-
-
 @pytest.mark.parametrize("game_string", ["tic_tac_toe", "connect_four", "kuhn_poker"])
 def test_a_match_of_lean_seats_plays_as_the_general_loop_plays_it(
     game_string: str, monkeypatch: pytest.MonkeyPatch
@@ -409,7 +401,7 @@ def test_a_match_of_lean_seats_plays_as_the_general_loop_plays_it(
         lean = play()
     monkeypatch.setattr(referee, "_all_lean", lambda match: False)
     general = play()
-    assert _timeless(lean) == _timeless(general) and len(lean.turns) > 2
+    assert lean.canonical() == general.canonical() and len(lean.turns) > 2
     random_bot = RandomBot(0, np.random.default_rng(0), game=game)
     assert referee._lean_pick(random_bot, 0, False)[2:] == (False, False)  # C++ step, no legal moves read
     assert referee._lean_pick(random_bot, 0, True)[2:] == (False, True)  # in a Python game: checked
