@@ -307,7 +307,7 @@ class LocalLimiter:
             if state.waiters:
                 return None
             now = time.monotonic()
-            if limits.rpm is None and limits.tpm is None:
+            if state.limits.rpm is None and state.limits.tpm is None:  # the key's settings, as delay() reads
                 if state.paused_until > now:
                     return None
             else:

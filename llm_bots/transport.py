@@ -629,6 +629,7 @@ def _call_plan(config: ModelConfig) -> _CallPlan:
         config.adaptive_concurrency,
         config.retry_after_max_s,
         limits.RATE_WINDOW_S,
+        _GUARD_GRACE_S,
     )
     fixed = _fixed.get(key)
     plan = _CallPlan(config, fixed)
@@ -885,33 +886,42 @@ class _Watchdog:
     looking every :data:`_WATCH_S` seconds while calls are in flight, instead of a timer made and cancelled for
     every call."""
 
-    __slots__ = ("deadlines", "expired", "handle", "loop")
+    __slots__ = ("deadlines", "expired", "loop_ref", "scheduled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        self.loop_ref = weakref.ref(loop)
+        """The loop, weakly, and no timer handle (a handle holds its loop): :data:`_watchdogs` holds its watchdogs by
+        their loop weakly, and a watchdog holding its loop would keep both alive once the loop is closed and gone."""
         self.deadlines: dict[asyncio.Task[Any], float] = {}
         """The guarded calls in flight: their task and deadline (loop time); a task awaits one call at a time."""
         self.expired: set[asyncio.Task[Any]] = set()
         """The tasks this watchdog cancelled, until their guarded call ends."""
-        self.handle: asyncio.TimerHandle | None = None
+        self.scheduled = False
+        """Whether :meth:`look` is due on the loop."""
 
     def watch(self, task: asyncio.Task[Any], seconds: float) -> None:
-        """Guard ``task``'s call for ``seconds`` from now."""
-        now = self.loop.time()
+        """Guard ``task``'s call for ``seconds`` from now (``task`` runs on this watchdog's loop)."""
+        loop = task.get_loop()
+        now = loop.time()
         self.deadlines[task] = now + seconds
-        if self.handle is None:
-            self.handle = self.loop.call_at(now + _WATCH_S, self.look)
+        if not self.scheduled:
+            self.scheduled = True
+            loop.call_at(now + _WATCH_S, self.look)
 
     def look(self) -> None:
         """Cancel the calls past their deadline; look again later while calls are in flight."""
-        self.handle = None
-        now = self.loop.time()
+        self.scheduled = False
+        loop = self.loop_ref()
+        if loop is None:  # pragma: no cover - the loop runs this very callback
+            return
+        now = loop.time()
         for task, deadline in list(self.deadlines.items()):
             if deadline <= now and task not in self.expired:
                 self.expired.add(task)
                 task.cancel()
         if self.deadlines:
-            self.handle = self.loop.call_at(now + _WATCH_S, self.look)
+            self.scheduled = True
+            loop.call_at(now + _WATCH_S, self.look)
 
 
 _watchdogs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watchdog] = weakref.WeakKeyDictionary()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import pickle
 import time
 from typing import Any
@@ -39,6 +40,7 @@ def test_a_usage_block_reads_as_model_dump(usage: Any) -> None:
     read = transport._usage_dict(response)
     assert read == usage.model_dump() and list(read) == list(usage.model_dump())
     assert transport._usage_dict(response) == read  # the second time, from the class known to dump as its fields
+    assert transport._DUMPS_AS_FIELDS[type(usage)] is True  # read from the fields, not through model_dump
 
 
 class _Hidden(BaseModel):
@@ -94,6 +96,15 @@ def test_a_guarded_call_cancelled_from_outside_is_cancelled_not_timed_out() -> N
     asyncio.run(main())
 
 
+def test_a_closed_event_loop_leaves_no_watchdog_behind() -> None:
+    # DeepEvalBot.step() runs an event loop per move: the watchdogs of closed loops must go with them
+    for _ in range(50):
+        assert asyncio.run(transport._guarded(asyncio.sleep(0, "ok"), 60.0)) == "ok"
+    gc.collect()
+    assert len(transport._watchdogs) <= 1
+    assert sum(isinstance(o, transport._Watchdog) for o in gc.get_objects()) <= 1
+
+
 def test_the_guard_times_out_inside_an_outer_timeout_as_asyncio_timeout_does(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transport, "_WATCH_S", 0.01)
 
@@ -129,6 +140,11 @@ def test_try_acquire_grants_only_what_acquire_would_grant_at_once() -> None:
     grant = limiter.try_acquire("r", rpm)
     assert grant is not None and limiter.try_acquire("r", rpm) is None  # the minute's one request is spent
     assert limiter.snapshot("k")["allowed"] == 2 and limiter.snapshot("p")["allowed"] == 2  # cut by the 429
+    # two players of one model share the key's first settings while calls are in flight, as acquire keeps them: a
+    # player without rpm still counts against the other's rpm
+    held = limiter.try_acquire("s", Limits(max_concurrency=8, rpm=2))
+    assert held is not None and limiter.try_acquire("s", Limits(max_concurrency=8, rpm=2)) is not None
+    assert limiter.try_acquire("s", Limits(max_concurrency=8)) is None  # the minute's two requests are spent
 
 
 def test_the_adaptive_limit_is_kept_up_to_date() -> None:
