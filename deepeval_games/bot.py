@@ -503,9 +503,13 @@ class FieldsBot(SyncBot):
 
 def reads_fields_only(bot: DeepEvalBot) -> bool:
     """True when the referee may ask ``bot`` through :meth:`FieldsBot.move_from_fields` (no observation made): a
-    :class:`FieldsBot` whose class keeps :meth:`FieldsBot.respond` and :meth:`SyncBot.act`."""
+    :class:`FieldsBot` whose class keeps :meth:`FieldsBot.respond` and :meth:`SyncBot.act`, and that was given
+    neither as an attribute of its own (a patched ``respond`` is asked as any other bot's)."""
     cls = type(bot)
-    return isinstance(bot, FieldsBot) and cls.respond is FieldsBot.respond and cls.act is SyncBot.act
+    if not (isinstance(bot, FieldsBot) and cls.respond is FieldsBot.respond and cls.act is SyncBot.act):
+        return False
+    own = getattr(bot, "__dict__", {})
+    return "respond" not in own and "act" not in own
 
 
 def answers_at_once(bot: DeepEvalBot) -> bool:

@@ -7,6 +7,7 @@ old engine's is ``tests/test_engine_records.py``."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,6 +135,15 @@ def test_only_bots_that_keep_fieldsbots_respond_are_asked_through_their_fields()
     bots = [Viewing(0, game=game), *(FullContributor(seat, game=game) for seat in range(1, 4))]
     record = asyncio.run(play_match(game, bots, seed=1))
     assert [t.action for t in record.turns if t.seat == 0] == [1] * 5
+    # a bot whose own respond was patched in is asked through it too
+    patched = FreeRider(0, game=game)
+    patched.respond = lambda observation: Decision.move(7, "invest 7")  # type: ignore[method-assign]
+    assert not reads_fields_only(patched)
+    bots = [patched, *(FullContributor(seat, game=game) for seat in range(1, 4))]
+    record = asyncio.run(play_match(game, bots, seed=1))
+    assert [t.action for t in record.turns if t.seat == 0] == [7] * 5
+    # a copy of the game (pickled: its Python attributes are gone) still gives the bots its endowment
+    assert FreeRider(0, game=pickle.loads(pickle.dumps(game))).endowment == FreeRider(0, game=game).endowment == 10
     # respond of a fields bot is its move, named as the seat names it
     observation = asyncio.run(_first_observation(game))
     decision = ConditionalCooperator(0, game=game, first=4).respond(observation)
