@@ -5,9 +5,10 @@ drives (:class:`MatchWorker`, what crosses a process boundary) in :mod:`deepeval
 importable from here too).
 
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
-(``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes
-(forked from a fork server that imported pyspiel, the tasks and, for model players, litellm once) and sends them
-the planned matches over a socket, those of one turn of its event loop in one message of compact rows; each worker
+(``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes (N - 1
+for a run without model players when it plays matches too, see ``runner._plays_too``; forked from a fork server
+that imported pyspiel, the tasks and, for model players, litellm once) and sends them the planned matches over a
+socket, those of one turn of its event loop in one message of compact rows; each worker
 plays many matches at once in its own event loop (the run's ``max_concurrency`` is shared out among the workers, so
 LLM matches keep their concurrency) and sends back every finished record as the JSON line
 :meth:`MatchRecord.to_json_bytes <deepeval_games.records.MatchRecord.to_json_bytes>` wrote. The driver alone writes
@@ -34,7 +35,8 @@ What crosses the process boundary, and how it comes back:
 When to use it: runs of many LLM matches whose Python work (litellm costs a few ms of CPU per call) keeps one core
 busy, and long scripted runs of costly matches; cheap scripted matches do not gain (records must cross a socket and be
 committed by one process). ``workers = "auto"`` (the default) applies :func:`resolve_workers`'s rule, and for a
-scripted run :func:`probe_matches` and :func:`workers_after_probe`: the driver times the run's first matches itself.
+scripted run :func:`probe_matches` and :func:`workers_after_probe`: the driver times matches drawn from all over the
+plan itself.
 A run with a person at the table, or a ``local/`` model (its llama.cpp server belongs to one process), always runs
 in one process.
 
@@ -138,7 +140,8 @@ AUTO_SCRIPTED_MIN_MATCH_S = 100e-6
 worker processes to pay. The driver plays too, beside one worker fewer (``runner._plays_too``), and each match a
 worker plays costs the driver its record's line (read, written, inserted: about 40-60 µs) instead of the match: on
 two idle cores tic_tac_toe between random players (about 0.1 ms a match this way) ran 1.4x as fast so, connect_four
-1.4x, the four-seat Public Goods Game 1.5x (``bench/README.md``)."""
+1.4x, the four-seat Public Goods Game 1.5x (``bench/README.md``). On a machine of many cores, where the driver
+only commits (``max_concurrency`` too small to keep it a share), such cheap matches gain less."""
 AUTO_SCRIPTED_MIN_WORK_S = 1.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
 pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (about half a
@@ -149,7 +152,8 @@ decides, before the probe, whether a run may use workers."""
 
 
 def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: int) -> int:
-    """How many worker processes a run of ``matches`` matches uses (1: the driver plays them itself).
+    """How many processes play a run of ``matches`` matches (1: the driver plays them itself; N: N worker processes,
+    or the driver and N - 1 workers in a run without model players, see ``runner._plays_too``).
 
     ``workers`` overrides the spec's ``[experiment] workers`` (``"auto"`` or a number). Always 1 with a person at the
     table (a human seat or judge) or a ``local/`` model. An explicit number is capped by the matches to play.

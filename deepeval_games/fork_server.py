@@ -304,7 +304,8 @@ def _write_parts(fd: int, parts: list[bytes]) -> list[bytes]:
 
 
 _IOV_MAX = 1024
-"""The most parts one ``writev`` takes (Linux's ``IOV_MAX``); what is left goes through the transport."""
+"""The most parts one ``writev`` takes (Linux's ``IOV_MAX``); what is left is written when the socket has room
+(:func:`_write_parts`)."""
 
 LINE_LIMIT = 1 << 30
 """The longest message (a record as one JSON line) either side reads."""

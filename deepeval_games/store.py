@@ -415,13 +415,18 @@ class Store:
         came earlier in ``items``).
 
         Raises:
-            ValueError: a text is not one line (nothing of ``items`` is stored).
+            ValueError: a text is not one line, or bytes are not UTF-8 (nothing of ``items`` is stored).
             OSError: ``matches.jsonl`` cannot be written (nothing of ``items`` is left in it).
         """
         self._writable()
         lines: list[tuple[str, bytes]] = []
         for match_id, text in items:
-            data = text.encode("utf-8") if isinstance(text, str) else text
+            if isinstance(text, str):
+                data = text.encode("utf-8")
+            else:  # stored as TEXT without being decoded: invalid UTF-8 would leave a store nobody can read
+                data = text
+                if not data.isascii():
+                    data.decode("utf-8")  # raises UnicodeDecodeError (a ValueError): nothing of items is stored
             end = data.find(b"\n")
             if end >= 0:
                 if end != len(data) - 1:

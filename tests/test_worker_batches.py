@@ -72,8 +72,12 @@ def test_commit_many_json_refuses_a_line_that_is_not_one_line(tmp_path: Path) ->
         with pytest.raises(ValueError, match="one line"):
             store.commit_many_json([("a", _line("a")), ("b", b'{"match_id":"b",\n"x":1}')])
         assert store.completed_ids() == set()  # nothing of the batch was stored
+        with pytest.raises(UnicodeDecodeError):  # stored as TEXT undecoded: it would make the store unreadable
+            store.commit_many_json([("a", _line("a")), ("c", b'{"match_id":"c","x":"\xff\xfe"}')])
+        assert store.completed_ids() == set()
         assert store.commit_many_json([("a", _line("a"))]) == [True]
-    assert (tmp_path / JSONL_NAME).read_bytes() == _line("a") + b"\n"
+        assert store.commit_many_json([("u", '{"match_id":"u","x":"é"}'.encode())]) == [True]  # UTF-8: stored
+    assert (tmp_path / JSONL_NAME).read_bytes() == _line("a") + b"\n" + '{"match_id":"u","x":"é"}\n'.encode()
 
 
 def test_a_failed_batch_write_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
