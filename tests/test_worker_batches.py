@@ -22,6 +22,7 @@ from deepeval_games.executors import ProcessExecutor
 from deepeval_games.match_worker import RowReader, RowWriter
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+from tests.worker_io import read_line, serve_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -226,33 +227,14 @@ def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkey
 # -- the worker: a plays message ----------------------------------------------------------------------------------
 
 
-def _read_line(sock: socket.socket, buffer: bytearray) -> bytes:
-    while b"\n" not in buffer:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise EOFError
-        buffer += chunk
-    line, _, rest = bytes(buffer).partition(b"\n")
-    buffer[:] = rest
-    return line
-
-
 def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() -> None:
-    from deepeval_games import fork_server
 
     spec = parse_spec(_spec(2))
     plan = plan_matches(spec)
     ours, theirs = socket.socketpair()
     environ, cwd = dict(os.environ), os.getcwd()
 
-    def main() -> None:
-        async def serve() -> None:
-            await fork_server._serve(theirs)
-
-        asyncio.run(serve())
-
-    thread = threading.Thread(target=main, daemon=True)
-    thread.start()
+    thread = serve_in_thread(theirs)
     try:
         init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
         writer = RowWriter()
@@ -263,10 +245,10 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
         records: dict[int, dict[str, Any]] = {}
         errors: dict[int, Any] = {}
         while len(records) + len(errors) < len(rows):
-            line = _read_line(ours, buffer)
+            line = read_line(ours, buffer)
             if line.startswith(b"R "):
                 _, number, size = line.split()
-                text = _read_line(ours, buffer)
+                text = read_line(ours, buffer)
                 assert len(text) + 1 == int(size)  # the header gives the line's size, newline included
                 records[int(number)] = json.loads(text)
             else:

@@ -4,12 +4,10 @@ only when they change), and the plan's ids written from parts (the same bytes as
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.store import JSONL_NAME, Store
+from tests.worker_io import read_exactly, read_line, serve_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -69,49 +68,13 @@ def test_the_adaptive_rule_reads_worker_records_from_their_lines(tmp_path: Path)
     assert two.match_ids == one.match_ids
 
 
-def _serve_in_thread(sock: socket.socket) -> threading.Thread:
-    from deepeval_games import fork_server
-
-    def main() -> None:
-        async def serve() -> None:
-            await fork_server._serve(sock)
-
-        asyncio.run(serve())
-
-    thread = threading.Thread(target=main, daemon=True)
-    thread.start()
-    return thread
-
-
-def _read_line(sock: socket.socket, buffer: bytearray) -> bytes:
-    while b"\n" not in buffer:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise EOFError
-        buffer += chunk
-    line, _, rest = bytes(buffer).partition(b"\n")
-    buffer[:] = rest
-    return line
-
-
-def _read_exactly(sock: socket.socket, buffer: bytearray, size: int) -> bytes:
-    while len(buffer) < size:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise EOFError
-        buffer += chunk
-    data = bytes(buffer[:size])
-    del buffer[:size]
-    return data
-
-
 def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change() -> None:
     spec = parse_spec(_spec(3))
     plan = plan_matches(spec)
     ours, theirs = socket.socketpair()
     environ, cwd = dict(os.environ), os.getcwd()
     init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
-    thread = _serve_in_thread(theirs)
+    thread = serve_in_thread(theirs)
     try:
         requests = [json.dumps(init)]
         requests += [json.dumps({"op": "play", "id": i, "match": encode_planned(m)}) for i, m in enumerate(plan)]
@@ -121,10 +84,10 @@ def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change(
         messages: list[str] = []
         texts: dict[int, str] = {}
         while len(texts) + ("done" in messages) < len(plan) + 1:
-            line = _read_line(ours, buffer)
+            line = read_line(ours, buffer)
             if line.startswith(b"R "):  # a record: "R <id> <size>", then its JSON line of that size
                 _, number, size = line.split()
-                data = _read_exactly(ours, buffer, int(size))
+                data = read_exactly(ours, buffer, int(size))
                 assert data.endswith(b"\n") and b"\n" not in data[:-1]
                 texts[int(number)] = data[:-1].decode()
                 messages.append("record")
