@@ -180,27 +180,11 @@ class _Runner(MatchPlayer):
                     return
                 try:
                     committed = await self.play_and_commit(planned)
-                except InfrastructureError as exc:
-                    assert self.store is not None
-                    self.store.log_attempt(planned.match_id, "infra", str(exc))
-                    if attempt < self.spec.max_match_attempts:
-                        log.warning("match %s aborted (%s); rescheduled", planned.match_id, exc)
-                        queue.put_nowait((planned, attempt + 1))
-                    else:
-                        result.failed.append((planned.match_id, f"infrastructure: {exc}"))
-                        shown.update(1)
-                    continue
-                except (FatalRunError, SpecError) as exc:
-                    fatal.append(exc)
-                    return
-                except Exception as exc:  # a bug in a bot or game: log it, keep the tournament going
-                    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                    assert self.store is not None
-                    self.store.log_attempt(planned.match_id, "error", traceback.format_exc())
-                    log.error("match %s failed: %s", planned.match_id, detail)
-                    result.failed.append((planned.match_id, detail))
-                    shown.update(1)
-                    continue
+                except Exception as exc:
+                    settled = self._failed(planned, attempt, exc, result, queue.put_nowait, fatal)
+                    if settled:
+                        shown.update(settled)
+                    continue  # the loop ends when the run stops (a fatal error)
                 if committed:
                     result.played += 1
                 shown.update(1)
@@ -213,6 +197,38 @@ class _Runner(MatchPlayer):
                 shown.close()
         if fatal:
             raise fatal[0]
+
+    def _failed(
+        self,
+        planned: PlannedMatch,
+        attempt: int,
+        exc: BaseException,
+        result: RunResult,
+        retry: Callable[[tuple[PlannedMatch, int]], Any],
+        fatal: list[BaseException],
+    ) -> int:
+        """What a run does with a match that failed with ``exc`` at attempt ``attempt``; how many matches it settled
+        (0: rescheduled, or the run stops). An infrastructure fault is logged and the match handed to ``retry`` (its
+        next attempt) until ``max_match_attempts``, then counted failed; a fatal or spec error is appended to
+        ``fatal`` (the run stops); anything else (a bug in a bot or game) is logged and counted failed, and the
+        tournament goes on."""
+        assert self.store is not None
+        if isinstance(exc, InfrastructureError):
+            self.store.log_attempt(planned.match_id, "infra", str(exc))
+            if attempt < self.spec.max_match_attempts:
+                log.warning("match %s aborted (%s); rescheduled", planned.match_id, exc)
+                retry((planned, attempt + 1))
+                return 0
+            result.failed.append((planned.match_id, f"infrastructure: {exc}"))
+            return 1
+        if isinstance(exc, (FatalRunError, SpecError)):
+            fatal.append(exc)
+            return 0
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        self.store.log_attempt(planned.match_id, "error", "".join(traceback.format_exception(exc)))
+        log.error("match %s failed: %s", planned.match_id, detail)
+        result.failed.append((planned.match_id, detail))
+        return 1
 
     async def _run_batched(
         self, executor: ProcessExecutor, todo: list[PlannedMatch], result: RunResult, shown: tqdm
@@ -251,23 +267,7 @@ class _Runner(MatchPlayer):
             return True
 
         def failed(planned: PlannedMatch, attempt: int, exc: BaseException) -> int:
-            """Handle a match's failure as :meth:`run` does; how many matches it settled (0: rescheduled)."""
-            if isinstance(exc, InfrastructureError):
-                store.log_attempt(planned.match_id, "infra", str(exc))
-                if attempt < self.spec.max_match_attempts:
-                    log.warning("match %s aborted (%s); rescheduled", planned.match_id, exc)
-                    waiting.append((planned, attempt + 1))
-                    return 0
-                result.failed.append((planned.match_id, f"infrastructure: {exc}"))
-                return 1
-            if isinstance(exc, (FatalRunError, SpecError)):
-                fatal.append(exc)
-                return 0
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            store.log_attempt(planned.match_id, "error", "".join(traceback.format_exception(exc)))
-            log.error("match %s failed: %s", planned.match_id, detail)
-            result.failed.append((planned.match_id, detail))
-            return 1
+            return self._failed(planned, attempt, exc, result, waiting.append, fatal)
 
         def settle(outcomes: list[tuple[Any, bytes | BaseException]]) -> None:
             """Outcomes that arrived together: send more matches first (the workers play on), then commit."""
