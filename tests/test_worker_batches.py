@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import sqlite3
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from deepeval_games.executors import ProcessExecutor
 from deepeval_games.match_worker import RowReader, RowWriter
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
-from tests.worker_io import read_line, serve_in_thread
+from tests.worker_io import read_line, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -231,12 +230,7 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
 
     spec = parse_spec(_spec(2))
     plan = plan_matches(spec)
-    ours, theirs = socket.socketpair()
-    environ, cwd = dict(os.environ), os.getcwd()
-
-    thread = serve_in_thread(theirs)
-    try:
-        init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
+    with worker_in_thread(spec.source) as (ours, init, thread):
         writer = RowWriter()
         rows = [writer.row(p) for p in plan] + [["x", PGG]]  # the last row is not a planned match
         plays = {"op": "plays", **writer.take_tables(), "first": 10, "matches": rows}
@@ -255,13 +249,6 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
                 message = json.loads(line)
                 if message["op"] == "done":
                     errors[message["id"]] = message["error"]
-        ours.shutdown(socket.SHUT_WR)
-        thread.join(10)
-    finally:
-        ours.close()
-        os.environ.clear()
-        os.environ.update(environ)
-        os.chdir(cwd)
     assert not thread.is_alive()
     assert {i: r["match_id"] for i, r in records.items()} == {10 + i: p.match_id for i, p in enumerate(plan)}
     assert list(errors) == [10 + len(plan)] and errors[10 + len(plan)]["kind"] == "error"

@@ -5,9 +5,6 @@ only when they change), and the plan's ids written from parts (the same bytes as
 from __future__ import annotations
 
 import json
-import os
-import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.store import JSONL_NAME, Store
-from tests.worker_io import read_exactly, read_line, serve_in_thread
+from tests.worker_io import read_exactly, read_line, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -71,11 +68,7 @@ def test_the_adaptive_rule_reads_worker_records_from_their_lines(tmp_path: Path)
 def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change() -> None:
     spec = parse_spec(_spec(3))
     plan = plan_matches(spec)
-    ours, theirs = socket.socketpair()
-    environ, cwd = dict(os.environ), os.getcwd()
-    init = {"op": "init", "spec": spec.source, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
-    thread = serve_in_thread(theirs)
-    try:
+    with worker_in_thread(spec.source) as (ours, init, thread):
         requests = [json.dumps(init)]
         requests += [json.dumps({"op": "play", "id": i, "match": encode_planned(m)}) for i, m in enumerate(plan)]
         requests.append(json.dumps({"op": "play", "id": 99, "match": {"match_id": "x"}}))  # malformed: an error
@@ -98,13 +91,6 @@ def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change(
                     error = message
                 else:
                     assert message["op"] == "counters" and message["counters"]["calls"] == 0
-        ours.shutdown(socket.SHUT_WR)  # the driver closes the worker's input: it stops
-        thread.join(10)
-    finally:
-        ours.close()
-        os.environ.clear()
-        os.environ.update(environ)
-        os.chdir(cwd)
     assert not thread.is_alive()
     assert sorted(texts) == list(range(len(plan)))
     for i, planned in enumerate(plan):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import socket
+import sys
 import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 
 def serve_in_thread(sock: socket.socket) -> threading.Thread:
@@ -44,3 +49,24 @@ def read_exactly(sock: socket.socket, buffer: bytearray, size: int) -> bytes:
     data = bytes(buffer[:size])
     del buffer[:size]
     return data
+
+
+@contextlib.contextmanager
+def worker_in_thread(spec: Mapping[str, Any]) -> Iterator[tuple[socket.socket, dict[str, Any], threading.Thread]]:
+    """A worker's loop serving a socket pair in a thread: yields the driver's end, the ``init`` message for ``spec``
+    (this process's environment, directory and import path) and the thread. On leaving, the driver closes the
+    worker's input (it stops) and the thread is waited for; the environment and directory the worker's ``init`` set
+    are put back."""
+    ours, theirs = socket.socketpair()
+    environ, cwd = dict(os.environ), os.getcwd()
+    init = {"op": "init", "spec": spec, "modules": [], "environ": environ, "cwd": cwd, "path": sys.path}
+    thread = serve_in_thread(theirs)
+    try:
+        yield ours, init, thread
+        ours.shutdown(socket.SHUT_WR)
+        thread.join(10)
+    finally:
+        ours.close()
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
