@@ -589,3 +589,30 @@ def test_runs_wait_for_the_host_budget(monkeypatch: pytest.MonkeyPatch) -> None:
         reports = list(pool.map(lambda _: run_tests(code, ["assert f() == 1"], limits=LIMITS), range(3)))
     assert all(r.passed for r in reports), reports
     assert time.monotonic() - start >= 3 * 0.4
+
+
+CHILD_KILLED_PARENT_WAITS = """
+import os, time
+def hoard():
+    read_end, write_end = os.pipe()
+    for _ in range(3):  # 3 x 64 MiB: more than the bound together, within each process's own share
+        if os.fork() == 0:
+            try:
+                keep = [bytearray(4 << 20) for _ in range(16)]
+                time.sleep(30)
+            finally:
+                os._exit(0)
+    return os.read(read_end, 1)  # nobody writes and the write end stays open here: this waits out the clock
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(cgroup.probe() is not None, reason=f"no memory cgroup here: {cgroup.probe()}")
+def test_a_run_that_times_out_after_the_kernel_killed_a_process_at_the_bound_ends_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel kills a hoarding child; the parent then waits out the clock: the bound is why, not time."""
+    monkeypatch.setenv(protection.MEMORY_MODE_ENV, "cgroup")
+    report = run_tests(CHILD_KILLED_PARENT_WAITS, ["assert hoard() == 1"], limits=LIMITS, timeout_s=2)
+    assert report.status == "memory", report
+    assert "process(es) killed" in report.detail and "wall-clock limit reached" in report.detail, report

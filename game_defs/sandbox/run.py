@@ -59,7 +59,8 @@ def run_tests(
 
     Returns:
         A :class:`TestReport`. Its status is ``passed`` only when the parent itself found every test true;
-        ``memory`` when the program reached its memory bound.
+        ``memory`` when the program reached its memory bound: a test ran out of memory, or the kernel killed
+        a process of the sandbox at its bound and the run then failed, crashed or ran out of time.
 
     Raises:
         SandboxUnavailable: bubblewrap is unusable here and ``unsafe`` is False, or a forced memory mode
@@ -132,7 +133,7 @@ def _run_in_slot(
             bwrap.release_uid(uid)
     report = decide(watch, tests, plans, nonce, time.monotonic() - start)
     report = dataclasses.replace(report, peak_memory_bytes=peak, protection=guard.memory)
-    if oom_kills and report.status in ("error", "failed"):
+    if oom_kills and report.status in ("error", "failed", "timeout"):  # e.g. a parent left waiting on a killed child
         detail = f"the sandbox reached its memory bound ({oom_kills} process(es) killed); {report.detail}"
         report = dataclasses.replace(report, status="memory", detail=detail)
     return report
