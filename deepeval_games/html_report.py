@@ -6,7 +6,10 @@ over a compact index, pages of 50 matches, and each transcript turn by turn as a
 observations from the message pool, replies, re-asks, transport retries, the action taken, the judge's verdict,
 scorer metrics). Transcripts live in ``OUT/data/chunk-NNNNN.js`` files of :data:`CHUNK` matches each, loaded with a
 ``<script>`` element when first needed (browsers refuse ``fetch()`` from ``file://``, not scripts). The page loads
-nothing from elsewhere: no fonts, no CDN, no images but inline ones.
+nothing from elsewhere: no fonts, no CDN, no images but inline ones. A match stored as its moves
+(``transcript = "moves"``) is shown with the messages its moves replay to
+(:func:`~deepeval_games.transcript.with_messages`); one that does not replay here is shown without them, and a
+warning says why.
 
 The folder is written while the stores stream past: a chunk is written as soon as it is full, so memory holds the
 slim records the tables need and one chunk of transcripts. ``index.html#samples`` opens, at load, one transcript per
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +33,9 @@ from deepeval_games.errors import DeepEvalError
 from deepeval_games.games import DATA_ITEM_PARAMETERS, game_variant
 from deepeval_games.records import MatchRecord
 from deepeval_games.report import Block, ReportData, RunSource, load_report, render_blocks, variant_title
+from deepeval_games.transcript import with_messages
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CHUNK", "RETRIED", "HtmlReport", "transcript_json", "write_html_report"]
 
@@ -51,8 +58,19 @@ def _reask_text(prompt: list[dict[str, str]]) -> str:
     return ""
 
 
+def _whole(record: MatchRecord) -> MatchRecord:
+    """The record with its messages (a ``moves`` record's replayed), or as it is when they cannot be rebuilt."""
+    try:
+        return with_messages(record)
+    except DeepEvalError as exc:  # a record that does not replay, a game not registered here
+        log.warning("match %s: its transcript is shown without messages: %s", record.match_id, exc)
+        return record
+
+
 def transcript_json(record: MatchRecord, run: str) -> dict[str, Any]:
-    """The compact transcript of one match, as the page's script reads it."""
+    """The compact transcript of one match, as the page's script reads it (a ``moves`` record's messages
+    replayed)."""
+    record = _whole(record)
     turns = []
     for t in record.turns:
         turns.append(

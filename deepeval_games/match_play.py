@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyspiel
@@ -19,7 +19,7 @@ from deepeval_games.bot import DeepEvalBot, SeatSeed
 from deepeval_games.errors import FatalRunError
 from deepeval_games.games import load_game
 from deepeval_games.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.referee import play_match
+from deepeval_games.referee import TranscriptNotDerivable, play_match
 from deepeval_games.registry import BotFactory, bot_factory, make_bot, scorers_for
 from deepeval_games.schedule import PlannedMatch
 from deepeval_games.spec import ExperimentSpec, PlayerSpec
@@ -150,8 +150,24 @@ class MatchPlayer:
                 check_credentials(player)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
-        """Play one planned match here and return its record."""
+        """Play one planned match here and return its record.
+
+        Under the spec's ``transcript = "auto"`` (the default) a match of fields bots is recorded as its moves
+        (:func:`~deepeval_games.referee.play_match`'s ``transcript="moves"``); should a seat answer an illegal move,
+        the match is played again from the start, with new bots from the same seeds, and recorded in full."""
         game = self.game(planned.game)
+        transcript: Literal["full", "moves"] = "moves" if self.spec.experiment.transcript == "auto" else "full"
+        try:
+            record = await self._play(planned, game, transcript)
+        except TranscriptNotDerivable:
+            record = await self._play(planned, game, "full")
+        record.experiment = self.spec.name
+        record.repeat = planned.repeat
+        return record
+
+    async def _play(
+        self, planned: PlannedMatch, game: pyspiel.Game, transcript: Literal["full", "moves"]
+    ) -> MatchRecord:
         bots = []
         for seat, name in enumerate(planned.seats):
             factory = self._bot_factory(planned.game, name)
@@ -175,7 +191,6 @@ class MatchPlayer:
             seat_names=planned.seats,
             judge=judge,
             scorers=scorers,
+            transcript=transcript,
         )
-        record.experiment = self.spec.name
-        record.repeat = planned.repeat
         return record

@@ -26,15 +26,21 @@ History:
 * 4 — ``TurnRecord.finish_reasons``: per ask, why the model stopped (``length``: cut by the token cap);
   ``TurnRecord.reasoning_tokens`` and ``reasoning`` (per ask, the reasoning text sent apart from the reply);
   the turn outcome ``truncated`` (a reply cut by the cap at the last ask).
+* 5 — ``MatchRecord.transcript`` and ``moves``: a match whose transcript can be derived from its moves (every seat a
+  scripted bot that moves from its observation fields, every move legal and plain; see
+  :mod:`deepeval_games.transcript`) may be stored as ``transcript = "moves"``: its turns as compact ``moves`` rows
+  and no messages. Reading the record rebuilds its turns from the rows (:meth:`MatchRecord.from_dict`,
+  :meth:`MatchRecord.from_json`); :func:`deepeval_games.transcript.with_messages` rebuilds its message pool by
+  replaying the moves. Older records are ``transcript = "full"``, as every record was.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from deepeval_games.bot import CallAttempt, Outcome
 from deepeval_games.errors import DeepEvalError
@@ -43,6 +49,7 @@ __all__ = [
     "CHANCE_SEAT",
     "JUDGE_SEAT",
     "MIGRATIONS",
+    "MOVE_ROW",
     "SCHEMA_VERSION",
     "TIMING_FIELDS",
     "CallAttempt",
@@ -50,9 +57,10 @@ __all__ = [
     "RecordError",
     "TurnRecord",
     "migrate",
+    "turns_of_moves",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the records this code writes."""
 _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
@@ -63,6 +71,14 @@ CHANCE_SEAT = -1
 """The seat of chance outcomes in :attr:`TurnRecord.seat`."""
 JUDGE_SEAT = -2
 """The seat of the judge's verdicts in :attr:`TurnRecord.seat`."""
+
+
+MOVE_ROW = ("round", "seat", "action", "action_string", "latency_s")
+"""The columns of a row of :attr:`MatchRecord.moves`: the turn's round, seat (-1: chance), action, the action's name
+(also the turn's ``text``; a chance outcome's text is empty) and latency."""
+
+MoveRow = tuple[int, int, int, str, float]
+"""One row of :attr:`MatchRecord.moves` (:data:`MOVE_ROW`)."""
 
 
 class RecordError(DeepEvalError, ValueError):
@@ -168,6 +184,13 @@ class MatchRecord(BaseModel):
     """Wall-clock duration of the match, in seconds."""
     started_at: str = ""
     """When the match started (ISO 8601, UTC)."""
+    transcript: Literal["full", "moves"] = "full"
+    """``full``: ``turns`` and ``messages`` are stored as played. ``moves``: the match's transcript is derived from its
+    moves (every seat a scripted bot that moves from its observation fields, every move legal): the record stores
+    ``moves`` instead of ``turns`` and no ``messages``. Reading it (:meth:`from_dict`, :meth:`from_json`) rebuilds
+    ``turns``; :func:`deepeval_games.transcript.with_messages` rebuilds ``messages`` by replaying the moves."""
+    moves: list[MoveRow] | None = None
+    """Under ``transcript = "moves"``: every turn, in order, as a row of :data:`MOVE_ROW`; None otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (enums as their string values)."""
@@ -213,28 +236,70 @@ class MatchRecord(BaseModel):
                 pass  # the full path below says what is wrong
             else:
                 if record.schema_version == SCHEMA_VERSION:
+                    if record.moves is not None and not record.turns:
+                        record.turns = turns_of_moves(record.moves)
                     return record
         return cls.from_dict(json.loads(text))
 
     @classmethod
     def _validated(cls, data: dict[str, Any]) -> MatchRecord:
+        moves = data.get("moves")
+        if moves is not None and not data.get("turns") and isinstance(moves, list):
+            try:
+                data = {**data, "turns": turn_dicts_of_moves(moves)}
+            except (TypeError, ValueError) as exc:
+                message = f"match record {data.get('match_id', '?')!r}: its moves are not rows of {MOVE_ROW}: {exc}"
+                raise RecordError(message) from exc
         try:
-            return cls.model_validate(data)
+            record = cls.model_validate(data)
         except ValidationError as exc:
             match_id = data.get("match_id", "?")
             message = f"match record {match_id!r} is not a valid record (version {SCHEMA_VERSION}): {exc}"
             raise RecordError(message) from exc
+        return record
 
     def canonical(self) -> dict[str, Any]:
         """The record without wall-clock measurements and transport attempts (how the calls were delivered:
-        retries, waits): equal for equal seeds."""
+        retries, waits): equal for equal seeds. A ``moves`` record's rows are given as its turns (as reading it back
+        rebuilds them), so a record compares equal before and after it was stored."""
         data = self.to_dict()
         for key in TIMING_FIELDS:
             data.pop(key, None)
+        moves = data.pop("moves", None)  # the rows are the turns, as a record read back has them
+        if moves is not None and not data["turns"]:
+            data["turns"] = [turn.model_dump(mode="json") for turn in turns_of_moves(moves)]
         for turn in data["turns"]:
             for key in (*TIMING_FIELDS, "attempts"):
                 turn.pop(key, None)
         return data
+
+
+def turn_dicts_of_moves(moves: Sequence[MoveRow] | Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """The turns of a ``transcript = "moves"`` record as plain values, rebuilt from its rows (:data:`MOVE_ROW`): each a
+    plain move (outcome ``ok``, no exchange with a model), its text the action's name (empty for a chance outcome)."""
+    turns = []
+    for index, (round_, seat, action, name, latency) in enumerate(moves):
+        chance = seat == CHANCE_SEAT
+        turns.append(
+            {
+                "index": index,
+                "round": round_,
+                "seat": seat,
+                "action": action,
+                "action_string": name,
+                "text": "" if chance else name,
+                "latency_s": 0.0 if chance else latency,
+            }
+        )
+    return turns
+
+
+def turns_of_moves(moves: Sequence[MoveRow] | Sequence[Sequence[Any]]) -> list[TurnRecord]:
+    """:func:`turn_dicts_of_moves` as validated turn records (one pass of pydantic's validator over the list)."""
+    return _TURNS.validate_python(turn_dicts_of_moves(moves))
+
+
+_TURNS: TypeAdapter[list[TurnRecord]] = TypeAdapter(list[TurnRecord])
 
 
 # -- migrations ------------------------------------------------------------------------------------------
@@ -272,11 +337,17 @@ def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "turns": turns}
 
 
+def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Records gain ``transcript`` and ``moves``: every version-4 record kept its whole transcript (``full``)."""
+    return {**data, "transcript": "full", "moves": None}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
     (2, _v2_to_v3),
     (3, _v3_to_v4),
+    (4, _v4_to_v5),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

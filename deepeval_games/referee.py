@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 import pyspiel
@@ -48,9 +48,9 @@ from deepeval_games.bot import (
 from deepeval_games.errors import SpecError
 from deepeval_games.message_pool import _MOVE, _TOLD, REFEREE, Message, MessagePool, seat_label
 from deepeval_games.observer import TextObserver
-from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
+from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
 
-__all__ = ["Scorer", "judge_observation", "play_match", "seat_label"]
+__all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match", "seat_label"]
 
 _T = TypeVar("_T")
 
@@ -60,6 +60,12 @@ Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 
 _new = object.__new__
 _NDARRAY = np.ndarray
+
+
+class TranscriptNotDerivable(Exception):
+    """Raised by :func:`play_match` under ``transcript="moves"`` when a seat's answer is not a legal move: its turn
+    would need the general path (a penalty, an error in the record), which rows of moves do not hold. The bots have
+    moved by then: the caller plays the match again with new bots and ``transcript="full"``."""
 
 
 def _setter(owner: type, name: str) -> Callable[[Any, Any], None]:
@@ -1039,6 +1045,52 @@ class _Match:
             else:
                 self.fields_round(kind, moves, pickers)
 
+    def run_moves(self, max_rounds: int) -> list[MoveRow]:
+        """:meth:`run_fields` keeping only the moves (``transcript="moves"``): every turn as a row of
+        :data:`~deepeval_games.records.MOVE_ROW`, and no message. The bots are asked with the same fields, in the same
+        order, and the same moves are applied, so replaying the rows through :meth:`run_fields` rebuilds the pool and
+        the turns (:func:`deepeval_games.transcript.with_messages`); views are not rendered, since no seat reads them.
+
+        Raises:
+            TranscriptNotDerivable: a seat answered something other than a legal move (a Python ``int``).
+        """
+        pickers = [bot.move_from_fields for bot in cast(Sequence[Any], self.bots)]  # bound once, as run_fields does
+        rows: list[MoveRow] = []
+        append, fields_of, legal_of, namer = rows.append, self._fields_of, self._legal_of, self._namer
+        clock = time.perf_counter
+        while True:
+            kind, moves = self.node()
+            if kind is _TERMINAL:
+                return rows
+            if self.round >= max_rounds:
+                raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
+            if kind is _CHANCE:
+                self.round += 1
+                self.chance()
+                turn = self.turns.pop()
+                append((turn.round, CHANCE_SEAT, turn.action, turn.action_string, 0.0))
+                continue
+            asked = []
+            for seat, legal in moves.items():  # all from the same state, before any move is applied (fields_round)
+                if legal is None:
+                    legal = _int_tuple(legal_of(seat))
+                fields = {} if fields_of is None else fields_of(seat)
+                start = clock()
+                action = pickers[seat](fields)
+                asked.append((seat, legal, action, clock() - start))
+            self.round = rnd = self.round + 1
+            joint = [pyspiel.INVALID_ACTION] * self.n
+            for seat, legal, action, latency in asked:
+                if action.__class__ is not int or action not in legal:
+                    raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
+                append((rnd, seat, action, namer(seat, action), latency))
+                joint[seat] = action
+            if kind is _SIMULTANEOUS:
+                self.state.apply_actions(joint)
+            else:
+                self.state.apply_action(joint[asked[0][0]])
+            self.step += 1
+
     def run_lean(self, max_rounds: int) -> None:
         """:meth:`run` for a match of classical players that read no view (every seat :attr:`lean`) in a sequential
         game without a judge (:func:`_all_lean`): none of them is sent a view before the game is over, so the nodes
@@ -1123,6 +1175,8 @@ comes instead)."""
 
 _PLAYED_FIELDS = frozenset(("match_id", "game", "seats", "returns", "turns", "seed", "players", "roles", "messages"))
 _PLAYED_FIELDS |= {"metrics", "started_at", "wall_time_s"}
+_PLAYED_MOVES_FIELDS = _PLAYED_FIELDS | {"transcript", "moves"}
+"""The fields :func:`play_match` sets in a record of ``transcript="moves"``."""
 """The fields :func:`play_match` sets in a record (the rest keep their plain defaults: the runner fills some in)."""
 if not set(_RECORD_FACTORIES) <= _PLAYED_FIELDS <= set(_RECORD_TEMPLATE):
     raise TypeError("_PLAYED_FIELDS must be fields of MatchRecord and name every field a factory makes")
@@ -1176,11 +1230,21 @@ async def play_match(
     judge: DeepEvalBot | None = None,
     scorers: Sequence[Scorer] = (),
     max_rounds: int | None = None,
+    transcript: Literal["full", "moves"] = "full",
 ) -> MatchRecord:
     """Play one match of ``game`` with ``bots[i]`` in seat i and return its record.
 
     ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
     bot (:class:`~deepeval_games.errors.InfrastructureError`) propagate: the caller reschedules the match.
+
+    ``transcript="moves"``: a match whose every seat moves from its observation fields (:class:`~deepeval_games.bot.
+    FieldsBot`), in a game without a judge and with no ``scorers``, is recorded as its moves alone
+    (:attr:`MatchRecord.transcript` ``moves``: no messages, the turns as rows), from which reading the record and
+    :func:`deepeval_games.transcript.with_messages` rebuild the rest; any other match is recorded in full.
+
+    Raises:
+        TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match
+            again with new bots and ``transcript="full"``).
     """
     started = _now_iso()
     clock = time.perf_counter()
@@ -1189,10 +1253,14 @@ async def play_match(
         raise SpecError(f"{game} has {match.n} seats, got {len(bots)} bots")
     names = list(seat_names) if seat_names is not None else _seat_labels(len(bots))
     rounds = max_rounds if max_rounds is not None else match.facts.max_rounds
+    rows = None
     if _all_lean(match):
         match.run_lean(rounds)
     elif match.fields_only:
-        match.run_fields(rounds)
+        if transcript == "moves" and not scorers:
+            rows = match.run_moves(rounds)
+        else:
+            match.run_fields(rounds)
     else:
         await match.run(rounds)
     facts = match.facts
@@ -1207,9 +1275,11 @@ async def play_match(
     data["players"] = [bot.identity() for bot in bots]
     data["messages"] = match.pool.records()  # the pool's own dicts, as the record holds them: the match is over
     data["metrics"] = task.match_metrics(match.state) if facts.has_metrics else {}
+    if rows is not None:
+        data["transcript"], data["moves"] = "moves", rows
     record = _new(MatchRecord)
     _set_dict(record, data)
-    _set_fields_set(record, set(_PLAYED_FIELDS))
+    _set_fields_set(record, set(_PLAYED_FIELDS if rows is None else _PLAYED_MOVES_FIELDS))
     _set_extra(record, None)
     _set_private(record, None)
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free

@@ -78,6 +78,7 @@ DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 """Model settings that change how calls are delivered, never what a model is asked."""
 
 _RUN_ONLY_KEYS = (
+    "transcript",
     "max_concurrency",
     "max_match_attempts",
     "cache",
@@ -242,6 +243,12 @@ class ExperimentTable(BaseModel):
     """A set of documented choices in every task (:mod:`deepeval_games.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
     game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
+    transcript: Literal["auto", "full"] = "auto"
+    """How records keep a match's transcript. ``auto``: a match whose every seat is a scripted bot that moves from its
+    observation fields (the Public Goods baselines), without a judge, is stored as its moves (``transcript = "moves"``
+    in the record, about 1.5 kB instead of 20 kB for a four-seat Public Goods match); reading it rebuilds its turns and
+    :func:`deepeval_games.transcript.with_messages` its messages, as the HTML report does. ``full``: every record keeps
+    its turns and message pool as played. Run setting: not part of the spec hash (a run may hold both kinds)."""
     max_concurrency: int = Field(default=8, ge=1)
     """Matches played at once. Run setting: not part of the spec hash."""
     max_match_attempts: int = Field(default=3, ge=1)

@@ -1,4 +1,4 @@
-"""Match records: the current schema version round-trips, and run directories of versions 1 to 3 still load and report.
+"""Match records: the current schema version round-trips, and run directories of versions 1 to 4 still load and report.
 
 The rule (deepeval_games.records): a change to the record bumps its version, adds a migration and a small
 checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
@@ -43,7 +43,7 @@ def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -74,7 +74,8 @@ def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["v1/pgg_scripted", "v1/pgg_llm", "v2/pgg_scripted", "v2/pgg_llm", "v3/pgg_scripted", "v3/pgg_llm"]
+    "name",
+    [f"v{version}/pgg_{kind}" for version in range(1, 5) for kind in ("scripted", "llm")],
 )
 def test_report_reads_v1_run_directories(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _copy(name, tmp_path)
@@ -199,3 +200,17 @@ def test_v3_run_directories_gain_empty_finish_reasons(name: str, tmp_path: Path)
             assert turn.outcome == v3["outcome"] and turn.raw_replies == v3["raw_replies"]
     if name.endswith("llm"):
         assert any(t.outcome == "reasked" for t in migrated[0][0].turns)
+
+
+@pytest.mark.parametrize("name", ["v4/pgg_scripted", "v4/pgg_llm"])
+def test_v4_run_directories_are_full_transcripts(name: str, tmp_path: Path) -> None:
+    """Every version-4 record kept its whole transcript: it reads as ``transcript = "full"``, unchanged otherwise."""
+    from deepeval_games.transcript import with_messages
+
+    for record, line in _migrated(name, 4, tmp_path):
+        assert record.transcript == "full" and record.moves is None
+        assert with_messages(record) is record  # nothing to rebuild
+        data = record.to_dict()
+        assert {k: v for k, v in data.items() if k not in ("transcript", "moves", "schema_version")} == {
+            k: v for k, v in line.items() if k != "schema_version"
+        }

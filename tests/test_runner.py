@@ -86,7 +86,8 @@ def test_example_spec_free_rider_out_earns_full_contributor(repo_root: Path, tmp
     assert len(lines) == 20
     row = json.loads(lines[0])
     assert {"match_id", "game", "seats", "returns", "turns", "schema_version"} <= set(row)
-    assert len(row["seats"]) == len(row["returns"]) == 4 and len(row["turns"]) == 20
+    assert len(row["seats"]) == len(row["returns"]) == 4
+    assert row["transcript"] == "moves" and row["turns"] == [] and len(row["moves"]) == 20  # scripted: the moves
     with sqlite3.connect(tmp_path / "run" / DB_NAME) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 20

@@ -1,0 +1,203 @@
+"""Records of matches between fields bots kept as their moves (record version 5, ``transcript = "moves"``).
+
+A match whose every seat moves from its observation fields (the Public Goods baselines) is stored as rows of moves;
+reading it rebuilds its turns, and :func:`deepeval_games.transcript.with_messages` its message pool, by replaying the
+moves through the referee. The property that matters: the rebuilt record equals the one ``transcript = "full"``
+stores for the same match, timings aside, across modes, seat counts, parameters, noise and random bots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deepeval_games.bot import FieldsBot, SyncBot
+from deepeval_games.errors import UnknownGameError
+from deepeval_games.games import load_game
+from deepeval_games.html_report import transcript_json
+from deepeval_games.records import MatchRecord, RecordError
+from deepeval_games.referee import TranscriptNotDerivable, play_match
+from deepeval_games.registry import make_bot, register_bot
+from deepeval_games.runner import run_experiment
+from deepeval_games.spec import parse_spec
+from deepeval_games.store import JSONL_NAME, Store
+from deepeval_games.transcript import with_messages
+
+PGG_BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random", "pgg_grim_trigger")
+
+
+@register_bot("test_fields_illegal_in_round_2")
+class IllegalInRound2(FieldsBot):
+    """Invests 3, but answers 999 (never legal) in round 2."""
+
+    def __init__(self, player_id: int, rng: Any = None, *, game: Any = None) -> None:
+        super().__init__(player_id, rng)
+
+    def move_from_fields(self, fields: Mapping[str, Any]) -> int:
+        return 999 if fields["round"] == 2 else 3
+
+
+class Talker(SyncBot):
+    """Not a fields bot: answers through an observation."""
+
+    def respond(self, observation: Any) -> Any:
+        from deepeval_games.bot import Decision
+
+        return Decision.move(observation.legal_actions[0])
+
+
+def _bots(game: Any, names: list[str], seed: int, params: dict[str, Any] | None = None) -> list[Any]:
+    return [
+        make_bot(name, game, seat, np.random.default_rng([seed, seat]), params or {}) for seat, name in enumerate(names)
+    ]
+
+
+def _both(
+    game_string: str, names: list[str], seed: int, params: dict[str, Any] | None = None
+) -> tuple[MatchRecord, MatchRecord]:
+    """The same match recorded in full and as its moves (new bots from the same seeds for each)."""
+    game = load_game(game_string)
+    full = asyncio.run(play_match(game, _bots(game, names, seed, params), seed=seed, match_id="m", seat_names=names))
+    moves = asyncio.run(
+        play_match(
+            game, _bots(game, names, seed, params), seed=seed, match_id="m", seat_names=names, transcript="moves"
+        )
+    )
+    return full, moves
+
+
+CASES = [
+    ("deepeval_public_goods(players=4,rounds=5,mode=1)", [0, 1, 2, 3], {}),
+    ("deepeval_public_goods(players=4,rounds=5,mode=2)", [3, 2, 1, 0], {}),
+    ("deepeval_public_goods(players=2,rounds=1)", [0, 3], {}),
+    ("deepeval_public_goods(players=3,rounds=7,mode=2,alpha=2.5,endowment=7)", [2, 3, 4], {}),
+    ("deepeval_public_goods(players=5,rounds=4,mode=1,goal=most)", [4, 3, 2, 1, 0], {"noise": 0.3}),
+    ("deepeval_public_goods(players=4,rounds=6,mode=2)", [3, 3, 2, 4], {"noise": 0.5}),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 7, 123])
+@pytest.mark.parametrize(("game_string", "bots", "params"), CASES)
+def test_a_moves_record_replays_to_the_full_record(
+    game_string: str, bots: list[int], params: dict[str, Any], seed: int
+) -> None:
+    names = [PGG_BOTS[i] for i in bots]
+    full, moves = _both(game_string, names, seed, params)
+    assert full.transcript == "full" and full.moves is None and full.messages
+    assert moves.transcript == "moves" and moves.messages == [] and moves.turns == []
+    assert moves.moves is not None and len(moves.moves) == len(full.turns)
+    assert len(moves.to_json()) * 5 < len(full.to_json())
+    back = MatchRecord.from_json(moves.to_json())  # as the store reads it: turns rebuilt, messages not
+    assert back.canonical() == moves.canonical()
+    assert [t.model_dump(exclude={"latency_s"}) for t in back.turns] == [
+        t.model_dump(exclude={"latency_s"}) for t in full.turns
+    ]
+    assert [t.latency_s for t in back.turns] == [row[4] for row in moves.moves]  # the recorded latencies kept
+    for record in (back, moves, MatchRecord.from_dict(json.loads(moves.to_json()))):
+        whole = with_messages(record)
+        assert whole.transcript == "full" and whole.moves is None
+        assert whole.canonical() == full.canonical()
+
+
+def test_a_full_record_is_its_own_transcript() -> None:
+    full, _ = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_random"], 1)
+    assert with_messages(full) is full
+
+
+def test_an_illegal_answer_cannot_be_kept_as_moves() -> None:
+    game = load_game("deepeval_public_goods(players=2,rounds=3)")
+    names = ["pgg_free_rider", "test_fields_illegal_in_round_2"]
+    with pytest.raises(TranscriptNotDerivable, match="999"):
+        asyncio.run(play_match(game, _bots(game, names, 0), seed=0, transcript="moves"))
+
+
+def test_matches_that_are_not_all_fields_bots_are_recorded_in_full() -> None:
+    game = load_game("deepeval_public_goods(players=2,rounds=2)")
+    bots = [make_bot("pgg_free_rider", game, 0, np.random.default_rng(0), {}), Talker(1)]
+    record = asyncio.run(play_match(game, bots, seed=0, transcript="moves"))
+    assert record.transcript == "full" and record.messages and record.turns
+    kuhn = load_game("kuhn_poker")
+    bots = [make_bot("random", kuhn, seat, np.random.default_rng(seat), {}) for seat in range(2)]
+    assert asyncio.run(play_match(kuhn, bots, seed=0, transcript="moves")).transcript == "full"
+
+
+def _spec(name: str, players: list[str], **experiment: Any) -> dict[str, Any]:
+    return {
+        "experiment": {"name": name, "game": "deepeval_public_goods(players=4,rounds=3)", "repeats": 3, **experiment},
+        "players": [{"name": bot, "bot": bot} for bot in players],
+    }
+
+
+def _lines(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / JSONL_NAME).read_text("utf-8").splitlines()]
+
+
+def test_a_run_stores_moves_by_default_and_full_transcripts_on_request(tmp_path: Path) -> None:
+    players = list(PGG_BOTS[:4])
+    run_experiment(_spec("moves", players, repeats=12), tmp_path / "auto")
+    run_experiment(_spec("moves", players, repeats=12, transcript="full"), tmp_path / "full")
+    auto_lines, full_lines = _lines(tmp_path / "auto"), _lines(tmp_path / "full")
+    assert len(auto_lines) == len(full_lines) == 12
+    assert all(line["transcript"] == "moves" and not line["messages"] and not line["turns"] for line in auto_lines)
+    assert all(line["transcript"] == "full" and line["messages"] and line["moves"] is None for line in full_lines)
+    assert sum(map(len, map(json.dumps, auto_lines))) * 5 < sum(map(len, map(json.dumps, full_lines)))
+    with Store(tmp_path / "auto", read_only=True) as store:
+        auto = {record.match_id: record for record in store.records()}
+    with Store(tmp_path / "full", read_only=True) as store:
+        full = {record.match_id: record for record in store.records()}
+    assert auto.keys() == full.keys()  # the same match ids: the setting is not part of the spec hash
+    for match_id, record in auto.items():
+        assert len(record.turns) == len(full[match_id].turns)  # turns rebuilt on reading
+        assert with_messages(record).canonical() == full[match_id].canonical()
+
+
+def test_a_match_with_an_illegal_answer_is_played_again_and_recorded_in_full(tmp_path: Path) -> None:
+    spec = _spec("illegal", ["pgg_free_rider", "test_fields_illegal_in_round_2"], repeats=2)
+    spec["experiment"]["game"] = "deepeval_public_goods(players=2,rounds=3)"
+    result = run_experiment(spec, tmp_path / "run")
+    assert result.played == 2 and result.failed == []
+    for line in _lines(tmp_path / "run"):
+        assert line["transcript"] == "full"
+        seat = line["seats"].index("test_fields_illegal_in_round_2")
+        outcomes = [t["outcome"] for t in line["turns"] if t["seat"] == seat]
+        assert outcomes == ["ok", "invalid", "ok"]  # the same match as a full record would hold
+
+
+def test_a_record_whose_moves_do_not_replay_is_refused() -> None:
+    _, moves = _both("deepeval_public_goods(players=3,rounds=3)", ["pgg_free_rider", "pgg_random", "pgg_random"], 4)
+    assert moves.moves is not None
+    rows = [list(row) for row in moves.moves]
+    changed = [*rows[:1], [rows[1][0], rows[1][1], (rows[1][2] + 1) % 11, rows[1][3], rows[1][4]], *rows[2:]]
+    for bad in (changed, rows[:-1], [*rows, rows[-1]]):
+        record = moves.model_copy(update={"moves": [tuple(row) for row in bad]})
+        with pytest.raises(RecordError, match="does not replay"):
+            with_messages(record)
+    with pytest.raises(UnknownGameError):
+        with_messages(moves.model_copy(update={"game": "deepeval_no_such_game()"}))
+    with pytest.raises(RecordError, match="moves are not rows"):
+        MatchRecord.from_dict({**json.loads(moves.to_json()), "moves": [[1, 2]]})
+
+
+def test_the_html_report_shows_a_moves_record_with_its_replayed_messages(caplog: pytest.LogCaptureFixture) -> None:
+    full, moves = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_full_contributor"], 3)
+    shown = transcript_json(MatchRecord.from_json(moves.to_json()), "run")
+    assert shown["messages"] == transcript_json(full, "run")["messages"] and shown["messages"]
+    broken = moves.model_copy(update={"game": "deepeval_no_such_game()"})
+    with caplog.at_level(logging.WARNING, logger="deepeval_games.html_report"):
+        assert transcript_json(broken, "run")["messages"] == []
+    assert "shown without messages" in caplog.text
+
+
+def test_the_transcript_setting_is_checked_and_stays_out_of_the_spec_hash() -> None:
+    base = _spec("hash", list(PGG_BOTS[:4]))
+    full = _spec("hash", list(PGG_BOTS[:4]), transcript="full")
+    assert parse_spec(base).content_hash() == parse_spec(full).content_hash()
+    with pytest.raises(Exception, match="transcript"):
+        parse_spec(_spec("hash", list(PGG_BOTS[:4]), transcript="some"))
