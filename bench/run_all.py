@@ -26,7 +26,9 @@ workers2    the same with ``--workers 2`` ÷ one process                        
 ========== ====================================================================================== =========
 
 The raw litellm sides replay the engine's own calls (messages, sampling settings, seeds) in the engine's pattern;
-the sandbox figure takes ``--sandbox-programs`` programs spread over the MBPP test split.
+the sandbox figure takes ``--sandbox-programs`` programs spread over the MBPP test split. The ``scripted`` run stores
+its matches as their moves (``transcript = "auto"``, the default since record version 5: its seats read fields, so no
+observation text is rendered while it plays); its notes give the same run with ``transcript = "full"`` beside it.
 """
 
 from __future__ import annotations
@@ -296,10 +298,14 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
             start = time.perf_counter()  # for comparison, not the figure: the same run in one process
             run_experiment(scripted_spec(matches, workers=1), work / f"scripted-one-{n}")
             one_gps = matches / (time.perf_counter() - start)
+            start = time.perf_counter()  # and with every record's whole transcript stored (transcript = "full")
+            run_experiment(scripted_spec(matches, transcript="full"), work / f"scripted-full-{n}")
+            full_gps = matches / (time.perf_counter() - start)
             figure.notes.append(
                 f"{matches} matches: run {run_gps:.0f} games/s, bare loop {bare_gps:.0f} games/s; this process's CPU "
                 f"per match {run_cpu / matches * 1e6:.0f} vs {bare_cpu / matches * 1e6:.0f} us; auto: {verdict}; "
-                f"in one process (--workers 1) {one_gps:.0f} games/s, ratio {one_gps / bare_gps:.3f}"
+                f"in one process (--workers 1) {one_gps:.0f} games/s, ratio {one_gps / bare_gps:.3f}; "
+                f'transcript = "full" {full_gps:.0f} games/s, ratio {full_gps / bare_gps:.3f}'
             )
     finally:
         runner_log.removeHandler(handler)
