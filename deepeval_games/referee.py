@@ -826,10 +826,14 @@ class _Match:
                 action, decision = self.resolve(seat, observation, decision)
                 self.record_move(seat, action, decision, latency, observation.action_to_string)
             joint[seat] = action
+        self.apply_round(kind, joint, asked[0][0])
+
+    def apply_round(self, kind: str, joint: list[int], first: int) -> None:
+        """Apply a round's moves: the joint move at a simultaneous node, else the move of ``first``, its one seat."""
         if kind is _SIMULTANEOUS:
             self.state.apply_actions(joint)
         else:
-            self.state.apply_action(joint[asked[0][0]])
+            self.state.apply_action(joint[first])
         self.step += 1
 
     def pick(self, seat: int, legal: list[int]) -> tuple[Decision, float]:
@@ -1085,11 +1089,7 @@ class _Match:
                     raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
                 append((rnd, seat, action, namer(seat, action), latency))
                 joint[seat] = action
-            if kind is _SIMULTANEOUS:
-                self.state.apply_actions(joint)
-            else:
-                self.state.apply_action(joint[asked[0][0]])
-            self.step += 1
+            self.apply_round(kind, joint, asked[0][0])
 
     def run_lean(self, max_rounds: int) -> None:
         """:meth:`run` for a match of classical players that read no view (every seat :attr:`lean`) in a sequential
