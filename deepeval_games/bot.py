@@ -489,6 +489,9 @@ class FieldsBot(SyncBot):
     :meth:`move_from_fields` with the fields it computed to deliver the seat's view (:func:`reads_fields_only`).
 
     A subclass that overrides :meth:`respond` (or :meth:`~DeepEvalBot.act`) is asked through it as any other bot.
+    A match of such bots may be stored as its moves (:mod:`deepeval_games.transcript`): the referee then asks them
+    without rendering the seats' observation text, so a game's ``observation_fields`` must not depend on its text
+    having been read first.
     """
 
     def move_from_fields(self, fields: Mapping[str, Any]) -> int:

@@ -40,7 +40,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from deepeval_games.bot import CallAttempt, Outcome
 from deepeval_games.errors import DeepEvalError
@@ -192,9 +192,25 @@ class MatchRecord(BaseModel):
     moves: list[MoveRow] | None = None
     """Under ``transcript = "moves"``: every turn, in order, as a row of :data:`MOVE_ROW`; None otherwise."""
 
+    @model_validator(mode="after")
+    def _moves_agree(self) -> MatchRecord:
+        """``moves`` is given exactly when ``transcript`` is ``moves`` (checked when a record is read)."""
+        if (self.transcript == "moves") != (self.moves is not None):
+            given = "given" if self.moves is not None else "None"
+            raise ValueError(f"transcript {self.transcript!r} with moves {given}")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (enums as their string values)."""
-        return self.model_dump(mode="json")
+        """Plain JSON-able form (enums as their string values). A ``moves`` record is written as it is stored: its
+        rows, and no turns (those reading rebuilt are left out: the rows stand for them; see :meth:`_as_stored`)."""
+        return self._as_stored().model_dump(mode="json")
+
+    def _as_stored(self) -> MatchRecord:
+        """This record, or for a ``moves`` record read back (its turns rebuilt from its rows, unchanged since) a copy
+        without them. Turns changed after reading are kept beside the rows (reading then keeps them as they are)."""
+        if self.moves is not None and self.turns and self.turns == turns_of_moves(self.moves):
+            return self.model_copy(update={"turns": []})
+        return self
 
     def to_json(self) -> str:
         """The record as one line of JSON (the form the store keeps), written in one pass by pydantic's serializer:
@@ -202,12 +218,12 @@ class MatchRecord(BaseModel):
 
         (orjson writes a 20-turn Public Goods record in about half the time, but writes an infinite or NaN float
         as ``null``; a walk over the record that would catch those costs more than the difference.)"""
-        return self.model_dump_json()
+        return self._as_stored().model_dump_json()
 
     def to_json_bytes(self) -> bytes:
         """:meth:`to_json` as UTF-8 bytes, written by pydantic's serializer itself (``to_json`` decodes these very
         bytes into text): what a worker process sends, so a 20 kB record is neither decoded nor encoded again."""
-        return type(self).__pydantic_serializer__.to_json(self)
+        return type(self).__pydantic_serializer__.to_json(self._as_stored())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchRecord:

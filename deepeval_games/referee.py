@@ -1175,9 +1175,9 @@ comes instead)."""
 
 _PLAYED_FIELDS = frozenset(("match_id", "game", "seats", "returns", "turns", "seed", "players", "roles", "messages"))
 _PLAYED_FIELDS |= {"metrics", "started_at", "wall_time_s"}
+"""The fields :func:`play_match` sets in a record (the rest keep their plain defaults: the runner fills some in)."""
 _PLAYED_MOVES_FIELDS = _PLAYED_FIELDS | {"transcript", "moves"}
 """The fields :func:`play_match` sets in a record of ``transcript="moves"``."""
-"""The fields :func:`play_match` sets in a record (the rest keep their plain defaults: the runner fills some in)."""
 if not set(_RECORD_FACTORIES) <= _PLAYED_FIELDS <= set(_RECORD_TEMPLATE):
     raise TypeError("_PLAYED_FIELDS must be fields of MatchRecord and name every field a factory makes")
 

@@ -220,7 +220,7 @@ def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
         light = turn.model_copy(update=update)
         key = _turn_key(light) if interned is not None else None
         turns.append(light if key is None or interned is None else interned.setdefault(key, light))
-    update = {"turns": turns, "messages": []}
+    update = {"turns": turns, "messages": [], "moves": None}  # a moves record's rows: its turns are rebuilt
     if interned is not None:
         update.update(
             seats=_shared(interned, record.seats),

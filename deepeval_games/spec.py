@@ -245,10 +245,11 @@ class ExperimentTable(BaseModel):
     game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
     transcript: Literal["auto", "full"] = "auto"
     """How records keep a match's transcript. ``auto``: a match whose every seat is a scripted bot that moves from its
-    observation fields (the Public Goods baselines), without a judge, is stored as its moves (``transcript = "moves"``
-    in the record, about 1.5 kB instead of 20 kB for a four-seat Public Goods match); reading it rebuilds its turns and
-    :func:`deepeval_games.transcript.with_messages` its messages, as the HTML report does. ``full``: every record keeps
-    its turns and message pool as played. Run setting: not part of the spec hash (a run may hold both kinds)."""
+    observation fields (the Public Goods baselines), without a judge or scorers, is stored as its moves
+    (``transcript = "moves"`` in the record, about 1.5 kB instead of 21 kB for a four-seat Public Goods match); reading
+    it rebuilds its turns and :func:`deepeval_games.transcript.with_messages` its messages, as the HTML report does.
+    ``full``: every record keeps its turns and message pool as played. Run setting: not part of the spec hash (a run
+    may hold both kinds)."""
     max_concurrency: int = Field(default=8, ge=1)
     """Matches played at once. Run setting: not part of the spec hash."""
     max_match_attempts: int = Field(default=3, ge=1)

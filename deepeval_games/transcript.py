@@ -1,13 +1,13 @@
 """A derived transcript's messages, rebuilt by replaying its moves.
 
 A match whose every seat is a scripted bot that moves from its observation fields alone
-(:class:`~deepeval_games.bot.FieldsBot`, the Public Goods baselines), played without a judge and with every move
-legal, is fully determined by its game, its seed and its moves: the referee would tell each seat the same things
+(:class:`~deepeval_games.bot.FieldsBot`, the Public Goods baselines), played without a judge or scorers and with every
+move legal, is fully determined by its game, its seed and its moves: the referee would tell each seat the same things
 again. Such a match may be stored as its moves only (:attr:`~deepeval_games.records.MatchRecord.transcript`
-``moves``, schema version 5): a few hundred bytes instead of about 20 kB for a four-seat, five-round Public Goods
-match, and nothing of the pool is built while it is played. Reading the record rebuilds its turns from the rows;
+``moves``, schema version 5): about 1.5 kB instead of 21 kB for a four-seat, five-round Public Goods match, and
+nothing of the pool is built while it is played. Reading the record rebuilds its turns from the rows;
 :func:`with_messages` rebuilds its message pool by playing the match again through the referee, each seat answering
-its recorded moves.
+its recorded moves (about 0.6 ms a match).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def with_messages(record: MatchRecord) -> MatchRecord:
 
     Raises:
         RecordError: the moves do not replay (another seat, action or round than recorded, other returns, too few or
-            too many moves): the record does not belong to this version of its game.
+            too many moves, a move the game refuses): the record does not belong to this version of its game.
         UnknownGameError: the record's game is not registered here.
     """
     if record.transcript != "moves":
@@ -73,8 +73,8 @@ def with_messages(record: MatchRecord) -> MatchRecord:
     match = play_match(game, bots, seed=record.seed, match_id=record.match_id, seat_names=record.seats)
     try:
         replayed = _finished(match)
-    except RecordError as exc:
-        raise RecordError(f"match record {record.match_id!r} does not replay: {exc}") from exc
+    except Exception as exc:  # a bot asked past its moves, a move the game refuses, a match that does not end
+        raise RecordError(f"match record {record.match_id!r} does not replay: {type(exc).__name__}: {exc}") from exc
     played = [(t.round, t.seat, t.action, t.action_string, t.text) for t in replayed.turns]
     recorded = [(t.round, t.seat, t.action, t.action_string, t.text) for t in turns]
     if played != recorded or replayed.returns != record.returns:

@@ -106,6 +106,53 @@ def test_a_moves_record_replays_to_the_full_record(
         assert whole.canonical() == full.canonical()
 
 
+def test_a_moves_record_read_back_is_written_as_it_was_stored(tmp_path: Path) -> None:
+    """Reading rebuilds the turns; writing leaves them out again (the rows stand for them): a record read from one
+    store and committed to another (as the Ray executor's records are) is stored as small as it was played."""
+    _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
+    text = moves.to_json()
+    back = MatchRecord.from_json(text)
+    assert back.turns and back.to_json() == text and back.to_json_bytes() == text.encode()
+    assert back.to_dict() == json.loads(text)
+    with Store(tmp_path / "run") as store:
+        store.commit(back)
+    [line] = _lines(tmp_path / "run")
+    assert line["turns"] == [] and line == json.loads(text)
+    back.turns[0].latency_s = 9.0  # changed after reading: kept beside the rows, and read back as changed
+    edited = MatchRecord.from_json(back.to_json())
+    assert edited.turns[0].latency_s == 9.0 and edited.moves == moves.moves and edited.turns == back.turns
+
+
+def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
+    from deepeval_games.report import slim
+
+    _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
+    light = slim(MatchRecord.from_json(moves.to_json()))
+    assert light.moves is None and len(light.turns) == 20
+
+
+def test_a_replay_that_fails_any_other_way_is_a_record_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import deepeval_games.transcript as transcript
+
+    _, moves = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_random"], 1)
+
+    async def broken(*args: Any, **kwargs: Any) -> MatchRecord:
+        raise RuntimeError("did not end within 3 rounds")
+
+    monkeypatch.setattr(transcript, "play_match", broken)
+    with pytest.raises(RecordError, match="does not replay: RuntimeError: did not end"):
+        with_messages(moves)
+
+
+def test_transcript_and_moves_must_agree() -> None:
+    _, moves = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_random"], 1)
+    data = json.loads(moves.to_json())
+    with pytest.raises(RecordError, match="transcript 'full' with moves given"):
+        MatchRecord.from_dict({**data, "transcript": "full"})
+    with pytest.raises(RecordError, match="transcript 'moves' with moves None"):
+        MatchRecord.from_dict({**data, "moves": None})
+
+
 def test_a_full_record_is_its_own_transcript() -> None:
     full, _ = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_random"], 1)
     assert with_messages(full) is full

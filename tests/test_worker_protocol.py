@@ -96,7 +96,7 @@ def test_a_worker_sends_record_lines_in_one_write_and_counters_when_they_change(
     for i, planned in enumerate(plan):
         record = MatchRecord.from_dict(json.loads(texts[i]))
         assert record.match_id == planned.match_id and record.repeat == planned.repeat
-        assert texts[i] == MatchRecord.model_validate_json(texts[i]).to_json()  # as to_json wrote it
+        assert texts[i] == record.to_json()  # as to_json wrote it (a moves record's rebuilt turns left out again)
     assert error["id"] == 99 and error["error"]["kind"] == "error"
     # a scripted run's counters never change: they are sent once, before the first result
     assert messages[0] == "counters" and messages.count("counters") == 1
