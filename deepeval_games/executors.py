@@ -145,7 +145,8 @@ only commits (``max_concurrency`` too small to keep it a share), such cheap matc
 AUTO_SCRIPTED_MIN_WORK_S = 1.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
 pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (about half a
-second; :func:`prestart` starts it while the run is planned and probed)."""
+second; :func:`prestart` starts it while the run is planned and probed, and a driver that plays too plays on while its
+workers start: :attr:`ProcessExecutor.lazy`)."""
 _PRESTART_MATCH_S = 300e-6
 """What :func:`prestart` supposes a scripted match may cost (a four-seat Public Goods match, about that much) when it
 decides, before the probe, whether a run may use workers."""
@@ -336,10 +337,15 @@ class ProcessExecutor:
     single process would); on leaving, the workers are stopped and their counters added to ``runtime``.
     """
 
-    def __init__(self, spec: ExperimentSpec, workers: int, runtime: Any, *, modules: Iterable[str] = ()) -> None:
-        """An executor of ``workers`` processes for ``spec``; ``runtime`` is the driver's model runtime (or None)."""
+    def __init__(
+        self, spec: ExperimentSpec, workers: int, runtime: Any, *, modules: Iterable[str] = (), lazy: bool = False
+    ) -> None:
+        """An executor of ``workers`` processes for ``spec``; ``runtime`` is the driver's model runtime (or None).
+        ``lazy``: entering it starts no worker; the first :meth:`submit_nowait` then asks for them
+        (:meth:`start_missing`), so a driver that plays too can play on while they start."""
         self.spec = spec
         self.workers = workers
+        self.lazy = lazy
         self.runtime = runtime
         self.modules = list(modules)
         self.deaths = 0
@@ -357,8 +363,9 @@ class ProcessExecutor:
         self._releasing: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> ProcessExecutor:
-        for _ in range(self.workers):
-            await self._start()
+        if not self.lazy:
+            for _ in range(self.workers):
+                await self._start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

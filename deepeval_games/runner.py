@@ -308,16 +308,31 @@ class _Runner(MatchPlayer):
             if wake is not None and not wake.done() and (fatal or not started or not (waiting or in_flight)):
                 wake.set_result(None)
 
+        starting: asyncio.Future[None] | None = None  # workers being started (start_missing)
+
+        async def started() -> None:
+            """Wait for the workers being started; a failure to start them stops the run."""
+            nonlocal starting
+            assert starting is not None
+            try:
+                await starting
+            except (FatalRunError, SpecError) as exc:
+                fatal.append(exc)
+            finally:
+                starting = None
+
         executor.sink = settle
         try:
             while True:
-                if not fatal and not refill():
-                    try:
-                        await executor.start_missing()
-                    except (FatalRunError, SpecError) as exc:
-                        fatal.append(exc)
-                    continue
+                if not fatal and not refill():  # a worker must be started first
+                    if starting is None:
+                        starting = asyncio.ensure_future(executor.start_missing())
+                    if not (here and waiting) or starting.done():  # (a driver that plays plays on meanwhile)
+                        await started()
+                        continue
                 if not in_flight and (fatal or not waiting):
+                    if starting is not None:  # the driver played everything while they started
+                        await started()
                     break  # done; or stopped, once the matches in flight are committed (as run() lets them finish)
                 if here and waiting and not fatal:  # the workers have their fill: play one here, then take theirs
                     planned, attempt = waiting.popleft()
@@ -339,6 +354,8 @@ class _Runner(MatchPlayer):
                 wake = None
         finally:
             executor.sink = None
+            if starting is not None and not starting.done():  # stopped from outside: the executor closes what started
+                starting.cancel()
         if fatal:
             raise fatal[0]
 
@@ -405,7 +422,8 @@ async def _executor(runner: _Runner, workers: int | str | None, matches: int) ->
     else:
         log.info("playing %d matches in %d worker processes", matches, count)
     modules = spec_modules(runner.spec, runner.games.values())
-    async with ProcessExecutor(runner.spec, started, runner.runtime, modules=modules) as executor:
+    # the driver that plays too plays on while its workers start (the fork server may still be importing the tasks)
+    async with ProcessExecutor(runner.spec, started, runner.runtime, modules=modules, lazy=plays_too) as executor:
         runner.executor, runner.plays_too = executor, plays_too
         try:
             yield

@@ -13,6 +13,7 @@ from deepeval_games import InfrastructureError, parse_spec, run_experiment
 from deepeval_games.match_play import MatchPlayer
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import PlannedMatch, plan_matches
+from tests.worker_io import ready_fork_server, slow_driver
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -43,18 +44,59 @@ def _count_here(monkeypatch: pytest.MonkeyPatch, fail: dict[str, BaseException] 
     return here
 
 
+def _worker_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Note the matches whose records came from a worker process."""
+    from deepeval_games.runner import _Runner
+
+    theirs: list[str] = []
+    original = _Runner.played_json
+
+    def played_json(self: _Runner, match_id: str, text: str | bytes) -> None:
+        theirs.append(match_id)
+        original(self, match_id, text)
+
+    monkeypatch.setattr(_Runner, "played_json", played_json)
+    return theirs
+
+
 def test_the_driver_plays_beside_one_worker_fewer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    spec = _spec(4)  # 24 matches, 7 in flight in the worker at most
+    ready_fork_server()
+    spec = _spec(200)  # 1,200 matches, 7 in flight in the worker at most
     one = run_experiment(spec, tmp_path / "one", workers=1)
-    here = _count_here(monkeypatch)
+    here, theirs = _count_here(monkeypatch), _worker_matches(monkeypatch)
     caplog.set_level(logging.INFO, logger="deepeval_games")
     two = run_experiment(spec, tmp_path / "two", workers=2)
-    assert "playing 24 matches in 2 processes: this one and 1 worker process(es)" in caplog.text
-    assert two.played == 24 and not two.failed
-    assert 1 <= len(here) < 24  # the worker had the first ones sent to it; the driver played while it was full
+    assert "playing 1200 matches in 2 processes: this one and 1 worker process(es)" in caplog.text
+    assert two.played == 1200 and not two.failed
+    assert here and theirs and sorted(here + theirs) == sorted(m.match_id for m in plan_matches(parse_spec(spec)))
     assert _canonical(two.records) == _canonical(one.records)
+
+
+def test_the_driver_plays_while_its_workers_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that takes long to start (a fork server still importing the tasks) costs the run no time: the driver
+    plays the first matches meanwhile, and the worker its share once it is up."""
+    import asyncio
+
+    from deepeval_games.executors import ProcessExecutor
+
+    spec = _spec(20)  # 120 matches
+    theirs = _worker_matches(monkeypatch)
+    here = slow_driver(monkeypatch, after=30)  # once the worker may be up, this process takes its time
+    ready_fork_server()
+    start = ProcessExecutor._start
+
+    async def slow_start(self: ProcessExecutor) -> Any:
+        while len(here) < 30:  # up only once the driver has played 30 matches
+            await asyncio.sleep(0.001)
+        return await start(self)
+
+    monkeypatch.setattr(ProcessExecutor, "_start", slow_start)
+    run = run_experiment(spec, tmp_path / "run", workers=2)
+    plan = [m.match_id for m in plan_matches(parse_spec(spec))]
+    assert run.played == 120 and not run.failed
+    assert here[:30] == plan[:30] and theirs and sorted(here + theirs) == sorted(plan)
 
 
 def test_with_one_match_at_a_time_the_driver_only_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,7 +110,7 @@ def test_the_driver_handles_its_own_matches_failures_as_the_workers_ones(
 ) -> None:
     spec = _spec(4)
     plan = plan_matches(parse_spec(spec))
-    first_here = plan[7].match_id  # the worker is sent the first 7 (max_concurrency 8, one kept for here)
+    first_here = plan[0].match_id  # the driver plays the first while its worker starts
     one = run_experiment(spec, tmp_path / "one", workers=1)
 
     here = _count_here(monkeypatch, {first_here: ValueError("a bug in a bot")})

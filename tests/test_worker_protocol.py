@@ -15,7 +15,7 @@ from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.store import JSONL_NAME, Store
-from tests.worker_io import read_exactly, read_line, worker_in_thread
+from tests.worker_io import read_exactly, read_line, ready_fork_server, slow_driver, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -39,6 +39,8 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     one = run_experiment(_spec(12), tmp_path / "one", workers=1)
     assert calls == ["to_json_bytes"] * 12  # one process: each record serialised once, here, never decoded
     calls.clear()
+    ready_fork_server()
+    slow_driver(monkeypatch)  # the worker takes a share of even these 12 matches
     two = run_experiment(_spec(12), tmp_path / "two", workers=2)
     assert two.played == 12 and not two.failed
     # the driver plays some matches itself (serialising each once) beside one worker, whose records it commits as

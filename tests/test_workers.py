@@ -261,6 +261,17 @@ def _workers(driver: int) -> list[int]:
     return [worker for child in _children(driver) for worker in _children(child)]
 
 
+def _wait_for_workers(driver: subprocess.Popen[bytes], timeout_s: float = 20) -> list[int]:
+    """The driver's worker processes once it has some (the driver plays on while they start), or [] if it ended."""
+    deadline = time.monotonic() + timeout_s
+    while driver.poll() is None and time.monotonic() < deadline:
+        workers = _workers(driver.pid)
+        if workers:
+            return workers
+        time.sleep(0.01)
+    return []
+
+
 def _committed(out: Path) -> int:
     try:
         with sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True, timeout=1) as db:
@@ -292,7 +303,7 @@ def test_sigkill_driver_and_workers_at_random_points_then_resume(tmp_path: Path)
         )
         _wait_for_progress(driver, out, rng.randint(1, 3))
         if kill_worker and driver.poll() is None:
-            workers = _workers(driver.pid)
+            workers = _wait_for_workers(driver)
             if workers:
                 os.kill(rng.choice(workers), signal.SIGKILL)
                 kills["worker"] += 1

@@ -70,3 +70,30 @@ def worker_in_thread(spec: Mapping[str, Any]) -> Iterator[tuple[socket.socket, d
         os.environ.clear()
         os.environ.update(environ)
         os.chdir(cwd)
+
+
+def ready_fork_server() -> None:
+    """Wait until this process's fork server has imported the tasks, so a worker then starts in milliseconds (a
+    driver that plays too plays on while its workers start: a small run could otherwise end before they are up)."""
+    from deepeval_games.fork_server import fork_server
+
+    _, ours = fork_server(False).fork()
+    ours.close()  # that worker ends at once: its input is closed
+
+
+def slow_driver(monkeypatch: Any, after: int = 1, delay_s: float = 0.002) -> list[str]:
+    """Make the matches the driver plays itself, from its ``after``-th on, take ``delay_s`` longer (awaited), so its
+    worker takes a share even of a small run; returns the ids of the matches the driver played, in order."""
+    from deepeval_games.match_play import MatchPlayer
+
+    here: list[str] = []
+    play = MatchPlayer.play
+
+    async def slow_play(self: Any, planned: Any) -> Any:
+        here.append(planned.match_id)
+        if len(here) > after:
+            await asyncio.sleep(delay_s)
+        return await play(self, planned)
+
+    monkeypatch.setattr(MatchPlayer, "play", slow_play)
+    return here
