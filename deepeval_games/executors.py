@@ -51,6 +51,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -211,6 +212,23 @@ def prestart(spec: ExperimentSpec, workers: int | str | None, matches: int) -> N
 # -- the driver side ---------------------------------------------------------------------------------------------
 
 
+async def _forked(models: bool) -> tuple[int, socket.socket]:
+    """A worker forked by the fork server (in a thread: the server may still be importing the tasks): its pid and the
+    driver's end of its socket. Cancelled meanwhile, the fork still happens in its thread; its socket is then closed
+    as soon as it comes, so the new worker ends at once (its input closed)."""
+    fork = asyncio.ensure_future(asyncio.to_thread(lambda: fork_server(models).fork()))
+    try:
+        return await asyncio.shield(fork)
+    except asyncio.CancelledError:
+        fork.add_done_callback(_close_unwanted)
+        raise
+
+
+def _close_unwanted(fork: asyncio.Future[tuple[int, socket.socket]]) -> None:
+    if not fork.cancelled() and fork.exception() is None:
+        fork.result()[1].close()
+
+
 @dataclass
 class _Process:
     index: int
@@ -341,8 +359,9 @@ class ProcessExecutor:
         self, spec: ExperimentSpec, workers: int, runtime: Any, *, modules: Iterable[str] = (), lazy: bool = False
     ) -> None:
         """An executor of ``workers`` processes for ``spec``; ``runtime`` is the driver's model runtime (or None).
-        ``lazy``: entering it starts no worker; the first :meth:`submit_nowait` then asks for them
-        (:meth:`start_missing`), so a driver that plays too can play on while they start."""
+        ``lazy``: entering it starts no worker (:meth:`submit_nowait` refuses matches until the caller has started
+        them with :meth:`start_missing`; :meth:`play_json` starts them itself), so a driver that plays too can play
+        on while they start."""
         self.spec = spec
         self.workers = workers
         self.lazy = lazy
@@ -374,15 +393,19 @@ class ProcessExecutor:
     async def _start(self) -> _Process:
         models = self.spec.uses_models()
         try:
-            pid, ours = await asyncio.to_thread(lambda: fork_server(models).fork())
+            pid, ours = await _forked(models)
         except OSError:  # the fork server died: start another once
             try:
-                pid, ours = await asyncio.to_thread(lambda: fork_server(models).fork())
+                pid, ours = await _forked(models)
             except OSError as exc:
                 raise FatalRunError(f"cannot start worker processes ({exc}); run with --workers 1") from exc
         process = _Process(self._started, pid)
         process.closed = asyncio.get_running_loop().create_future()
-        await asyncio.get_running_loop().create_unix_connection(lambda: _Channel(self, process), sock=ours)
+        try:
+            await asyncio.get_running_loop().create_unix_connection(lambda: _Channel(self, process), sock=ours)
+        except BaseException:  # cancelled (the run stopped while its workers started): the new worker ends on EOF
+            ours.close()
+            raise
         self._started += 1
         init = {
             "op": "init",

@@ -324,15 +324,18 @@ class _Runner(MatchPlayer):
         executor.sink = settle
         try:
             while True:
-                if not fatal and not refill():  # a worker must be started first
+                pending = starting is not None and not starting.done()  # (refill would only be refused meanwhile)
+                if not fatal and waiting and (pending or not refill()):  # a worker must be started first
                     if starting is None:
                         starting = asyncio.ensure_future(executor.start_missing())
+                        starting.add_done_callback(_retrieved)  # its failure is read here, or left when stopping
                     if not (here and waiting) or starting.done():  # (a driver that plays plays on meanwhile)
                         await started()
                         continue
                 if not in_flight and (fatal or not waiting):
-                    if starting is not None:  # the driver played everything while they started
-                        await started()
+                    if starting is not None:  # the driver played everything, or stopped, while they started
+                        starting.cancel()  # (a worker forked meanwhile ends at once; the executor closes the rest)
+                        await asyncio.wait([starting])
                     break  # done; or stopped, once the matches in flight are committed (as run() lets them finish)
                 if here and waiting and not fatal:  # the workers have their fill: play one here, then take theirs
                     planned, attempt = waiting.popleft()
@@ -354,10 +357,17 @@ class _Runner(MatchPlayer):
                 wake = None
         finally:
             executor.sink = None
-            if starting is not None and not starting.done():  # stopped from outside: the executor closes what started
+            if starting is not None:  # stopped from outside: the executor closes what started
                 starting.cancel()
         if fatal:
             raise fatal[0]
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Read a finished future's failure so that asyncio never reports it as unretrieved (its owner may have stopped
+    waiting for it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _out_dir(out_dir: str | Path) -> Path:

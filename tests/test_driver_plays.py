@@ -13,7 +13,8 @@ from deepeval_games import InfrastructureError, parse_spec, run_experiment
 from deepeval_games.match_play import MatchPlayer
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import PlannedMatch, plan_matches
-from tests.worker_io import ready_fork_server, slow_driver
+from deepeval_games.store import Store
+from tests.worker_io import slow_driver
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -44,32 +45,16 @@ def _count_here(monkeypatch: pytest.MonkeyPatch, fail: dict[str, BaseException] 
     return here
 
 
-def _worker_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Note the matches whose records came from a worker process."""
-    from deepeval_games.runner import _Runner
-
-    theirs: list[str] = []
-    original = _Runner.played_json
-
-    def played_json(self: _Runner, match_id: str, text: str | bytes) -> None:
-        theirs.append(match_id)
-        original(self, match_id, text)
-
-    monkeypatch.setattr(_Runner, "played_json", played_json)
-    return theirs
-
-
 def test_the_driver_plays_beside_one_worker_fewer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ready_fork_server()
-    spec = _spec(200)  # 1,200 matches, 7 in flight in the worker at most
+    spec = _spec(4)  # 24 matches, 7 in flight in the worker at most
     one = run_experiment(spec, tmp_path / "one", workers=1)
-    here, theirs = _count_here(monkeypatch), _worker_matches(monkeypatch)
+    here, theirs = slow_driver(monkeypatch)  # from its second match, the driver waits for a worker's record
     caplog.set_level(logging.INFO, logger="deepeval_games")
     two = run_experiment(spec, tmp_path / "two", workers=2)
-    assert "playing 1200 matches in 2 processes: this one and 1 worker process(es)" in caplog.text
-    assert two.played == 1200 and not two.failed
+    assert "playing 24 matches in 2 processes: this one and 1 worker process(es)" in caplog.text
+    assert two.played == 24 and not two.failed
     assert here and theirs and sorted(here + theirs) == sorted(m.match_id for m in plan_matches(parse_spec(spec)))
     assert _canonical(two.records) == _canonical(one.records)
 
@@ -82,9 +67,7 @@ def test_the_driver_plays_while_its_workers_start(tmp_path: Path, monkeypatch: p
     from deepeval_games.executors import ProcessExecutor
 
     spec = _spec(20)  # 120 matches
-    theirs = _worker_matches(monkeypatch)
-    here = slow_driver(monkeypatch, after=30)  # once the worker may be up, this process takes its time
-    ready_fork_server()
+    here, theirs = slow_driver(monkeypatch, after=30)  # from the 31st, the driver waits for a worker's record
     start = ProcessExecutor._start
 
     async def slow_start(self: ProcessExecutor) -> Any:
@@ -123,3 +106,28 @@ def test_the_driver_handles_its_own_matches_failures_as_the_workers_ones(
     infra = run_experiment(spec, tmp_path / "infra", workers=2)
     assert here[0] == first_here and not infra.failed  # aborted once, rescheduled, played again
     assert _canonical(infra.records) == _canonical(one.records)
+
+
+def test_workers_that_cannot_start_stop_the_run_while_the_driver_plays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver played on while its workers failed to start: the run stops with the failure, keeps what the driver
+    committed, and no failure is left unread (asyncio's "Task exception was never retrieved")."""
+    import asyncio
+    import gc
+
+    from deepeval_games import FatalRunError
+    from deepeval_games.executors import ProcessExecutor
+
+    async def cannot_start(self: ProcessExecutor) -> Any:
+        await asyncio.sleep(0.01)
+        raise FatalRunError("cannot start worker processes (injected)")
+
+    monkeypatch.setattr(ProcessExecutor, "_start", cannot_start)
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    with pytest.raises(FatalRunError, match="injected"):
+        run_experiment(_spec(100), tmp_path / "run", workers=2)
+    gc.collect()
+    assert "never retrieved" not in caplog.text
+    with Store(tmp_path / "run", read_only=True) as store:
+        assert 0 < len(store.completed_ids()) < 600  # the driver's own matches, committed before the run stopped

@@ -21,7 +21,7 @@ from deepeval_games.executors import ProcessExecutor
 from deepeval_games.match_worker import RowReader, RowWriter
 from deepeval_games.schedule import plan_matches
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
-from tests.worker_io import read_line, worker_in_thread
+from tests.worker_io import read_line, slow_driver, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -175,9 +175,10 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
         return bars[-1]
 
     monkeypatch.setattr(runner._Runner, "progress_bar", bar)
+    here, theirs = slow_driver(monkeypatch)  # a worker surely plays some (the driver plays on while it starts)
     two = run_experiment(spec, tmp_path / "two", workers=2)
     monkeypatch.undo()
-    assert two.played == 30 and not two.failed
+    assert two.played == 30 and not two.failed and theirs and len(here) + len(theirs) == 30
     assert sum(batches) == 30 and peaks and max(peaks) <= 5  # max_concurrency holds across the two workers
     assert bars[0].n == 30  # the progress bar counted every match
     assert sorted(r.canonical()["match_id"] for r in two.records) == sorted(one.match_ids)

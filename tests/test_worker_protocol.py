@@ -15,7 +15,7 @@ from deepeval_games.match_worker import encode_planned
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.store import JSONL_NAME, Store
-from tests.worker_io import read_exactly, read_line, ready_fork_server, slow_driver, worker_in_thread
+from tests.worker_io import read_exactly, read_line, slow_driver, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
 
@@ -39,8 +39,7 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     one = run_experiment(_spec(12), tmp_path / "one", workers=1)
     assert calls == ["to_json_bytes"] * 12  # one process: each record serialised once, here, never decoded
     calls.clear()
-    ready_fork_server()
-    slow_driver(monkeypatch)  # the worker takes a share of even these 12 matches
+    slow_driver(monkeypatch)  # from its second match, the driver waits for a worker's record: the worker takes a share
     two = run_experiment(_spec(12), tmp_path / "two", workers=2)
     assert two.played == 12 and not two.failed
     # the driver plays some matches itself (serialising each once) beside one worker, whose records it commits as
@@ -58,12 +57,15 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     assert canonical == sorted((r.canonical() for r in one.records), key=lambda d: d["match_id"])
 
 
-def test_the_adaptive_rule_reads_worker_records_from_their_lines(tmp_path: Path) -> None:
+def test_the_adaptive_rule_reads_worker_records_from_their_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = _spec(2)
     spec["experiment"]["until_stable"] = {"rule": "adaptive", "max_repeats": 8, "epsilon": 0.5, "alpha": 0.2}
     one = run_experiment(spec, tmp_path / "one", workers=1)
+    _, theirs = slow_driver(monkeypatch)  # a worker surely plays some (the driver plays on while it starts)
     two = run_experiment(spec, tmp_path / "two", workers=2)
-    assert two.stopping.to_dict() == one.stopping.to_dict()
+    assert theirs and two.stopping.to_dict() == one.stopping.to_dict()
     assert two.match_ids == one.match_ids
 
 

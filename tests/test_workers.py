@@ -26,6 +26,7 @@ from deepeval_games.executors import AUTO_MIN_MATCHES, probe_matches, resolve_wo
 from deepeval_games.records import MatchRecord
 from deepeval_games.store import DB_NAME, JSONL_NAME, Store
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player
+from tests.worker_io import slow_driver
 
 REPO = Path(__file__).resolve().parent.parent
 PGG = "deepeval_public_goods(players=2,mode=1,alpha=1.6)"
@@ -134,11 +135,12 @@ def test_bad_workers_settings_are_spec_errors(tmp_path: Path, bad: Any) -> None:
 # -- same records as one process -------------------------------------------------------------------------------
 
 
-def test_scripted_records_equal_one_process(tmp_path: Path) -> None:
+def test_scripted_records_equal_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = _spec(repeats=3, max_concurrency=4)
     one = run_experiment(spec, tmp_path / "one", workers=1)
+    _, theirs = slow_driver(monkeypatch)  # a worker surely plays some (the driver plays on while it starts)
     two = run_experiment(spec, tmp_path / "two", workers=2)
-    assert one.played == two.played == 18 and not two.failed
+    assert one.played == two.played == 18 and not two.failed and theirs
     assert _canonical(two.records) == _canonical(one.records)
     # the driver was the only writer: the JSONL holds each match once, in the store's commit order
     lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
@@ -172,11 +174,12 @@ def test_failures_come_back_as_the_same_kinds(tmp_path: Path) -> None:
         run_experiment(_spec(bot="test_worker_fatal", max_concurrency=1), tmp_path / "fatal", workers=2)
 
 
-def test_adaptive_stopping_rule_runs_with_workers(tmp_path: Path) -> None:
+def test_adaptive_stopping_rule_runs_with_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = _spec(repeats=2, until_stable={"rule": "adaptive", "max_repeats": 6, "epsilon": 0.5, "alpha": 0.2})
     one = run_experiment(spec, tmp_path / "one", workers=1)
+    _, theirs = slow_driver(monkeypatch)
     two = run_experiment(spec, tmp_path / "two", workers=2)
-    assert two.stopping is not None and two.stopping.to_dict() == one.stopping.to_dict()
+    assert theirs and two.stopping is not None and two.stopping.to_dict() == one.stopping.to_dict()
     assert _canonical(two.records) == _canonical(one.records)
 
 

@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -72,28 +73,34 @@ def worker_in_thread(spec: Mapping[str, Any]) -> Iterator[tuple[socket.socket, d
         os.chdir(cwd)
 
 
-def ready_fork_server() -> None:
-    """Wait until this process's fork server has imported the tasks, so a worker then starts in milliseconds (a
-    driver that plays too plays on while its workers start: a small run could otherwise end before they are up)."""
-    from deepeval_games.fork_server import fork_server
-
-    _, ours = fork_server(False).fork()
-    ours.close()  # that worker ends at once: its input is closed
-
-
-def slow_driver(monkeypatch: Any, after: int = 1, delay_s: float = 0.002) -> list[str]:
-    """Make the matches the driver plays itself, from its ``after``-th on, take ``delay_s`` longer (awaited), so its
-    worker takes a share even of a small run; returns the ids of the matches the driver played, in order."""
+def slow_driver(monkeypatch: Any, after: int = 1, timeout_s: float = 30.0) -> tuple[list[str], list[str]]:
+    """Make the driver, from the ``after``-th match it plays itself on, wait before each of its matches until its
+    workers are up (at most ``timeout_s``), so that a worker surely takes a share of even a small run (a driver that
+    plays too plays on while its workers start, and then sends them matches). Returns the ids of the matches the
+    driver played and of those sent to a worker, in order."""
+    from deepeval_games.executors import ProcessExecutor
     from deepeval_games.match_play import MatchPlayer
 
     here: list[str] = []
-    play = MatchPlayer.play
+    theirs: list[str] = []
+    play, submit_nowait = MatchPlayer.play, ProcessExecutor.submit_nowait
 
-    async def slow_play(self: Any, planned: Any) -> Any:
+    async def slow_play(self: Any, planned: Any) -> Any:  # self: the runner (a MatchPlayer)
         here.append(planned.match_id)
-        if len(here) > after:
-            await asyncio.sleep(delay_s)
+        executor = getattr(self, "executor", None)
+        if len(here) > after and executor is not None:
+            deadline = time.monotonic() + timeout_s
+            while executor._missing() and time.monotonic() < deadline:  # (the driver then sends the worker matches)
+                await asyncio.sleep(0.001)
         return await play(self, planned)
 
+    def noting(self: Any, items: Any) -> bool:  # the matches sent to the workers (a batched run)
+        items = list(items)
+        sent = submit_nowait(self, items)
+        if sent:
+            theirs.extend(planned.match_id for planned, _ in items)
+        return sent
+
     monkeypatch.setattr(MatchPlayer, "play", slow_play)
-    return here
+    monkeypatch.setattr(ProcessExecutor, "submit_nowait", noting)
+    return here, theirs
