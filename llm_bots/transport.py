@@ -525,19 +525,6 @@ def _api_key(config: ModelConfig) -> tuple[ModelConfig, str | None]:
     return config, key
 
 
-def _litellm_kwargs(
-    config: ModelConfig,
-    api_key: str | None,
-    messages: Sequence[Mapping[str, Any]],
-    response_format: Any,
-    mock_response: Any,
-) -> dict[str, Any]:
-    """The keyword arguments of ``litellm.acompletion`` for one call, in this order: model, messages, timeout,
-    retries off, ``drop_params``, ``api_base``, ``api_key``, the sampling settings that are set, then
-    ``response_format`` and ``mock_response`` when given."""
-    return _plan_kwargs(_call_plan(config), api_key, messages, response_format, mock_response)
-
-
 def _plan_kwargs(
     plan: _CallPlan,
     api_key: str | None,
@@ -545,7 +532,9 @@ def _plan_kwargs(
     response_format: Any,
     mock_response: Any,
 ) -> dict[str, Any]:
-    """:func:`_litellm_kwargs` from the config's call plan."""
+    """The keyword arguments of ``litellm.acompletion`` for one call from the config's call plan, in this order: model,
+    messages, timeout, retries off, ``drop_params``, ``api_base``, ``api_key``, the sampling settings that are set,
+    then ``response_format`` and ``mock_response`` when given."""
     kwargs = {**plan.head, "messages": list(map(dict, messages)), **plan.tail}
     if api_key is not None:
         kwargs["api_key"] = api_key

@@ -152,12 +152,12 @@ def _plain_kwargs(config: ModelConfig, api_key: str | None, messages: list[dict[
 def test_the_call_plan_gives_litellm_the_arguments_read_per_call(config: ModelConfig) -> None:
     messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     for api_key in (None, "sk-1"):
-        kwargs = transport._litellm_kwargs(config, api_key, messages, None, None)
+        kwargs = transport._plan_kwargs(transport._call_plan(config), api_key, messages, None, None)
         assert kwargs == _plain_kwargs(config, api_key, messages)
         assert list(kwargs) == list(_plain_kwargs(config, api_key, messages))  # the same order too
         assert kwargs["messages"] is not messages and kwargs["messages"][0] is not messages[0]  # copies
     schema = {"type": "json_schema"}
-    with_schema = transport._litellm_kwargs(config, None, messages, schema, "mocked")
+    with_schema = transport._plan_kwargs(transport._call_plan(config), None, messages, schema, "mocked")
     assert with_schema["response_format"] is schema and with_schema["mock_response"] == "mocked"
     plan = transport._call_plan(config)
     assert transport._call_plan(config) is plan  # made once per config object
