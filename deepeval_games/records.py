@@ -267,18 +267,17 @@ class MatchRecord(BaseModel):
                 message = f"match record {data.get('match_id', '?')!r}: its moves are not rows of {MOVE_ROW}: {exc}"
                 raise RecordError(message) from exc
         try:
-            record = cls.model_validate(data)
+            return cls.model_validate(data)
         except ValidationError as exc:
             match_id = data.get("match_id", "?")
             message = f"match record {match_id!r} is not a valid record (version {SCHEMA_VERSION}): {exc}"
             raise RecordError(message) from exc
-        return record
 
     def canonical(self) -> dict[str, Any]:
         """The record without wall-clock measurements and transport attempts (how the calls were delivered:
         retries, waits): equal for equal seeds. A ``moves`` record's rows are given as its turns (as reading it back
         rebuilds them), so a record compares equal before and after it was stored."""
-        data = self.to_dict()
+        data = self.model_dump(mode="json")  # (not to_dict: a record read back keeps the turns it rebuilt)
         for key in TIMING_FIELDS:
             data.pop(key, None)
         moves = data.pop("moves", None)  # the rows are the turns, as a record read back has them

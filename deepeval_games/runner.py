@@ -329,7 +329,7 @@ class _Runner(MatchPlayer):
                     if starting is None:
                         starting = asyncio.ensure_future(executor.start_missing())
                         starting.add_done_callback(_retrieved)  # its failure is read here, or left when stopping
-                    if not (here and waiting) or starting.done():  # (a driver that plays plays on meanwhile)
+                    if not here or starting.done():  # (a driver that plays plays on meanwhile)
                         await started()
                         continue
                 if not in_flight and (fatal or not waiting):
