@@ -718,31 +718,17 @@ def _parse_response(
     """The completion of a 200 response; ``log`` holds the attempts before this one (this one is added)."""
     # each object's set fields are read from its own dict at once; a name not there goes through _field
     fields = _attrs(response)
-    choices = fields.get("choices", _MISSING)
-    if choices is _MISSING:
-        choices = _field(response, "choices")
+    choices = _get(fields, response, "choices")
     if not choices:
         raise _MalformedResponse(f"model {original.model!r}: response without choices")
     choice = choices[0]
     of_choice = _attrs(choice)
-    message = of_choice.get("message", _MISSING)
-    if message is _MISSING:
-        message = _field(choice, "message")
-    finish_reason = of_choice.get("finish_reason", _MISSING)
-    if finish_reason is _MISSING:
-        finish_reason = _field(choice, "finish_reason")
+    message = _get(of_choice, choice, "message")
+    finish_reason = _get(of_choice, choice, "finish_reason")
     of_message = _attrs(message)
-    text = of_message.get("content", _MISSING)
-    if text is _MISSING:
-        text = _field(message, "content")
-    text = text or ""
-    refusal_text = of_message.get("refusal", _MISSING)
-    if refusal_text is _MISSING:
-        refusal_text = _field(message, "refusal")
-    reported = fields.get("model", _MISSING)
-    if reported is _MISSING:
-        reported = _field(response, "model")
-    reported = str(reported or "")
+    text = _get(of_message, message, "content") or ""
+    refusal_text = _get(of_message, message, "refusal")
+    reported = str(_get(fields, response, "model") or "")
     if not model_id_matches(config.model, reported, original.accept_model_ids):
         raise ModelMismatchError(
             f"model {original.model!r}: the response reports model {reported!r}, which is not the configured "
@@ -753,12 +739,8 @@ def _parse_response(
         )
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
-    fingerprint = fields.get("system_fingerprint", _MISSING)
-    if fingerprint is _MISSING:
-        fingerprint = _field(response, "system_fingerprint")
-    reasoning = of_message.get("reasoning_content", _MISSING)
-    if reasoning is _MISSING:
-        reasoning = _field(message, "reasoning_content")
+    fingerprint = _get(fields, response, "system_fingerprint")
+    reasoning = _get(of_message, message, "reasoning_content")
     outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
     return Completion._of(
         {
@@ -828,6 +810,13 @@ def _field(obj: Any, name: str) -> Any:
         if gone:
             return None
     return getattr(obj, name, None)
+
+
+def _get(attrs: Mapping[str, Any], obj: Any, name: str) -> Any:
+    """``obj``'s field ``name``: read from ``attrs``, its own dict (:func:`_attrs`), where it is set there, else
+    through :func:`_field`."""
+    value = attrs.get(name, _MISSING)
+    return _field(obj, name) if value is _MISSING else value
 
 
 def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
