@@ -716,19 +716,16 @@ def _parse_response(
     log: Sequence[CallAttempt] = (),
 ) -> Completion:
     """The completion of a 200 response; ``log`` holds the attempts before this one (this one is added)."""
-    # each object's set fields are read from its own dict at once; a name not there goes through _field
-    fields = _attrs(response)
-    choices = _get(fields, response, "choices")
+    # each field is read by _field: from the object's own dict where it is set, without pydantic's slow path
+    choices = _field(response, "choices")
     if not choices:
         raise _MalformedResponse(f"model {original.model!r}: response without choices")
     choice = choices[0]
-    of_choice = _attrs(choice)
-    message = _get(of_choice, choice, "message")
-    finish_reason = _get(of_choice, choice, "finish_reason")
-    of_message = _attrs(message)
-    text = _get(of_message, message, "content") or ""
-    refusal_text = _get(of_message, message, "refusal")
-    reported = str(_get(fields, response, "model") or "")
+    message = _field(choice, "message")
+    finish_reason = _field(choice, "finish_reason")
+    text = _field(message, "content") or ""
+    refusal_text = _field(message, "refusal")
+    reported = str(_field(response, "model") or "")
     if not model_id_matches(config.model, reported, original.accept_model_ids):
         raise ModelMismatchError(
             f"model {original.model!r}: the response reports model {reported!r}, which is not the configured "
@@ -739,8 +736,8 @@ def _parse_response(
         )
     usage = _usage_dict(response)
     refused = finish_reason == "content_filter" or bool(refusal_text)
-    fingerprint = _get(fields, response, "system_fingerprint")
-    reasoning = _get(of_message, message, "reasoning_content")
+    fingerprint = _field(response, "system_fingerprint")
+    reasoning = _field(message, "reasoning_content")
     outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
     return Completion._of(
         {
@@ -770,14 +767,6 @@ _REFUSED = CallAttempt(status=Outcome.REFUSAL.value)
 """The last attempt of a call that got a reply (frozen: one object serves every call)."""
 
 _MISSING: Any = object()
-_NO_FIELDS: Mapping[str, Any] = {}
-
-
-def _attrs(obj: Any) -> Mapping[str, Any]:
-    """The instance dict of ``obj`` (its set fields, for a pydantic model), or an empty one."""
-    values = getattr(obj, "__dict__", None)
-    return values if isinstance(values, dict) else _NO_FIELDS
-
 
 _ABSENT: dict[type, dict[str, bool] | None] = {}
 """Per pydantic model class, per name: True when the class itself has no attribute ``name`` (no property, no class
@@ -810,13 +799,6 @@ def _field(obj: Any, name: str) -> Any:
         if gone:
             return None
     return getattr(obj, name, None)
-
-
-def _get(attrs: Mapping[str, Any], obj: Any, name: str) -> Any:
-    """``obj``'s field ``name``: read from ``attrs``, its own dict (:func:`_attrs`), where it is set there, else
-    through :func:`_field`."""
-    value = attrs.get(name, _MISSING)
-    return _field(obj, name) if value is _MISSING else value
 
 
 def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
