@@ -90,6 +90,10 @@ def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
     assert workers_after_probe(19_800, 0.12e-3) == min(cores, 19_800)
     assert workers_after_probe(9_800, 0.28e-3) == min(cores, 9_800)
     assert workers_after_probe(100, 1e-3) == 1  # 0.1 s left: not worth starting processes
+    # the rest of a run pays for workers from about half a second of it (executors.AUTO_SCRIPTED_MIN_WORK_S)
+    assert workers_after_probe(9_800, 0.15e-3) == min(cores, 9_800)  # 1.5 s left
+    assert workers_after_probe(4_000, 0.15e-3) == min(cores, 4_000)  # 0.6 s left
+    assert workers_after_probe(1_800, 0.15e-3) == 1  # 0.27 s left
     assert workers_after_probe(10_000, 1e-3) == min(cores, 10_000)
     assert workers_after_probe(4, 5.0) == min(cores, 4)  # a few slow matches (sandboxed programs)
 
