@@ -53,6 +53,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,11 +148,11 @@ AUTO_SCRIPTED_MIN_WORK_S = 0.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
 pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (about half a
 second; :func:`prestart` starts it while the run is planned and probed, and a driver that plays too plays on while its
-workers start: :attr:`ProcessExecutor.lazy`). Measured on two idle cores, a fresh interpreter per run, the four-seat
-Public Goods Game at 0.15 ms a match: with workers 1,500 matches (0.2 s left after the probe) took 0.60 s instead of
-0.41 s, 2,500 (0.35 s) the same 0.58 s, 3,000 (0.42 s) 0.63 s instead of 0.67 s, 4,000 (0.57 s) 0.73-0.82 s instead of
-0.87 s, 8,000 (1.2 s) 1.18 s instead of 1.52 s. (Until 4 December 2026 this was 1.5 s, set before the driver played
-on while its workers started.)"""
+workers start: :attr:`ProcessExecutor.lazy`): workers are up about half a second into a first run. Measured on two
+idle cores, a fresh interpreter per run, the four-seat Public Goods Game at 0.15 ms a match, with workers against
+without: 1,500 matches (0.2 s left after the probe) 0.37-0.44 s against 0.40-0.42 s, 2,500 (0.35 s) 0.59-0.66 s
+against 0.59 s, 4,000 (0.57 s) 0.72-0.73 s against 0.85-0.86 s, 8,000 (1.2 s) 1.14-1.17 s against 1.54-1.56 s. (Until
+4 December 2026 this was 1.5 s, set before the driver played on while its workers started.)"""
 _PRESTART_MATCH_S = 300e-6
 """What :func:`prestart` supposes a scripted match may cost (a four-seat Public Goods match, about that much) when it
 decides, before the probe, whether a run may use workers."""
@@ -217,15 +218,50 @@ def prestart(spec: ExperimentSpec, workers: int | str | None, matches: int) -> N
 
 
 async def _forked(models: bool) -> tuple[int, socket.socket]:
-    """A worker forked by the fork server (in a thread: the server may still be importing the tasks): its pid and the
-    driver's end of its socket. Cancelled meanwhile, the fork still happens in its thread; its socket is then closed
-    as soon as it comes, so the new worker ends at once (its input closed)."""
-    fork = asyncio.ensure_future(asyncio.to_thread(lambda: fork_server(models).fork()))
+    """A worker forked by the fork server (in a thread of its own: the server may still be importing the tasks): its
+    pid and the driver's end of its socket. Cancelled meanwhile, the fork still happens in its thread; its socket is
+    then closed as soon as it comes, so the new worker ends at once (its input closed).
+
+    The thread is a daemon, not one of the event loop's executor threads: a run that finishes before the server has
+    imported (cheap matches the driver played on alone) is not held at ``asyncio.run``'s end, which joins those
+    threads, until the server answers (about 0.2 s of a 0.4 s run of 1,500 PGG matches)."""
+    loop = asyncio.get_running_loop()
+    fork: asyncio.Future[tuple[int, socket.socket]] = loop.create_future()
+
+    def work() -> None:
+        outcome: tuple[tuple[int, socket.socket] | None, BaseException | None]
+        try:
+            outcome = (fork_server(models).fork(), None)
+        except BaseException as exc:  # handed to the awaiting coroutine, as asyncio.to_thread would
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(_settle_fork, fork, outcome)
+        except RuntimeError:  # the loop is closed: nobody waits for this worker
+            if outcome[0] is not None:
+                outcome[0][1].close()
+
+    threading.Thread(target=work, name="fork-worker", daemon=True).start()
     try:
         return await asyncio.shield(fork)
     except asyncio.CancelledError:
         fork.add_done_callback(_close_unwanted)
         raise
+
+
+def _settle_fork(
+    fork: asyncio.Future[tuple[int, socket.socket]],
+    outcome: tuple[tuple[int, socket.socket] | None, BaseException | None],
+) -> None:
+    """Hand a fork's outcome to its future (in the loop's thread); a worker nobody can take any more is let go."""
+    result, error = outcome
+    if fork.done():
+        if result is not None:
+            result[1].close()
+    elif error is not None:
+        fork.set_exception(error)
+    else:
+        assert result is not None
+        fork.set_result(result)
 
 
 def _close_unwanted(fork: asyncio.Future[tuple[int, socket.socket]]) -> None:

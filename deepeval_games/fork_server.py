@@ -381,6 +381,8 @@ class _ForkServer:
         theirs.close()
         self.control = ours
         self.lock = threading.Lock()
+        self.answered = False
+        """Whether the server has forked a worker yet (until then it may still be importing)."""
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -402,10 +404,16 @@ class _ForkServer:
             raise
         finally:
             theirs.close()
+        self.answered = True
         return int(answer), ours
 
     def close(self) -> None:
+        """Stop the server. One that has forked a worker stops as soon as its socket closes; one that has not may
+        still be importing (a run that ended before it was needed), and is killed rather than waited for: it has
+        made nothing yet. Its workers are processes of their own, stopped by their own sockets."""
         self.control.close()
+        if not self.answered:
+            self.proc.kill()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -98,6 +98,61 @@ def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
     assert workers_after_probe(4, 5.0) == min(cores, 4)  # a few slow matches (sandboxed programs)
 
 
+def test_a_run_done_before_its_fork_server_answers_is_not_held_by_the_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's fork waits in a thread while the fork server imports; a run that finished meanwhile (its start
+    cancelled) returns at once, and the worker forked later is let go (its socket closed)."""
+    import asyncio
+    import socket
+    import threading
+
+    release, forked, gave_up = threading.Event(), threading.Event(), threading.Event()
+    made: list[socket.socket] = []
+
+    class Importing:
+        def fork(self) -> tuple[int, socket.socket]:
+            if not release.wait(5):
+                gave_up.set()
+                raise OSError("the test never let the fork finish")
+            ours, theirs = socket.socketpair()
+            theirs.close()
+            made.append(ours)
+            forked.set()
+            return 12345, ours
+
+    monkeypatch.setattr(executors, "fork_server", lambda models: Importing())
+
+    async def run() -> None:
+        start = asyncio.ensure_future(executors._forked(False))
+        await asyncio.sleep(0.05)
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+
+    asyncio.run(run())  # asyncio.to_thread here would join the blocked thread until the fork gave up
+    assert not gave_up.is_set() and not forked.is_set()
+    release.set()
+    assert forked.wait(30)
+    deadline = time.monotonic() + 30
+    while made[0].fileno() != -1 and time.monotonic() < deadline:  # closed by the thread: the loop is gone
+        time.sleep(0.01)
+    assert made[0].fileno() == -1
+
+
+def test_a_fork_server_that_never_forked_is_killed_on_close_not_awaited() -> None:
+    """Closing a fork server that has not forked a worker yet (it may still be importing) kills it; one that has
+    forked stops by itself when its socket closes."""
+    from deepeval_games.fork_server import _ForkServer
+
+    idle = _ForkServer(False)
+    idle.close()
+    assert idle.proc.returncode == -signal.SIGKILL
+    used = _ForkServer(False)
+    pid, sock = used.fork()
+    sock.close()  # the worker ends: its input is closed
+    used.close()
+    assert used.proc.returncode == 0 and pid > 0
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: auto never starts worker processes")
 def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
