@@ -18,8 +18,9 @@ a young collection waits longer to be freed; nothing is frozen and nothing else 
 runtime closes, the middle collection the run put off, if the old thresholds make it due, is made (on the run's time,
 not on whatever the process does next) and the thresholds the process had before are put back, unless the program
 changed them meanwhile. A full collection is never forced: CPython makes one only once a quarter of the long-lived
-heap is new since the last, and forcing it at every run's end walked every object in the process (with litellm loaded,
-over 400,000 objects: about 0.2 s a run, 0.1 ms a model move of a 100-match run).
+heap is new since the last. Forcing one whenever the old thresholds made it due walked every object in the process:
+in a program that imported litellm before the engine (so its tables were not frozen, :func:`model_info.litellm`),
+about 430,000 objects, 0.2 s at the end of one run in three of a sequence of runs.
 
 Set ``DEEPEVAL_GAMES_GC`` to three numbers (``700,100,100``) to use other thresholds during runs, or to ``0`` to
 leave the collector alone. A process whose collector is off is left as it is, and a threshold already higher than
