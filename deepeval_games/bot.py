@@ -36,6 +36,7 @@ __all__ = [
     "StateBot",
     "SyncBot",
     "answers_at_once",
+    "answers_on_its_own",
     "make_observation",
     "observe",
     "reads_fields_only",
@@ -511,8 +512,14 @@ def reads_fields_only(bot: DeepEvalBot) -> bool:
     cls = type(bot)
     if not (isinstance(bot, FieldsBot) and cls.respond is FieldsBot.respond and cls.act is SyncBot.act):
         return False
-    own = getattr(bot, "__dict__", {})
-    return "respond" not in own and "act" not in own
+    return not answers_on_its_own(bot)
+
+
+def answers_on_its_own(bot: DeepEvalBot) -> bool:
+    """True when ``bot`` was given a ``respond`` or ``act`` as an attribute of its own (patched onto the instance,
+    not its class): what the referee learns of a bot from its class alone does not hold for it."""
+    own = getattr(bot, "__dict__", None)
+    return own is not None and ("respond" in own or "act" in own)
 
 
 def answers_at_once(bot: DeepEvalBot) -> bool:

@@ -42,6 +42,7 @@ from deepeval_games.bot import (
     SyncBot,
     _ActionNames,
     answers_at_once,
+    answers_on_its_own,
     make_observation,
     reads_fields_only,
 )
@@ -386,7 +387,7 @@ def _lean_pick(bot: StateBot, seat: int, python_game: bool) -> tuple[Callable[..
     return bot.pick, bot.copies_state, True, True
 
 
-_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool, bool]
+_SeatKinds = tuple[list[bool], list[bool], tuple[int, ...], bool, bool, list[bool]]
 _SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
 """:func:`_seating` by the bots' classes (what it reads of a bot are class attributes)."""
 
@@ -397,13 +398,17 @@ def _seating(bots: Sequence[DeepEvalBot]) -> _SeatKinds:
     its legal moves, no observation built, and sent no view but the final one); the lean seats; and whether every
     seat's bot is a :class:`SyncBot` answering at once (scripted baselines: :meth:`_Match.scripted_round`); and
     whether every seat's bot moves from its observation fields alone (:func:`~deepeval_games.bot.reads_fields_only`:
-    :meth:`_Match.run_fields`). Made once per seating of bot classes (:data:`_SEATINGS`), shared by its matches (read
-    only)."""
+    :meth:`_Match.run_fields`); and per seat, whether its bot moves from its observation fields alone (asked through
+    ``move_from_fields`` in a round with other bots too, :meth:`_Match.simultaneous_round`). Made once per seating
+    of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
     at_once = [answers_at_once(bot) for bot in bots]
     lean = [isinstance(bot, StateBot) and not bot.reads_views for bot in bots]
     scripted = all(ready and not isinstance(bot, StateBot) for ready, bot in zip(at_once, bots, strict=True))
-    fields = all(map(reads_fields_only, bots))
-    kinds = (at_once, lean, tuple(seat for seat, is_lean in enumerate(lean) if is_lean), scripted, fields)
+    by_fields = [reads_fields_only(bot) for bot in bots]
+    lean_seats = tuple(seat for seat, is_lean in enumerate(lean) if is_lean)
+    kinds = (at_once, lean, lean_seats, scripted, all(by_fields), by_fields)
+    if any(map(answers_on_its_own, bots)):  # not its classes' seating (see _Match): not remembered for them
+        return kinds
     if len(_SEATINGS) >= _FACTS_KEPT:
         _SEATINGS.clear()
     _SEATINGS[tuple(map(type, bots))] = kinds
@@ -422,8 +427,8 @@ class _Match:
     __slots__ = (
         "_delivered", "_fields_of", "_free_text_of", "_has_fields", "_has_free_text", "_has_judge", "_has_penalty",
         "_legal_of", "_moves", "_namer", "_params", "_penalty_of", "_penalty_rng", "_picks", "_read_text", "_rng",
-        "_short_name", "_views", "all_lean", "at_once", "bots", "facts", "fields_only", "game", "judge", "lean",
-        "lean_seats", "n", "pool", "round", "scripted", "seed", "state", "step", "turns",
+        "_short_name", "_views", "all_lean", "at_once", "bots", "by_fields", "facts", "fields_only", "game", "judge",
+        "lean", "lean_seats", "n", "pool", "round", "scripted", "seed", "state", "step", "turns",
     )  # fmt: skip
 
     def __init__(
@@ -445,9 +450,10 @@ class _Match:
         self.step = 0
         """Moves applied to the state so far (chance and joint moves count one each): the state's position."""
         kinds = _SEATINGS.get(tuple(map(type, bots)))
-        if kinds is None:
-            kinds = _seating(bots)
-        self.at_once, self.lean, self.lean_seats, self.scripted, fields_only = kinds  # _seating's (shared: read only)
+        if kinds is None or (True in kinds[5] and any(map(answers_on_its_own, bots))):
+            kinds = _seating(bots)  # a bot patched on its instance: its seating is its own, not its classes'
+        self.at_once, self.lean, self.lean_seats, self.scripted, fields_only, self.by_fields = kinds  # _seating's
+        # (shared: read only)
         self.facts = facts = _facts(game, self.state)
         self.n = facts.n
         self.all_lean = len(self.lean_seats) == facts.n and facts.sequential and not facts.has_judge
@@ -671,19 +677,30 @@ class _Match:
         self.step += 1
 
     async def simultaneous_round(self) -> None:
+        """A simultaneous node with at least one bot that is awaited (a model): every seat asked from the same state,
+        the bots that answer at once first (a failure there leaves no model call), a seat whose bot moves from its
+        observation fields alone (:attr:`by_fields`) through ``move_from_fields`` with no observation made (as
+        :meth:`fields_round`); then each move resolved and put in the pool and the record, in seat order, and the
+        joint move applied."""
         moves = self.legal_moves()
-        lean, at_once, bots = self.lean, self.at_once, self.bots
+        lean, at_once, bots, by_fields = self.lean, self.at_once, self.bots, self.by_fields
         observations: dict[int, Observation] = {}
         for seat, legal in moves.items():  # all from the same state; none for a seat whose bot reads no view
-            if not lean[seat]:
+            if not lean[seat] and not by_fields[seat]:
                 observations[seat] = self.observation(seat, legal)
         answers: dict[int, tuple[Decision, float]] = {}
+        picked: dict[int, tuple[Any, float]] = {}
         waiting = []
         clock = time.perf_counter
         for seat, legal in moves.items():  # bots that answer at once first: a failure there leaves no model call
             bot = bots[seat]
             if lean[seat]:
                 answers[seat] = self.pick(seat, list(legal or ()))
+            elif by_fields[seat]:  # a FieldsBot: its move from the fields its view was delivered with
+                fields = self.fields_now(seat)
+                start = clock()
+                action = bot.move_from_fields(fields)
+                picked[seat] = (action, clock() - start)
             elif not at_once[seat]:
                 waiting.append(seat)
             elif isinstance(bot, StateBot):
@@ -698,10 +715,19 @@ class _Match:
             awaited = await _gather_or_cancel([self.ask(bots[s], observations[s]) for s in waiting])
             answers.update(zip(waiting, awaited, strict=True))
         joint = [pyspiel.INVALID_ACTION] * self.n
-        resolved: list[tuple[int, int, Decision, float]] = []
+        resolved: list[tuple[int, int, Decision | None, float]] = []
         for seat, legal in moves.items():
-            decision, latency = answers[seat]
-            action = decision.action
+            if seat in picked:
+                action, latency = picked[seat]
+                if action.__class__ is int and action in (legal or ()):  # FieldsBot.respond's plain move
+                    joint[seat] = action
+                    resolved.append((seat, action, None, latency))
+                    continue
+                asked = observations[seat] = self.observation(seat, legal)  # anything else: respond's decision
+                decision = Decision.move(action, asked.action_to_string(action))
+            else:
+                decision, latency = answers[seat]
+                action = decision.action
             if action is not None and action in (legal or ()):  # what resolve returns for a legal move
                 action = int(action)
             else:
@@ -711,14 +737,26 @@ class _Match:
             joint[seat] = action
             resolved.append((seat, action, decision, latency))
         rnd, add_move, turns, namer = self.round, self.pool.add_move, self.turns, self._namer
-        for seat, action, decision, latency in resolved:  # into the pool together, before anyone sees them
+        for seat, action, maybe, latency in resolved:  # into the pool together, before anyone sees them
             seen = observations.get(seat)  # record_move, written out
             action_string = seen.action_to_string(action) if seen is not None else namer(seat, action)
-            text = decision.text or action_string
+            if maybe is None:  # a FieldsBot's legal move: Decision.move(action, its name), recorded as such
+                add_move(rnd, seat, action_string, action)
+                turns.append(_plain_turn(len(turns), rnd, seat, action, action_string, action_string, latency))
+                continue
+            text = maybe.text or action_string
             add_move(rnd, seat, text, action)
-            turns.append(_move_turn(len(turns), rnd, seat, action, action_string, text, latency, decision))
+            turns.append(_move_turn(len(turns), rnd, seat, action, action_string, text, latency, maybe))
         self.state.apply_actions(joint)
         self.step += 1
+
+    def fields_now(self, seat: int) -> Mapping[str, Any]:
+        """``seat``'s observation fields in the current state, as :meth:`observation` gives them (those its view was
+        delivered with at this step, else computed; empty for a game without fields). Read only: may be shared."""
+        view = self._views.get(seat)
+        if view is not None and view[0] == self.step and view[2] is not None:
+            return view[2]
+        return self._fields_of(seat) if self._fields_of is not None else {}
 
     def scripted_round(self) -> None:
         """:meth:`simultaneous_round` when every seat's bot is a :class:`SyncBot` answering at once (scripted

@@ -86,6 +86,84 @@ def test_an_illegal_answer_of_a_fields_bot_takes_the_penalty_path_as_before() ->
     assert any(outcome == "ok" for _, _, outcome, _ in outcomes)
 
 
+class Awaited(DeepEvalBot):
+    """A bot the referee awaits, as it awaits a model: its move from its round, its fields and its inbox."""
+
+    async def act(self, observation: Observation) -> Decision:
+        await asyncio.sleep(0)
+        legal = observation.legal_actions
+        pick = (observation.round + len(observation.inbox) + len(observation.fields)) % len(legal)
+        return Decision(action=legal[pick], text=f"move {legal[pick]} ({observation.text[:12]})")
+
+
+def _counting(asked: list[int]) -> Any:
+    """``_Match.observation`` that notes the seat of each observation made in ``asked``."""
+    from deepeval_games import referee
+
+    observe = referee._Match.observation
+
+    def observation(self: Any, seat: int, legal: tuple[int, ...] | None = None) -> Observation:
+        asked.append(seat)
+        return observe(self, seat, legal)
+
+    return observation
+
+
+@pytest.mark.parametrize("game_string", [PGG1, PGG2])
+def test_fields_bots_among_awaited_seats_play_as_the_general_loop_plays_them(game_string: str) -> None:
+    """A model's seat among scripted ones: the scripted seats are asked through their fields (no observation, no
+    decision) in the same round as the awaited seat, and the match is the one the general loop plays."""
+    from deepeval_games import referee
+
+    game = load_game(game_string)
+    cases: list[list[type[FieldsBot]]] = [
+        [FreeRider, ConditionalCooperator, RandomInvestor],
+        [Illegal, GrimTrigger, Illegal],  # the penalty path of an illegal answer among awaited seats
+    ]
+    for seed, classes in enumerate(cases):
+        records, viewed = [], []
+        for general in (False, True):
+            bots: list[DeepEvalBot] = []
+            for seat, cls in zip((0, 2, 3), classes, strict=True):
+                made = _through_respond(cls) if general else cls
+                extra = {"noise": 0.3} if cls is not Illegal else {}
+                bots.append(made(seat, np.random.default_rng([seed, seat]), game=game, **extra))
+            bots.insert(1, Awaited(1))
+            assert [reads_fields_only(bot) for bot in bots] == [not general, False, not general, not general]
+            asked: list[int] = []
+            with pytest.MonkeyPatch.context() as patch:  # the seats the referee made an observation for
+                patch.setattr(referee._Match, "observation", _counting(asked))
+                records.append(asyncio.run(play_match(game, bots, seed=seed, match_id=f"m{seed}")))
+            viewed.append(set(asked))
+        if seed == 0:  # legal answers only: no observation made for a fields seat
+            assert viewed == [{1}, {0, 1, 2, 3}]
+        fast, slow = records
+        assert fast.canonical() == slow.canonical()
+        assert fast.model_fields_set == slow.model_fields_set
+        assert all(a.model_fields_set == b.model_fields_set for a, b in zip(fast.turns, slow.turns, strict=True))
+        assert {t.text[:4] for t in fast.turns if t.seat == 1} == {"move"}
+
+
+def test_a_bot_patched_on_its_instance_is_asked_through_it_after_matches_of_its_class() -> None:
+    """What the referee remembers of a seating of bot classes does not hold for a bot given its own ``respond``."""
+    game = load_game(PGG1)
+
+    def seats(first: DeepEvalBot, awaited: bool) -> list[DeepEvalBot]:
+        rest: list[DeepEvalBot] = [FullContributor(seat, game=game) for seat in range(1, 4)]
+        if awaited:
+            rest[0] = Awaited(1)
+        return [first, *rest]
+
+    for awaited in (False, True):  # all scripted seats, and a model's seat among them
+        asyncio.run(play_match(game, seats(FreeRider(0, game=game), awaited), seed=1))  # remembered for these classes
+        patched = FreeRider(0, game=game)
+        patched.respond = lambda observation: Decision.move(7, "invest 7")  # type: ignore[method-assign]
+        record = asyncio.run(play_match(game, seats(patched, awaited), seed=1))
+        assert [t.action for t in record.turns if t.seat == 0] == [7] * 5, awaited
+        record = asyncio.run(play_match(game, seats(FreeRider(0, game=game), awaited), seed=1))
+        assert [t.action for t in record.turns if t.seat == 0] == [0] * 5, awaited
+
+
 class PassOrBet(FieldsBot):
     """kuhn_poker from no fields at all (the game has none): pass, then bet, then pass..."""
 
