@@ -452,8 +452,8 @@ class _Match:
         kinds = _SEATINGS.get(tuple(map(type, bots)))
         if kinds is None or (True in kinds[5] and any(map(answers_on_its_own, bots))):
             kinds = _seating(bots)  # a bot patched on its instance: its seating is its own, not its classes'
-        self.at_once, self.lean, self.lean_seats, self.scripted, fields_only, self.by_fields = kinds  # _seating's
-        # (shared: read only)
+        # _seating's (shared: read only)
+        self.at_once, self.lean, self.lean_seats, self.scripted, fields_only, self.by_fields = kinds
         self.facts = facts = _facts(game, self.state)
         self.n = facts.n
         self.all_lean = len(self.lean_seats) == facts.n and facts.sequential and not facts.has_judge

@@ -46,7 +46,7 @@ def test_release_makes_the_collections_the_run_put_off() -> None:
 
 
 def test_release_never_forces_a_full_collection() -> None:
-    """A full collection walks every object in the process (0.2 s with litellm loaded): CPython's own rule decides."""
+    """A full collection walks every object in the process (0.2 s with litellm's tables unfrozen): CPython decides."""
     gc.collect()
     gc_policy.hold()
     for _ in range(gc.get_threshold()[2] + 5):  # the old thresholds would call a full collection due
