@@ -26,7 +26,9 @@ litellm is imported only when a call is made (`llm_bots.model_info.litellm`): a 
 model-call cache never pays its import. Importing this module sets `LITELLM_LOCAL_MODEL_COST_MAP=True` (unless
 already set), so litellm prices calls from its installed price table instead of fetching one from the internet, and
 litellm's "Give Feedback" banners are silenced: errors are reported by the exceptions below. The cost of a call is
-the one litellm computed while answering it (not priced a second time).
+the one litellm computed while answering it (not priced a second time); once litellm has answered a model and
+endpoint without a price, their later calls pass it a price of 0.0 a token, so it does not search its price table on
+every call for a model it cannot price (:func:`_learn_unpriced`).
 """
 
 from __future__ import annotations
@@ -553,7 +555,9 @@ class _CallPlan:
     Attributes:
         config: the config itself (kept alive, so its ``id`` is not reused while the plan is remembered).
         head: ``model`` (the arguments before ``messages``).
-        tail: ``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``).
+        tail: ``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``); once
+            litellm has answered a call of this model and endpoint without a price (:func:`_learn_unpriced`), also a
+            price of 0.0 a token, so that it does not look the model up in its price table again on every call.
         sampling: the sampling settings that are set (:meth:`ModelConfig.sampling_params` without the None ones).
         limit_key: the limiter's key of the model (:func:`limits.limit_key`).
         call_limits: its limits (:func:`limits.limits_of`).
@@ -564,7 +568,7 @@ class _CallPlan:
     __slots__ = ("call_limits", "config", "counts_tokens", "guard_s", "head", "limit_key", "sampling", "tail")
     config: ModelConfig
     head: Mapping[str, Any]
-    tail: Mapping[str, Any]
+    tail: dict[str, Any]
     sampling: Mapping[str, Any]
     limit_key: str
     call_limits: limits.Limits
@@ -586,6 +590,8 @@ class _CallPlan:
         }
         if config.api_base is not None:
             tail["api_base"] = config.api_base
+        if (config.model, config.api_base) in _unpriced:
+            tail.update(_NO_PRICE)
         self.head = {"model": config.model}
         self.tail = tail
         self.limit_key = limits.limit_key(config)
@@ -601,6 +607,30 @@ _PLANS_MAX = 256
 _fixed: dict[tuple[Any, ...], _CallPlan] = {}
 """A plan by what its fixed parts are made of (every LLM seat of every match has a config of its own, with its
 match's seed, whose plan shares them); cleared with :data:`_plans`."""
+
+
+_unpriced: set[tuple[str, str | None]] = set()
+"""The (model, api_base) pairs litellm answered without a price in this process (:func:`_learn_unpriced`)."""
+
+_NO_PRICE: Mapping[str, float] = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+"""litellm's per-call price arguments: with them a call is priced at 0.0 without looking the model up."""
+
+
+def _learn_unpriced(plan: _CallPlan, response: Any) -> None:
+    """Remember that litellm could not price ``response`` (its ``response_cost`` is None): a model it has no price
+    for, such as a local or self-hosted one.
+
+    litellm then searched its price table on every call, and again when logging it, to end with no price: about
+    0.4 ms of CPU a call (bench/README.md). The plan's later calls, and every plan of the same model and endpoint,
+    pass a price of 0.0 a token instead, which litellm applies without a lookup; such a call costs 0.0 either way
+    (:func:`_cost_usd`). Only a reply whose price litellm itself left unknown is learned from, so a model that it
+    prices is never given these arguments, and neither is one answered only by litellm's mock.
+    """
+    hidden = _field(response, "_hidden_params")
+    if type(hidden) is dict and "response_cost" in hidden and hidden["response_cost"] is None:
+        config = plan.config
+        _unpriced.add((config.model, config.api_base))
+        plan.tail.update(_NO_PRICE)  # shared by every plan of this model, endpoint and limits (``_fixed``)
 
 
 def _call_plan(config: ModelConfig) -> _CallPlan:
@@ -1012,6 +1042,8 @@ async def complete(
                 completion = _parse_response(
                     call_config, config, response, latency, attempts, time.monotonic() - started, log
                 )
+                if completion.cost_usd == 0.0 and mock_response is None and "input_cost_per_token" not in plan.tail:
+                    _learn_unpriced(plan, response)
             except (ModelMismatchError, asyncio.CancelledError):
                 raise
             except Exception as exc:

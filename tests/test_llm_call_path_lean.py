@@ -272,3 +272,58 @@ def test_normalize_reads_fences_as_before(reply: str) -> None:
     from llm_bots.parsing import normalize
 
     assert normalize(reply) == re.sub(r"```[a-zA-Z0-9_-]*", "", unicodedata.normalize("NFKC", reply)).strip()
+
+
+# -- a model litellm has no price for
+
+
+def test_a_model_litellm_cannot_price_is_then_priced_at_zero_without_a_lookup(
+    monkeypatch: pytest.MonkeyPatch, fake_provider_key: str
+) -> None:
+    """After litellm answers a call without a price, later calls of that model and endpoint carry a price of 0.0 a
+    token (no price-table search in litellm); a model it prices never gets them; both cost what they cost before."""
+    from tests.fake_openai_server import FakeOpenAIServer
+
+    monkeypatch.setattr(transport, "_unpriced", set())
+    monkeypatch.setattr(transport, "_plans", {})
+    monkeypatch.setattr(transport, "_fixed", {})
+    sent: list[dict[str, Any]] = []
+    real = litellm().acompletion
+
+    async def spy(**kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm(), "acompletion", spy)
+    messages = [{"role": "user", "content": "hi"}]
+    with FakeOpenAIServer() as server:
+        unpriced = ModelConfig(
+            model="openai/fake-model", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
+        )
+        priced = ModelConfig(
+            model="openai/gpt-4o-mini", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
+        )
+
+        async def calls() -> list[transport.Completion]:
+            done = []
+            for config in (unpriced, priced, unpriced, priced, unpriced.with_valid(seed=3), priced.with_valid(seed=3)):
+                done.append(await transport.complete(config, messages))
+            # litellm's mock is not an answer of the model: nothing is learned from it
+            mocked = ModelConfig(
+                model="openai/mocked-model", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
+            )
+            for _ in range(2):
+                done.append(await transport.complete(mocked, messages, mock_response="ok"))
+            return done
+
+        completions = asyncio.run(calls())
+    assert [kwargs["model"] for kwargs in sent] == ["openai/fake-model", "openai/gpt-4o-mini"] * 3 + [
+        "openai/mocked-model"
+    ] * 2
+    no_price = [kwargs.get("input_cost_per_token") for kwargs in sent[0:6:2]]
+    assert no_price == [None, 0.0, 0.0]  # learned from the first reply, shared with the seeded config's plan
+    assert all(kwargs.get("output_cost_per_token") == 0.0 for kwargs in sent[2:6:2])
+    assert all("input_cost_per_token" not in kwargs for kwargs in sent[1:6:2] + sent[6:])
+    assert [c.cost_usd for c in completions[0:6:2]] == [0.0, 0.0, 0.0]
+    assert all(c.cost_usd > 0.0 for c in completions[1:6:2])  # litellm's own price of gpt-4o-mini
+    assert transport._unpriced == {("openai/fake-model", server.api_base)}
