@@ -128,12 +128,26 @@ def _json_schema(model: str) -> bool:
         return False
 
 
-_COMPUTE = {"provider_error": _provider_error, "json_schema": _json_schema}
+def _provider(model: str) -> str | None:
+    try:
+        return str(litellm().get_llm_provider(model)[1])
+    except Exception:
+        return None
+
+
+_COMPUTE = {"provider_error": _provider_error, "json_schema": _json_schema, "provider": _provider}
 
 
 def provider_error(model: str) -> str | None:
     """Why litellm cannot route ``model`` (the first line of its error), or None when it can."""
     value = _fact(model, "provider_error")
+    return str(value) if value is not None else None
+
+
+def provider(model: str) -> str | None:
+    """The litellm provider that serves ``model`` (e.g. ``openai`` for ``openai/...`` and OpenAI's own models), or
+    None when litellm cannot route it."""
+    value = _fact(model, "provider")
     return str(value) if value is not None else None
 
 

@@ -18,6 +18,8 @@ What it guarantees, whatever the provider:
   without a call;
 - a shared `Budget` stops new calls once spent; the process's limiter (`llm_bots.limits`) holds each model's
   concurrency, requests and tokens per minute, cuts concurrency on 429s and pauses the model on Retry-After;
+- litellm's synchronous set-up of a call to an OpenAI-compatible model runs on the event loop's thread, not on a
+  worker thread (:mod:`llm_bots.inline_setup`);
 - litellm's connections come from one aiohttp session per event loop with no pool limit of its own, so a call the
   limiter admits never queues for a connection;
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local_server`).
@@ -54,7 +56,7 @@ from pydantic import BaseModel
 
 from deepeval_games.bot import CallAttempt
 from deepeval_games.errors import FatalRunError, InfrastructureError
-from llm_bots import limits, model_info
+from llm_bots import inline_setup, limits, model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
 
@@ -592,6 +594,8 @@ class _CallPlan:
             tail["api_base"] = config.api_base
         if (config.model, config.api_base) in _unpriced:
             tail.update(_NO_PRICE)
+        if model_info.provider(config.model) in inline_setup.INLINE_PROVIDERS:
+            inline_setup.allow(config.model)  # its set-up does no I/O: on the loop's thread (module documentation)
         self.head = {"model": config.model}
         self.tail = tail
         self.limit_key = limits.limit_key(config)
@@ -1019,6 +1023,7 @@ async def complete(
         session = _shared_session()
         if session is not None:
             kwargs["shared_session"] = session
+        inline_setup.install(asyncio.get_running_loop())
     limiter = limits.get_limiter()
     # the process's own limiter is asked without a coroutine when it can answer at once (a free slot, no wait)
     local = limiter if type(limiter) is limits.LocalLimiter else None
