@@ -49,6 +49,9 @@ _installed: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 
 _T = TypeVar("_T")
 
+_MISSING = object()
+"""What :func:`install` reads from a loop without asyncio's ``_default_executor`` (another loop implementation)."""
+
 
 def enabled() -> bool:
     """Whether set-ups may run on the loop's thread (``DEEPEVAL_GAMES_INLINE_SETUP`` is not ``0``)."""
@@ -117,6 +120,3 @@ def install(loop: asyncio.AbstractEventLoop) -> bool:
     if current is not None:
         current.shutdown(wait=False)
     return True
-
-
-_MISSING = object()
