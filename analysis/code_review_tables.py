@@ -40,7 +40,7 @@ from analysis.tables import (
     task_groups,
     task_records,
 )
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "GAME",

@@ -45,9 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from deepeval_games.errors import UnknownGameError
-from deepeval_games.games import game_variant, load_recorded_game
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.errors import UnknownGameError
+from deepeval_games.core.games import game_variant, load_recorded_game
+from deepeval_games.core.records import MatchRecord
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def anytime_scores(
     different opponents have different means: the interval is then for the mean over the schedule (a complete,
     balanced schedule repeats every seating each repeat). Variants whose game declares no finite payoff range are
     left out, and so are variants whose game string names a file outside ``data_dir`` (records may come from anyone:
-    :func:`~deepeval_games.games.load_recorded_game`), with a logged warning. Sorted by variant, role, then mean
+    :func:`~deepeval_games.core.games.load_recorded_game`), with a logged warning. Sorted by variant, role, then mean
     (best first)."""
     rows: dict[tuple[str, str, str], list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
     games: dict[str, str] = {}

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.scores import bootstrap_ci
-from deepeval_games.games import game_variant
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.records import MatchRecord
 
 __all__ = ["Stableness", "payoff_sequences", "running_means", "stableness"]
 
@@ -24,7 +24,8 @@ __all__ = ["Stableness", "payoff_sequences", "running_means", "stableness"]
 def payoff_sequences(records: Iterable[MatchRecord], task: str | None = None) -> dict[str, list[float]]:
     """Every payoff of every player, ordered by (repeat, game, match id): the order of repetition.
 
-    ``task`` keeps one game variant (:func:`~deepeval_games.games.game_variant`, data items pooled). In a match whose
+    ``task`` keeps one game variant (:func:`~deepeval_games.core.games.game_variant`, data items pooled). In a match
+    whose
     seats play different roles, a player's payoffs are kept per role, under ``"name (role)"``: a programmer's payoff
     is never pooled with a reviewer's.
     """

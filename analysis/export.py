@@ -17,10 +17,10 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games.bot import Outcome
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.games import DATA_ITEM_PARAMETERS, game_variant
-from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import DATA_ITEM_PARAMETERS, game_variant
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord
 
 __all__ = [
     "FORMATS",

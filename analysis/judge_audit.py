@@ -1,6 +1,6 @@
 """Judge audits: how far a run's judge scores can be trusted, from the match records and their re-judgements.
 
-Reads match records and :class:`~deepeval_games.judgements.JudgementRecord` only (``deepeval-games rejudge``
+Reads match records and :class:`~deepeval_games.core.judgements.JudgementRecord` only (``deepeval-games rejudge``
 writes the latter beside the matches). Every judge of a run is compared on the same transcripts; the judge
 that scored the matches while they were played is called ``original``. The audit:
 
@@ -37,8 +37,8 @@ import numpy as np
 
 from analysis.correlation import Correlation, correlate, correlation_line
 from analysis.scores import bootstrap_ci
-from deepeval_games.judgements import JudgementRecord
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.core.judgements import JudgementRecord
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
 __all__ = [
     "GROUND_TRUTH",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from deepeval_games.bot import Outcome
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.records import MatchRecord
 
 __all__ = ["TurnOutcomes", "format_turn_outcomes", "turn_outcomes"]
 

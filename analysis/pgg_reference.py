@@ -27,7 +27,7 @@ import numpy as np
 import pyspiel
 
 from analysis.tables import save_figure, variant_groups
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "GAME",

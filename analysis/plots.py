@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
 from analysis.tables import save_figure
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "convergence_figure",

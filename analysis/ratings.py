@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deepeval_games.games import game_variant
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "AlphaRank",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = ["Score", "bootstrap_ci", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
 

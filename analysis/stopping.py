@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.confseq import ConfidenceSequence, Interval, make_sequence
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = ["AdaptiveStopping", "Key", "PairStatus", "Seating", "StoppingReport", "format_stopping"]
 
@@ -49,7 +49,7 @@ class Seating:
 
     match_id: str
     variant: str
-    """The game variant (:func:`~deepeval_games.games.game_variant`): data items pooled."""
+    """The game variant (:func:`~deepeval_games.core.games.game_variant`): data items pooled."""
     seats: tuple[str, ...]
     roles: tuple[str, ...]
 

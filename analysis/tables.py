@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from analysis.scores import Score
-from deepeval_games.games import game_variant
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "PairKey",
@@ -113,7 +113,7 @@ def save_figure(figure: Any, path: str | Path) -> Path:
 
 
 def variant_groups(records: Iterable[MatchRecord]) -> dict[str, list[MatchRecord]]:
-    """Records grouped by game variant (:func:`~deepeval_games.games.game_variant`), in sorted order."""
+    """Records grouped by game variant (:func:`~deepeval_games.core.games.game_variant`), in sorted order."""
     groups: dict[str, list[MatchRecord]] = {}
     for record in records:
         groups.setdefault(game_variant(record.game), []).append(record)

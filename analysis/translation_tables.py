@@ -46,8 +46,8 @@ from analysis.tables import (
     save_figure,
     task_records,
 )
-from deepeval_games.games import game_variant
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "GAME",

@@ -23,7 +23,7 @@ import numpy as np
 
 from analysis.outcomes import turn_outcomes
 from analysis.scores import bootstrap_ci
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "Interval",

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from deepeval_games.bot import Outcome
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
 __all__ = ["OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
 
 OUTCOME_ORDER = tuple(outcome.value for outcome in Outcome)
-"""Every turn outcome, in the order of :class:`~deepeval_games.bot.Outcome`."""
+"""Every turn outcome, in the order of :class:`~deepeval_games.core.bot.Outcome`."""
 
 _VALID = {Outcome.OK.value, Outcome.REASKED.value}
 

@@ -8,7 +8,7 @@ its fastest play counts (both sides alike): on a shared machine one preemption o
 otherwise outweigh the whole OpenSpiel side of a figure (200 random connect_four games take it about 6 ms).
 
 * ``mcts``: OpenSpiel's C++ ``pyspiel.MCTSBot`` (1,000 simulations, random rollouts) in both seats. Engine side:
-  the ``mcts`` bot (:class:`llm_bots.classical.MCTSPlayer`) through :func:`deepeval_games.referee.play_match`,
+  the ``mcts`` bot (:class:`llm_bots.classical.MCTSPlayer`) through :func:`deepeval_games.core.referee.play_match`,
   which records every turn. OpenSpiel side: ``pyspiel.MCTSBot`` built with the same seeds, played by
   ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. The seeds match, so both sides play the very same
   games (checked: the returns must agree). Target: engine within 1.1x.
@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from open_spiel.python.algorithms.evaluate_bots import evaluate_bots
 
-from deepeval_games.bot import DeepEvalBot
-from deepeval_games.games import load_game
-from deepeval_games.referee import play_match
+from deepeval_games.core.bot import DeepEvalBot
+from deepeval_games.core.games import load_game
+from deepeval_games.core.referee import play_match
 from llm_bots.classical import MCTSPlayer, RandomBot
 
 TARGETS = {"mcts": 1.1, "random": 3.0}

@@ -35,7 +35,7 @@ import numpy as np
 from analysis.confseq import make_sequence
 from analysis.stopping import AdaptiveStopping, Seating
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.games import game_variant, load_game
+from deepeval_games.core.games import game_variant, load_game
 
 GAME = "deepeval_public_goods(players=2,alpha=1.2,mode=1)"
 CALM = (

@@ -248,7 +248,7 @@ def bare_loop(matches: int) -> float:
     """Seconds for ``matches`` PGG matches in plain pyspiel: fixed moves plus every seat's observation each round."""
     import pyspiel
 
-    from deepeval_games.games import load_game
+    from deepeval_games.core.games import load_game
 
     game = load_game(PGG)
     n = game.num_players()
@@ -280,7 +280,7 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
     decisions: list[str] = []  # how "auto" chose to play the run (the runner logs its probe's verdict)
     handler = logging.Handler()
     handler.emit = lambda record: decisions.append(record.getMessage())  # type: ignore[method-assign]
-    runner_log = logging.getLogger("deepeval_games.runner")
+    runner_log = logging.getLogger("deepeval_games.app.runner")
     runner_log.addHandler(handler)
     level = runner_log.level
     runner_log.setLevel(logging.INFO)
@@ -332,7 +332,7 @@ CHILD = (
     + """
 import sys, time
 start = time.perf_counter()
-from deepeval_games.cli import main
+from deepeval_games.app.cli import main
 code = main(sys.argv[2:])
 wall = time.perf_counter() - start
 print(f"BENCH wall={wall:.4f} maxrss_kb={peak_kb()} "

@@ -1,16 +1,23 @@
 """deepeval-games: evaluate LLMs by making them play OpenSpiel games (the DeepEval method).
 
-The core: the referee (:func:`play_match`, the paper's Algorithm 1), the message pool, match records, the
-task contract (:mod:`deepeval_games.task`), the registries and the conformance kit
-(:mod:`deepeval_games.testing`). The application (spec, schedule, runner, store, CLI) sits above the tasks
-and players; its names exported here (``run_experiment``, ``load_spec``, ...) are imported on first use,
-so importing the core never imports the layers above it.
+Two subpackages, so that a file's path tells its layer:
+
+* :mod:`deepeval_games.core`: the referee (:func:`play_match`, the paper's Algorithm 1), the message pool, match
+  records, the task contract (:mod:`deepeval_games.core.task`), the registries and the conformance kit
+  (:mod:`deepeval_games.core.testing`). It names no built-in task or bot.
+* :mod:`deepeval_games.app`: spec, schedule, runner and executors, store, reports, CLI. It sits above the tasks and
+  players; its names exported here (``run_experiment``, ``load_spec``, ...) are imported on first use, so importing
+  the core never imports the layers above it.
+
+The modules' old paths (``deepeval_games.core.task``, ``deepeval_games.app.runner``, ...) still import, with a
+:class:`DeprecationWarning`.
 """
 
+import sys
 from typing import TYPE_CHECKING
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome, SyncBot, observe
-from deepeval_games.errors import (
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, Outcome, SyncBot, observe
+from deepeval_games.core.errors import (
     ConformanceError,
     DeepEvalError,
     FatalRunError,
@@ -20,16 +27,16 @@ from deepeval_games.errors import (
     UnknownBotError,
     UnknownGameError,
 )
-from deepeval_games.games import load_game, registered_games
-from deepeval_games.message_pool import Message, MessagePool
-from deepeval_games.plugins import lazy_names
-from deepeval_games.records import MatchRecord, TurnRecord
-from deepeval_games.referee import play_match
-from deepeval_games.registry import make_bot, register_bot, register_scorer, registered_bots
+from deepeval_games.core.games import load_game, registered_games
+from deepeval_games.core.message_pool import Message, MessagePool
+from deepeval_games.core.plugins import MovedModules, lazy_names
+from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.referee import play_match
+from deepeval_games.core.registry import make_bot, register_bot, register_scorer, registered_bots
 
 if TYPE_CHECKING:
-    from deepeval_games.runner import RunResult, run_experiment, run_experiment_async
-    from deepeval_games.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
+    from deepeval_games.app.runner import RunResult, run_experiment, run_experiment_async
+    from deepeval_games.app.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
 
 __version__ = "0.1.0"
 
@@ -69,13 +76,22 @@ __all__ = [
 ]
 
 _APPLICATION = {
-    "RunResult": "deepeval_games.runner",
-    "run_experiment": "deepeval_games.runner",
-    "run_experiment_async": "deepeval_games.runner",
-    "ExperimentSpec": "deepeval_games.spec",
-    "PlayerSpec": "deepeval_games.spec",
-    "load_spec": "deepeval_games.spec",
-    "parse_spec": "deepeval_games.spec",
+    "RunResult": "deepeval_games.app.runner",
+    "run_experiment": "deepeval_games.app.runner",
+    "run_experiment_async": "deepeval_games.app.runner",
+    "ExperimentSpec": "deepeval_games.app.spec",
+    "PlayerSpec": "deepeval_games.app.spec",
+    "load_spec": "deepeval_games.app.spec",
+    "parse_spec": "deepeval_games.app.spec",
 }
+
+_CORE_MODULES = "task message_pool quoting errors bot records observer plugins referee registry games judgements"
+_CORE_MODULES += " transcript testing"
+_APP_MODULES = "cli html_report report estimate rejudge play runner ray_executor executors fork_server match_worker"
+_APP_MODULES += " match_play schedule manifest store spec presets"
+_MOVED = {f"{__name__}.{name}": f"{__name__}.core.{name}" for name in _CORE_MODULES.split()}
+_MOVED |= {f"{__name__}.{name}": f"{__name__}.app.{name}" for name in _APP_MODULES.split()}
+if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(MovedModules(_MOVED))
 
 __getattr__ = lazy_names(__name__, _APPLICATION)  # the application layer's names, imported on first use

@@ -2,6 +2,6 @@
 
 import sys
 
-from deepeval_games.cli import main
+from deepeval_games.app.cli import main
 
 sys.exit(main())

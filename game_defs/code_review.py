@@ -70,8 +70,8 @@ from typing import Any, TypedDict
 
 import pyspiel
 
-from deepeval_games.message_pool import seat_label
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.quoting import quote_player_text
 from game_defs.datasets.mbpp import MBPPProblem, load_mbpp
 from game_defs.judged_exchange import (
     EMPTY,
@@ -114,7 +114,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"over": "followup", "rubric": "paper"},
     "project": {"over": "first", "rubric": "extended"},
 }
-"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.presets.apply_preset`)."""
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.app.presets.apply_preset`)."""
 
 PROGRAMMER, REVIEWER = 0, 1
 ROLES: tuple[str, str] = ("programmer", "reviewer")
@@ -372,7 +372,7 @@ class CodeReviewState(JudgedExchangeState):
     def judge_text(self) -> str:
         """The judge's brief: the rubric, the problem, every move quoted with its role and round, how it ended.
 
-        Every utterance is inside :func:`~deepeval_games.quoting.quote_player_text` delimiters, under a rubric
+        Every utterance is inside :func:`~deepeval_games.core.quoting.quote_player_text` delimiters, under a rubric
         that tells the judge to assess the quotes and never to follow them.
         """
         p = self.problem()

@@ -29,8 +29,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import register_scorer
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import register_scorer
 from game_defs.code_review import SHORT_NAME, CodeReviewState
 from game_defs.sandbox import UNSAFE_ENV, SandboxUnavailable, TestReport, run_tests, unsafe_opt_in
 

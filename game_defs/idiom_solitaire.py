@@ -90,9 +90,9 @@ from typing import Any, TypedDict
 import numpy as np
 import pyspiel
 
-from deepeval_games.message_pool import seat_label
-from deepeval_games.observer import TextObserver
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.quoting import quote_player_text
 from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary
 
@@ -121,7 +121,7 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "validity": "dictionary",
 }
 PRESETS: dict[str, dict[str, Any]] = {"paper": {"hint": False}, "project": {"hint": True}}
-"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`): the paper shows the
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.core.games.apply_preset`): the paper shows the
 chain only; this project's first version also named the character the next idiom must start with."""
 _MATCH_MODES = ("exact", "homophone")
 VALIDITY_MODES = ("dictionary", "dictionary+judge")

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pyspiel
 
-from deepeval_games.message_pool import seat_label
-from deepeval_games.observer import TextObserver
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.quoting import quote_player_text
 from game_defs.verdicts import decode_scores, verdict_count
 
 __all__ = [

@@ -3,7 +3,7 @@
 Some OpenSpiel games show a seat strings that mean nothing without a key (kuhn_poker's ``"011"``). Each file
 ``rules_cards/<short_name>.md`` beside this module is such a game's rules card, in plain words with the key to
 its observation strings and move names; the referee broadcasts it as the game's rules
-(:func:`deepeval_games.task.rules_text`). Importing this module registers every card and OpenSpiel's Python
+(:func:`deepeval_games.core.task.rules_text`). Importing this module registers every card and OpenSpiel's Python
 games (``python_iterated_prisoners_dilemma``, ...), so that specs can name them.
 """
 
@@ -13,7 +13,7 @@ from importlib import resources
 
 import open_spiel.python.games  # noqa: F401  (registers OpenSpiel's Python games with pyspiel)
 
-from deepeval_games.task import register_rules_card
+from deepeval_games.core.task import register_rules_card
 
 __all__ = ["rules_card_names"]
 

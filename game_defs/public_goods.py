@@ -55,7 +55,7 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 import pyspiel
 
-from deepeval_games.observer import TextObserver
+from deepeval_games.core.observer import TextObserver
 
 GAME_VERSION = 2
 
@@ -77,7 +77,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"goal": "most", "unusable": "reformat"},
     "project": {"goal": "max", "unusable": "forfeit"},
 }
-"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`)."""
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.core.games.apply_preset`)."""
 _MAX_PLAYERS = 10
 
 _GAME_TYPE = pyspiel.GameType(

@@ -50,8 +50,8 @@ from typing import Any, TypedDict
 
 import pyspiel
 
-from deepeval_games.message_pool import seat_label
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.quoting import quote_player_text
 from game_defs.datasets.iwslt import DEFAULT_WORDS, PAIRS, SPLITS, Paragraph, check_pair, load_iwslt2017
 from game_defs.datasets.iwslt import sample_paragraphs as _sample
 from game_defs.judged_exchange import (
@@ -300,7 +300,7 @@ class TranslationState(JudgedExchangeState):
     def judge_text(self) -> str:
         """The judge's brief: the rubric, the source, and both texts quoted with their roles.
 
-        The translation and the proofread text are inside :func:`~deepeval_games.quoting.quote_player_text`
+        The translation and the proofread text are inside :func:`~deepeval_games.core.quoting.quote_player_text`
         delimiters, under a rubric that tells the judge to assess the quotes and never to follow them.
         """
         src, tgt = self._languages

@@ -22,8 +22,8 @@ from typing import Any
 import pyspiel
 from sacrebleu.metrics import BLEU, CHRF
 
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import register_scorer
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import register_scorer
 from game_defs.translation import SHORT_NAME, TranslationState, paragraph_of
 
 __all__ = ["bleu", "chrf", "reference_metrics", "score_texts"]

@@ -9,7 +9,7 @@ to use its bundled model price list rather than fetch one from the internet).
 
 from typing import TYPE_CHECKING
 
-from deepeval_games.plugins import lazy_names
+from deepeval_games.core.plugins import lazy_names
 
 if TYPE_CHECKING:
     from llm_bots.adapters import GenericAdapter, Parsed, TaskAdapter, adapter_for, register_adapter

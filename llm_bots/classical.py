@@ -20,7 +20,7 @@ Reproducibility: every kind gives the same moves for the same match seed. (OpenS
 does not: it resamples worlds with an unseeded sampler, and two runs with the same seeds agreed on 28 of 60
 kuhn_poker decisions. Its Python twin is used instead, its resampling drawn from the bot's generator.)
 
-All three are :class:`~deepeval_games.bot.StateBot` s: trusted code that the referee hands the state (``mcts`` and
+All three are :class:`~deepeval_games.core.bot.StateBot` s: trusted code that the referee hands the state (``mcts`` and
 ``exact`` a copy; ``random``, which only reads it, the live one). None reads views (``reads_views = False``): their
 seats are sent the rules and the final view only, and the referee asks them through ``StateBot.pick`` without
 building an observation. :func:`classical_support` says which of them can play a game, and why not.
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, StateBot
-from deepeval_games.errors import SpecError
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, StateBot
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.registry import register_bot
 
 __all__ = [
     "DEFAULT_NODE_BUDGET",
@@ -428,11 +428,11 @@ class ExactBot(StateBot):
 
 def openspiel_listing() -> list[str]:
     """Two lines per OpenSpiel game (not the ``deepeval_`` tasks): its parameters, whether an LLM seat can play it
-    (probed by a playout, :func:`deepeval_games.task.playability`), and which classical bots play it.
+    (probed by a playout, :func:`deepeval_games.core.task.playability`), and which classical bots play it.
 
     ``exact`` is judged by the game's type only here; whether a game is small enough is found when a spec names it.
     """
-    from deepeval_games import task
+    from deepeval_games.core import task
 
     lines = []
     for game_type in sorted(pyspiel.registered_games(), key=lambda t: t.short_name):

@@ -9,7 +9,7 @@ move may also be typed by its listed name (``invest 3``). An invalid answer gets
 are typed over several lines, ended by a line holding only the ``terminator`` (``.`` by default), which the prompt
 states; other moves take one line.
 
-At a verdict node (seat :data:`~deepeval_games.records.JUDGE_SEAT`) the person is shown the judge's brief, what an
+At a verdict node (seat :data:`~deepeval_games.core.records.JUDGE_SEAT`) the person is shown the judge's brief, what an
 LLM judge is shown, and asked, role by role in the order the brief presents them, for a whole-number score and the
 reasons; the verdict is read by :func:`llm_bots.judge.parse_judge_reply` like an LLM judge's reply, and the record
 keeps the typed scores and reasons (the verdict's text) and every line typed (``raw_replies``).
@@ -32,10 +32,10 @@ from typing import Any, TextIO
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
-from deepeval_games.errors import FatalRunError
-from deepeval_games.records import JUDGE_SEAT
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, Outcome
+from deepeval_games.core.errors import FatalRunError
+from deepeval_games.core.records import JUDGE_SEAT
+from deepeval_games.core.registry import register_bot
 from llm_bots.adapters import Parsed, TaskAdapter, adapter_for, read_move_name
 from llm_bots.judge import Verdict, parse_judge_reply, role_labels
 from llm_bots.parsing import normalize, whole_number
@@ -45,7 +45,7 @@ from llm_bots.turns import delivered_text, safe_parse, turn_message
 __all__ = ["HUMAN", "MAX_LISTED_MOVES", "HumanBot", "HumanJudgeSource", "HumanLeft", "Terminal"]
 
 HUMAN = "human"
-"""The registered name (``deepeval_games.spec.HUMAN_BOT`` spells it too; a test checks they agree)."""
+"""The registered name (``deepeval_games.app.spec.HUMAN_BOT`` spells it too; a test checks they agree)."""
 
 MAX_LISTED_MOVES = 40
 """Legal moves are listed by name when there are at most this many (idiom solitaire's dictionary is not)."""
@@ -316,7 +316,7 @@ class HumanBot(DeepEvalBot):
 
 
 class HumanJudgeSource:
-    """A person as the judge of ``deepeval-games rejudge --human`` (a :class:`deepeval_games.rejudge.JudgeSource`).
+    """A person as the judge of ``deepeval-games rejudge --human`` (a :class:`deepeval_games.app.rejudge.JudgeSource`).
 
     Each judgement is asked of a :class:`HumanBot` at the judge seat: the person sees only the judge's brief (the
     roles and their quoted texts, never who played), one transcript at a time; ``rejudge`` shuffles the order.

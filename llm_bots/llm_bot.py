@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome
-from deepeval_games.errors import SpecError
+from deepeval_games.core import task
+from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome
+from deepeval_games.core.errors import SpecError
 from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
 from llm_bots.call_cache import CallCache, call_key
@@ -188,7 +188,7 @@ class LLMBot(DeepEvalBot):
 
     def turn_config(self, observation: Observation) -> ModelConfig:
         """The model settings of this turn: the player's, with ``max_tokens`` resolved against the task's reply
-        limit for this seat's role (:func:`deepeval_games.task.reply_limit`, :func:`resolve_max_tokens`)."""
+        limit for this seat's role (:func:`deepeval_games.core.task.reply_limit`, :func:`resolve_max_tokens`)."""
         role = self.adapter.role(observation)
         config = self._by_role.get(role)
         if config is None:  # once per role: the game's reply limit for a role is fixed, a config validates itself

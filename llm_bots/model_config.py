@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from deepeval_games.errors import SpecError
+from deepeval_games.core.errors import SpecError
 
 __all__ = [
     "BOT_SETTING_KEYS",

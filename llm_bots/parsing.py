@@ -15,7 +15,7 @@ import sys
 import unicodedata
 from typing import Any
 
-from deepeval_games.quoting import QUOTE_CLOSE, QUOTE_OPEN, quote_player_text
+from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN, quote_player_text
 
 __all__ = [
     "QUOTE_CLOSE",

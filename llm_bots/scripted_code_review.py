@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.core.registry import register_bot
 from game_defs.code_review import PROGRAMMER, ROLES, is_over, problem
 from game_defs.code_review_scorer import run_program
 from game_defs.sandbox import UNSAFE_ENV, TestReport, bubblewrap_usable, parse_python, unsafe_opt_in

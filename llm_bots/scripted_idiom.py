@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, Observation, SyncBot
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import Decision, Observation, SyncBot
+from deepeval_games.core.registry import register_bot
 from game_defs.datasets.idioms import ChainMode, IdiomDictionary, load_idioms
 from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, dictionary
 

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import FieldsBot, SeatSeed
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import FieldsBot, SeatSeed
+from deepeval_games.core.registry import register_bot
 from game_defs.public_goods import PublicGoodsGame
 
 __all__ = [
@@ -57,7 +57,8 @@ def last_round_mean_investment(fields: Mapping[str, Any]) -> float | None:
 class _PGGBot(FieldsBot):
     """Shared plumbing: a move that invests :meth:`amount` coins, or with probability ``noise`` a random amount.
 
-    A bot reads its observation's fields alone (:class:`~deepeval_games.bot.FieldsBot`): the referee asks it through
+    A bot reads its observation's fields alone (:class:`~deepeval_games.core.bot.FieldsBot`): the referee asks it
+    through
     :meth:`move_from_fields`, and :meth:`respond` (what any other caller gets) is the same move, named."""
 
     takes_seat_seed = True  # draws through self.rng only (and most never draw: no generator is made for them)

@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, Observation, SyncBot
-from deepeval_games.registry import register_bot
+from deepeval_games.core.bot import Decision, Observation, SyncBot
+from deepeval_games.core.registry import register_bot
 from game_defs.translation import ROLES, TRANSLATOR, paragraph_of
 from game_defs.translation_scorer import chrf
 from llm_bots.judge import JUDGE_INJECTION, verdict_decision

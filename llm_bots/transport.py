@@ -54,8 +54,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from pydantic import BaseModel
 
-from deepeval_games.bot import CallAttempt
-from deepeval_games.errors import FatalRunError, InfrastructureError
+from deepeval_games.core.bot import CallAttempt
+from deepeval_games.core.errors import FatalRunError, InfrastructureError
 from llm_bots import inline_setup, limits, model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from deepeval_games.bot import Observation
-from deepeval_games.message_pool import REFEREE, seat_label
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.message_pool import REFEREE, seat_label
+from deepeval_games.core.quoting import quote_player_text
 from llm_bots.adapters import Parsed, TaskAdapter
 
 __all__ = ["delivered_text", "safe_parse", "turn_message"]

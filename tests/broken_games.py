@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.observer import TextObserver
+from deepeval_games.core.observer import TextObserver
 from game_defs.public_goods import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
 
 

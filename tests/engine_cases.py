@@ -10,7 +10,7 @@ without them is still the old engine's record. Regenerate only on purpose, when 
     python -m tests.engine_cases --write
 
 Besides the registered bots, :class:`DigestBot` plays a random legal move and writes into its utterance a digest of
-everything its :class:`~deepeval_games.bot.Observation` held (text, fields, legal moves and their names, penalty
+everything its :class:`~deepeval_games.core.bot.Observation` held (text, fields, legal moves and their names, penalty
 move, inbox): an LLM seat's prompt is made of exactly these, so equal digests mean equal prompts.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import Decision, DeepEvalBot, Observation, load_game, make_bot, play_match
-from deepeval_games.registry import scorers_for
+from deepeval_games.core.registry import scorers_for
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "engine_records.jsonl"
 

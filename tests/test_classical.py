@@ -16,12 +16,12 @@ import pyspiel
 import pytest
 
 from analysis.two_player import normalized_relative_advantage, two_player_summary, wilson
-from deepeval_games.cli import main
-from deepeval_games.errors import SpecError
-from deepeval_games.games import load_game
-from deepeval_games.records import MatchRecord, TurnRecord
-from deepeval_games.registry import make_bot
-from deepeval_games.store import Store
+from deepeval_games.app.cli import main
+from deepeval_games.app.store import Store
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.registry import make_bot
 from llm_bots.classical import ExactBot, MCTSPlayer, classical_support, count_states, exact_refusal, mcts_refusal
 from llm_bots.local_server import local_model_available
 
@@ -245,7 +245,7 @@ def test_exact_plays_kuhn_poker_by_its_information_state_only() -> None:
 
 
 def test_a_state_bot_is_not_played_from_an_observation() -> None:
-    from deepeval_games.bot import observe
+    from deepeval_games.core.bot import observe
 
     bot = make_bot("mcts", load_game("tic_tac_toe"), 0, np.random.default_rng(0), {"simulations": 10})
     assert bot.identity() == {

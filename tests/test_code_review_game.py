@@ -8,7 +8,7 @@ import pyspiel
 import pytest
 
 from deepeval_games import load_game, observe
-from deepeval_games.testing import check_game, openspiel_random_sim_test
+from deepeval_games.core.testing import check_game, openspiel_random_sim_test
 from game_defs.code_review import EMPTY, CodeReviewState, is_over
 from game_defs.verdicts import decode_scores, encode_scores, verdict_count
 from llm_bots.adapters import adapter_for

@@ -7,7 +7,7 @@ import pytest
 
 import tests.broken_games  # noqa: F401  (registers the testkit_ games)
 from deepeval_games import ConformanceError, load_game, registered_games
-from deepeval_games.testing import check_game, openspiel_random_sim_test
+from deepeval_games.core.testing import check_game, openspiel_random_sim_test
 
 _VARIANTS = {
     "deepeval_public_goods": [

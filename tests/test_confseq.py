@@ -88,9 +88,9 @@ def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from analysis.confseq import anytime_scores
-    from deepeval_games.cli import main
-    from deepeval_games.records import MatchRecord
-    from deepeval_games.store import Store
+    from deepeval_games.app.cli import main
+    from deepeval_games.app.store import Store
+    from deepeval_games.core.records import MatchRecord
 
     pgg = "deepeval_public_goods(alpha=1.6,endowment=10,goal=most,mode=1,players=2,rounds=1)"  # payoffs in [0, 18]
     records = [

@@ -1,4 +1,4 @@
-"""Bots that move from their observation fields alone (:class:`~deepeval_games.bot.FieldsBot`, the scripted Public
+"""Bots that move from their observation fields alone (:class:`~deepeval_games.core.bot.FieldsBot`, the scripted Public
 Goods players): the referee asks them with no observation or decision made (``_Match.run_fields``), and a match
 plays exactly as the general loop plays it with the same bots asked through ``respond``: moves, pool, turn records,
 returns, the penalty path of an illegal answer included. That the seeded records of the scripted cases are still the
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import Decision, Observation, load_game, play_match
-from deepeval_games.bot import DeepEvalBot, FieldsBot, SyncBot, reads_fields_only
+from deepeval_games.core.bot import DeepEvalBot, FieldsBot, SyncBot, reads_fields_only
 from llm_bots.scripted_pgg import ConditionalCooperator, FreeRider, FullContributor, GrimTrigger, RandomInvestor
 
 PGG1 = "deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)"
@@ -53,7 +53,7 @@ def _play(game_string: str, classes: list[type[FieldsBot]], seed: int, *, genera
 def test_a_match_of_fields_bots_plays_as_the_general_loop_plays_it(
     game_string: str, noise: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deepeval_games import referee
+    from deepeval_games.core import referee
 
     classes: list[type[FieldsBot]] = [FreeRider, ConditionalCooperator, GrimTrigger, RandomInvestor]
     played = []
@@ -98,7 +98,7 @@ class Awaited(DeepEvalBot):
 
 def _counting(asked: list[int]) -> Any:
     """``_Match.observation`` that notes the seat of each observation made in ``asked``."""
-    from deepeval_games import referee
+    from deepeval_games.core import referee
 
     observe = referee._Match.observation
 
@@ -113,7 +113,7 @@ def _counting(asked: list[int]) -> Any:
 def test_fields_bots_among_awaited_seats_play_as_the_general_loop_plays_them(game_string: str) -> None:
     """A model's seat among scripted ones: the scripted seats are asked through their fields (no observation, no
     decision) in the same round as the awaited seat, and the match is the one the general loop plays."""
-    from deepeval_games import referee
+    from deepeval_games.core import referee
 
     game = load_game(game_string)
     cases: list[list[type[FieldsBot]]] = [
@@ -229,6 +229,6 @@ def test_only_bots_that_keep_fieldsbots_respond_are_asked_through_their_fields()
 
 
 async def _first_observation(game: Any) -> Observation:
-    from deepeval_games.bot import observe
+    from deepeval_games.core.bot import observe
 
     return observe(game.new_initial_state(), 0)

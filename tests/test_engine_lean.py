@@ -15,10 +15,10 @@ import pyspiel
 import pytest
 
 from deepeval_games import Decision, Observation, load_game, make_bot, play_match
-from deepeval_games.bot import DeepEvalBot, StateBot, SyncBot, answers_at_once, make_observation, observe
-from deepeval_games.message_pool import REFEREE, Message, MessagePool
-from deepeval_games.records import TurnRecord
-from deepeval_games.referee import _chance_turn, _match_record, _move_turn
+from deepeval_games.core.bot import DeepEvalBot, StateBot, SyncBot, answers_at_once, make_observation, observe
+from deepeval_games.core.message_pool import REFEREE, Message, MessagePool
+from deepeval_games.core.records import TurnRecord
+from deepeval_games.core.referee import _chance_turn, _match_record, _move_turn
 from llm_bots.classical import MCTSPlayer, RandomBot
 
 
@@ -51,7 +51,7 @@ def test_fast_records_equal_pydantic_construction() -> None:
     }
     old = TurnRecord.model_construct(index=0, round=1, seat=-1, action=5, action_string="Deal 5", **empty)
     assert chance == old and chance.model_fields_set == old.model_fields_set
-    from deepeval_games.records import MatchRecord
+    from deepeval_games.core.records import MatchRecord
 
     record_values: dict[str, Any] = dict(
         match_id="m", game="g", seats=["a"], returns=[1.0], turns=[chance], messages=[], started_at="t"
@@ -172,7 +172,7 @@ def test_a_move_costs_a_bounded_number_of_python_calls() -> None:
 
 def test_chance_draws_are_numpy_choice_exactly() -> None:
     """The referee's chance sampler gives rng.choice's outcome from the same generator state, draw after draw."""
-    from deepeval_games.referee import draw
+    from deepeval_games.core.referee import draw
 
     source = np.random.default_rng(5)
     for _ in range(1500):
@@ -384,7 +384,7 @@ def test_a_match_of_lean_seats_plays_as_the_general_loop_plays_it(
     """Classical players that read no view, in a sequential game without a judge, are played by
     ``_Match.run_lean`` (no coroutine, no view delivered before the end): the same record, pool and returns as the
     general loop gives (kuhn_poker: its chance deals too); an ``mcts`` seat (asked through ``pick``) as well."""
-    from deepeval_games import referee
+    from deepeval_games.core import referee
 
     game = load_game(game_string)
 
@@ -415,7 +415,7 @@ def test_a_random_seat_reads_no_legal_moves_in_a_cpp_game_and_plays_legal_ones(
     """``random``'s C++ bot draws from the seat's legal moves (``StateBot.picks_legal``): in OpenSpiel's C++ games the
     lean loop does not read them again to check its move, and its moves are legal; a random bot seated where it was
     not made for fails with a clear error (its C++ bot, asked for another seat, would crash the process)."""
-    from deepeval_games import referee
+    from deepeval_games.core import referee
 
     game = load_game("connect_four")
     reads: list[int] = []
@@ -449,7 +449,7 @@ def test_a_random_seat_reads_no_legal_moves_in_a_cpp_game_and_plays_legal_ones(
 def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
     """``play_match`` fills its record in place (no ``model_construct`` walk): the record pydantic validates from
     the same values is equal, with the same fields set and the same JSON."""
-    from deepeval_games.records import MatchRecord
+    from deepeval_games.core.records import MatchRecord
 
     for game_string, bots in (
         ("tic_tac_toe", [RandomBot(seat, np.random.default_rng(seat)) for seat in range(2)]),
@@ -468,7 +468,7 @@ def test_an_observations_inbox_is_read_when_first_asked_for_as_it_was_when_made(
     """The referee hands an observation its seat's inbox unread (a scripted baseline never reads it): read later,
     after more messages reached the seat, it holds the messages the seat had when the observation was made; equal,
     ``repr``, ``dataclasses.replace`` and a pickle see the messages."""
-    from deepeval_games.message_pool import InboxAt
+    from deepeval_games.core.message_pool import InboxAt
 
     pool = MessagePool()
     pool.tell(0, 0, "rules", "the rules", {})
@@ -508,8 +508,8 @@ def test_the_referee_reads_a_python_games_text_observer_as_openspiel_does(game_s
     """For a game whose observer is a ``TextObserver``, the referee calls its ``string_from`` directly: the very
     string OpenSpiel's ``observation_string`` / ``information_state_string`` gives (through C++), for every seat at
     every node of random playouts, chance and terminal nodes included; other games read OpenSpiel's method."""
-    from deepeval_games import referee, task
-    from deepeval_games.observer import TextObserver
+    from deepeval_games.core import referee, task
+    from deepeval_games.core.observer import TextObserver
 
     game = load_game(game_string)
     rng = np.random.default_rng(1)

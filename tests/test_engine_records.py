@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from deepeval_games.records import migrate
+from deepeval_games.core.records import migrate
 from tests.engine_cases import CASES, FIXTURE, Case, _normal, play
 
 EXPECTED = {  # written at record version 4: as canonical() gives such a record now (its moves are its turns)

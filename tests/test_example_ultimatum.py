@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from deepeval_games import load_spec, parse_spec, run_experiment
-from deepeval_games.cli import main
-from deepeval_games.games import load_game
-from deepeval_games.schedule import plan_matches
-from deepeval_games.store import Store
-from deepeval_games.testing import check_game, openspiel_random_sim_test
+from deepeval_games.app.cli import main
+from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.store import Store
+from deepeval_games.core.games import load_game
+from deepeval_games.core.testing import check_game, openspiel_random_sim_test
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deepeval_games.records import MatchRecord
-from deepeval_games.report import ReportData, load_report, slim, text_report
-from deepeval_games.runner import RunResult, run_experiment
-from deepeval_games.store import Store
+from deepeval_games.app.report import ReportData, load_report, slim, text_report
+from deepeval_games.app.runner import RunResult, run_experiment
+from deepeval_games.app.store import Store
+from deepeval_games.core.records import MatchRecord
 
 BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
 GAME = "deepeval_public_goods(players=4,rounds=2)"
@@ -79,7 +79,7 @@ def test_shared_slim_records_take_a_fraction_of_the_memory(run_dir: Path) -> Non
 
 
 def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.cli import main
+    from deepeval_games.app.cli import main
 
     def every_record_at_once(self: RunResult) -> list[MatchRecord]:
         raise AssertionError("the run summary read every record at once")
@@ -102,7 +102,7 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
-    from deepeval_games.cli import score_report
+    from deepeval_games.app.cli import score_report
 
     full = _full(run_dir)
     assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import game_defs.openspiel_games  # noqa: F401  (rules cards, OpenSpiel's Python games)
-from deepeval_games.bot import Observation, observe
+from deepeval_games.core.bot import Observation, observe
 from llm_bots.adapters import GenericAdapter, adapter_for
 
 NAMES = {0: "Pass", 1: "Bet", 2: "x(0,1)", 3: "Raise 10"}

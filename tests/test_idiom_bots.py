@@ -20,7 +20,7 @@ from deepeval_games import (
     play_match,
     run_experiment,
 )
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 from game_defs.datasets.idiom_versions import load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary, load_idioms
 from game_defs.idiom_starts import playable_start_ids, sample_start_idioms, sweep_toml_line

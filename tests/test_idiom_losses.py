@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from analysis.idiom_tables import LOSS_CAUSES, format_losses, losses_by_cause
-from deepeval_games.bot import Outcome
-from deepeval_games.records import MatchRecord, TurnRecord
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.records import MatchRecord, TurnRecord
 
 GAME = "deepeval_idiom_solitaire(start=一马当先)"
 

@@ -9,7 +9,7 @@ import pyspiel
 import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, UnknownGameError, load_game, play_match
-from deepeval_games.testing import check_game
+from deepeval_games.core.testing import check_game
 from game_defs.datasets.idiom_versions import load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary
 from game_defs.idiom_solitaire import (

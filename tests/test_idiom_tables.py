@@ -16,8 +16,8 @@ from analysis.idiom_tables import (
     win_rate_table,
 )
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.cli import main
-from deepeval_games.records import MatchRecord
+from deepeval_games.app.cli import main
+from deepeval_games.core.records import MatchRecord
 
 _GAME = "deepeval_idiom_solitaire(match=exact,max_turns=50,start=一马当先)"
 

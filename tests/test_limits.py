@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.errors import SpecError
-from deepeval_games.spec import parse_spec
+from deepeval_games.app.spec import parse_spec
+from deepeval_games.core.errors import SpecError
 from llm_bots import limits
 from llm_bots.limits import Grant, Limiter, Limits, LocalLimiter, get_limiter, limit_key, set_limiter
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from deepeval_games.bot import CallAttempt
-from deepeval_games.errors import SpecError
+from deepeval_games.core.bot import CallAttempt
+from deepeval_games.core.errors import SpecError
 from llm_bots import transport
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
@@ -175,7 +175,7 @@ def test_the_call_plans_are_bounded() -> None:
 
 
 def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.games import load_game
+    from deepeval_games.core.games import load_game
     from llm_bots import llm_bot
     from llm_bots.adapters import adapter_for
 

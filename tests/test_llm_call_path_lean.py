@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from deepeval_games.bot import CallAttempt, Decision, Outcome
+from deepeval_games.core.bot import CallAttempt, Decision, Outcome
 from llm_bots import limits, transport
 from llm_bots.limits import Grant, Limits, LocalLimiter
 from llm_bots.llm_bot import _Exchange

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.manifest import MANIFEST_NAME, read_manifest
+from deepeval_games.app.manifest import MANIFEST_NAME, read_manifest
+from deepeval_games.core.errors import DeepEvalError
 from game_defs.datasets import EXPECTED_SHA256, data_sources
 from game_defs.datasets.idioms import IdiomDictionary
 from tests.fake_openai_server import FAKE_FINGERPRINT, Behaviour, FakeOpenAIServer, model_player

@@ -16,14 +16,14 @@ import pytest
 
 import game_defs.openspiel_games  # noqa: F401  (rules cards, OpenSpiel's Python games)
 from analysis.outcomes import format_turn_outcomes, turn_outcomes
-from deepeval_games import task
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
-from deepeval_games.cli import main
-from deepeval_games.errors import SpecError
-from deepeval_games.games import load_game
-from deepeval_games.records import MatchRecord, TurnRecord
-from deepeval_games.referee import play_match
-from deepeval_games.store import Store
+from deepeval_games.app.cli import main
+from deepeval_games.app.store import Store
+from deepeval_games.core import task
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.referee import play_match
 from llm_bots.adapters import GenericAdapter, adapter_for
 from llm_bots.local_server import local_model_available
 from tests import broken_games

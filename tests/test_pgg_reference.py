@@ -45,7 +45,7 @@ def test_free_rider_is_nash_full_contributor_is_optimal_conditional_between(reco
 
 
 def test_references_follow_alpha() -> None:
-    from deepeval_games.records import MatchRecord, TurnRecord
+    from deepeval_games.core.records import MatchRecord, TurnRecord
 
     def match(alpha: float, action: int) -> MatchRecord:
         game = f"deepeval_public_goods(alpha={alpha},endowment=10,goal=most,mode=1,players=2,rounds=1)"
@@ -71,9 +71,9 @@ def test_curves_are_drawn_and_printed(records: list, tmp_path: Path, capsys: pyt
 def test_tables_command_and_report_show_the_reference_points(
     records: list, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.cli import main
-    from deepeval_games.records import MatchRecord
-    from deepeval_games.store import Store
+    from deepeval_games.app.cli import main
+    from deepeval_games.app.store import Store
+    from deepeval_games.core.records import MatchRecord
 
     run = tmp_path / "run"
     with Store(run, spec_hash="x", spec_text="{}") as store:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from deepeval_games import UnknownGameError, load_game, play_match
-from deepeval_games.presets import apply_preset
-from deepeval_games.runner import build_player
-from deepeval_games.spec import PlayerSpec
+from deepeval_games.app.presets import apply_preset
+from deepeval_games.app.runner import build_player
+from deepeval_games.app.spec import PlayerSpec
 from llm_bots.adapters.public_goods import reformat_coins
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 

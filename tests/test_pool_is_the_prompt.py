@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from deepeval_games import load_game, parse_spec, run_experiment
-from deepeval_games.message_pool import REFEREE, seat_label
-from deepeval_games.quoting import quote_player_text
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.core.message_pool import REFEREE, seat_label
+from deepeval_games.core.quoting import quote_player_text
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from game_defs.datasets.idioms import load_idioms
 from llm_bots.prompts import PromptSet, load_prompts
 from llm_bots.scripted_idiom import valid_replies

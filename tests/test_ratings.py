@@ -21,8 +21,8 @@ from analysis.ratings import (
     role_ratings,
 )
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import count_matches, plan_matches
+from deepeval_games.app.schedule import count_matches, plan_matches
+from deepeval_games.core.records import MatchRecord
 
 PGG = "deepeval_public_goods(players=4,mode=1,alpha=1.6)"
 PAIRING = "self_play"
@@ -137,7 +137,7 @@ def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> Non
 
 
 def test_code_review_ratings_are_reported_per_role(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deepeval_games.cli import main
+    from deepeval_games.app.cli import main
     from game_defs.sandbox import bubblewrap_usable
 
     if not bubblewrap_usable():

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from deepeval_games import load_spec
-from deepeval_games.schedule import plan_matches
+from deepeval_games.app.schedule import plan_matches
 
 
 def _setup_commands(repo_root: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Match records: the current schema version round-trips, and run directories of versions 1 to 4 still load and report.
 
-The rule (deepeval_games.records): a change to the record bumps its version, adds a migration and a small
+The rule (deepeval_games.core.records): a change to the record bumps its version, adds a migration and a small
 checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
 """
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games.bot import Outcome
-from deepeval_games.cli import main
-from deepeval_games.records import MIGRATIONS, SCHEMA_VERSION, MatchRecord, RecordError, TurnRecord, migrate
-from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.cli import main
+from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.records import MIGRATIONS, SCHEMA_VERSION, MatchRecord, RecordError, TurnRecord, migrate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -154,7 +154,7 @@ def test_invalid_records_and_versions_are_clear_errors() -> None:
 
 @pytest.mark.usefixtures("fake_provider_key")
 def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
-    from deepeval_games.runner import run_experiment
+    from deepeval_games.app.runner import run_experiment
     from tests.fake_openai_server import Behaviour, FakeOpenAIServer
 
     good = '{"reason": "r", "coins": 3}'
@@ -205,7 +205,7 @@ def test_v3_run_directories_gain_empty_finish_reasons(name: str, tmp_path: Path)
 @pytest.mark.parametrize("name", ["v4/pgg_scripted", "v4/pgg_llm"])
 def test_v4_run_directories_are_full_transcripts(name: str, tmp_path: Path) -> None:
     """Every version-4 record kept its whole transcript: it reads as ``transcript = "full"``, unchanged otherwise."""
-    from deepeval_games.transcript import with_messages
+    from deepeval_games.core.transcript import with_messages
 
     for record, line in _migrated(name, 4, tmp_path):
         assert record.transcript == "full" and record.moves is None

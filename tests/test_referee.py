@@ -11,7 +11,7 @@ import pytest
 from open_spiel.python.algorithms import evaluate_bots
 
 from deepeval_games import Decision, DeepEvalBot, Observation, Outcome, load_game, make_bot, play_match
-from deepeval_games.message_pool import REFEREE
+from deepeval_games.core.message_pool import REFEREE
 
 NAMES = ["free-rider", "full-contributor", "conditional", "random"]
 BOTS = ["pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random"]

@@ -14,12 +14,8 @@ import pytest
 
 from analysis.judge_audit import ORIGINAL, format_audit, judge_audit, judge_scores, self_preference
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.cli import main
-from deepeval_games.errors import SpecError, UnknownBotError
-from deepeval_games.games import load_game
-from deepeval_games.judgements import JudgementRecord
-from deepeval_games.records import JUDGE_SEAT, MatchRecord, TurnRecord
-from deepeval_games.rejudge import (
+from deepeval_games.app.cli import main
+from deepeval_games.app.rejudge import (
     JudgeSource,
     Presentation,
     RejudgeError,
@@ -27,7 +23,11 @@ from deepeval_games.rejudge import (
     rejudge,
     replay_to_verdict,
 )
-from deepeval_games.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.core.errors import SpecError, UnknownBotError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.judgements import JudgementRecord
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, TurnRecord
 from game_defs.sandbox import bubblewrap_usable
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.games import load_game
-from deepeval_games.store import JSONL_NAME
-from deepeval_games.task import max_reply_chars
+from deepeval_games.app.store import JSONL_NAME
+from deepeval_games.core.games import load_game
+from deepeval_games.core.task import max_reply_chars
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 GOOD = '{"reason": "keep most", "coins": 3}'

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from deepeval_games import run_experiment
-from deepeval_games.bot import CallAttempt
-from deepeval_games.cli import main
-from deepeval_games.games import game_variant
-from deepeval_games.html_report import RETRIED, write_html_report
-from deepeval_games.records import MatchRecord
-from deepeval_games.store import Store
+from deepeval_games.app.cli import main
+from deepeval_games.app.html_report import RETRIED, write_html_report
+from deepeval_games.app.store import Store
+from deepeval_games.core.bot import CallAttempt
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.records import MatchRecord
 from tests.chromium import chromium_binary, visit
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
@@ -392,8 +392,8 @@ def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
 
 
 def test_a_model_without_a_price_is_said_so_not_counted_as_free() -> None:
-    from deepeval_games.estimate import DryRun, ModelEstimate, format_dry_run
-    from deepeval_games.spec import parse_spec
+    from deepeval_games.app.estimate import DryRun, ModelEstimate, format_dry_run
+    from deepeval_games.app.spec import parse_spec
 
     spec = parse_spec(
         {
@@ -434,7 +434,7 @@ def test_the_match_list_filters_by_task_player_seat_outcome_and_data_item(
 def test_a_new_analysis_adds_its_section_in_one_place(
     example_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games import report
+    from deepeval_games.app import report
 
     @report.section("longest", "Longest match")
     def _longest(ctx: report.ReportContext) -> list[report.Block]:
@@ -471,7 +471,7 @@ def test_html_report_of_the_local_model_example(tmp_path: Path) -> None:
     reason = _local_reason()
     if reason is not None:
         pytest.skip(reason)
-    from deepeval_games.spec import load_spec
+    from deepeval_games.app.spec import load_spec
 
     spec = load_spec(EXAMPLES / "pgg_local_model.toml")  # one match of one round: a real model's page
     spec = spec.with_experiment(repeats=1, game=spec.games[0].replace(")", ",rounds=1)"))

@@ -11,9 +11,9 @@ import pytest
 
 from analysis.usage import format_usage, player_usage
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.bot import Outcome
-from deepeval_games.cli import main
-from deepeval_games.schedule import plan_matches
+from deepeval_games.app.cli import main
+from deepeval_games.app.schedule import plan_matches
+from deepeval_games.core.bot import Outcome
 from llm_bots.model_config import DEFAULT_MAX_TOKENS, ModelSettings
 from llm_bots.parsing import strip_reasoning
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
@@ -103,9 +103,9 @@ def test_a_reasoning_models_thinking_stays_out_of_a_translation() -> None:
     import numpy as np
 
     from deepeval_games import load_game, play_match
-    from deepeval_games.registry import scorers_for
-    from deepeval_games.runner import build_player
-    from deepeval_games.spec import PlayerSpec
+    from deepeval_games.app.runner import build_player
+    from deepeval_games.app.spec import PlayerSpec
+    from deepeval_games.core.registry import scorers_for
 
     game = load_game("deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)")
     reply = "<think>The user wants French; keep it short.</think>\nBonjour."

@@ -453,7 +453,7 @@ def test_sandbox_info_shows_the_active_protection(monkeypatch: pytest.MonkeyPatc
 def test_cli_sandbox_info_and_run_setting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from deepeval_games.cli import main
+    from deepeval_games.app.cli import main
 
     monkeypatch.delenv(protection.MEMORY_MODE_ENV, raising=False)
     main(["sandbox-info", "--memory-mode", "seccomp"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis import bootstrap_ci, format_scores, role_scores, symmetric_scores
-from deepeval_games.records import MatchRecord
+from deepeval_games.core.records import MatchRecord
 
 
 def _record(seats: list[str], returns: list[float], roles: list[str] | None = None, status: str = "complete"):

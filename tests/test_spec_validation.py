@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepeval_games import DeepEvalError, run_experiment
-from deepeval_games.cli import main
-from deepeval_games.spec import load_spec
-from deepeval_games.store import DB_NAME, JSONL_NAME
+from deepeval_games.app.cli import main
+from deepeval_games.app.spec import load_spec
+from deepeval_games.app.store import DB_NAME, JSONL_NAME
 from tests.conftest import PGG_SCRIPTED_PLAYERS
 
 PGG = 'game = "deepeval_public_goods(players=4,rounds=2,mode=1,alpha=1.6)"'
@@ -225,9 +225,9 @@ def test_records_naming_files_are_loaded_only_from_a_named_data_folder(tmp_path:
     """A run directory may come from anyone: its records' game strings get the spec's file check when read back."""
     from analysis.confseq import anytime_scores
     from analysis.exploitability import empirical_exploitability
-    from deepeval_games.errors import UnknownGameError
-    from deepeval_games.games import load_recorded_game
-    from deepeval_games.rejudge import judge_source, rejudge
+    from deepeval_games.app.rejudge import judge_source, rejudge
+    from deepeval_games.core.errors import UnknownGameError
+    from deepeval_games.core.games import load_recorded_game
 
     data = tmp_path / "data"
     data.mkdir()
@@ -252,7 +252,7 @@ def test_records_naming_files_are_loaded_only_from_a_named_data_folder(tmp_path:
 
 
 def test_chess_positions_with_slashes_are_not_files() -> None:
-    from deepeval_games.games import check_file_parameters
+    from deepeval_games.core.games import check_file_parameters
 
     check_file_parameters("chess(fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1)")
 

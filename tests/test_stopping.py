@@ -12,7 +12,7 @@ import pytest
 
 from analysis.stopping import AdaptiveStopping, Seating, StoppingReport, format_stopping
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.errors import SpecError
+from deepeval_games.core.errors import SpecError
 
 REPO = Path(__file__).resolve().parent.parent
 GAME = "deepeval_public_goods(players=2,alpha=1.2,rounds=1)"
@@ -152,7 +152,7 @@ def test_bench_meets_its_targets_on_real_pgg_matches(tmp_path: Path) -> None:
 
 
 def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deepeval_games.cli import main
+    from deepeval_games.app.cli import main
 
     assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
@@ -165,7 +165,7 @@ def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: 
 
 def test_the_old_bootstrap_check_no_longer_pools_roles() -> None:
     from analysis.convergence import payoff_sequences
-    from deepeval_games.records import MatchRecord
+    from deepeval_games.core.records import MatchRecord
 
     records = [
         MatchRecord(match_id=str(i), game="g", seats=["p", "q"], returns=[8.0, 2.0], turns=[], repeat=i,

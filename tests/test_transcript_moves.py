@@ -1,7 +1,8 @@
 """Records of matches between fields bots kept as their moves (record version 5, ``transcript = "moves"``).
 
 A match whose every seat moves from its observation fields (the Public Goods baselines) is stored as rows of moves;
-reading it rebuilds its turns, and :func:`deepeval_games.transcript.with_messages` its message pool, by replaying the
+reading it rebuilds its turns, and :func:`deepeval_games.core.transcript.with_messages` its message pool, by replaying
+the
 moves through the referee. The property that matters: the rebuilt record equals the one ``transcript = "full"``
 stores for the same match, timings aside, across modes, seat counts, parameters, noise and random bots.
 """
@@ -18,17 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.bot import FieldsBot, SyncBot
-from deepeval_games.errors import UnknownGameError
-from deepeval_games.games import load_game
-from deepeval_games.html_report import transcript_json
-from deepeval_games.records import MatchRecord, RecordError
-from deepeval_games.referee import TranscriptNotDerivable, play_match
-from deepeval_games.registry import make_bot, register_bot
-from deepeval_games.runner import run_experiment
-from deepeval_games.spec import parse_spec
-from deepeval_games.store import JSONL_NAME, Store
-from deepeval_games.transcript import with_messages
+from deepeval_games.app.html_report import transcript_json
+from deepeval_games.app.runner import run_experiment
+from deepeval_games.app.spec import parse_spec
+from deepeval_games.app.store import JSONL_NAME, Store
+from deepeval_games.core.bot import FieldsBot, SyncBot
+from deepeval_games.core.errors import UnknownGameError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import MatchRecord, RecordError
+from deepeval_games.core.referee import TranscriptNotDerivable, play_match
+from deepeval_games.core.registry import make_bot, register_bot
+from deepeval_games.core.transcript import with_messages
 
 PGG_BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random", "pgg_grim_trigger")
 
@@ -48,7 +49,7 @@ class Talker(SyncBot):
     """Not a fields bot: answers through an observation."""
 
     def respond(self, observation: Any) -> Any:
-        from deepeval_games.bot import Decision
+        from deepeval_games.core.bot import Decision
 
         return Decision.move(observation.legal_actions[0])
 
@@ -124,7 +125,7 @@ def test_a_moves_record_read_back_is_written_as_it_was_stored(tmp_path: Path) ->
 
 
 def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
-    from deepeval_games.report import slim
+    from deepeval_games.app.report import slim
 
     _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
     light = slim(MatchRecord.from_json(moves.to_json()))
@@ -132,7 +133,7 @@ def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
 
 
 def test_a_replay_that_fails_any_other_way_is_a_record_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import deepeval_games.transcript as transcript
+    import deepeval_games.core.transcript as transcript
 
     _, moves = _both("deepeval_public_goods(players=2,rounds=2)", ["pgg_free_rider", "pgg_random"], 1)
 
@@ -237,7 +238,7 @@ def test_the_html_report_shows_a_moves_record_with_its_replayed_messages(caplog:
     shown = transcript_json(MatchRecord.from_json(moves.to_json()), "run")
     assert shown["messages"] == transcript_json(full, "run")["messages"] and shown["messages"]
     broken = moves.model_copy(update={"game": "deepeval_no_such_game()"})
-    with caplog.at_level(logging.WARNING, logger="deepeval_games.html_report"):
+    with caplog.at_level(logging.WARNING, logger="deepeval_games.app.html_report"):
         assert transcript_json(broken, "run")["messages"] == []
     assert "shown without messages" in caplog.text
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match, run_experiment
-from deepeval_games.cli import main
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import scorers_for
-from deepeval_games.runner import build_player
-from deepeval_games.spec import PlayerSpec, load_spec
+from deepeval_games.app.cli import main
+from deepeval_games.app.runner import build_player
+from deepeval_games.app.spec import PlayerSpec, load_spec
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import scorers_for
 from game_defs import translation_scorer
 from game_defs.datasets.iwslt import load_iwslt2017
 from game_defs.translation import REPLY_TOKENS_BASE, REPLY_TOKENS_PER_WORD, sample_games

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.quoting import QUOTE_CLOSE, QUOTE_OPEN
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import scorers_for
-from deepeval_games.runner import build_player
-from deepeval_games.spec import PlayerSpec
+from deepeval_games.app.runner import build_player
+from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import scorers_for
 from llm_bots.adapters.translation import extract_text
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import scorers_for
-from deepeval_games.runner import build_player
-from deepeval_games.spec import PlayerSpec
+from deepeval_games.app.runner import build_player
+from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import scorers_for
 from game_defs.translation import sample_games
 from llm_bots.local_server import local_model_available
 

@@ -21,9 +21,9 @@ from analysis.translation_tables import (
     translation_groups,
     translation_table,
 )
-from deepeval_games.cli import main
-from deepeval_games.records import MatchRecord
-from deepeval_games.store import Store
+from deepeval_games.app.cli import main
+from deepeval_games.app.store import Store
+from deepeval_games.core.records import MatchRecord
 
 _ROLES = ["translator", "proofreader"]
 _PNG = b"\x89PNG\r\n\x1a\n"

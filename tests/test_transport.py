@@ -333,7 +333,7 @@ def test_config_rejects_bad_values(mapping: dict[str, Any], fragment: str) -> No
 
 def test_errors_fit_the_runner() -> None:
     """The runner reschedules on InfrastructureError and stops on FatalRunError / SpecError."""
-    from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
+    from deepeval_games.core.errors import FatalRunError, InfrastructureError, SpecError
 
     assert issubclass(InfraError, InfrastructureError)
     assert issubclass(FatalModelError, FatalRunError) and issubclass(ModelMismatchError, FatalRunError)

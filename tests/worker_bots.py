@@ -13,7 +13,7 @@ import fcntl
 import os
 
 from deepeval_games import Decision, DeepEvalBot, InfrastructureError, Observation, register_bot
-from deepeval_games.errors import FatalRunError
+from deepeval_games.core.errors import FatalRunError
 
 INFRA_FILE_ENV = "DG_TEST_INFRA_FAILURES"
 """File holding how many injected infrastructure failures are left (shared by every process)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from deepeval_games.errors import DeepEvalError
+from deepeval_games.core.errors import DeepEvalError
 
 __all__ = [
     "CANONICAL_URLS",

@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
-from deepeval_games.bot import Observation
-from deepeval_games.records import JUDGE_SEAT
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.records import JUDGE_SEAT
 from game_defs.code_review import CodeReviewFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
 from llm_bots.judge import judge_response_schema, parse_judge_reply

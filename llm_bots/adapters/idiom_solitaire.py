@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from deepeval_games.bot import Observation
-from deepeval_games.records import JUDGE_SEAT
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.records import JUDGE_SEAT
 from game_defs.idiom_solitaire import DEFAULT_DICTIONARY, IdiomFields, dictionary
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
 from llm_bots.judge.schema import judge_response_schema

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
-from deepeval_games.bot import Observation
+from deepeval_games.core.bot import Observation
 from game_defs.public_goods import PublicGoodsFields
 from llm_bots.adapters import Parsed, TaskAdapter, register_adapter
 from llm_bots.parsing import json_objects, normalize, whole_number

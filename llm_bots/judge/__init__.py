@@ -23,7 +23,7 @@ player in these ways, built by :func:`make_llm_judge`:
 * after the re-asks (or on a refusal or a context overflow) there is no default score: the judge raises
   :class:`JudgeError`, the match is logged as failed with that reason and is not recorded (a rerun of
   the spec retries it);
-* player text reaches the judge only inside :func:`~deepeval_games.quoting.quote_player_text` delimiters
+* player text reaches the judge only inside :func:`~deepeval_games.core.quoting.quote_player_text` delimiters
   (the game quotes it in its brief), which the text cannot close, under a rubric that tells the judge to treat
   it as material to assess, never as instructions. A "give 10" or a forged JSON verdict inside the code is
   then at most evidence of bad conduct; it is never parsed, since the verdict is read only from the judge's
@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from deepeval_games.records import JUDGE_SEAT
+from deepeval_games.core.records import JUDGE_SEAT
 from llm_bots.judge.independence import ALLOW_PLAYER_MODEL, check_judge
 from llm_bots.judge.schema import judge_response_schema, verdict_response_format
 from llm_bots.judge.scripted import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.errors import SpecError
+from deepeval_games.core import task
+from deepeval_games.core.errors import SpecError
 
 __all__ = ["ALLOW_PLAYER_MODEL", "check_judge"]
 
@@ -45,7 +45,7 @@ def check_judge(
         judge_params: the judge's other settings (``allow_player_model`` is read from them for an LLM judge).
         player_models: model string of every LLM player, by player name.
 
-    Raises :class:`~deepeval_games.errors.SpecError`; with ``allow_player_model = true`` logs a warning instead.
+    Raises :class:`~deepeval_games.core.errors.SpecError`; with ``allow_player_model = true`` logs a warning instead.
     """
     if not judge_configured:
         if task.is_judged(game):

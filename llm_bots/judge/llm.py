@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import Decision, Observation, Outcome
-from deepeval_games.errors import SpecError
-from deepeval_games.records import JUDGE_SEAT
+from deepeval_games.core.bot import Decision, Observation, Outcome
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.records import JUDGE_SEAT
 from llm_bots.adapters import adapter_for
 from llm_bots.judge.independence import ALLOW_PLAYER_MODEL
 from llm_bots.judge.verdict import JudgeError

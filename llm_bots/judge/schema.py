@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from deepeval_games.bot import Observation
-from deepeval_games.records import JUDGE_SEAT
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.records import JUDGE_SEAT
 from llm_bots.judge.verdict import role_labels
 
 __all__ = ["judge_response_schema", "verdict_response_format"]

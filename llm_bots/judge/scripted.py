@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.bot import Decision, DeepEvalBot, Observation
-from deepeval_games.registry import register_bot
+from deepeval_games.core import task
+from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
+from deepeval_games.core.registry import register_bot
 from game_defs.verdicts import encode_scores
 from llm_bots.judge.verdict import Verdict, role_labels
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deepeval_games.bot import Observation
-from deepeval_games.errors import DeepEvalError
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.errors import DeepEvalError
 from game_defs.verdicts import encode_scores
 from llm_bots.adapters import Parsed
 from llm_bots.parsing import json_objects, normalize, whole_number

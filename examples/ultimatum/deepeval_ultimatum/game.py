@@ -33,9 +33,9 @@ from typing import Any, TypedDict
 import numpy as np
 import pyspiel
 
-from deepeval_games.message_pool import seat_label
-from deepeval_games.observer import TextObserver
-from deepeval_games.quoting import quote_player_text
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.quoting import quote_player_text
 
 SHORT_NAME = "deepeval_ultimatum"
 ROLES = ("proposer", "responder")  # seat 0, seat 1
@@ -151,7 +151,7 @@ class UltimatumState(pyspiel.State):
     def __str__(self) -> str:
         return f"said={[self.text(i) for i in self.moves[: self.talk]]!r} then={self.moves[self.talk :]}"
 
-    # -- the task contract's state hooks (deepeval_games.task) ----------------------------------------------
+    # -- the task contract's state hooks (deepeval_games.core.task) ----------------------------------------------
 
     def is_free_text_turn(self, player: int) -> bool:
         """True when ``player`` is to write a message."""

@@ -19,7 +19,7 @@ History:
 * 0 — records without ``schema_version`` (read as version 1).
 * 1 — first version: ``TurnRecord.prompt``, the chat messages of the first ask only.
 * 2 — ``TurnRecord.prompts``: the chat messages of every ask of a turn (first ask, then each re-ask);
-  ``outcome`` is an :class:`~deepeval_games.bot.Outcome` and ``status`` is ``complete`` or ``aborted``.
+  ``outcome`` is an :class:`~deepeval_games.core.bot.Outcome` and ``status`` is ``complete`` or ``aborted``.
 * 3 — ``TurnRecord.attempts``: every transport attempt of the turn (status, HTTP status, error class, wait), so
   retries show in the record; ``TurnRecord.cut_chars``: per ask, what was cut from a reply over the task's
   maximum length.
@@ -28,9 +28,9 @@ History:
   the turn outcome ``truncated`` (a reply cut by the cap at the last ask).
 * 5 — ``MatchRecord.transcript`` and ``moves``: a match whose transcript can be derived from its moves (every seat a
   scripted bot that moves from its observation fields, every move legal and plain; see
-  :mod:`deepeval_games.transcript`) may be stored as ``transcript = "moves"``: its turns as compact ``moves`` rows
+  :mod:`deepeval_games.core.transcript`) may be stored as ``transcript = "moves"``: its turns as compact ``moves`` rows
   and no messages. Reading the record rebuilds its turns from the rows (:meth:`MatchRecord.from_dict`,
-  :meth:`MatchRecord.from_json`); :func:`deepeval_games.transcript.with_messages` rebuilds its message pool by
+  :meth:`MatchRecord.from_json`); :func:`deepeval_games.core.transcript.with_messages` rebuilds its message pool by
   replaying the moves. Older records are ``transcript = "full"``, as every record was.
 """
 
@@ -42,8 +42,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from deepeval_games.bot import CallAttempt, Outcome
-from deepeval_games.errors import DeepEvalError
+from deepeval_games.core.bot import CallAttempt, Outcome
+from deepeval_games.core.errors import DeepEvalError
 
 __all__ = [
     "CHANCE_SEAT",
@@ -188,7 +188,7 @@ class MatchRecord(BaseModel):
     """``full``: ``turns`` and ``messages`` are stored as played. ``moves``: the match's transcript is derived from its
     moves (every seat a scripted bot that moves from its observation fields, every move legal): the record stores
     ``moves`` instead of ``turns`` and no ``messages``. Reading it (:meth:`from_dict`, :meth:`from_json`) rebuilds
-    ``turns``; :func:`deepeval_games.transcript.with_messages` rebuilds ``messages`` by replaying the moves."""
+    ``turns``; :func:`deepeval_games.core.transcript.with_messages` rebuilds ``messages`` by replaying the moves."""
     moves: list[MoveRow] | None = None
     """Under ``transcript = "moves"``: every turn, in order, as a row of :data:`MOVE_ROW`; None otherwise."""
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.message_pool import InboxAt, Message
+from deepeval_games.core import task
+from deepeval_games.core.message_pool import InboxAt, Message
 
 __all__ = [
     "CallAttempt",
@@ -106,7 +106,7 @@ class Observation:
 
 class _Inbox:
     """``Observation.inbox``: the field's value, which the referee may hand over unread (an
-    :class:`~deepeval_games.message_pool.InboxAt`); it is read, and kept, when first asked for. Equality, ``repr``,
+    :class:`~deepeval_games.core.message_pool.InboxAt`); it is read, and kept, when first asked for. Equality, ``repr``,
     :func:`dataclasses.replace` and copies see the messages."""
 
     def __get__(self, observation: Observation | None, owner: type | None = None) -> Any:
@@ -300,7 +300,7 @@ def make_observation(
 ) -> Observation:
     """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
     (the referee makes one a move; the result equals ``Observation(...)`` of the same values). ``inbox`` may be an
-    :class:`~deepeval_games.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
+    :class:`~deepeval_games.core.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
     observation = _new(Observation)
     _set_observation_dict(
         observation,
@@ -490,7 +490,7 @@ class FieldsBot(SyncBot):
     :meth:`move_from_fields` with the fields it computed to deliver the seat's view (:func:`reads_fields_only`).
 
     A subclass that overrides :meth:`respond` (or :meth:`~DeepEvalBot.act`) is asked through it as any other bot.
-    A match of such bots may be stored as its moves (:mod:`deepeval_games.transcript`): the referee then asks them
+    A match of such bots may be stored as its moves (:mod:`deepeval_games.core.transcript`): the referee then asks them
     without rendering the seats' observation text, so a game's ``observation_fields`` must not depend on its text
     having been read first.
     """

@@ -1,7 +1,8 @@
 """Plays one planned match in this process: the seats' bots built from the match's seed, the referee run.
 
-:class:`MatchPlayer` is what the runner (:mod:`deepeval_games.runner`) and every worker of an executor
-(:mod:`deepeval_games.executors`, :mod:`deepeval_games.ray_executor`) play matches with, so a match plays the same
+:class:`MatchPlayer` is what the runner (:mod:`deepeval_games.app.runner`) and every worker of an executor
+(:mod:`deepeval_games.app.executors`, :mod:`deepeval_games.app.ray_executor`) play matches with, so a match plays the
+same
 wherever it runs: the same bots, seeded the same way, give the same record.
 """
 
@@ -15,14 +16,14 @@ from typing import Any, Literal
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import DeepEvalBot, SeatSeed
-from deepeval_games.errors import FatalRunError
-from deepeval_games.games import load_game
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.referee import TranscriptNotDerivable, play_match
-from deepeval_games.registry import BotFactory, bot_factory, make_bot, scorers_for
-from deepeval_games.schedule import PlannedMatch
-from deepeval_games.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.schedule import PlannedMatch
+from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.core.bot import DeepEvalBot, SeatSeed
+from deepeval_games.core.errors import FatalRunError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.core.referee import TranscriptNotDerivable, play_match
+from deepeval_games.core.registry import BotFactory, bot_factory, make_bot, scorers_for
 
 __all__ = ["MatchPlayer", "build_player", "check_credentials", "open_runtime", "seat_rng"]
 
@@ -99,8 +100,8 @@ def check_credentials(player: PlayerSpec) -> None:
 
 class MatchPlayer:
     """Plays planned matches of one spec in this process: each seat's bot built from the match's seed, the referee
-    run, the record returned (not committed). The runner drives it; a worker process (:mod:`deepeval_games.executors`)
-    runs one of its own."""
+    run, the record returned (not committed). The runner drives it; a worker process
+    (:mod:`deepeval_games.app.executors`) runs one of its own."""
 
     def __init__(self, spec: ExperimentSpec, runtime: Any) -> None:
         self.spec = spec
@@ -152,9 +153,10 @@ class MatchPlayer:
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play one planned match here and return its record.
 
+
         Under the spec's ``transcript = "auto"`` (the default) a match of fields bots is recorded as its moves
-        (:func:`~deepeval_games.referee.play_match`'s ``transcript="moves"``); should a seat answer an illegal move,
-        the match is played again from the start, with new bots from the same seeds, and recorded in full."""
+        (:func:`~deepeval_games.core.referee.play_match`'s ``transcript="moves"``); should a seat answer an illegal
+        move, the match is played again from the start, with new bots from the same seeds, and recorded in full."""
         game = self.game(planned.game)
         transcript: Literal["full", "moves"] = "moves" if self.spec.experiment.transcript == "auto" else "full"
         try:

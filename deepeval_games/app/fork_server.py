@@ -1,17 +1,18 @@
 """The process executor's worker processes: a fork server (started once per driver process; it imports pyspiel,
 the tasks and, for model players, litellm once) forks each worker, and each worker serves the driver over a socket
-(:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.match_worker.MatchWorker` playing many
+(:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.app.match_worker.MatchWorker` playing
+many
 matches at once in its event loop.
 
 The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``plays`` (the planned
-matches of one turn of its event loop as compact rows, :class:`~deepeval_games.match_worker.RowWriter`, numbered
+matches of one turn of its event loop as compact rows, :class:`~deepeval_games.app.match_worker.RowWriter`, numbered
 from the message's ``first`` id on, with the table entries they use first sent) or ``play`` (an id and one planned
 match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget`` (the run's total
 spent); closing the worker's input stops it. The worker sends ``acquire`` / ``release`` / ``charge`` (its model
 calls), ``counters`` (its model-call counters, when they changed: once for a run without model players), ``failed``
 (it could not start) and ``done`` (a failed match: its error, as data), each a JSON line, and for a finished match a
 header line ``R <id> <size>`` followed by ``size`` bytes: the record's own JSON line, as :meth:`MatchRecord.to_json
-<deepeval_games.records.MatchRecord.to_json>` wrote it, newline included, so the driver takes it without searching
+<deepeval_games.core.records.MatchRecord.to_json>` wrote it, newline included, so the driver takes it without searching
 for its end and commits that text without parsing it. What one turn of the worker's event loop sends goes out in one
 write. Matches are played by a few long-lived player tasks, not a task per request.
 """
@@ -36,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepeval_games.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
+from deepeval_games.app.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
@@ -310,7 +311,7 @@ _IOV_MAX = 1024
 LINE_LIMIT = 1 << 30
 """The longest message (a record as one JSON line) either side reads."""
 
-_PRELOAD = ("deepeval_games.executors", "deepeval_games.runner", "llm_bots.llm_bot")
+_PRELOAD = ("deepeval_games.app.executors", "deepeval_games.app.runner", "llm_bots.llm_bot")
 """Modules the fork server imports once, so that each worker starts with them loaded (and litellm, for a run with
 model players)."""
 
@@ -318,8 +319,8 @@ model players)."""
 def _load_registries() -> None:
     """Load the games, bots and task adapters registered through entry points (the built-in tasks are among them),
     as the first match of every worker would otherwise do (about 0.3 s a worker: it imports the tasks)."""
-    from deepeval_games.games import registered_games
-    from deepeval_games.registry import registered_bots
+    from deepeval_games.core.games import registered_games
+    from deepeval_games.core.registry import registered_bots
     from llm_bots.adapters import registered_adapters
 
     registered_games()
@@ -328,8 +329,8 @@ def _load_registries() -> None:
 
 
 def _fork_server_main(fd: int, models: bool) -> None:
-    """The fork server (``python -m deepeval_games.fork_server FD models|plain``): import the heavy modules once, then
-    fork a worker for each socket the driver passes over ``fd``, and answer its pid; stop when the driver is gone.
+    """The fork server (``python -m deepeval_games.app.fork_server FD models|plain``): import the heavy modules once,
+    then fork a worker for each socket the driver passes over ``fd``, and answer its pid; stop when the driver is gone.
 
     Like multiprocessing's fork server, minus its re-import of the caller's main script in every worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -373,7 +374,7 @@ class _ForkServer:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         mode = "models" if models else "plain"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "deepeval_games.fork_server", str(theirs.fileno()), mode],
+            [sys.executable, "-m", "deepeval_games.app.fork_server", str(theirs.fileno()), mode],
             pass_fds=(theirs.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,

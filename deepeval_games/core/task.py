@@ -23,7 +23,7 @@ hook                                without it
                                     the player's setting is smaller or unset (None: nothing for that
                                     role)
 ``presets: Mapping``                a spec's ``preset`` leaves the game as it is; with it, preset name
-                                    -> game parameters it selects (:mod:`deepeval_games.presets`)
+                                    -> game parameters it selects (:mod:`deepeval_games.app.presets`)
 ==================================  ===============================================================
 
 :class:`TaskState` (on the state):

@@ -33,8 +33,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.core.errors import DeepEvalError
 
 __all__ = ["MANIFEST_NAME", "MANIFEST_VERSION", "RunManifest", "package_versions", "read_manifest"]
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.games import load_game
+from deepeval_games.core import task
+from deepeval_games.core.games import load_game
 
 __all__ = ["PRESETS", "apply_preset", "game_presets", "preset_parameters"]
 

@@ -10,7 +10,7 @@ any other error in one match is logged and the tournament goes on.
 
 Nothing is written before the spec has passed every check: the plan's size, its games and data files, every
 player and judge built once per game, model strings and API keys (:func:`check_run`). Only then is the run
-directory created and locked (:class:`~deepeval_games.store.RunLock`, held by this process for the whole run), so a
+directory created and locked (:class:`~deepeval_games.app.store.RunLock`, held by this process for the whole run), so a
 spec with a typo leaves nothing behind and its corrected version runs into the same directory.
 """
 
@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
-from deepeval_games.executors import (
+from deepeval_games.app.executors import (
     AUTO_PROBE_S,
     ProcessExecutor,
     check_workers,
@@ -43,15 +42,16 @@ from deepeval_games.executors import (
     spec_modules,
     workers_after_probe,
 )
-from deepeval_games.manifest import RunManifest
-from deepeval_games.match_play import MatchPlayer, build_player, open_runtime
-from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
-from deepeval_games.spec import ExperimentSpec, as_spec
-from deepeval_games.store import RunLock, Store
+from deepeval_games.app.manifest import RunManifest
+from deepeval_games.app.match_play import MatchPlayer, build_player, open_runtime
+from deepeval_games.app.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
+from deepeval_games.app.spec import ExperimentSpec, as_spec
+from deepeval_games.app.store import RunLock, Store
+from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.core.records import MatchRecord
 
 if TYPE_CHECKING:
-    from deepeval_games.ray_executor import RayExecutor
+    from deepeval_games.app.ray_executor import RayExecutor
 
 __all__ = ["STOPPING_FILE", "RunResult", "build_player", "check_run", "run_experiment", "run_experiment_async"]
 
@@ -117,7 +117,7 @@ class _Runner(MatchPlayer):
         self.store = store
         self.progress = progress
         self.executor: ProcessExecutor | RayExecutor | None = None
-        """Where matches are played when not in this process (:mod:`deepeval_games.executors`)."""
+        """Where matches are played when not in this process (:mod:`deepeval_games.app.executors`)."""
         self.plays_too = False
         """Whether this process plays matches too while worker processes play theirs (a run without model players:
         one core is this process's, see :func:`_executor`)."""
@@ -236,7 +236,7 @@ class _Runner(MatchPlayer):
         """:meth:`run` for a run without model players in worker processes: its matches never wait for this
         process, so they are handed to the workers as they have room (up to ``max_concurrency`` in flight, as
         :meth:`run` keeps) without a coroutine or future per match, and the records that arrive together are
-        committed together (:meth:`Store.commit_many_json <deepeval_games.store.Store.commit_many_json>`: one
+        committed together (:meth:`Store.commit_many_json <deepeval_games.app.store.Store.commit_many_json>`: one
         ``writev``). Failures are handled as :meth:`run` handles them: rescheduled, logged, or stopping the run."""
         store = self.store
         assert store is not None
@@ -414,7 +414,7 @@ def _plays_too(spec: ExperimentSpec, processes: int) -> bool:
 
 @contextlib.asynccontextmanager
 async def _executor(runner: _Runner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
-    """Play the runner's matches in worker processes while inside (:func:`~deepeval_games.executors.resolve_workers`
+    """Play the runner's matches in worker processes while inside (:func:`~deepeval_games.app.executors.resolve_workers`
     decides how many; one: in this process). Leaving it stops the workers and adds their call counters to the
     runner's model runtime."""
     if runner.spec.experiment.executor == "ray":
@@ -443,12 +443,12 @@ async def _executor(runner: _Runner, workers: int | str | None, matches: int) ->
 
 @contextlib.asynccontextmanager
 async def _ray_executor(runner: _Runner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
-    """Play the runner's matches in actors on a Ray cluster while inside (:mod:`deepeval_games.ray_executor`): one
+    """Play the runner's matches in actors on a Ray cluster while inside (:mod:`deepeval_games.app.ray_executor`): one
     actor per CPU of the cluster, or ``workers`` when it is a number; none when nothing is left to play."""
     if matches <= 0:
         yield
         return
-    from deepeval_games.ray_executor import RayExecutor
+    from deepeval_games.app.ray_executor import RayExecutor
 
     setting = runner.spec.experiment.workers if workers is None else workers
     actors = setting if isinstance(setting, int) else None
@@ -534,8 +534,8 @@ async def _probe(
     runner: _Runner, todo: list[PlannedMatch], limit: int, result: RunResult, bar: tqdm | None
 ) -> tuple[list[PlannedMatch], int]:
     """Play the first matches of ``todo`` in this process, timing them: up to ``limit`` matches, in chunks of 1, 2,
-    4... until :data:`~deepeval_games.executors.AUTO_PROBE_S` has passed; return the matches left and the worker
-    processes that play them (:func:`~deepeval_games.executors.workers_after_probe`). A match is timed by the CPU
+    4... until :data:`~deepeval_games.app.executors.AUTO_PROBE_S` has passed; return the matches left and the worker
+    processes that play them (:func:`~deepeval_games.app.executors.workers_after_probe`). A match is timed by the CPU
     this process spent on it (what worker processes would share out), not by the wall clock: matches that wait
     (a bot's I/O, a sandboxed program's own process) already overlap in one event loop. The probed matches are
     drawn from all over ``todo`` (:func:`_spread`), so a sweep whose first game is cheap and whose last is costly is
@@ -584,7 +584,7 @@ def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, A
 
     rule = spec.until_stable
     assert rule is not None
-    from deepeval_games.games import game_variant
+    from deepeval_games.core.games import game_variant
 
     tasks = sorted({game_variant(r.game) for r in records})
     return {
@@ -604,7 +604,7 @@ def _with_executor(spec: ExperimentSpec, executor: str | None, ray_address: str 
     if changes:
         spec = spec.with_experiment(**changes)
     if spec.experiment.executor == "ray":
-        from deepeval_games.ray_executor import check_ray_run
+        from deepeval_games.app.ray_executor import check_ray_run
 
         check_ray_run(spec)
     return spec
@@ -615,7 +615,7 @@ def _ray_connection(spec: ExperimentSpec) -> contextlib.AbstractContextManager[A
     leaves nothing behind) and kept for every round of the run; else nothing."""
     if spec.experiment.executor != "ray":
         return contextlib.nullcontext()
-    from deepeval_games.ray_executor import RayCluster
+    from deepeval_games.app.ray_executor import RayCluster
 
     return RayCluster(spec.experiment.ray_address)
 
@@ -709,9 +709,9 @@ async def _run_adaptive(
     :class:`~analysis.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier rounds,
     so a resumed run replays the committed rounds (reading the store once) and continues with the same schedule."""
     from analysis.stopping import AdaptiveStopping, Seating
-    from deepeval_games import task
-    from deepeval_games.games import game_variant
-    from deepeval_games.schedule import count_matches
+    from deepeval_games.app.schedule import count_matches
+    from deepeval_games.core import task
+    from deepeval_games.core.games import game_variant
 
     rule = spec.until_stable
     assert rule is not None and rule.rule == "adaptive"
@@ -805,17 +805,17 @@ def run_experiment(
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
 
     ``spec`` is an :class:`ExperimentSpec`, a spec document as a mapping (validated by
-    :func:`~deepeval_games.spec.parse_spec`) or the path of a TOML spec file.
+    :func:`~deepeval_games.app.spec.parse_spec`) or the path of a TOML spec file.
 
     Resumes: matches already committed there are skipped. Raises
-    :class:`~deepeval_games.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec, and
-    :class:`~deepeval_games.store.RunLockedError` if another process is writing it (after waiting up to
+    :class:`~deepeval_games.core.errors.ResumeMismatchError` if ``out_dir`` belongs to another spec, and
+    :class:`~deepeval_games.app.store.RunLockedError` if another process is writing it (after waiting up to
     ``wait_s`` seconds for it to finish). Every check of :func:`check_run` runs before anything is written.
 
     ``workers``: processes that play the matches (a number or ``"auto"``), overriding ``[experiment] workers``;
-    see :mod:`deepeval_games.executors`. The records and match ids do not depend on it.
+    see :mod:`deepeval_games.app.executors`. The records and match ids do not depend on it.
 
-    ``executor``: ``"local"`` or ``"ray"`` (actors on a Ray cluster, :mod:`deepeval_games.ray_executor`), and
+    ``executor``: ``"local"`` or ``"ray"`` (actors on a Ray cluster, :mod:`deepeval_games.app.ray_executor`), and
     ``ray_address``: the cluster to join; both override ``[experiment] executor`` / ``ray_address``. Under Ray,
     ``workers`` (a number) is the number of actors, by default one per CPU of the cluster.
     """

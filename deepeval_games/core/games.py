@@ -12,8 +12,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games.errors import UnknownGameError
-from deepeval_games.plugins import load_entry_points
+from deepeval_games.core.errors import UnknownGameError
+from deepeval_games.core.plugins import load_entry_points
 
 __all__ = [
     "DATA_ITEM_PARAMETERS",

@@ -1,9 +1,10 @@
 """A derived transcript's messages, rebuilt by replaying its moves.
 
 A match whose every seat is a scripted bot that moves from its observation fields alone
-(:class:`~deepeval_games.bot.FieldsBot`, the Public Goods baselines), played without a judge or scorers and with every
+(:class:`~deepeval_games.core.bot.FieldsBot`, the Public Goods baselines), played without a judge or scorers and with
+every
 move legal, is fully determined by its game, its seed and its moves: the referee would tell each seat the same things
-again. Such a match may be stored as its moves only (:attr:`~deepeval_games.records.MatchRecord.transcript`
+again. Such a match may be stored as its moves only (:attr:`~deepeval_games.core.records.MatchRecord.transcript`
 ``moves``, schema version 5): about 1.5 kB instead of 21 kB for a four-seat, five-round Public Goods match, and
 nothing of the pool is built while it is played. Reading the record rebuilds its turns from the rows;
 :func:`with_messages` rebuilds its message pool by playing the match again through the referee, each seat answering
@@ -15,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any
 
-from deepeval_games.bot import FieldsBot
-from deepeval_games.games import load_game
-from deepeval_games.records import CHANCE_SEAT, MatchRecord, RecordError, turns_of_moves
-from deepeval_games.referee import play_match
+from deepeval_games.core.bot import FieldsBot
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import CHANCE_SEAT, MatchRecord, RecordError, turns_of_moves
+from deepeval_games.core.referee import play_match
 
 __all__ = ["with_messages"]
 

@@ -32,8 +32,8 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel
 
-from deepeval_games import task
-from deepeval_games.bot import (
+from deepeval_games.core import task
+from deepeval_games.core.bot import (
     Decision,
     DeepEvalBot,
     Observation,
@@ -46,10 +46,10 @@ from deepeval_games.bot import (
     make_observation,
     reads_fields_only,
 )
-from deepeval_games.errors import SpecError
-from deepeval_games.message_pool import _MOVE, _TOLD, REFEREE, Message, MessagePool, seat_label
-from deepeval_games.observer import TextObserver
-from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.message_pool import _MOVE, _TOLD, REFEREE, Message, MessagePool, seat_label
+from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
 
 __all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match", "seat_label"]
 
@@ -248,7 +248,7 @@ class _GameFacts:
     n: int
     """The game's number of seats."""
     text_observer: TextObserver | None
-    """A Python game whose observer is a :class:`~deepeval_games.observer.TextObserver`: that observer, made as
+    """A Python game whose observer is a :class:`~deepeval_games.core.observer.TextObserver`: that observer, made as
     OpenSpiel makes the one behind the string the seats are shown, whose ``string_from`` the referee calls directly
     (OpenSpiel's ``observation_string`` of a Python game goes into C++ and back to the same method)."""
 
@@ -393,11 +393,11 @@ _SEATINGS: dict[tuple[type, ...], _SeatKinds] = {}
 
 
 def _seating(bots: Sequence[DeepEvalBot]) -> _SeatKinds:
-    """Per seat, whether its bot answers at once (:func:`~deepeval_games.bot.answers_at_once`: not awaited) and
+    """Per seat, whether its bot answers at once (:func:`~deepeval_games.core.bot.answers_at_once`: not awaited) and
     whether it is lean (a classical player that reads no view: asked through :meth:`StateBot.pick` with the state and
     its legal moves, no observation built, and sent no view but the final one); the lean seats; and whether every
     seat's bot is a :class:`SyncBot` answering at once (scripted baselines: :meth:`_Match.scripted_round`); and
-    whether every seat's bot moves from its observation fields alone (:func:`~deepeval_games.bot.reads_fields_only`:
+    whether every seat's bot moves from its observation fields alone (:func:`~deepeval_games.core.bot.reads_fields_only`:
     :meth:`_Match.run_fields`); and per seat, whether its bot moves from its observation fields alone (asked through
     ``move_from_fields`` in a round with other bots too, :meth:`_Match.simultaneous_round`). Made once per seating
     of bot classes (:data:`_SEATINGS`), shared by its matches (read only)."""
@@ -616,7 +616,7 @@ class _Match:
     # -- moves ---------------------------------------------------------------------------------
 
     def ask_now(self, bot: DeepEvalBot, observation: Observation) -> tuple[Decision, float]:
-        """A bot that answers at once (:func:`~deepeval_games.bot.answers_at_once`), called directly."""
+        """A bot that answers at once (:func:`~deepeval_games.core.bot.answers_at_once`), called directly."""
         start = time.perf_counter()
         if isinstance(bot, StateBot):  # trusted classical search (MCTS, minimax) works on a copy of the state
             decision = bot.decide(self.state.clone(), observation)
@@ -792,7 +792,7 @@ class _Match:
     ) -> None:
         """One node of :meth:`run_fields`: :meth:`deliver_observations` then :meth:`scripted_round` (:meth:`move_now`
         at a sequential node) written out for bots that move from their observation fields alone
-        (:class:`~deepeval_games.bot.FieldsBot`). Each seat to move is sent its view if it changed and asked through
+        (:class:`~deepeval_games.core.bot.FieldsBot`). Each seat to move is sent its view if it changed and asked through
         ``move_from_fields`` with the fields computed for that view (no :class:`Observation`, no :class:`Decision`);
         then, in seat order, each move goes into the pool and the record, and the move (the joint move at a
         simultaneous node) is applied. A legal move is recorded as ``FieldsBot.respond`` would have made it: the
@@ -1089,9 +1089,9 @@ class _Match:
 
     def run_moves(self, max_rounds: int) -> list[MoveRow]:
         """:meth:`run_fields` keeping only the moves (``transcript="moves"``): every turn as a row of
-        :data:`~deepeval_games.records.MOVE_ROW`, and no message. The bots are asked with the same fields, in the same
+        :data:`~deepeval_games.core.records.MOVE_ROW`, and no message. The bots are asked with the same fields, in the same
         order, and the same moves are applied, so replaying the rows through :meth:`run_fields` rebuilds the pool and
-        the turns (:func:`deepeval_games.transcript.with_messages`); views are not rendered, since no seat reads them.
+        the turns (:func:`deepeval_games.core.transcript.with_messages`); views are not rendered, since no seat reads them.
 
         Raises:
             TranscriptNotDerivable: a seat answered something other than a legal move (a Python ``int``).
@@ -1273,12 +1273,12 @@ async def play_match(
     """Play one match of ``game`` with ``bots[i]`` in seat i and return its record.
 
     ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
-    bot (:class:`~deepeval_games.errors.InfrastructureError`) propagate: the caller reschedules the match.
+    bot (:class:`~deepeval_games.core.errors.InfrastructureError`) propagate: the caller reschedules the match.
 
-    ``transcript="moves"``: a match whose every seat moves from its observation fields (:class:`~deepeval_games.bot.
+    ``transcript="moves"``: a match whose every seat moves from its observation fields (:class:`~deepeval_games.core.bot.
     FieldsBot`), in a game without a judge and with no ``scorers``, is recorded as its moves alone
     (:attr:`MatchRecord.transcript` ``moves``: no messages, the turns as rows), from which reading the record and
-    :func:`deepeval_games.transcript.with_messages` rebuild the rest; any other match is recorded in full.
+    :func:`deepeval_games.core.transcript.with_messages` rebuild the rest; any other match is recorded in full.
 
     Raises:
         TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match

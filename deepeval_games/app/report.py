@@ -4,9 +4,9 @@ A report is a list of **sections**, registered in one place (:data:`SECTIONS`, :
 function from a :class:`ReportContext` (the records of one game variant, or of the whole report) to
 :class:`Block` s: a table (fixed-width text for the terminal, a header and rows for HTML), or a figure (SVG). The
 text report (``deepeval-games report``) prints every block's text; the HTML report
-(:mod:`deepeval_games.html_report`) shows the same blocks and the transcripts. A new analysis adds its section
+(:mod:`deepeval_games.app.html_report`) shows the same blocks and the transcripts. A new analysis adds its section
 with ``@section("key", "Title")`` here; the analysis itself stays a library function over records. An outside
-package does the same in a module it lists under the entry point group ``deepeval_games.report``.
+package does the same in a module it lists under the entry point group ``deepeval_games.app.report``.
 
 **Several run directories** (``report A B``): each record is read once, in order, from every store. Players are
 keyed by what they are (:attr:`MatchRecord.players`: bot or model, settings, prompt version), not by the name a
@@ -31,12 +31,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, Literal
 
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.games import game_variant
-from deepeval_games.judgements import JudgementRecord
-from deepeval_games.plugins import load_entry_points
-from deepeval_games.records import MatchRecord, TurnRecord
-from deepeval_games.store import DB_NAME, Store
+from deepeval_games.app.store import DB_NAME, Store
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import game_variant
+from deepeval_games.core.judgements import JudgementRecord
+from deepeval_games.core.plugins import load_entry_points
+from deepeval_games.core.records import MatchRecord, TurnRecord
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -281,7 +281,7 @@ class Section:
 
 SECTIONS: list[Section] = []
 """Every section, in the order the report shows them."""
-ENTRY_POINT_GROUP = "deepeval_games.report"
+ENTRY_POINT_GROUP = "deepeval_games.app.report"
 """Outside packages add sections by listing a module under this entry point group; importing it registers them."""
 
 

@@ -3,8 +3,9 @@ returns each record as JSON text, and the helpers for what crosses a process bou
 failure as data and back as the same kind of exception, model-call counters, a worker's view of the driver's limiter
 and budget).
 
-The process executor (:mod:`deepeval_games.executors`, its worker processes in :mod:`deepeval_games.fork_server`)
-and the Ray executor (:mod:`deepeval_games.ray_executor`) both drive it.
+The process executor (:mod:`deepeval_games.app.executors`, its worker processes in
+:mod:`deepeval_games.app.fork_server`)
+and the Ray executor (:mod:`deepeval_games.app.ray_executor`) both drive it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
-from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
-from deepeval_games.match_play import MatchPlayer, open_runtime
-from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import PlannedMatch
-from deepeval_games.spec import ExperimentSpec, as_spec
+from deepeval_games.app.match_play import MatchPlayer, open_runtime
+from deepeval_games.app.schedule import PlannedMatch
+from deepeval_games.app.spec import ExperimentSpec, as_spec
+from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "LimiterProxy",
@@ -47,7 +48,7 @@ def _seats(spec: ExperimentSpec) -> tuple[Any, ...]:
 def spec_modules(spec: ExperimentSpec, games: Iterable[Any] = ()) -> list[str]:
     """Modules a worker imports before playing: those defining the spec's scripted bots and the Python games, so a
     bot or game registered by the caller's own code (not through an entry point) exists in the worker too."""
-    from deepeval_games.registry import lookup_bot
+    from deepeval_games.core.registry import lookup_bot
 
     modules: set[str] = set()
     for player in _seats(spec):
@@ -201,7 +202,7 @@ def raise_for_result(result: Mapping[str, Any]) -> MatchRecord:
 
 def record_text(result: Mapping[str, Any]) -> str:
     """The record of a :meth:`MatchWorker.play` result as the JSON text the worker wrote (what
-    :meth:`Store.commit_json <deepeval_games.store.Store.commit_json>` takes, neither parsed nor validated here), or
+    :meth:`Store.commit_json <deepeval_games.app.store.Store.commit_json>` takes, neither parsed nor validated here), or
     its failure raised as :func:`raise_for_result` raises it."""
     error = result.get("error")
     if error is None:

@@ -6,7 +6,7 @@ The spec is a pydantic model of the document itself (:class:`ExperimentSpec`: an
 are those of :class:`llm_bots.model_config.ModelSettings`.
 
 Parsing is strict: an unknown key, a wrong type or a missing value is a
-:class:`~deepeval_games.errors.SpecError` that names the table and the key (:func:`parse_spec`,
+:class:`~deepeval_games.core.errors.SpecError` that names the table and the key (:func:`parse_spec`,
 :func:`load_spec`); pydantic's own errors never reach the user.
 
 A spec is identified by :meth:`ExperimentSpec.content_hash` (guards resuming a run directory) and each
@@ -42,7 +42,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, core_schema
 
-from deepeval_games.errors import SpecError
+from deepeval_games.core.errors import SpecError
 from llm_bots.model_config import DELIVERY_SETTING_KEYS, ModelSettings
 
 if sys.version_info >= (3, 11):
@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed")
-"""The values of ``[experiment] pairing`` (see :mod:`deepeval_games.schedule`)."""
+"""The values of ``[experiment] pairing`` (see :mod:`deepeval_games.app.schedule`)."""
 
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
 """Model settings that change how calls are delivered, never what a model is asked."""
@@ -240,14 +240,15 @@ class ExperimentTable(BaseModel):
     replacement, for α-Rank's meta-game), ``fixed`` (the players sit in the order the spec lists them, as
     ``deepeval-games play`` seats a person) or ``auto`` (see the README)."""
     preset: Literal["paper", "project"] | None = None
-    """A set of documented choices in every task (:mod:`deepeval_games.presets`, ``docs/paper_choices.md``):
+    """A set of documented choices in every task (:mod:`deepeval_games.app.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
     game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
     transcript: Literal["auto", "full"] = "auto"
     """How records keep a match's transcript. ``auto``: a match whose every seat is a scripted bot that moves from its
     observation fields (the Public Goods baselines), without a judge or scorers, is stored as its moves
     (``transcript = "moves"`` in the record, about 1.5 kB instead of 21 kB for a four-seat Public Goods match); reading
-    it rebuilds its turns and :func:`deepeval_games.transcript.with_messages` its messages, as the HTML report does.
+    it rebuilds its turns and :func:`deepeval_games.core.transcript.with_messages` its messages, as the HTML report
+    does.
     ``full``: every record keeps its turns and message pool as played. Run setting: not part of the spec hash (a run
     may hold both kinds)."""
     max_concurrency: int = Field(default=8, ge=1)
@@ -255,11 +256,11 @@ class ExperimentTable(BaseModel):
     max_match_attempts: int = Field(default=3, ge=1)
     """Attempts of a match whose model infrastructure fails before it is given up. Run setting."""
     workers: Literal["auto"] | Annotated[int, Field(ge=1)] = "auto"
-    """Processes that play the matches (:mod:`deepeval_games.executors`): a number, or ``"auto"`` (one per core
+    """Processes that play the matches (:mod:`deepeval_games.app.executors`): a number, or ``"auto"`` (one per core
     for a run of many LLM matches, else one; see the README). Run setting: not part of the spec hash."""
     executor: Literal["local", "ray"] = "local"
     """Where the matches are played: ``local`` (this process, or ``workers`` processes of this machine) or ``ray``
-    (actors on a Ray cluster, :mod:`deepeval_games.ray_executor`; needs ``pip install "deepeval-games[ray]"``).
+    (actors on a Ray cluster, :mod:`deepeval_games.app.ray_executor`; needs ``pip install "deepeval-games[ray]"``).
     The driver commits every record either way. Run setting: not part of the spec hash."""
     ray_address: Name | None = None
     """Under ``executor = "ray"``: the cluster to join (``ray start --head`` prints it; ``auto``: the one started on
@@ -310,7 +311,7 @@ class ExperimentTable(BaseModel):
     @model_validator(mode="after")
     def _ray_address_needs_ray(self) -> ExperimentTable:
         if self.ray_address is not None and self.executor != "ray":
-            raise _spec_error("[experiment] ray_address is only used with executor = \"ray\" (--executor ray)")
+            raise _spec_error('[experiment] ray_address is only used with executor = "ray" (--executor ray)')
         return self
 
     @model_validator(mode="after")
@@ -551,7 +552,7 @@ class ExperimentSpec(BaseModel):
         games = (self.experiment.game,) if self.experiment.game is not None else tuple(self.experiment.games or ())
         if self.experiment.preset is None:
             return games
-        from deepeval_games.presets import apply_preset
+        from deepeval_games.app.presets import apply_preset
 
         return tuple(apply_preset(game, self.experiment.preset) for game in games)
 

@@ -2,7 +2,7 @@
 
 Library code, usable on your own game (like PettingZoo's ``api_test``)::
 
-    from deepeval_games.testing import check_game
+    from deepeval_games.core.testing import check_game
     check_game("deepeval_public_goods(players=3,mode=2)")   # raises ConformanceError listing failures
 
 Checks, over seeded random playouts (random legal moves, now and then the referee's penalty move):
@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.errors import ConformanceError
-from deepeval_games.games import load_game
+from deepeval_games.core import task
+from deepeval_games.core.errors import ConformanceError
+from deepeval_games.core.games import load_game
 
 __all__ = ["ConformanceReport", "check_game", "openspiel_random_sim_test"]
 
@@ -201,7 +201,7 @@ def check_game(
 ) -> ConformanceReport:
     """Run the conformance checks on ``game`` (a game object or a game string).
 
-    Raises :class:`~deepeval_games.errors.ConformanceError` listing every failure, unless
+    Raises :class:`~deepeval_games.core.errors.ConformanceError` listing every failure, unless
     ``raise_on_failure`` is False; returns the report either way.
     """
     if isinstance(game, str):

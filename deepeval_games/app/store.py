@@ -45,9 +45,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-from deepeval_games.errors import DeepEvalError, ResumeMismatchError
-from deepeval_games.judgements import JudgementRecord
-from deepeval_games.records import MatchRecord, RecordError
+from deepeval_games.core.errors import DeepEvalError, ResumeMismatchError
+from deepeval_games.core.judgements import JudgementRecord
+from deepeval_games.core.records import MatchRecord, RecordError
 
 __all__ = ["DB_NAME", "JSONL_NAME", "LOCK_NAME", "RunLock", "RunLockedError", "Store", "committed_ids"]
 

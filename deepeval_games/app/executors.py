@@ -1,7 +1,7 @@
 """Executors: where a run's matches are played. This module holds the rule for how many processes a run uses
 (:func:`resolve_workers`) and the driver side of the process executor (:class:`ProcessExecutor`); the worker
-processes and their fork server are in :mod:`deepeval_games.fork_server`, and the worker side that every executor
-drives (:class:`MatchWorker`, what crosses a process boundary) in :mod:`deepeval_games.match_worker` (its names are
+processes and their fork server are in :mod:`deepeval_games.app.fork_server`, and the worker side that every executor
+drives (:class:`MatchWorker`, what crosses a process boundary) in :mod:`deepeval_games.app.match_worker` (its names are
 importable from here too).
 
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
@@ -11,10 +11,10 @@ that imported pyspiel, the tasks and, for model players, litellm once) and sends
 socket, those of one turn of its event loop in one message of compact rows; each worker
 plays many matches at once in its own event loop (the run's ``max_concurrency`` is shared out among the workers, so
 LLM matches keep their concurrency) and sends back every finished record as the JSON line
-:meth:`MatchRecord.to_json_bytes <deepeval_games.records.MatchRecord.to_json_bytes>` wrote. The driver alone writes
-the store (it holds the run directory's :class:`~deepeval_games.store.RunLock`): one writer, the same records and
+:meth:`MatchRecord.to_json_bytes <deepeval_games.core.records.MatchRecord.to_json_bytes>` wrote. The driver alone writes
+the store (it holds the run directory's :class:`~deepeval_games.app.store.RunLock`): one writer, the same records and
 the same match ids as one process. It commits a worker's line as it came (:meth:`Store.commit_many_json
-<deepeval_games.store.Store.commit_many_json>`: the records that arrive together with one ``writev``), without
+<deepeval_games.app.store.Store.commit_many_json>`: the records that arrive together with one ``writev``), without
 parsing, decoding, validating or serialising the record again. A run without model players needs no future or
 coroutine per match (:meth:`ProcessExecutor.submit_nowait`, outcomes to :attr:`ProcessExecutor.sink`); results are
 cut from what arrives by an asyncio protocol, not read line by line through a stream.
@@ -58,9 +58,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepeval_games.errors import FatalRunError, InfrastructureError, SpecError
-from deepeval_games.fork_server import fork_server
-from deepeval_games.match_worker import (
+from deepeval_games.app.fork_server import fork_server
+from deepeval_games.app.match_worker import (
     LimiterProxy,
     MatchWorker,
     RowWriter,
@@ -73,9 +72,10 @@ from deepeval_games.match_worker import (
     record_text,
     spec_modules,
 )
-from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import PlannedMatch
-from deepeval_games.spec import ExperimentSpec
+from deepeval_games.app.schedule import PlannedMatch
+from deepeval_games.app.spec import ExperimentSpec
+from deepeval_games.core.errors import FatalRunError, InfrastructureError, SpecError
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "AUTO_MIN_MATCHES",
@@ -725,7 +725,7 @@ class ProcessExecutor:
 
     async def play_json(self, planned: PlannedMatch) -> bytes:
         """Play ``planned`` in a worker; its record as the JSON line the worker wrote (UTF-8 bytes without the
-        newline, for :meth:`Store.commit_json <deepeval_games.store.Store.commit_json>`: the driver neither parses
+        newline, for :meth:`Store.commit_json <deepeval_games.app.store.Store.commit_json>`: the driver neither parses
         nor decodes it), or its failure raised as in one process."""
         if self._broken is not None:
             raise self._broken

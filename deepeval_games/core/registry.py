@@ -2,7 +2,7 @@
 
 Register a bot class with the :func:`register_bot` decorator, a scorer with :func:`register_scorer`. Every
 package, the built-in ones included, makes its modules known through entry points (each entry point is a
-module to import, which registers): ``deepeval_games.bots`` for bots, ``deepeval_games.games`` for games
+module to import, which registers): ``deepeval_games.bots`` for bots, ``deepeval_games.core.games`` for games
 and the scorers beside them. This module names no built-in bot.
 """
 
@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pyspiel
 
-from deepeval_games.bot import DeepEvalBot, SeatSeed
-from deepeval_games.errors import SpecError, UnknownBotError
-from deepeval_games.plugins import load_entry_points
+from deepeval_games.core.bot import DeepEvalBot, SeatSeed
+from deepeval_games.core.errors import SpecError, UnknownBotError
+from deepeval_games.core.plugins import load_entry_points
 
 __all__ = ["BotEntry", "BotFactory", "bot_factory", "make_bot", "register_bot", "registered_bots"]
 
@@ -97,7 +97,7 @@ def _init_parameters(cls: type) -> Mapping[str, inspect.Parameter]:
 
 BotFactory = Callable[[int, np.random.Generator | SeatSeed], DeepEvalBot]
 """Builds one registered bot, with its game and parameters fixed, for a seat and its generator (or the
-:class:`~deepeval_games.bot.SeatSeed` it comes from: the bot gets it if it takes one, else the generator)."""
+:class:`~deepeval_games.core.bot.SeatSeed` it comes from: the bot gets it if it takes one, else the generator)."""
 
 
 def bot_factory(name: str, game: pyspiel.Game, params: Mapping[str, Any] | None = None) -> BotFactory:

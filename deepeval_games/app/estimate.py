@@ -1,6 +1,7 @@
 """What a run will cost before it starts (``run --dry-run``), and what it cost when it ends (the run summary).
 
-**Dry run.** :func:`dry_run` plans the matches exactly as ``run`` does (:func:`~deepeval_games.schedule.plan_matches`,
+**Dry run.** :func:`dry_run` plans the matches exactly as ``run`` does
+(:func:`~deepeval_games.app.schedule.plan_matches`,
 the same ids, minus those the run directory already holds) and bounds, per model, the calls, tokens and cost without
 sending anything. The bound per LLM seat of a match: every move of the game could be that seat's
 (``max_game_length``), every move could need every re-ask (``1 + max_reasks`` calls), every reply could use its whole
@@ -24,13 +25,13 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from deepeval_games import task
-from deepeval_games.bot import Outcome
-from deepeval_games.games import load_game
-from deepeval_games.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.schedule import plan_matches
-from deepeval_games.spec import ExperimentSpec, PlayerSpec
-from deepeval_games.store import DB_NAME, Store
+from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.store import DB_NAME, Store
+from deepeval_games.core import task
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.games import load_game
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
 __all__ = [
     "RULES_TOKENS",

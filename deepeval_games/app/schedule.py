@@ -36,10 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.errors import SpecError
-from deepeval_games.games import check_file_parameters, load_game
-from deepeval_games.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, SweepRange
+from deepeval_games.app.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, SweepRange
+from deepeval_games.core import task
+from deepeval_games.core.errors import SpecError
+from deepeval_games.core.games import check_file_parameters, load_game
 
 __all__ = ["PlannedMatch", "check_plan_size", "count_matches", "plan_matches", "stable_hash"]
 

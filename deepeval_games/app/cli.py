@@ -22,14 +22,14 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.games import game_variant, registered_games
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import registered_bots
-from deepeval_games.report import TABLE_MODULES
-from deepeval_games.runner import run_experiment
-from deepeval_games.spec import load_spec
-from deepeval_games.store import DB_NAME, Store, committed_ids
+from deepeval_games.app.report import TABLE_MODULES
+from deepeval_games.app.runner import run_experiment
+from deepeval_games.app.spec import load_spec
+from deepeval_games.app.store import DB_NAME, Store, committed_ids
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import game_variant, registered_games
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import registered_bots
 
 __all__ = ["main", "score_report"]
 
@@ -50,7 +50,7 @@ def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None
     task's penalty or a seeded random legal move was played for the seat). ``records`` are read once, as they
     come (a stream from the store keeps memory flat), and kept slim.
     """
-    from deepeval_games.report import core_text  # the report's core sections (deepeval_games.report)
+    from deepeval_games.app.report import core_text  # the report's core sections (deepeval_games.app.report)
 
     return core_text(records, epsilon=epsilon)
 
@@ -67,7 +67,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DeepEvalError(str(exc)) from exc
     spec = load_spec(args.spec)
-    from deepeval_games import estimate
+    from deepeval_games.app import estimate
 
     if args.dry_run:  # plan and price, send nothing, write nothing
         print(estimate.format_dry_run(estimate.dry_run(spec, args.out), spec))
@@ -129,12 +129,12 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    """Every table of one or more run directories (one layout: :mod:`deepeval_games.report`); ``--html`` also
+    """Every table of one or more run directories (one layout: :mod:`deepeval_games.app.report`); ``--html`` also
     writes the browsable report, ``--plots`` the figures as PNG and SVG."""
-    from deepeval_games.report import load_report, text_report, variant_title
+    from deepeval_games.app.report import load_report, text_report, variant_title
 
     if args.html:
-        from deepeval_games.html_report import write_html_report
+        from deepeval_games.app.html_report import write_html_report
 
         page = write_html_report(args.run_dirs, args.html, epsilon=args.epsilon)
         print(f"HTML report: {page} (open it from disk; no server needed)")
@@ -160,7 +160,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from analysis.export import columns_for, match_row, turn_rows, write_rows
-    from deepeval_games.report import max_seats, open_runs, player_labels, stream_records
+    from deepeval_games.app.report import max_seats, open_runs, player_labels, stream_records
 
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)
@@ -202,7 +202,7 @@ def _param(text: str) -> tuple[str, object]:
 
 
 def _cmd_rejudge(args: argparse.Namespace) -> int:
-    from deepeval_games.rejudge import JudgeSource, judge_source, rejudge
+    from deepeval_games.app.rejudge import JudgeSource, judge_source, rejudge
 
     run_dir = args.run_dir
     if not (Path(run_dir) / DB_NAME).exists():
@@ -249,8 +249,8 @@ def _cmd_tables(args: argparse.Namespace) -> int:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-    """A person plays one seat (:mod:`deepeval_games.play`); the end shows the seats by anonymous id only."""
-    from deepeval_games.play import HUMAN_NAME, default_out, final_view, play_spec
+    """A person plays one seat (:mod:`deepeval_games.app.play`); the end shows the seats by anonymous id only."""
+    from deepeval_games.app.play import HUMAN_NAME, default_out, final_view, play_spec
 
     spec = play_spec(
         args.game,
@@ -301,7 +301,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     import json
 
     if args.record:
-        from deepeval_games.records import SCHEMA_VERSION
+        from deepeval_games.core.records import SCHEMA_VERSION
 
         schema = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -309,7 +309,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
             "x-schema-version": SCHEMA_VERSION,
         }
     else:
-        from deepeval_games.spec import spec_json_schema
+        from deepeval_games.app.spec import spec_json_schema
 
         schema = spec_json_schema()
     print(json.dumps(schema, indent=2, ensure_ascii=False))

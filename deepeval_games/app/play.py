@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deepeval_games import task
-from deepeval_games.errors import SpecError, UnknownBotError
-from deepeval_games.games import check_file_parameters, load_game
-from deepeval_games.message_pool import seat_label
-from deepeval_games.records import MatchRecord
-from deepeval_games.registry import lookup_bot, registered_bots
-from deepeval_games.spec import HUMAN_BOT, ExperimentSpec, parse_spec
+from deepeval_games.app.spec import HUMAN_BOT, ExperimentSpec, parse_spec
+from deepeval_games.core import task
+from deepeval_games.core.errors import SpecError, UnknownBotError
+from deepeval_games.core.games import check_file_parameters, load_game
+from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry import lookup_bot, registered_bots
 
 __all__ = ["HUMAN_NAME", "default_opponent", "default_out", "final_view", "play_spec"]
 

@@ -4,8 +4,8 @@ A judged match (Code Review, Translation) ends in a verdict. :func:`rejudge` giv
 directory to a judge again — the same or another; a scripted bot, an LLM, later a person — without replaying
 play: each match's state is rebuilt from its record up to the verdict node (free-text moves re-interned from
 the recorded texts, and checked against the recorded utterance ids), the judge is asked there exactly as the
-referee asks it (:func:`~deepeval_games.referee.judge_observation`), and its verdict is stored as a
-:class:`~deepeval_games.judgements.JudgementRecord` in a table of its own beside the matches. The match records
+referee asks it (:func:`~deepeval_games.core.referee.judge_observation`), and its verdict is stored as a
+:class:`~deepeval_games.core.judgements.JudgementRecord` in a table of its own beside the matches. The match records
 are never changed.
 
 Presentations (for the position/label-bias audit): every match is judged **as played** (the roles introduced
@@ -13,14 +13,14 @@ in seat order, seat i labelled ``Player i+1``, the same brief as the original ju
 **swapped** (the roles introduced in reverse order under reversed labels: the programmer becomes ``Player 2``
 and is introduced last). The judge fields carry the presentation (``presented_order``, ``seat_labels``); the
 verdict is always in seat order, whatever the presentation. A task shows an LLM judge a swapped brief through
-its ``judge_text_presented`` hook (:mod:`deepeval_games.task`); for a task without it ``--swap`` is refused for
+its ``judge_text_presented`` hook (:mod:`deepeval_games.core.task`); for a task without it ``--swap`` is refused for
 LLM judges (scripted judges read the fields). ``repeat`` asks each judge K times per match and presentation
 (the judge-variance audit); a judgement's id hashes the match, the judge's identity, the presentation and the
 repeat, so a rerun (or a larger ``--repeat``) adds only what is missing.
 
 **The judge interface**: anything that satisfies :class:`JudgeSource` — a name, an identity (part of every
 judgement id), the judge's model if any, and ``build(game, rng, judgement_id)`` returning a
-:class:`~deepeval_games.bot.DeepEvalBot` whose ``act`` answers the judge observation with a verdict action.
+:class:`~deepeval_games.core.bot.DeepEvalBot` whose ``act`` answers the judge observation with a verdict action.
 :class:`SpecJudge` wraps a ``[judge]``-style player spec (a registered scripted judge or an LLM). A human
 judge is one more :class:`JudgeSource` whose bot asks a person.
 
@@ -45,17 +45,17 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pyspiel
 
-from deepeval_games import task
-from deepeval_games.bot import DeepEvalBot, Outcome
-from deepeval_games.errors import DeepEvalError, FatalRunError, SpecError, UnknownBotError, UnknownGameError
-from deepeval_games.games import load_recorded_game
-from deepeval_games.judgements import JudgementRecord
-from deepeval_games.message_pool import REFEREE, MessagePool, seat_label
-from deepeval_games.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
-from deepeval_games.referee import judge_observation
-from deepeval_games.registry import lookup_bot
-from deepeval_games.spec import PlayerSpec
-from deepeval_games.store import DB_NAME, Store
+from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.app.store import DB_NAME, Store
+from deepeval_games.core import task
+from deepeval_games.core.bot import DeepEvalBot, Outcome
+from deepeval_games.core.errors import DeepEvalError, FatalRunError, SpecError, UnknownBotError, UnknownGameError
+from deepeval_games.core.games import load_recorded_game
+from deepeval_games.core.judgements import JudgementRecord
+from deepeval_games.core.message_pool import REFEREE, MessagePool, seat_label
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, TurnRecord
+from deepeval_games.core.referee import judge_observation
+from deepeval_games.core.registry import lookup_bot
 
 __all__ = [
     "JudgeSource",
@@ -170,7 +170,7 @@ class SpecJudge:
 
     def build(self, game: pyspiel.Game, rng: np.random.Generator, *, judgement_id: str) -> DeepEvalBot:
         """The judge bot, built as the runner builds a ``[judge]``."""
-        from deepeval_games.runner import build_player
+        from deepeval_games.app.runner import build_player
 
         runtime = self._model_runtime() if self.spec.model is not None else None
         return build_player(self.spec, game, JUDGE_SEAT, rng, match_id=judgement_id, runtime=runtime)
@@ -194,7 +194,7 @@ def judge_source(
     A scripted judge with settings is named with them (``judge_position_biased(bonus=2)``), so that judges that
     differ only in their settings stay apart in the audit.
 
-    Raises :class:`~deepeval_games.errors.UnknownBotError` for a name that is neither (a model string has a
+    Raises :class:`~deepeval_games.core.errors.UnknownBotError` for a name that is neither (a model string has a
     provider prefix, ``openai/gpt-4o``).
     """
     params = dict(params or {})

@@ -3,7 +3,7 @@
 The driver (the process that runs ``deepeval-games run``) plans the matches, reads the store for what is already
 committed, and remains the store's only writer: it holds the run directory's ``run.lock`` as for any run. Matches
 are played by Ray *async actors*, each wrapping the worker-side class of the process executor
-(:class:`deepeval_games.executors.MatchWorker`, one asyncio loop playing many matches); the driver awaits their
+(:class:`deepeval_games.app.executors.MatchWorker`, one asyncio loop playing many matches); the driver awaits their
 ``ObjectRef``\\ s in its own asyncio loop and commits each finished record as it arrives. The same plan, the same match
 ids and the same records as a local run; a run interrupted under Ray resumes with or without it.
 
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from deepeval_games.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
-from deepeval_games.executors import add_counters, encode_planned, raise_for_result
-from deepeval_games.records import MatchRecord
-from deepeval_games.schedule import PlannedMatch
-from deepeval_games.spec import ExperimentSpec
+from deepeval_games.app.executors import add_counters, encode_planned, raise_for_result
+from deepeval_games.app.schedule import PlannedMatch
+from deepeval_games.app.spec import ExperimentSpec
+from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "RAY_INSTALL_HINT",
@@ -283,7 +283,7 @@ class _LimiterProxy:
 
 
 class _MatchActor:
-    """A Ray async actor around :class:`deepeval_games.executors.MatchWorker`: many matches in its event loop."""
+    """A Ray async actor around :class:`deepeval_games.app.executors.MatchWorker`: many matches in its event loop."""
 
     def __init__(
         self,
@@ -299,7 +299,7 @@ class _MatchActor:
             os.chdir(cwd)
         import ray
 
-        from deepeval_games.executors import MatchWorker
+        from deepeval_games.app.executors import MatchWorker
 
         # the run's services actor, by name (a handle among the arguments would keep a restarted actor from its
         # arguments: Ray stores such arguments in the object store)
@@ -371,7 +371,7 @@ class _Slot:
 class RayExecutor:
     """Plays a run's matches in Ray actors (see the module docstring); the driver commits.
 
-    The same contract as :class:`deepeval_games.executors.ProcessExecutor`: an async context manager whose
+    The same contract as :class:`deepeval_games.app.executors.ProcessExecutor`: an async context manager whose
     ``play(planned)`` returns the record or raises as one process would (an actor that dies mid-match raises
     :class:`InfrastructureError`, so the runner reschedules the match; Ray restarts the actor). On leaving, the
     actors' model-call counters are added to ``runtime`` and the actors are stopped.

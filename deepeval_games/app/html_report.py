@@ -1,6 +1,6 @@
 """The HTML report: a folder that opens from disk (``file://``) with no server and no network.
 
-``OUT/index.html`` holds every section of :mod:`deepeval_games.report` (tables as HTML tables, figures as inline
+``OUT/index.html`` holds every section of :mod:`deepeval_games.app.report` (tables as HTML tables, figures as inline
 SVG), the CSS and the script inline, and a browser of every match: filters (task, player, seat, outcome, data item)
 over a compact index, pages of 50 matches, and each transcript turn by turn as a seat saw it (rules and
 observations from the message pool, replies, re-asks, transport retries, the action taken, the judge's verdict,
@@ -8,7 +8,7 @@ scorer metrics). Transcripts live in ``OUT/data/chunk-NNNNN.js`` files of :data:
 ``<script>`` element when first needed (browsers refuse ``fetch()`` from ``file://``, not scripts). The page loads
 nothing from elsewhere: no fonts, no CDN, no images but inline ones. A match stored as its moves
 (``transcript = "moves"``) is shown with the messages its moves replay to
-(:func:`~deepeval_games.transcript.with_messages`); one that does not replay here is shown without them, and a
+(:func:`~deepeval_games.core.transcript.with_messages`); one that does not replay here is shown without them, and a
 warning says why.
 
 The folder is written while the stores stream past: a chunk is written as soon as it is full, so memory holds the
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.bot import Outcome
-from deepeval_games.errors import DeepEvalError
-from deepeval_games.games import DATA_ITEM_PARAMETERS, game_variant
-from deepeval_games.records import MatchRecord
-from deepeval_games.report import Block, ReportData, RunSource, load_report, render_blocks, variant_title
-from deepeval_games.transcript import with_messages
+from deepeval_games.app.report import Block, ReportData, RunSource, load_report, render_blocks, variant_title
+from deepeval_games.core.bot import Outcome
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import DATA_ITEM_PARAMETERS, game_variant
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.transcript import with_messages
 
 log = logging.getLogger(__name__)
 
