@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,7 +236,6 @@ class RandomBot(StateBot):
 
     reads_views = False
     copies_state = False
-    picks_legal = True  # its C++ bot draws from the seat's legal moves
 
     def __init__(
         self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
@@ -251,11 +250,6 @@ class RandomBot(StateBot):
 
     def pick(self, state: pyspiel.State, legal: list[int]) -> int:
         return int(self._bot.step(state))  # the referee checked that the seat has a legal move
-
-    def state_picker(self) -> Callable[[pyspiel.State], int]:
-        """OpenSpiel's bot's own ``step`` (its C++ returns an ``int``): the referee checks the legal moves first."""
-        step: Callable[[pyspiel.State], int] = self._bot.step
-        return step
 
     def respond(self, observation: Observation) -> Decision:
         """A uniformly random legal move of an observation, from the bot's generator (for callers that hold an

@@ -1,6 +1,6 @@
-"""Bots that move from their observation fields alone (:class:`~deepeval_games.core.bot.FieldsBot`, the scripted Public
-Goods players): the referee asks them with no observation or decision made (``_Match.run_fields``), and a match
-plays exactly as the general loop plays it with the same bots asked through ``respond``: moves, pool, turn records,
+"""Bots that move from their observation fields alone (:class:`~deepeval_games.core.bot.FieldsBot`, the scripted
+Public Goods players): the referee's ask step hands them their fields, with no observation made, and a match plays
+exactly as it plays with the same bots asked through ``respond`` with a whole observation: moves, pool, turn records,
 returns, the penalty path of an illegal answer included. That the seeded records of the scripted cases are still the
 old engine's is ``tests/test_engine_records.py``."""
 
@@ -58,13 +58,11 @@ def test_a_match_of_fields_bots_plays_as_the_general_loop_plays_it(
     classes: list[type[FieldsBot]] = [FreeRider, ConditionalCooperator, GrimTrigger, RandomInvestor]
     played = []
     for seed in range(3):
-        with monkeypatch.context() as patch:
-
-            async def refuse(self: Any, max_rounds: int) -> None:
-                raise AssertionError("the general loop played a match of fields bots")
-
-            patch.setattr(referee._Match, "run", refuse)
+        asked: list[int] = []
+        with monkeypatch.context() as patch:  # no observation is made for a seat asked through its fields
+            patch.setattr(referee._Match, "observation", _counting(asked))
             fast = _play(game_string, classes, seed, general=False, noise=noise)
+        assert asked == []
         general = _play(game_string, classes, seed, general=True, noise=noise)
         assert fast.canonical() == general.canonical()
         assert len(fast.turns) == 20 and len(fast.messages) == 4 + 4 * 6 + 20

@@ -550,18 +550,6 @@ class StateBot(DeepEvalBot):
         :attr:`copies_state` is False) and the seat's legal actions in it, never empty. :meth:`choose` by default."""
         return int(self.choose(state))
 
-    picks_legal: ClassVar[bool] = False
-    """Whether the move of :meth:`state_picker` is always one of the seat's legal moves by construction (``random``:
-    OpenSpiel's C++ bot draws from exactly those). The referee's lean loop then does not read the legal moves a second
-    time to check it, in OpenSpiel's C++ games (whose decision nodes always have a legal move: the C++ bot does not
-    check) and for the seat the bot was made for (its ``player_id``); elsewhere it checks as for any bot."""
-
-    def state_picker(self) -> Callable[[pyspiel.State], int] | None:
-        """A callable that picks this seat's move from the state alone (handed as for :meth:`pick`), returning a
-        Python ``int``, which the referee's lean loop calls in place of :meth:`pick`; None (the default): :meth:`pick`.
-        For a bot whose move is one call into OpenSpiel (``random``: its C++ bot's ``step``), no Python frame a move."""
-        return None
-
     def decide(self, state: pyspiel.State, observation: Observation) -> Decision:
         """The referee's entry point: :meth:`choose`, named as the seat would name it."""
         action = int(self.choose(state))

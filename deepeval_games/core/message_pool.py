@@ -181,20 +181,6 @@ class MessagePool:
             if deliver is not None:  # None: the pool keeps no inboxes
                 deliver(seat, record)
 
-    def outboxes(self, senders: Iterable[int]) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]] | None]:
-        """The pool's list of records and each sender's inbox (None where inboxes are not kept), for a caller that
-        appends move records itself, in the form :meth:`add_move` makes (the referee's lean loop: the record to the
-        list, then to its sender's inbox). The senders' cached views are dropped here: nobody may read them until the
-        caller is done appending."""
-        inboxes, views = self._inboxes, self._views
-        if inboxes is None:
-            return self._records, None
-        for seat in senders:
-            if seat not in inboxes:
-                inboxes[seat] = []
-            views.pop(seat, None)
-        return self._records, inboxes
-
     def _message(self, record: dict[str, Any]) -> Message:
         """The :class:`Message` of a record (made once, without the frozen dataclass's per-field ``__setattr__``:
         the same message as its constructor makes). Its ``fields`` is a copy: a reader cannot change the record."""

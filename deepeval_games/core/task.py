@@ -63,6 +63,7 @@ import pyspiel
 __all__ = [
     "DEFAULT_MAX_REPLY_CHARS",
     "Playability",
+    "StateHooks",
     "TaskGame",
     "TaskState",
     "can_intern",
@@ -88,6 +89,7 @@ __all__ = [
     "rules_card",
     "rules_text",
     "seat_roles",
+    "state_hooks",
 ]
 
 
@@ -479,3 +481,66 @@ def match_metrics(state: pyspiel.State) -> dict[str, Any]:
     """Task metrics of a finished match (``{}`` without the hook)."""
     fn = getattr(state, "match_metrics", None)
     return dict(fn()) if callable(fn) else {}
+
+
+# -- one state's hooks, bound once ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StateHooks:
+    """The contract of one state object, each hook bound once: what the referee calls move after move.
+
+    A hook the game does not offer is None here (its default, as the module docs give it, is the caller's one
+    branch); OpenSpiel's own methods are always present. A Python game's ``_legal_actions`` and
+    ``_action_to_string`` are bound directly: OpenSpiel's public methods reach the same Python methods through C++
+    and back, after node checks that the referee has made already (it asks only the seats to move).
+    """
+
+    legal_actions: Callable[[int], Sequence[int]]
+    """``seat -> legal actions`` of a seat to move, as ints."""
+    action_name: Callable[[int, int], str]
+    """``(seat, action) -> name`` in the state as it is."""
+    observation_text: Callable[[int], str]
+    """``seat -> what the seat is shown`` (:func:`observation_text`)."""
+    observation_fields: Callable[[int], Mapping[str, Any]] | None
+    penalty_action: Callable[[int], int] | None
+    is_free_text_turn: Callable[[int], bool] | None
+    intern_utterance: Callable[[int, str], int] | None
+    is_judge_turn: Callable[[], bool] | None
+    match_metrics: Callable[[], Mapping[str, Any]] | None
+
+
+def _int_list(legal: Callable[[int], Sequence[int]]) -> Callable[[int], Sequence[int]]:
+    """A Python game's ``_legal_actions`` whose lists may hold ``IntEnum`` members (the iterated prisoner's
+    dilemma), made plain ints as OpenSpiel's ``legal_actions`` makes them."""
+
+    def legal_actions(seat: int) -> Sequence[int]:
+        actions = legal(seat)
+        if actions and (type(actions[0]) is not int or type(actions[-1]) is not int):
+            return [int(action) for action in actions]
+        return actions
+
+    return legal_actions
+
+
+def _hook(state: pyspiel.State, name: str) -> Any:
+    hook = getattr(state, name, None)
+    return hook if callable(hook) else None
+
+
+def state_hooks(state: pyspiel.State) -> StateHooks:
+    """The hooks of ``state`` (one object: the hooks are bound to it)."""
+    cls = type(state)
+    python_legal = callable(getattr(cls, "_legal_actions", None))
+    python_names = callable(getattr(cls, "_action_to_string", None))
+    return StateHooks(
+        legal_actions=_int_list(state._legal_actions) if python_legal else state.legal_actions,
+        action_name=state._action_to_string if python_names else state.action_to_string,
+        observation_text=observation_reader(state),
+        observation_fields=_hook(state, "observation_fields"),
+        penalty_action=_hook(state, "penalty_action"),
+        is_free_text_turn=_hook(state, "is_free_text_turn"),
+        intern_utterance=_hook(state, "intern_utterance"),
+        is_judge_turn=_hook(state, "is_judge_turn"),
+        match_metrics=_hook(state, "match_metrics"),
+    )
