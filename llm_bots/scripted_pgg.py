@@ -73,7 +73,7 @@ class _PGGBot(FieldsBot):
     ) -> None:
         super().__init__(player_id, rng)
         # a PGG game's endowment as it parsed it (get_parameters converts OpenSpiel's map at every call)
-        known = getattr(game, "endowment", None) if isinstance(game, PublicGoodsGame) else None  # None: a copy
+        known = game.endowment if isinstance(game, PublicGoodsGame) else None  # None: another game object
         self.endowment = int(game.get_parameters()["endowment"]) if known is None else known
         if not 0.0 <= float(noise) <= 1.0:
             raise ValueError(f"noise must be in [0, 1], got {noise}")

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from deepeval_games.app.report import TABLE_MODULES
+from deepeval_games.app.report import table_module, table_names
 from deepeval_games.app.runner import run_experiment
 from deepeval_games.app.spec import load_spec
 from deepeval_games.app.store import DB_NAME, Store, committed_ids
@@ -237,14 +237,9 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-_TABLES = TABLE_MODULES  # the paper's Tables 1-2 (idiom), 3 (code-review), 4-6 (translation); also in 'report'
-"""The per-task pairwise tables: ``deepeval-games tables NAME RUN_DIR``; each module has ``print_tables``."""
-
-
 def _cmd_tables(args: argparse.Namespace) -> int:
-    from importlib import import_module
-
-    module = import_module(_TABLES[args.table])
+    """A task's pairwise tables (the tables module it registers: :func:`~deepeval_games.app.report.table_module`)."""
+    module = table_module(args.table)
     return int(module.print_tables(_read_run(args.run_dir), players=args.players, plot=args.plot))
 
 
@@ -414,14 +409,14 @@ def _parser() -> argparse.ArgumentParser:
     rejudge.set_defaults(func=_cmd_rejudge)
     tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-6) of a run directory")
     tables.add_argument(
-        "table", choices=sorted(_TABLES), help="idiom: Tables 1 and 2; code-review: Table 3; translation: Tables 4-6"
+        "table", choices=table_names(), help="the tables a task registers (its entry point under deepeval_games.tables)"
     )
     tables.add_argument("run_dir")
     tables.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
     tables.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
     tables.set_defaults(func=_cmd_tables)
     play = sub.add_parser("play", help="play one seat of a game yourself, at the terminal, against bots or models")
-    play.add_argument("game", help="a game string, e.g. deepeval_public_goods or 'deepeval_public_goods(rounds=3)'")
+    play.add_argument("game", help="a game string, e.g. tic_tac_toe or 'kuhn_poker(players=3)'")
     play.add_argument("--seat", type=int, default=1, help="your seat as the players name it: 1 is Player 1 (default)")
     play.add_argument(
         "--against",

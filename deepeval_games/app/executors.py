@@ -140,21 +140,16 @@ AUTO_PROBE_S = 0.25
 AUTO_SCRIPTED_MIN_MATCH_S = 100e-6
 """Under ``"auto"``, the least CPU time a scripted match must take in the driver (its record committed included) for
 worker processes to pay. The driver plays too, beside one worker fewer (``runner._plays_too``), and each match a
-worker plays costs the driver its record's line (read, written, inserted: about 40-60 µs) instead of the match: on
-two idle cores tic_tac_toe between random players (about 0.1 ms a match this way) ran 1.4x as fast so, connect_four
-1.4x, the four-seat Public Goods Game 1.5x (``bench/README.md``). On a machine of many cores, where the driver
-only commits (``max_concurrency`` too small to keep it a share), such cheap matches gain less."""
+worker plays costs the driver its record's line instead of the match, so only matches dearer than a line gain
+(measurements: ``bench/README.md``, "Thresholds of the executors")."""
 AUTO_SCRIPTED_MIN_WORK_S = 0.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
-pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (about half a
-second; :func:`prestart` starts it while the run is planned and probed, and a driver that plays too plays on while its
-workers start: :attr:`ProcessExecutor.lazy`): workers are up about half a second into a first run. Measured on two
-idle cores, a fresh interpreter per run, the four-seat Public Goods Game at 0.15 ms a match, with workers against
-without: 1,500 matches (0.2 s left after the probe) 0.37-0.44 s against 0.40-0.42 s, 2,500 (0.35 s) 0.59-0.66 s
-against 0.59 s, 4,000 (0.57 s) 0.72-0.73 s against 0.85-0.86 s, 8,000 (1.2 s) 1.14-1.17 s against 1.54-1.56 s. (Until
-4 December 2026 this was 1.5 s, set before the driver played on while its workers started.)"""
+pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (:func:`prestart`
+starts it while the run is planned and probed, and a driver that plays too plays on while its workers start:
+:attr:`ProcessExecutor.lazy`), so workers are up some way into a first run (measurements: ``bench/README.md``,
+"Thresholds of the executors")."""
 _PRESTART_MATCH_S = 300e-6
-"""What :func:`prestart` supposes a scripted match may cost (a four-seat Public Goods match, about that much) when it
+"""What :func:`prestart` supposes a scripted match may cost (a cheap scripted match of a few seats and rounds) when it
 decides, before the probe, whether a run may use workers."""
 
 

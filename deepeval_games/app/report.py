@@ -6,7 +6,7 @@ function from a :class:`ReportContext` (the records of one game variant, or of t
 text report (``deepeval-games report``) prints every block's text; the HTML report
 (:mod:`deepeval_games.app.html_report`) shows the same blocks and the transcripts. A new analysis adds its section
 with ``@section("key", "Title")`` here; the analysis itself stays a library function over records. An outside
-package does the same in a module it lists under the entry point group ``deepeval_games.app.report``.
+package does the same in a module it lists under the entry point group ``deepeval_games.report``.
 
 **Several run directories** (``report A B``): each record is read once, in order, from every store. Players are
 keyed by what they are (:attr:`MatchRecord.players`: bot or model, settings, prompt version), not by the name a
@@ -27,9 +27,9 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
@@ -41,11 +41,12 @@ from deepeval_games.core.records import MatchRecord, TurnRecord
 __all__ = [
     "ENTRY_POINT_GROUP",
     "SECTIONS",
-    "TABLE_MODULES",
+    "TABLES_ENTRY_POINT_GROUP",
     "Block",
     "ReportContext",
     "RunSource",
     "Section",
+    "TaskTables",
     "core_text",
     "load_report",
     "max_seats",
@@ -56,18 +57,46 @@ __all__ = [
     "slim",
     "spec_epsilon",
     "stream_records",
+    "table_module",
+    "table_names",
     "text_report",
 ]
 
 log = logging.getLogger(__name__)
 
-TABLE_MODULES = {
-    "idiom": "analysis.idiom_tables",  # the paper's Tables 1 and 2
-    "code-review": "analysis.code_review_tables",  # the paper's Table 3, pass rates, judge-pass-rate correlation
-    "translation": "analysis.translation_tables",  # the paper's Tables 4-6, chrF/BLEU grids, judge-chrF correlation
-    "pgg": "analysis.pgg_reference",  # PGG: contribution curves, distance to the Nash profile and the social optimum
-}
-"""The per-task pairwise table modules (each has ``GAME`` and ``print_tables``), by the name ``tables`` takes."""
+TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
+"""Each task lists its tables module under this entry point group, by the name ``deepeval-games tables`` takes: a
+module with ``GAME`` (the game's short name) and ``print_tables(records, *, players=None, plot=None)``, printing the
+task's pairwise tables, figures and reference points. The built-in tasks register theirs as an outside package
+does (``setup.cfg``); the report names none of them."""
+
+
+class TaskTables(Protocol):
+    """A task's tables module (:data:`TABLES_ENTRY_POINT_GROUP`)."""
+
+    GAME: str
+
+    def print_tables(
+        self, records: Sequence[MatchRecord], *, players: Sequence[str] | None = None, plot: Path | str | None = None
+    ) -> int:
+        """Print the tables of ``records`` (0: printed; else nothing to print), saving a figure to ``plot``."""
+        ...
+
+
+def table_names() -> list[str]:
+    """The names of every registered tables module, sorted (nothing is imported)."""
+    return sorted({entry.name for entry in metadata.entry_points(group=TABLES_ENTRY_POINT_GROUP)})
+
+
+def table_module(name: str) -> TaskTables:
+    """The tables module registered as ``name``.
+
+    Raises:
+        KeyError: no task registers tables by that name.
+    """
+    for entry in metadata.entry_points(group=TABLES_ENTRY_POINT_GROUP, name=name):
+        return cast(TaskTables, entry.load())
+    raise KeyError(f"no task registers tables named {name!r}; registered: {', '.join(table_names())}")
 
 
 # -- runs and players -------------------------------------------------------------------------------------
@@ -281,7 +310,7 @@ class Section:
 
 SECTIONS: list[Section] = []
 """Every section, in the order the report shows them."""
-ENTRY_POINT_GROUP = "deepeval_games.app.report"
+ENTRY_POINT_GROUP = "deepeval_games.report"
 """Outside packages add sections by listing a module under this entry point group; importing it registers them."""
 
 
@@ -471,8 +500,8 @@ def _task_tables(ctx: ReportContext) -> list[Block]:
     """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""
     task = ctx.variant.split("(", 1)[0]
     blocks = []
-    for name, module_name in TABLE_MODULES.items():
-        module = import_module(module_name)
+    for name in table_names():
+        module = table_module(name)
         if task != module.GAME:
             continue
         with tempfile.TemporaryDirectory() as tmp:

@@ -18,7 +18,7 @@ Pairing policies (``[experiment] pairing``):
 * ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
   every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
 * ``auto`` (default) — ``round_robin`` for a two-seat game with a first mover (sequential, both seats in one
-  role: tic_tac_toe, kuhn_poker; not Idiom Solitaire, whose seats are roles), so that both seatings of every pair
+  role: tic_tac_toe, kuhn_poker; not a game whose seats are roles), so that both seatings of every pair
   are played every repeat and the report shows what moving first is worth; otherwise ``permute`` when the players
   fill the seats exactly, else ``round_robin`` for two seats and ``combinations`` for more. A match id depends only
   on the game, the seats, the seed and the repeat: the seating ``permute`` drew for a repeat keeps its id under

@@ -227,7 +227,7 @@ class ExperimentTable(BaseModel):
     name: StrictStr = "experiment"
     """The experiment's name, written into every match record."""
     game: Name | None = None
-    """A game string, e.g. ``deepeval_public_goods(players=4,mode=1)`` (``deepeval-games games`` lists them)."""
+    """A game string, e.g. ``kuhn_poker(players=3)`` (``deepeval-games games`` lists them)."""
     games: Annotated[list[Name], Field(min_length=1, strict=False)] | None = None
     """Several game strings: every one is played."""
     repeats: int = Field(default=1, ge=1)
@@ -245,8 +245,8 @@ class ExperimentTable(BaseModel):
     game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
     transcript: Literal["auto", "full"] = "auto"
     """How records keep a match's transcript. ``auto``: a match whose every seat is a scripted bot that moves from its
-    observation fields (the Public Goods baselines), without a judge or scorers, is stored as its moves
-    (``transcript = "moves"`` in the record, about 1.5 kB instead of 21 kB for a four-seat Public Goods match); reading
+    observation fields (:class:`~deepeval_games.core.bot.FieldsBot`), without a judge or scorers, is stored as its
+    moves (``transcript = "moves"`` in the record, a fraction of a full transcript); reading
     it rebuilds its turns and :func:`deepeval_games.core.transcript.with_messages` its messages, as the HTML report
     does.
     ``full``: every record keeps its turns and message pool as played. Run setting: not part of the spec hash (a run
@@ -513,7 +513,7 @@ class ExperimentSpec(BaseModel):
     players: Annotated[tuple[Annotated[PlayerSpec, _FromTable(PlayerTable)], ...], Field(min_length=1)]
     """The players: each entry has ``bot`` (a scripted bot) or ``model`` (an LLM), never both."""
     judge: Annotated[PlayerSpec, _FromTable(JudgeTable)] | None = None
-    """The judge of judged games (code review): a scripted judge (``bot``) or an LLM (``model``)."""
+    """The judge of judged games: a scripted judge (``bot``) or an LLM (``model``)."""
 
     _source: dict[str, Any] = PrivateAttr(default_factory=dict)
 

@@ -70,7 +70,7 @@ class Observation:
     seat: int
     num_seats: int
     game: str
-    """The game's short name, e.g. ``deepeval_public_goods``."""
+    """The game's short name, e.g. ``kuhn_poker``."""
     params: Mapping[str, Any]
     """The game's parameters."""
     round: int
@@ -364,7 +364,7 @@ def observe(
 class SeatSeed:
     """Where the generator of one seat of a match comes from, handed to a bot instead of the generator itself
     (:attr:`DeepEvalBot.takes_seat_seed`): the generator is made on the bot's first use of ``rng``, so a seat that
-    never draws (most scripted baselines) never pays for one (about 8 µs: numpy's seed hashing)."""
+    never draws (most scripted baselines) never pays for numpy's seed hashing."""
 
     seed: int
     """The match's seed."""
@@ -485,9 +485,9 @@ class SyncBot(DeepEvalBot):
 class FieldsBot(SyncBot):
     """A :class:`SyncBot` whose move depends on its seat's observation fields alone (and its own generator): it
     implements :meth:`move_from_fields`, never reads the observation's text, inbox or other parts, and its decision
-    is the plain move named as the seat names it (:meth:`respond`). Scripted baselines of this kind (the Public Goods
-    bots) let the referee skip the :class:`Observation` and the :class:`Decision` of each move: it calls
-    :meth:`move_from_fields` with the fields it computed to deliver the seat's view (:func:`reads_fields_only`).
+    is the plain move named as the seat names it (:meth:`respond`). The referee asks a scripted baseline of this kind
+    without making an :class:`Observation`: it calls :meth:`move_from_fields` with the fields it computed to deliver
+    the seat's view (:func:`reads_fields_only`).
 
     A subclass that overrides :meth:`respond` (or :meth:`~DeepEvalBot.act`) is asked through it as any other bot.
     A match of such bots may be stored as its moves (:mod:`deepeval_games.core.transcript`): the referee then asks them

@@ -28,7 +28,7 @@ __all__ = [
 PREFIX = "deepeval_"
 ENTRY_POINT_GROUP = "deepeval_games.games"
 DATA_ITEM_PARAMETERS = ("start", "task_id", "paragraph")
-"""Game parameters that name a data item (a start idiom, an MBPP task, a paragraph): results over
+"""Game parameters that name a data item (a starting word, a dataset task, a paragraph): results over
 different items of one game variant are pooled; any other parameter makes a different game."""
 
 

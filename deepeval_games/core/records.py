@@ -153,7 +153,7 @@ class MatchRecord(BaseModel):
     match_id: str
     """Stable id: a hash of the game string, the seating, the players, the seed and the repeat."""
     game: str
-    """The full game string (``deepeval_public_goods(alpha=1.6,...)``)."""
+    """The full game string (``kuhn_poker(players=3)``)."""
     seats: list[str]
     """Player names in seat order; seat i is anonymous "Player i+1" inside the match."""
     returns: list[float]
@@ -216,7 +216,7 @@ class MatchRecord(BaseModel):
         """The record as one line of JSON (the form the store keeps), written in one pass by pydantic's serializer:
         ``json.loads(record.to_json()) == record.to_dict()``.
 
-        (orjson writes a 20-turn Public Goods record in about half the time, but writes an infinite or NaN float
+        (orjson writes a scripted record in about half the time, but writes an infinite or NaN float
         as ``null``; a walk over the record that would catch those costs more than the difference.)"""
         return self._as_stored().model_dump_json()
 

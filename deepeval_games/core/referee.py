@@ -132,7 +132,7 @@ _Answer = tuple[Decision, float]
 
 def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
     """A classical player that reads no view: its move from the state and the seat's legal moves."""
-    bot: StateBot = match.bots[seat]  # (annotated, not cast: a cast is a call per move)
+    bot: StateBot = match.bots[seat]
     if not legal or bot.player_id != seat:  # nothing to pick, or seated where it was not made for: it says why
         return _ask_decide(match, seat, legal)
     return Decision.move(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
@@ -211,9 +211,10 @@ def _turn(
 
     A move no model was asked for (a chance outcome, a scripted or classical move: its outcome and error aside,
     every field of the exchange at its default) is a copy of a plain turn with
-    its own values and new empty lists (pydantic's ``model_copy``, a third of ``model_construct``'s cost: the
-    classical path makes one a move)."""
-    where = {"index": index, "round": round, "seat": seat, "action": action, "action_string": action_string}
+    its own values and new empty lists (pydantic's ``model_copy``, cheaper than ``model_construct``'s walk over the
+    fields: the classical path makes one a move)."""
+    where: dict[str, Any] = {"index": index, "round": round, "seat": seat, "action": action}
+    where["action_string"] = action_string
     if seat == CHANCE_SEAT:  # no text, no latency: those fields keep their defaults, unset
         return _PLAIN_CHANCE.model_copy(update=where | {name: [] for name in _LISTS})
     where |= {"text": text, "latency_s": latency, "outcome": Outcome(decision.outcome), "error": decision.error}

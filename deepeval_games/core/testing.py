@@ -3,7 +3,7 @@
 Library code, usable on your own game (like PettingZoo's ``api_test``)::
 
     from deepeval_games.core.testing import check_game
-    check_game("deepeval_public_goods(players=3,mode=2)")   # raises ConformanceError listing failures
+    check_game("kuhn_poker")   # raises ConformanceError listing failures
 
 Checks, over seeded random playouts (random legal moves, now and then the referee's penalty move):
 

@@ -1,14 +1,12 @@
 """A derived transcript's messages, rebuilt by replaying its moves.
 
 A match whose every seat is a scripted bot that moves from its observation fields alone
-(:class:`~deepeval_games.core.bot.FieldsBot`, the Public Goods baselines), played without a judge or scorers and with
-every
-move legal, is fully determined by its game, its seed and its moves: the referee would tell each seat the same things
-again. Such a match may be stored as its moves only (:attr:`~deepeval_games.core.records.MatchRecord.transcript`
-``moves``, schema version 5): about 1.5 kB instead of 21 kB for a four-seat, five-round Public Goods match, and
-nothing of the pool is built while it is played. Reading the record rebuilds its turns from the rows;
-:func:`with_messages` rebuilds its message pool by playing the match again through the referee, each seat answering
-its recorded moves (about 0.6 ms a match).
+(:class:`~deepeval_games.core.bot.FieldsBot`), played without a judge or scorers and with every move legal, is fully
+determined by its game, its seed and its moves: the referee would tell each seat the same things again. Such a match
+may be stored as its moves only (:attr:`~deepeval_games.core.records.MatchRecord.transcript` ``moves``, schema
+version 5): a fraction of a full transcript's size, and nothing of the pool is built while it is played. Reading the
+record rebuilds its turns from the rows; :func:`with_messages` rebuilds its message pool by playing the match again
+through the referee, each seat answering its recorded moves.
 """
 
 from __future__ import annotations
