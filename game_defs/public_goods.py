@@ -562,4 +562,11 @@ def _round_line(state: PublicGoodsState, r: int, player: int) -> str:
     return f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}."
 
 
+def endowment_of(game: pyspiel.Game) -> int:
+    """The coins every seat receives each round in ``game``: as the game parsed them where it is this module's own
+    object (``get_parameters`` converts OpenSpiel's map at every call), else from its parameters."""
+    known = getattr(game, "endowment", None) if isinstance(game, PublicGoodsGame) else None
+    return int(game.get_parameters()["endowment"]) if known is None else int(known)
+
+
 pyspiel.register_game(_GAME_TYPE, PublicGoodsGame)

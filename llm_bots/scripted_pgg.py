@@ -26,7 +26,7 @@ import pyspiel
 
 from deepeval_games.core.bot import FieldsBot, SeatSeed
 from deepeval_games.core.registry import register_bot
-from game_defs.public_goods import PublicGoodsGame
+from game_defs.public_goods import endowment_of
 
 __all__ = [
     "ConditionalCooperator",
@@ -72,9 +72,7 @@ class _PGGBot(FieldsBot):
         noise: float = 0.0,
     ) -> None:
         super().__init__(player_id, rng)
-        # a PGG game's endowment as it parsed it (get_parameters converts OpenSpiel's map at every call)
-        known = game.endowment if isinstance(game, PublicGoodsGame) else None  # None: another game object
-        self.endowment = int(game.get_parameters()["endowment"]) if known is None else known
+        self.endowment = endowment_of(game)
         if not 0.0 <= float(noise) <= 1.0:
             raise ValueError(f"noise must be in [0, 1], got {noise}")
         self.noise = float(noise)

@@ -19,14 +19,14 @@ reads its observation fields alone is handed those, an LLM is awaited with its f
 differs between transcripts is only how a move is recorded: in full, or as a row of moves
 (:mod:`deepeval_games.core.transcript` rebuilds the rest).
 
-No model or bot name ever reaches a seat: observations come from the game, and the referee's own
-messages name seats only by their anonymous ids. The game's hooks are read through the task contract
-(:func:`deepeval_games.core.task.state_hooks`), never directly.
+No model or bot name ever reaches a seat: observations come from the game, and the referee's own messages name seats
+only by their anonymous ids. The game's hooks are read through the task contract (:func:`task.state_hooks`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -63,9 +63,8 @@ Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 
 
 class TranscriptNotDerivable(Exception):
-    """Raised by :func:`play_match` under ``transcript="moves"`` when a seat's answer is not a legal move: its turn
-    would need the general path (a penalty, an error in the record), which rows of moves do not hold. The bots have
-    moved by then: the caller plays the match again with new bots and ``transcript="full"``."""
+    """Raised by :func:`play_match` under ``transcript="moves"`` when a seat's answer is not a legal move (a penalty
+    and an error, which rows of moves do not hold): the caller plays the match again with new bots, in full."""
 
 
 # -- what the referee reads of a game once ---------------------------------------------------------------------
@@ -76,17 +75,14 @@ class _GameFacts:
     """What the referee reads of a game once, not per match (OpenSpiel's games are immutable)."""
 
     game: pyspiel.Game
-    name: str
-    """``str(game)``: the game string of the record."""
+    name: str  # str(game): the game string of the record
     short_name: str
-    params: Mapping[str, Any]
-    """The game's parameters (shared by the observations of every match: read-only by contract)."""
+    params: Mapping[str, Any]  # shared by the observations of every match: read-only by contract
     seat_rules: tuple[dict[str, Any], ...]
     """Per seat, its rules message in the pool's record form, made once a game (each match's pool holds copies)."""
     roles: tuple[str, ...]
     n: int
-    max_rounds: int
-    """The rounds a match may take before the referee stops it as endless (four times the game's longest)."""
+    max_rounds: int  # the rounds a match may take before the referee stops it as endless
 
 
 _FACTS: dict[int, _GameFacts] = {}
@@ -124,10 +120,8 @@ def _rules_message(rules: str, seat: int) -> dict[str, Any]:
 
 # -- how a seat is asked ---------------------------------------------------------------------------------------
 
-_Ask = Callable[["_Match", int, tuple[int, ...]], Any]
-"""An ask step: a :class:`Decision`, or an awaitable of one where the seat's kind awaits."""
-_Answer = tuple[Decision, float]
-"""A seat's decision and the seconds its bot took."""
+_Ask = Callable[["_Match", int, tuple[int, ...]], Any]  # a Decision, or an awaitable of one where the kind awaits
+_Answer = tuple[Decision, float]  # a seat's decision and the seconds its bot took
 
 
 def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
@@ -196,23 +190,19 @@ def _seat_kind(bot: DeepEvalBot) -> _SeatKind:
 
 # -- records -------------------------------------------------------------------------------------------------
 
+# the fields a chance turn is built with (the rest at their defaults), as ``model_fields_set`` reports them
 _CHANCE_FIELDS_SET = frozenset(
     ["index", "round", "seat", "action", "action_string"]
     + [name for name, field in TurnRecord.model_fields.items() if field.default_factory is not None]
 )
-"""The fields a chance turn is built with (the rest at their defaults), as ``model_fields_set`` reports them."""
 _MOVE_FIELDS_SET = frozenset(TurnRecord.model_fields)
 
 
 def _turn(
     index: int, round: int, seat: int, action: int, action_string: str, text: str, latency: float, decision: Decision
 ) -> TurnRecord:
-    """The record of one move: where and what it was, and the decision's exchange with a model as it is.
-
-    A move no model was asked for (a chance outcome, a scripted or classical move: its outcome and error aside,
-    every field of the exchange at its default) is a copy of a plain turn with
-    its own values and new empty lists (pydantic's ``model_copy``, cheaper than ``model_construct``'s walk over the
-    fields: the classical path makes one a move)."""
+    """The record of one move: where and what it was, and the decision's exchange with a model as it is. A move no
+    model was asked for is a copy of a plain turn with its own values and new lists (pydantic's ``model_copy``)."""
     where: dict[str, Any] = {"index": index, "round": round, "seat": seat, "action": action}
     where["action_string"] = action_string
     if seat == CHANCE_SEAT:  # no text, no latency: those fields keep their defaults, unset
@@ -223,8 +213,7 @@ def _turn(
     return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
 
 
-_LISTS = tuple(name for name, field in TurnRecord.model_fields.items() if field.default_factory is list)
-"""The turn's list fields: each turn gets lists of its own."""
+_LISTS = tuple(name for name, field in TurnRecord.model_fields.items() if field.default_factory is list)  # new per turn
 _PLAIN_MOVE = TurnRecord.model_construct(
     _fields_set=set(_MOVE_FIELDS_SET), index=0, round=0, seat=0, action=0, action_string="", text="", latency_s=0.0
 )
@@ -239,8 +228,7 @@ def _invalid(decision: Decision, reason: str) -> Decision:
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
-_NO_MOVE = Decision.move(None)
-"""The decision recorded with a chance outcome."""
+_NO_MOVE = Decision.move(None)  # a chance outcome's: no seat decided it
 
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
 _TERMINAL_ID = int(pyspiel.PlayerId.TERMINAL)
@@ -261,8 +249,10 @@ class _Match:
         self.state = game.new_initial_state()
         self.hooks = task.state_hooks(self.state)
         self.kinds = [_seat_kind(bot) for bot in bots]
-        self.rows: list[MoveRow] | None = [] if rows and self.recordable_as_moves() else None
-        """The match's moves as rows (``transcript="moves"``), or None: recorded in full (turns and messages)."""
+        by_fields = all(kind.by_fields for kind in self.kinds) and self.hooks.is_judge_turn is None
+        self.rows: list[MoveRow] | None = [] if rows and by_fields else None
+        """The match's moves as rows (``transcript="moves"``: every seat reads its fields alone and no judge decides,
+        so the moves alone replay the match), or None: recorded in full (turns and messages)."""
         # a seat that reads no observation never reads its inbox: the pool keeps inboxes only where one is read
         observed = judge is not None or any(kind in (_DECIDE, _RESPOND, _ACT) for kind in self.kinds)
         self.pool = MessagePool(inboxes=observed)
@@ -270,29 +260,19 @@ class _Match:
         self.round = 0
         self.step = 0
         """Moves applied to the state so far: where the state is (an observation names moves only while it holds)."""
-        self._rng: np.random.Generator | None = None
-        self._penalty_rng: np.random.Generator | None = None
         self._delivered: dict[int, str] = {}
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
         """Per seat: (step, text, fields or None) of the view computed last, reused while the state has not moved."""
 
-    def recordable_as_moves(self) -> bool:
-        """Every seat reads its fields alone and no judge decides: the moves alone replay the match."""
-        return all(kind.by_fields for kind in self.kinds) and self.hooks.is_judge_turn is None
-
-    @property
+    @functools.cached_property
     def rng(self) -> np.random.Generator:
         """The chance nodes' generator, from the match seed (made when first needed)."""
-        if self._rng is None:
-            self._rng = np.random.default_rng(self.seed)
-        return self._rng
+        return np.random.default_rng(self.seed)
 
-    @property
+    @functools.cached_property
     def penalty_rng(self) -> np.random.Generator:
         """The generator of random penalty moves: a stream of its own, so penalties never shift chance draws."""
-        if self._penalty_rng is None:
-            self._penalty_rng = np.random.default_rng([self.seed, 1])
-        return self._penalty_rng
+        return np.random.default_rng([self.seed, 1])
 
     # -- the match -----------------------------------------------------------------------------------------
 
