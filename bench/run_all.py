@@ -23,6 +23,10 @@ sandbox     sandboxed MBPP reference solutions ÷ a plain subprocess per program
 concurrency 200 PGG matches of four LLM seats, 50 ms endpoint, concurrency 64: engine ÷ raw litellm      ≤ 1.10
             making the same calls in the same pattern (wall)
 workers2    the same with ``--workers 2`` ÷ one process                                                   ≤ 0.65
+ttt_random  random against random on tic-tac-toe: ``play_match`` ÷ OpenSpiel's ``evaluate_bots``, the     ≤ 3
+            same games and seeds (``classical``; ``c4_random``: connect four)
+ttt_mcts    MCTS (1,000 simulations) against random, both seat orders, likewise (``c4_mcts``: connect     ≤ 1.1
+            four)
 ========== ====================================================================================== =========
 
 The raw litellm sides replay the engine's own calls (messages, sampling settings, seeds) in the engine's pattern;
@@ -572,6 +576,31 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
     return figure, workers
 
 
+# -- classical players against OpenSpiel's own loop -------------------------------------------------------------
+
+
+def fig_classical(args: argparse.Namespace, work: Path) -> tuple[Figure, ...]:
+    """``play_match`` ÷ OpenSpiel's ``evaluate_bots`` on the same games and seeds (``bench/bench_classical.py``):
+    random against random and MCTS against random, on tic-tac-toe and connect four."""
+    from bench.bench_classical import GAMES, TARGETS, measure
+
+    figures = []
+    for game_string, short in (("tic_tac_toe", "ttt"), ("connect_four", "c4")):
+        for kind in ("random", "mcts"):
+            what = f"{kind} vs random on {game_string}: play_match ÷ evaluate_bots, same games and seeds"
+            figure = Figure(f"{short}_{kind}", what, TARGETS[kind], True)
+            games = max(2, round(GAMES[game_string][kind] * args.scale))
+            for _ in range(args.repeats):
+                engine, openspiel = asyncio.run(measure(game_string, kind, games, repeats=3))
+                if engine.returns != openspiel.returns:
+                    figure.notes.append("the two sides played different games")
+                figure.values.append(engine.seconds / openspiel.seconds)
+                per_move = [1e6 * side.seconds / max(engine.moves, 1) for side in (engine, openspiel)]
+                figure.notes.append(f"{games} games: {per_move[0]:.1f} us a move against {per_move[1]:.1f} us")
+            figures.append(figure)
+    return tuple(figures)
+
+
 FIGURES: dict[str, Callable[[argparse.Namespace, Path], Figure | tuple[Figure, ...]]] = {
     "llm_move": fig_llm_move,
     "scripted": fig_scripted,
@@ -579,6 +608,7 @@ FIGURES: dict[str, Callable[[argparse.Namespace, Path], Figure | tuple[Figure, .
     "memory": fig_memory,
     "sandbox": fig_sandbox,
     "concurrency": fig_concurrency,
+    "classical": fig_classical,
 }
 
 
