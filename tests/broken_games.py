@@ -15,25 +15,27 @@ from deepeval_games.observer import TextObserver
 from game_defs.public_goods import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
 
 
-def renamed_type(base: pyspiel.GameType, short_name: str) -> pyspiel.GameType:
-    """``base`` under another short name, claiming both observation strings (tests must not trust the flags)."""
-    return pyspiel.GameType(
-        short_name=short_name,
-        long_name=short_name,
-        dynamics=base.dynamics,
-        chance_mode=base.chance_mode,
-        information=base.information,
-        utility=base.utility,
-        reward_model=base.reward_model,
-        max_num_players=base.max_num_players,
-        min_num_players=base.min_num_players,
-        provides_information_state_string=True,
-        provides_information_state_tensor=False,
-        provides_observation_string=True,
-        provides_observation_tensor=False,
-        provides_factored_observation_string=False,
-        parameter_specification=dict(base.parameter_specification),
-    )
+def renamed_type(base: pyspiel.GameType, short_name: str, **changes: Any) -> pyspiel.GameType:
+    """``base`` under another short name, claiming both observation strings (tests must not trust the flags);
+    ``changes`` replace other fields (``information=...``)."""
+    fields: dict[str, Any] = {
+        "short_name": short_name,
+        "long_name": short_name,
+        "dynamics": base.dynamics,
+        "chance_mode": base.chance_mode,
+        "information": base.information,
+        "utility": base.utility,
+        "reward_model": base.reward_model,
+        "max_num_players": base.max_num_players,
+        "min_num_players": base.min_num_players,
+        "provides_information_state_string": True,
+        "provides_information_state_tensor": False,
+        "provides_observation_string": True,
+        "provides_observation_tensor": False,
+        "provides_factored_observation_string": False,
+        "parameter_specification": dict(base.parameter_specification),
+    }
+    return pyspiel.GameType(**{**fields, **changes})
 
 
 class _LeakyObserver(PublicGoodsObserver):
@@ -150,21 +152,12 @@ pyspiel.register_game(_SEQ_TYPE, CountingGame)
 
 _DEAL_PARAMS = {"values": 4, "leak": False, "typed": True}
 
-_DEAL_TYPE = pyspiel.GameType(
-    short_name="testkit_hidden_values",
-    long_name="testkit hidden values",
-    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+_DEAL_TYPE = renamed_type(
+    _SEQ_TYPE,
+    "testkit_hidden_values",
     chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
     information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
     utility=pyspiel.GameType.Utility.ZERO_SUM,
-    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
-    max_num_players=2,
-    min_num_players=2,
-    provides_information_state_string=True,
-    provides_information_state_tensor=False,
-    provides_observation_string=True,
-    provides_observation_tensor=False,
-    provides_factored_observation_string=False,
     parameter_specification=_DEAL_PARAMS,
 )
 _FOLD, _SHOW = 0, 1
