@@ -514,7 +514,6 @@ class PublicGoodsObserver(TextObserver):
         game_params: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(iig_obs_type, params)
-        self._perfect_recall = self.perfect_recall  # read by string_from on every call
         if game_params is None:
             return
         rounds, n, endowment = int(game_params["rounds"]), int(game_params["players"]), int(game_params["endowment"])
@@ -600,7 +599,7 @@ class PublicGoodsObserver(TextObserver):
         finished, status, played, paid, _, coin_texts, head, tail, _, _ = state._view
         if not finished:
             return status
-        if self._perfect_recall:
+        if self.perfect_recall:
             feedback = "\n".join([_round_line(state, r, player) for r in range(finished)])
             return f"{feedback}\nYou now hold {coin_texts[player]} coins.\n{status}"
         # _round_line(state, finished - 1, player) and the lines after it, written out from the round's parts: the
