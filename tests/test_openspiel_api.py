@@ -22,7 +22,9 @@ from absl import flags
 from open_spiel.integration_tests import api_test
 from open_spiel.python.observation import make_observation
 
+import tests.broken_games  # noqa: F401  (registers the testkit_ games)
 from deepeval_games.games import load_game, registered_games
+from deepeval_games.observer import TextObserver
 
 _VARIANTS = [
     "deepeval_public_goods(players=3,mode=2,rounds=2)",
@@ -153,3 +155,35 @@ def test_a_tensor_the_game_does_not_provide_raises(
         else:  # as OpenSpiel's C++ games raise (tic_tac_toe's information_state_tensor), never an empty list
             with pytest.raises(pyspiel.SpielError, match=f"{kind} unimplemented"):
                 method(0)
+
+
+def test_a_perfect_information_view_that_names_the_seat_is_made_public_line_by_line() -> None:
+    if "deepeval_ultimatum" not in {info.short_name for info in registered_games()}:
+        pytest.skip("the example package is not installed: python -m pip install -e examples/ultimatum")
+    game = load_game("deepeval_ultimatum")
+    state = game.new_initial_state()
+    state.apply_action(state.intern_utterance(0, "Half each?"))
+    public = _observation(game, True, _P.NONE)
+    text = public.string_from(state, 0)
+    assert text == public.string_from(state, 1)  # the same for both seats
+    assert text.startswith(
+        "Player 1 is shown: Pot: 10 coins. You are Player 1, the proposer.\n"
+        "Player 2 is shown: Pot: 10 coins. You are Player 2, the responder.\n"
+    )
+    assert text.split("\n")[2:] == state.observation_string(0).split("\n")[1:]  # the lines both seats are shown
+    assert _observation(game, False, _P.SINGLE_PLAYER, recall=True).string_from(state, 1) == ""
+
+
+def test_an_imperfect_information_observer_must_say_what_is_public_and_private() -> None:
+    class Bare(TextObserver):
+        def string_from(self, state: pyspiel.State, player: int) -> str:
+            return "everything"
+
+    state = pyspiel.load_game("testkit_hidden_values").new_initial_state()
+    state.apply_action(1)
+    state.apply_action(2)
+    kind = pyspiel.IIGObservationType(public_info=True, perfect_recall=False, private_info=_P.NONE)
+    with pytest.raises(NotImplementedError, match="imperfect information: it must give public_string_from"):
+        Bare(kind, None).string_from(state, 0)
+    seats = pyspiel.IIGObservationType(perfect_recall=True)  # the seats' own type needs neither hook
+    assert Bare(seats, None).string_from(state, 0) == "everything"
