@@ -7,16 +7,19 @@ Library code, usable on your own game (like PettingZoo's ``api_test``)::
 
 Checks, over seeded random playouts (random legal moves, now and then the referee's penalty move):
 
-* ``terminates`` — every playout ends within the game's ``max_game_length``;
+* ``terminates`` — every playout ends within the game's ``max_game_length`` decisions (chance moves are
+  counted apart, against ``max_chance_nodes_in_history``, as OpenSpiel counts them);
 * ``action_strings`` — every legal action (and the penalty action) has a non-empty string;
 * ``returns_bounded`` — terminal returns lie within ``min_utility..max_utility``;
 * ``clone`` — a clone has the same history, string, observations and returns;
 * ``serialize`` — ``serialize_game_and_state`` round-trips to an equal state;
 * ``deterministic`` — the same seed gives the same transcript (histories and observation strings);
 * ``observation_types`` — the game honours OpenSpiel's observation types: its public observation
-  (``public_info=True``, ``private_info=NONE``) is the same for every seat, its private observation
-  (``public_info=False``, ``private_info=SINGLE_PLAYER``) is empty in a game of perfect information, and
-  neither raises (with and without ``perfect_recall``, as the game gives its strings);
+  (``public_info=True``, ``private_info=NONE``) and private observation (``public_info=False``,
+  ``private_info=SINGLE_PLAYER``), with and without ``perfect_recall`` as the game gives its strings, do not
+  raise; a seat's public and private texts differ (an observer that ignores the type it is made for gives
+  one text for both); a game of perfect information has no private text; and where chance went, the public
+  observation tells every seat alike;
 * ``no_leak`` — an observation never shows a seat what the rules hide:
 
   - chance: at every chance node the kit also follows the histories where chance chose another outcome
@@ -27,14 +30,14 @@ Checks, over seeded random playouts (random legal moves, now and then the refere
     or value dealt to another seat and shown to this one fails, naming the seat and both outcomes;
   - simultaneous moves: joint moves that the game declares indistinguishable for a seat
     (``state.indistinguishable_variants``) leave that seat's observation, fields and information state
-    unchanged;
+    unchanged, and its public and private observations too;
   - no observation contains any of the ``forbidden`` words (e.g. model or bot names).
 
 What a seat may not see is read from the game's own public and private observations (OpenSpiel's
 observation types), which the ``observation_types`` check holds to their definitions: the chance check
-finds a seat shown more than those say, not a game whose public observation itself shows a hidden value.
-A game that cannot make those observation types (a C++ game with its default observers only) has no chance
-check; the report's ``notes`` say so.
+finds a seat shown more than those say; a game whose public observation itself shows every seat a dealt
+value is taken at its word. A game that cannot make those observation types (many of OpenSpiel's C++ games
+make only their default observers) gets neither check; the report's ``notes`` say so.
 
 Same-round moves of other seats cannot leak through the engine: at a simultaneous node every seat's
 observation is taken from the same state before any move is applied.
