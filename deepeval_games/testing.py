@@ -282,12 +282,21 @@ class _Checker:
         shown the same in both histories."""
         if state.is_chance_node() or not self.shadows:
             return
+        try:
+            typed = [self.typed_view(state, seat) for seat in range(self.n)]
+        except Exception:  # check_types reports it; nothing to compare against
+            self.shadows = []
+            return
+        shown: dict[int, tuple[Any, ...]] = {}  # the playout's seat views, made when first needed
         kept = []
         for shadow in self.shadows:
             other = shadow.state
             if other.is_chance_node() or other.is_terminal() != state.is_terminal():
                 continue
-            views = [(self.typed_view(state, seat), self.typed_view(other, seat)) for seat in range(self.n)]
+            try:
+                views = [(typed[seat], self.typed_view(other, seat)) for seat in range(self.n)]
+            except Exception:  # an observation that fails in that history only: stop following it
+                continue
             told = [mine[0] != theirs[0] for mine, theirs in views]  # by the public observation
             if any(told) and not all(told):
                 self.fail_types(
@@ -302,7 +311,9 @@ class _Checker:
                 if views[seat][0] != views[seat][1]:
                     continue  # the game tells this seat which outcome it was: it may see it from now on
                 self.report.count("no_leak")
-                if _seat_view(other, seat) == _seat_view(state, seat):
+                if seat not in shown:
+                    shown[seat] = _seat_view(state, seat)
+                if _seat_view(other, seat) == shown[seat]:
                     blind.append(seat)
                     continue
                 if (seat, shadow.move) in self.leaks_found:

@@ -150,7 +150,7 @@ pyspiel.register_game(LeakyPublicGoodsGame.game_type, LeakyPublicGoodsGame)
 pyspiel.register_game(_SEQ_TYPE, CountingGame)
 
 
-_DEAL_PARAMS = {"values": 4, "leak": False, "typed": True}
+_DEAL_PARAMS = {"values": 4, "leak": "never", "typed": True}
 
 _DEAL_TYPE = renamed_type(
     _SEQ_TYPE,
@@ -167,7 +167,8 @@ class HiddenValuesGame(pyspiel.Game):
     """Chance deals each seat a hidden value in ``0..values-1`` (seat 0's first); then seat 0 and seat 1 in turn
     ``fold`` or ``show``. A fold loses 1 to the other seat; if both show, the higher value wins 1 (a tie, 0).
 
-    ``leak=true``: the observation also shows each seat the other seat's value (the rules hide it).
+    ``leak=always``: the observation also shows each seat the other seat's value (the rules hide it unless both
+    show); ``leak=at_end``: only once the game is over (after a fold too, where the rules keep it hidden).
     ``typed=false``: the observer ignores OpenSpiel's observation types (every type gives the seat's view).
     """
 
@@ -190,8 +191,8 @@ class HiddenValuesGame(pyspiel.Game):
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> Any:
         p = self.get_parameters()
         if not p["typed"]:
-            return _UntypedValuesObserver(bool(p["leak"]))
-        return _HiddenValuesObserver(iig_obs_type, params, leak=bool(p["leak"]))
+            return _UntypedValuesObserver(str(p["leak"]))
+        return _HiddenValuesObserver(iig_obs_type, params, leak=str(p["leak"]))
 
 
 class HiddenValuesState(pyspiel.State):
@@ -244,16 +245,16 @@ class HiddenValuesState(pyspiel.State):
 
 
 class _HiddenValuesObserver(TextObserver):
-    """Each seat sees its own value and every move; with ``leak``, the other seat's value too."""
+    """Each seat sees its own value and every move; with ``leak``, the other seat's value too (once dealt)."""
 
-    def __init__(self, iig_obs_type: Any, params: Any, *, leak: bool) -> None:
+    def __init__(self, iig_obs_type: Any, params: Any, *, leak: str) -> None:
         super().__init__(iig_obs_type, params)
         self.leak = leak
 
     def string_from(self, state: HiddenValuesState, player: int) -> str:
         mine = state.values[player] if len(state.values) > player else "?"
         text = f"Your value: {mine}. {state.public_text()}"
-        if self.leak and len(state.values) > 1 - player:
+        if len(state.values) == 2 and (self.leak == "always" or (self.leak == "at_end" and state.is_terminal())):
             text += f" {seat_label(1 - player)} holds {state.values[1 - player]}."
         return text
 
@@ -267,7 +268,7 @@ class _HiddenValuesObserver(TextObserver):
 class _UntypedValuesObserver:
     """An observer that ignores the observation type it is made for (every type: the seat's whole view)."""
 
-    def __init__(self, leak: bool) -> None:
+    def __init__(self, leak: str) -> None:
         self.leak = leak
         self.tensor = None
         self.dict: dict[str, Any] = {}

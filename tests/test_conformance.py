@@ -97,7 +97,7 @@ def test_kit_passes_a_game_that_hides_chance_dealt_values() -> None:
 
 
 def test_kit_names_the_seat_and_the_chance_dealt_value_it_is_shown() -> None:
-    report = check_game("testkit_hidden_values(leak=true)", playouts=2, raise_on_failure=False)
+    report = check_game("testkit_hidden_values(leak=always)", playouts=2, raise_on_failure=False)
     # each seat is shown the other's value: Player 2 sees what chance dealt Player 1, and the other way round
     assert any(
         re.match(r"\[no_leak\] seat 1 \(Player 2\) is shown the hidden chance outcome 'deal \d to Player 1'", f)
@@ -108,7 +108,13 @@ def test_kit_names_the_seat_and_the_chance_dealt_value_it_is_shown() -> None:
         for f in report.failures
     )
     with pytest.raises(ConformanceError, match=r"hidden chance outcome 'deal \d to Player"):
-        check_game("testkit_hidden_values(leak=true)", playouts=1)
+        check_game("testkit_hidden_values(leak=always)", playouts=1)
+
+
+def test_kit_follows_the_other_outcomes_to_the_end_of_the_game() -> None:
+    # the other seat's value shown only once the game is over: after a fold the rules still hide it
+    with pytest.raises(ConformanceError, match=r"seat \d \(Player \d\) is shown the hidden chance outcome 'deal \d to"):
+        check_game("testkit_hidden_values(leak=at_end)", playouts=10)
 
 
 def test_kit_requires_the_observation_types_to_be_honoured() -> None:
