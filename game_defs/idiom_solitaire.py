@@ -605,7 +605,9 @@ class IdiomSolitaireObserver(TextObserver):
     over the dictionary: the idiom to continue), ``used`` (multi-hot over the dictionary: idioms no longer
     allowed), ``turn`` (one-hot over the moves made so far, 0..max_turns), ``to_move`` (one-hot over the two seats;
     zeros once over) and ``hits`` (per seat). The chain rule itself (which idioms continue ``last``) is the
-    dictionary's, not repeated in the tensor.
+    dictionary's, not repeated in the tensor. Every piece is public: without ``public_info`` the tensor is empty.
+    With ``perfect_recall`` there is no tensor (the game provides no information-state tensor: the order of the
+    chain is not in it), and ``information_state_tensor`` raises.
     """
 
     def __init__(
@@ -616,15 +618,21 @@ class IdiomSolitaireObserver(TextObserver):
         game: pyspiel.Game | None = None,
     ) -> None:
         super().__init__(iig_obs_type, params)
-        if game is None:
+        if game is None or self.perfect_recall:
+            return
+        if not self.public_info:
+            self.allocate([])  # nothing private in a game of perfect information
             return
         size = len(dictionary(str(game.get_parameters()["dictionary"])))  # the dictionary's idioms
         turns = int(game.get_parameters()["max_turns"])
         self.allocate([("last", (size,)), ("used", (size,)), ("turn", (turns + 1,)), ("to_move", (2,)), ("hits", (2,))])
 
     def set_from(self, state: IdiomSolitaireState, player: int) -> None:
-        """Fill the tensor (the same for both seats; nothing to do for a string-only observer)."""
+        """Fill the tensor (the same for both seats; a string-only observer raises, as OpenSpiel does)."""
         if self.tensor is None:
+            super().set_from(state, player)
+            return
+        if not self.dict:
             return
         self.tensor.fill(0)
         if state._chain[-1] < state._invalid:  # a judged answer has no dictionary slot

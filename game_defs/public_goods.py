@@ -55,6 +55,7 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 import pyspiel
 
+from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
 
 GAME_VERSION = 2
@@ -225,6 +226,8 @@ class PublicGoodsGame(pyspiel.Game):
 
 _TERMINAL = pyspiel.PlayerId.TERMINAL
 _SIMULTANEOUS = pyspiel.PlayerId.SIMULTANEOUS
+_SINGLE_PLAYER = pyspiel.PrivateInfoType.SINGLE_PLAYER
+_ALL_PLAYERS = pyspiel.PrivateInfoType.ALL_PLAYERS
 
 
 def _validate(n: int, rounds: int, endowment: int, alpha: float, mode: int) -> None:
@@ -488,11 +491,19 @@ class PublicGoodsState(pyspiel.State):
 class PublicGoodsObserver(TextObserver):
     """Observation strings and tensors for a seat; hides the other seats' individual moves as the mode requires.
 
+    Public information: the round, and per finished round the pool share every seat received (mode 1) or the
+    round's amounts, largest first, with no seat attached (mode 2). Private to a seat: what it put in (or that it
+    forfeited) and the coins it holds. The seats are shown both (:meth:`string_from`); other observation types
+    show the parts they ask for (:meth:`public_string_from`, :meth:`private_string_from`).
+
     The tensor (float32; given ``game_params``, else strings only) holds the same facts as the string, in pieces
     of ``self.dict``: ``round`` (one-hot over rounds 1..R and "over"), ``coins`` (held now), then per shown round
     (the last one, or every round with perfect recall: the information-state tensor) ``investment`` (one-hot over
     0..E coins and the forfeit) and, by mode, ``pool_share`` (mode 1) or ``investments`` (the round's amounts,
-    largest first, no seat attached: mode 2). A round not yet played is all zeros.
+    largest first, no seat attached: mode 2). A round not yet played is all zeros. Public pieces (``round``, the
+    feedback) are there with ``public_info``; private ones (``coins``, ``investment``) with the observing seat's
+    private information, or, with every seat's, one row per seat (``coins`` of shape (n,), ``investment`` of
+    shape (rounds shown, n, E + 2)).
     """
 
     def __init__(
@@ -503,29 +514,79 @@ class PublicGoodsObserver(TextObserver):
         game_params: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(iig_obs_type, params)
-        self._perfect_recall = bool(self.iig_obs_type.perfect_recall)  # read once (an attribute of a C++ object)
         if game_params is None:
             return
         rounds, n, endowment = int(game_params["rounds"]), int(game_params["players"]), int(game_params["endowment"])
-        shown = rounds if self.iig_obs_type.perfect_recall else 1
-        feedback = ("pool_share", (shown,)) if int(game_params["mode"]) == 1 else ("investments", (shown, n))
-        self.allocate([("round", (rounds + 1,)), ("coins", (1,)), ("investment", (shown, endowment + 2)), feedback])
+        shown = rounds if self.perfect_recall else 1
+        seats = {_SINGLE_PLAYER: (), _ALL_PLAYERS: (n,)}.get(self.private_info)  # None: no private pieces
+        pieces: list[tuple[str, tuple[int, ...]]] = [("round", (rounds + 1,))] if self.public_info else []
+        if seats is not None:
+            pieces += [("coins", seats or (1,)), ("investment", (shown, *seats, endowment + 2))]
+        if self.public_info:
+            pieces.append(("pool_share", (shown,)) if int(game_params["mode"]) == 1 else ("investments", (shown, n)))
+        self.allocate(pieces)
 
     def set_from(self, state: PublicGoodsState, player: int) -> None:
-        """Fill the tensor for ``player`` (nothing to do for a string-only observer)."""
+        """Fill the tensor for ``player`` (a string-only observer raises, as OpenSpiel does for a missing tensor)."""
         if self.tensor is None:
+            super().set_from(state, player)
             return
         self.tensor.fill(0)
-        self.dict["round"][min(state.round_number(), state._rounds + 1) - 1] = 1
-        self.dict["coins"][0] = state._coins[player]
+        pieces, every_seat = self.dict, self.private_info == _ALL_PLAYERS
+        if "round" in pieces:
+            pieces["round"][min(state.round_number(), state._rounds + 1) - 1] = 1
+        if "coins" in pieces:
+            pieces["coins"][:] = state._coins if every_seat else state._coins[player]
         finished = len(state._investments)
-        first = 0 if self.iig_obs_type.perfect_recall else max(0, finished - 1)
+        first = 0 if self.perfect_recall else max(0, finished - 1)
         for row, r in enumerate(range(first, finished)):
-            self.dict["investment"][row, state._investments[r][player]] = 1
+            if "investment" in pieces:
+                if every_seat:
+                    pieces["investment"][row, range(state._n), state._investments[r]] = 1
+                else:
+                    pieces["investment"][row, state._investments[r][player]] = 1
+            if "pool_share" in pieces:
+                pieces["pool_share"][row] = state.pool_share(r)
+            elif "investments" in pieces:
+                pieces["investments"][row] = state.sorted_investments(r)
+
+    def public_string_from(self, state: PublicGoodsState) -> str:
+        """The public part of the feedback of the last round (of every round with perfect recall), then the status.
+
+        Mode 1: ``In round 1 every participant received 6 coins from the pool.``; mode 2: ``In round 1 the amounts
+        put into the pool were [10, 7, 3, 0] (largest first).``; then the status line. The same for every seat.
+        """
+        finished = len(state._investments)
+        first = 0 if self.perfect_recall else max(0, finished - 1)
+        lines = []
+        for r in range(first, finished):
             if state._mode == 1:
-                self.dict["pool_share"][row] = state.pool_share(r)
+                lines.append(
+                    f"In round {r + 1} every participant received {state._share_texts[r]} coins from the pool."
+                )
             else:
-                self.dict["investments"][row] = state.sorted_investments(r)
+                lines.append(
+                    f"In round {r + 1} the amounts put into the pool were {list(state._sorted[r])} (largest first)."
+                )
+        return "\n".join([*lines, state._view.status])
+
+    def private_string_from(self, state: PublicGoodsState, player: int) -> str:
+        """What ``player`` put in during the last round (every round with perfect recall), and the coins it holds.
+
+        ``In round 1 Player 2 invested 3 coins.`` (or ``... gave no valid answer and forfeited its 10 coins.``),
+        then ``Player 2 holds 9.4 coins.`` (only that line before the first round).
+        """
+        finished = len(state._investments)
+        label, forfeit = seat_label(player), state._endowment + 1
+        lines = []
+        for r in range(0 if self.perfect_recall else max(0, finished - 1), finished):
+            if state._investments[r][player] == forfeit:
+                lines.append(
+                    f"In round {r + 1} {label} gave no valid answer and forfeited its {state._endowment} coins."
+                )
+            else:
+                lines.append(f"In round {r + 1} {label} invested {state._paid[r][player]} coins.")
+        return "\n".join([*lines, f"{label} holds {state._coin_texts[player]} coins."])
 
     def string_from(self, state: PublicGoodsState, player: int) -> str:
         """The seat's view: the feedback of the last round (of every round with perfect recall), then the status.
@@ -538,7 +599,7 @@ class PublicGoodsObserver(TextObserver):
         finished, status, played, paid, _, coin_texts, head, tail, _, _ = state._view
         if not finished:
             return status
-        if self._perfect_recall:
+        if self.perfect_recall:
             feedback = "\n".join([_round_line(state, r, player) for r in range(finished)])
             return f"{feedback}\nYou now hold {coin_texts[player]} coins.\n{status}"
         # _round_line(state, finished - 1, player) and the lines after it, written out from the round's parts: the

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pyspiel
 import pytest
 
@@ -42,8 +44,10 @@ def test_every_task_has_variants_listed() -> None:
 def test_conformance_kit_passes(game_string: str) -> None:
     report = check_game(game_string, playouts=8, forbidden=["free-rider", "pgg_free_rider", "gpt"])
     assert report.ok
-    for check in ("terminates", "action_strings", "returns_bounded", "clone", "serialize", "deterministic"):
+    checks = ("terminates", "action_strings", "returns_bounded", "clone", "serialize", "deterministic")
+    for check in (*checks, "observation_types"):
         assert report.checks.get(check, 0) > 0, check
+    assert not report.notes
 
 
 @pytest.mark.parametrize("game_string", _game_strings())
@@ -85,3 +89,48 @@ def test_kit_catches_forbidden_words() -> None:
 
 def test_correct_counting_game_passes() -> None:
     assert check_game(pyspiel.load_game("testkit_counting"), playouts=3).ok
+
+
+def test_kit_passes_a_game_that_hides_chance_dealt_values() -> None:
+    report = check_game("testkit_hidden_values", playouts=6)
+    assert report.ok and report.checks["no_leak"] > 0 and report.checks["observation_types"] > 0
+
+
+def test_kit_names_the_seat_and_the_chance_dealt_value_it_is_shown() -> None:
+    report = check_game("testkit_hidden_values(leak=always)", playouts=2, raise_on_failure=False)
+    # each seat is shown the other's value: Player 2 sees what chance dealt Player 1, and the other way round
+    assert any(
+        re.match(r"\[no_leak\] seat 1 \(Player 2\) is shown the hidden chance outcome 'deal \d to Player 1'", f)
+        for f in report.failures
+    ), report.failures
+    assert any(
+        "seat 0 (Player 1) is shown the hidden chance outcome 'deal" in f and "to Player 2'" in f
+        for f in report.failures
+    )
+    with pytest.raises(ConformanceError, match=r"hidden chance outcome 'deal \d to Player"):
+        check_game("testkit_hidden_values(leak=always)", playouts=1)
+
+
+def test_kit_follows_the_other_outcomes_to_the_end_of_the_game() -> None:
+    # the other seat's value shown only once the game is over: after a fold the rules still hide it
+    with pytest.raises(ConformanceError, match=r"seat \d \(Player \d\) is shown the hidden chance outcome 'deal \d to"):
+        check_game("testkit_hidden_values(leak=at_end)", playouts=10)
+
+
+def test_kit_requires_the_observation_types_to_be_honoured() -> None:
+    # an observer that ignores the type it is made for: its "public" text is each seat's own view
+    report = check_game("testkit_hidden_values(typed=false)", playouts=2, raise_on_failure=False)
+    assert any("public and private observations are the same text" in f for f in report.failures), report.failures
+    assert any("the public observation tells seat 0 but not seat 1 whether chance gave" in f for f in report.failures)
+
+
+def test_kit_requires_empty_private_observations_in_a_game_of_perfect_information() -> None:
+    with pytest.raises(ConformanceError, match=r"\[observation_types\] seat 0's private observation is 'a secret'"):
+        check_game("testkit_private_counting", playouts=1)
+
+
+def test_kit_checks_openspiel_chance_games_and_notes_what_it_cannot() -> None:
+    kuhn = check_game("kuhn_poker", playouts=4)  # chance moves do not count against max_game_length
+    assert kuhn.ok and kuhn.checks["no_leak"] > 0 and kuhn.checks["observation_types"] > 0
+    dice = check_game("liars_dice", playouts=2)  # its C++ observers serve only their own types
+    assert dice.ok and "observation_types" not in dice.checks and "did not run" in dice.notes[0]
