@@ -4,11 +4,14 @@ an ambiguous reply (two amounts, out of range, not whole, none) is re-asked with
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepeval_games import load_game, observe
+from deepeval_games.bot import Observation
 from llm_bots.adapters import adapter_for
 from llm_bots.adapters.public_goods import reformat_coins
 from llm_bots.pgg_reading import read_amount
@@ -148,25 +151,41 @@ def test_the_reasons_name_the_problem() -> None:
         reformat_coins("5 or 6", 10)[1]
         == "it names more than one amount (5 or 6); say the one amount you put into the pool."
     )
-    assert reformat_coins("Maybe 4, 5 or 6.", 10)[1].startswith("it names more than one amount (4, 5 or 6)")
+    assert "(4, 5 or 6)" in str(reformat_coins("Maybe 4, 5 or 6.", 10)[1])
     assert reformat_coins("I will invest 11", 10)[1] == "the amount must be from 0 to 10 coins, got 11."
     assert reformat_coins("I invest 4.5 coins", 10)[1] == "the amount must be a whole number of coins, got 4.5."
     assert reformat_coins("no number at all", 10)[1] == reasons["no_amount"]
 
 
-def _observation(params: str, endowment: int = 10) -> object:
+def _observation(params: str, endowment: int = 10) -> Observation:
     game = load_game(f"deepeval_public_goods(players=2,rounds=1,endowment={endowment}{params})")
     return observe(game.new_initial_state(), 0)
 
 
-def test_an_ambiguous_reply_is_reasked_never_guessed() -> None:
-    game = load_game("deepeval_public_goods(players=2,rounds=1,unusable=reformat)")
-    observation = observe(game.new_initial_state(), 0)
+@pytest.mark.parametrize(
+    ("reply", "action"),
+    [("I keep 6 coins and invest 4", 4), ('{"reason": "r", "coins": 7}', 7), ("Investment = 8.", 8), ("全部", 10)],
+)
+def test_a_free_text_seat_plays_the_amount_it_states(reply: str, action: int) -> None:
     adapter = adapter_for("deepeval_public_goods")
-    assert adapter.parse("I keep 6 coins and invest 4", observation).action == 4
+    parsed = adapter.parse(reply, _observation(",answer=free"))
+    assert parsed.ok and parsed.action == action
+    if not reply.startswith("{"):  # rewritten as the referee rewrites it; a JSON answer is kept as it is
+        assert json.loads(parsed.text) == {"reason": reply, "coins": action, "reformatted": True}
+
+
+@pytest.mark.parametrize("params", [",answer=free", ",unusable=reformat"])
+def test_an_ambiguous_reply_is_reasked_with_the_reason_never_guessed(params: str) -> None:
+    adapter = adapter_for("deepeval_public_goods")
+    observation = _observation(params)
     parsed = adapter.parse("5 or 6", observation)
-    assert not parsed.ok and parsed.action is None  # asked for JSON: re-asked for JSON, as before the stand-in
-    assert parsed.error == load_prompts("public_goods").roles["reasons"]["no_json"]
+    assert not parsed.ok and parsed.action is None
+    reasons = load_prompts("public_goods").roles["reasons"]
+    if "answer=free" in params:  # asked in free text: the stand-in's reason, and a free-text re-ask
+        assert parsed.error is not None and parsed.error.startswith("it names more than one amount (5 or 6)")
+        assert "JSON" not in adapter.reask_text(observation, parsed.error)
+    else:  # asked for JSON: re-asked for JSON, as before the stand-in
+        assert parsed.error == reasons["no_json"]
     assert adapter.parse('{"coins": 12}', observation).error == '"coins" must be between 0 and 10, got 12.'
 
 

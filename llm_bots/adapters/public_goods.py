@@ -1,19 +1,25 @@
 """LLM adapter of the Public Goods Game: the answer format, a lenient JSON parser and the re-formatting stand-in.
 
 The rules and each round's feedback reach the model through the message pool (the game's rules text and
-observations); the prompt file (``llm_bots/prompts/public_goods.toml``) holds the answer format, the re-ask text
+observations); the prompt file (``llm_bots/prompts/public_goods.toml``) holds the answer formats, the re-ask texts
 and the reasons a reply is not usable.
 
-The reply format is ``{"reason": "...", "coins": X}``. Parsing normalises Unicode (full-width digits), ignores code
-fences and prose, and takes the *last* JSON object that has a ``coins`` key; the amount must be a whole number among
-the seat's legal investments. Anything else is re-asked with the reason.
+What a seat is asked for depends on the game parameter ``answer``:
 
-With the game parameter ``unusable=reformat`` (``preset = "paper"``) a reply outside the JSON format is read by the
-referee's re-formatting stand-in instead (:func:`reformat_coins`, :mod:`llm_bots.pgg_reading`), as the paper's
-referee rewrites it: the amount it states in its own words is played, and the turn's text is the rewritten answer,
-``{"reason": <the reply>, "coins": X, "reformatted": true}`` (the raw reply stays among the turn's raw replies). A
-reply that states no amount, or states it ambiguously (two amounts, out of range, not whole), is re-asked with the
-JSON format's reason, never guessed.
+* ``json`` (default): ``{"reason": "...", "coins": X}``, with its JSON schema where the player's ``json_mode``
+  enforces one. Parsing normalises Unicode (full-width digits), ignores code fences and prose, and takes the *last*
+  JSON object that has a ``coins`` key; the amount must be a whole number among the seat's legal investments.
+  Anything else is re-asked with the reason.
+* ``free`` (``preset = "paper"``): the amount and the reasons in the seat's own words, and no JSON schema whatever
+  the ``json_mode``. A JSON answer is still read as above; any other reply is read by the referee's re-formatting
+  stand-in (:func:`reformat_coins`, :mod:`llm_bots.pgg_reading`).
+
+With ``unusable=reformat`` (also set by ``preset = "paper"``) a reply outside the JSON format is read by the same
+stand-in instead of being re-asked. A reply the stand-in reads is played, and the turn's text is the rewritten
+answer, ``{"reason": <the reply>, "coins": X, "reformatted": true}`` (the raw reply stays among the turn's raw
+replies); a reply that states no amount, or states it ambiguously (two amounts, out of range, not whole), is
+re-asked, never guessed: with ``answer=free`` the re-ask gives the stand-in's reason, with ``answer=json`` the JSON
+format's reason (as before the stand-in existed).
 """
 
 from __future__ import annotations
@@ -82,6 +88,11 @@ def reformat_coins(reply: str, endowment: int) -> tuple[int | None, str | None]:
     return None, _reason("no_amount")
 
 
+def _free_text(observation: Observation) -> bool:
+    """Whether the seat is asked to answer in its own words (``answer=free``)."""
+    return observation.params.get("answer") == "free"
+
+
 @register_adapter("deepeval_public_goods")
 class PublicGoodsAdapter(TaskAdapter):
     """Answer texts and parser for ``deepeval_public_goods``."""
@@ -91,15 +102,28 @@ class PublicGoodsAdapter(TaskAdapter):
     def values(self, observation: Observation) -> dict[str, Any]:
         return {"endowment": cast(PublicGoodsFields, observation.fields)["endowment"]}
 
+    def format_text(self, observation: Observation) -> str:
+        """The answer format: JSON, or the amount and reasons in the seat's own words (``answer=free``)."""
+        name = "format_free" if _free_text(observation) else "format"
+        return self.prompts.render("player", name, **self.values(observation)).strip()
+
+    def reask_text(self, observation: Observation, error: str) -> str:
+        """The re-ask, in the answer format of :meth:`format_text`."""
+        name = "reask_free" if _free_text(observation) else "reask"
+        return self.prompts.render("player", name, reason=error, **self.values(observation)).strip()
+
     def parse(self, reply: str, observation: Observation) -> Parsed:
-        """A JSON answer; a reply outside the format where the referee re-formats (see the module docs)."""
+        """A JSON answer; a reply in the seat's own words where the referee re-formats (see the module docs)."""
         endowment = cast(PublicGoodsFields, observation.fields)["endowment"]
+        free = _free_text(observation)
         text = normalize(reply)
-        if observation.params.get("unusable") == "reformat" and text and _stated_coins(text) is None:
+        if (free or observation.params.get("unusable") == "reformat") and text and _stated_coins(text) is None:
             value, error = reformat_coins(text, endowment)
             if value is not None and value in observation.legal_actions:
                 answer = {"reason": (reply or "").strip(), "coins": value, "reformatted": True}
                 return Parsed(action=value, text=json.dumps(answer, ensure_ascii=False))
+            if free:
+                return Parsed(error=error or _reason("not_legal", value=value))
         value, error = parse_coins(reply, endowment)  # a seat asked for JSON is re-asked for JSON
         if error is not None:
             return Parsed(error=error)
@@ -108,6 +132,9 @@ class PublicGoodsAdapter(TaskAdapter):
         return Parsed.move(value, reply)
 
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
+        """The answer's JSON schema; none where the seat answers in its own words (``answer=free``)."""
+        if _free_text(observation):
+            return None
         endowment = cast(PublicGoodsFields, observation.fields)["endowment"]
         return {
             "type": "json_schema",
