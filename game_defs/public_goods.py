@@ -24,17 +24,28 @@ Rules card
   - mode 2: each seat is told the list of all investments of the round, sorted from highest to lowest,
     with no seat attached to any amount. (The paper's appendix calls this list both descending and
     ascending; this implementation uses descending.)
+  With ``feedback=extended`` (default) the seat is also reminded of its own investment of the round (or its
+  forfeit) and told the coins it now holds; ``feedback=paper`` (``preset = "paper"``) tells only the mode's
+  result, as the paper does, the same text for every seat. Either way the round's line is followed by the next
+  round's start (or the end of the game). The choice is the observation string's only: the seat's fields, the
+  tensors and the information state (perfect recall: the seat's own investments and holdings) are the same.
 * Referee-only move: action id E + 1 is ``forfeit``. It is never a legal action of a seat; the referee
   applies it when a bot gave no valid answer after its re-asks. A forfeiting seat loses its E coins of
   the round (it neither keeps nor invests them) but still receives its pool share, so a forfeit is
   strictly worse for that seat than any legal move and changes nothing for the others.
 * What the referee does with a reply that is not in the answer format depends on ``unusable``: ``forfeit``
   (default) re-asks and, after the re-asks, applies the forfeit; ``reformat`` (``preset = "paper"``: the paper's
-  referee rewrites an unusable reply in the answer format) reads the amount the reply states in prose (the last
-  number followed by "coin(s)", else the last whole number from 0 to E in it) and plays it; only a reply that
-  states no such amount is re-asked and, in the end, forfeited. The LLM adapter applies it
-  (:mod:`llm_bots.adapters.public_goods`) and records the rewritten answer as the turn's text. The default is left
-  out of the game string, so earlier games keep their match ids.
+  referee rewrites an unusable reply in the answer format) reads the amount the reply states in its own words
+  (:mod:`llm_bots.pgg_reading`: "I invest 5.", "keep 6 and invest 4", "all", 投入五, ...) and plays it; a reply
+  that states no amount, or states it ambiguously ("5 or 6", out of range), is re-asked and, in the end,
+  forfeited. The LLM adapter applies it (:mod:`llm_bots.adapters.public_goods`) and records the rewritten answer as
+  the turn's text. The default is left out of the game string, so earlier games keep their match ids.
+* How an LLM seat is asked to answer depends on ``answer``: ``json`` (default) asks for ``{"reason", "coins"}``
+  (a JSON schema where the player's ``json_mode`` enforces one); ``free`` (``preset = "paper"``) asks for the
+  amount and the reasons in the seat's own words, read by the referee's re-formatting stand-in as with
+  ``unusable=reformat`` (:mod:`llm_bots.pgg_reading`), and no schema is sent. The game itself is unchanged: the
+  LLM adapter reads the parameter. The defaults of ``feedback`` and ``answer`` are left out of the game string
+  too.
 
 With 1 < alpha < n, investing nothing is a dominant strategy (the Nash equilibrium) while everyone
 investing everything is the social optimum.
@@ -43,7 +54,8 @@ Payoff bounds: ``min_utility = 0`` (forfeit every round, nobody invests) and
 ``max_utility = rounds * max(E + alpha * (n - 1) * E / n, alpha * E)``.
 
 Version history: 1 — first version; 2 — ``goal`` (the paper's competitive wording by default); ``unusable``
-(forfeit by default, so version 2 games are unchanged).
+(forfeit by default, so version 2 games are unchanged); 3 — ``feedback`` and ``answer`` (defaults left out of the
+game string: version 2 games, their texts and match ids are unchanged).
 """
 
 from __future__ import annotations
@@ -58,7 +70,7 @@ import pyspiel
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
 
-GAME_VERSION = 2
+GAME_VERSION = 3
 
 _DEFAULT_PARAMS: dict[str, Any] = {
     "players": 4,
@@ -68,15 +80,24 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "mode": 1,
     "goal": "most",
     "unusable": "forfeit",
+    "feedback": "extended",
+    "answer": "json",
 }
 GOALS = ("most", "max")
 """The values of ``goal``: ``most`` (end with the most coins, as the paper words it) or ``max`` (hold as many coins
 as possible, this project's first wording)."""
 UNUSABLE = ("forfeit", "reformat")
 """The values of ``unusable``: what the referee does with a reply outside the answer format (see the rules card)."""
+FEEDBACKS = ("extended", "paper")
+"""The values of ``feedback``: what a seat is told after a round beyond the mode's result (see the rules card)."""
+ANSWERS = ("json", "free")
+"""The values of ``answer``: how an LLM seat is asked to answer (see the rules card)."""
+_CHOICES = {"goal": GOALS, "unusable": UNUSABLE, "feedback": FEEDBACKS, "answer": ANSWERS}
+_LEFT_OUT = ("unusable", "feedback", "answer")
+"""Parameters whose default stays out of the game string (added after version 1: earlier games keep their ids)."""
 PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {"goal": "most", "unusable": "reformat"},
-    "project": {"goal": "max", "unusable": "forfeit"},
+    "paper": {"goal": "most", "unusable": "reformat", "feedback": "paper", "answer": "free"},
+    "project": {"goal": "max", "unusable": "forfeit", "feedback": "extended", "answer": "json"},
 }
 """Game parameters a spec's ``preset`` selects (:func:`deepeval_games.core.games.apply_preset`)."""
 _MAX_PLAYERS = 10
@@ -160,12 +181,14 @@ class PublicGoodsGame(pyspiel.Game):
         n, rounds, endowment = int(merged["players"]), int(merged["rounds"]), int(merged["endowment"])
         alpha, mode = float(merged["alpha"]), int(merged["mode"])
         _validate(n, rounds, endowment, alpha, mode)
-        if merged["goal"] not in GOALS:
-            raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {merged['goal']!r}")
-        if merged["unusable"] not in UNUSABLE:
-            raise ValueError(f"unusable must be one of {', '.join(UNUSABLE)}, got {merged['unusable']!r}")
-        if merged["unusable"] == "forfeit":  # the default stays out of the string: earlier games keep their ids
-            del merged["unusable"]
+        for name, choices in _CHOICES.items():
+            if merged[name] not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, got {merged[name]!r}")
+        self._paper_feedback = merged["feedback"] == "paper"
+        """Whether a seat is told the mode's result only (``feedback=paper``)."""
+        for name in _LEFT_OUT:  # a default stays out of the string: earlier games keep their ids
+            if merged[name] == _DEFAULT_PARAMS[name]:
+                del merged[name]
         best_share = max(endowment + alpha * (n - 1) * endowment / n, alpha * endowment)
         self._state_params = (n, rounds, endowment, alpha, mode)
         """What a state reads of the parameters, read once (``get_parameters`` converts OpenSpiel's map every call)."""
@@ -261,7 +284,8 @@ class _RoundView(NamedTuple):
     coin_texts: Sequence[str]
     """The same as the seats read them (:func:`_format_coins`)."""
     head: str
-    """The last round's feedback line up to the seat's own part (``In round 2 ``, or mode 2's amounts)."""
+    """The last round's feedback line up to the seat's own part (``In round 2 ``, or mode 2's amounts); with
+    ``feedback=paper`` the whole line and its line break (the seat's part and the coins held are not told)."""
     tail: str
     """From after the seat's own part to the coins held (``, and you received 6.4 coins ... You now hold ``)."""
     fields: dict[str, Any]
@@ -296,6 +320,9 @@ class PublicGoodsState(pyspiel.State):
         self._consts = consts = (int(known[0]), int(known[1]), int(known[2]), float(known[3]), int(known[4]))
         """(players, rounds, endowment, alpha, mode): read with one attribute read where several are needed."""
         self._n, self._rounds, self._endowment, self._alpha, self._mode = consts
+        paper = getattr(game, "_paper_feedback", None)
+        self._paper_feedback = game.get_parameters().get("feedback") == "paper" if paper is None else paper
+        """``feedback=paper``: every seat is told the mode's result of the last round only (the same text)."""
         self._allowed = tuple(range(self._endowment + 1))  # a seat's legal moves in every round
         self._names = (*(f"invest {action}" for action in self._allowed), "forfeit")  # _action_to_string's of 0..E+1
         # the last round's results and what every seat's view shares (replaced, never changed, as rounds are played):
@@ -342,10 +369,14 @@ class PublicGoodsState(pyspiel.State):
                 fields["last_income"] = self._shares[-1]
                 head = f"In round {finished} "
                 tail = f", and you received {share_text} coins from the pool.\nYou now hold "
+                if self._paper_feedback:  # the whole line (string_from adds nothing of the seat's own)
+                    head = f"In round {finished} you received {share_text} coins from the pool.\n"
             else:
                 fields["last_investments"] = None
                 head = f"In round {finished} the amounts put into the pool were {ranked_text} (largest first); "
                 tail = ".\nYou now hold "
+                if self._paper_feedback:
+                    head = f"In round {finished} the amounts put into the pool were {ranked_text} (largest first).\n"
         return _RoundView(finished, status, played, paid, self._coins, self._coin_texts, head, tail, fields, ranked)
 
     # -- OpenSpiel API -------------------------------------------------------------------------------
@@ -594,11 +625,15 @@ class PublicGoodsObserver(TextObserver):
         Mode 1: ``In round 1 you invested 5 coins, and you received 6 coins from the pool.``; mode 2:
         ``In round 1 the amounts put into the pool were [10, 7, 3, 0] (largest first); you invested 3 coins.``;
         then the coins the seat holds and ``Round 2 of 3: a new round begins and you receive 10 coins.`` (or
-        ``The game is over.``).
+        ``The game is over.``). With ``feedback=paper`` the observation (not the information state) is the mode's
+        result only: ``In round 1 you received 6 coins from the pool.`` or ``In round 1 the amounts put into the
+        pool were [10, 7, 3, 0] (largest first).``, then the status line.
         """
         finished, status, played, paid, _, coin_texts, head, tail, _, _ = state._view
         if not finished:
             return status
+        if state._paper_feedback and not self.perfect_recall:  # the mode's result only, the same for every seat
+            return f"{head}{status}"
         if self.perfect_recall:
             feedback = "\n".join([_round_line(state, r, player) for r in range(finished)])
             return f"{feedback}\nYou now hold {coin_texts[player]} coins.\n{status}"

@@ -49,7 +49,8 @@ class BotSettings:
     prompt_style: str = "chat"
     """``chat`` (role messages), ``human_assistant`` or ``user_bot`` (one tagged transcript)."""
     json_mode: str = "auto"
-    """``auto``: use JSON-schema mode for local models and where litellm reports provider support; ``on``; ``off``."""
+    """Where the task asks for a JSON answer (its adapter gives a schema): ``auto`` uses JSON-schema mode for local
+    models and where litellm reports provider support; ``on``; ``off``. A turn asked in free text has no schema."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_reasks, int) or self.max_reasks < 0:

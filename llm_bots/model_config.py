@@ -110,8 +110,9 @@ class ModelSettings(BaseModel):
     """`chat` (role messages), `human_assistant` or `user_bot` (one tagged transcript, for completion-style
     models)."""
     json_mode: Literal["auto", "on", "off"] = "auto"
-    """`auto`: ask for JSON-schema output for local models and where litellm reports provider support; `on`;
-    `off`."""
+    """Where a task asks for a JSON answer: `auto` asks for JSON-schema output for local models and where litellm
+    reports provider support; `on`; `off`. A turn asked in free text (Idiom Solitaire's players, the Public Goods
+    Game with `answer=free`, which `preset = "paper"` sets) has no schema, whatever this says."""
 
     @field_validator("api_base")
     @classmethod

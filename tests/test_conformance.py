@@ -16,6 +16,7 @@ _VARIANTS = {
         "deepeval_public_goods(players=4,mode=1)",
         "deepeval_public_goods(players=3,mode=2,alpha=2.5,rounds=3)",
         "deepeval_public_goods(players=2,mode=1,alpha=3.0,endowment=5)",
+        "deepeval_public_goods(players=3,mode=2,rounds=3,feedback=paper,answer=free,unusable=reformat)",
     ],
     "deepeval_code_review": [
         "deepeval_code_review",

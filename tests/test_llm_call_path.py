@@ -180,7 +180,7 @@ def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.Monke
     from llm_bots.adapters import adapter_for
 
     game = load_game("deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)")
-    observation = SimpleNamespace(fields={"endowment": 10})
+    observation = SimpleNamespace(fields={"endowment": 10}, params={})
     made: list[int] = []
 
     def bot(json_mode: str, model: str = "openai/gpt-x") -> llm_bot.LLMBot:

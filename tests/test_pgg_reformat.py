@@ -1,4 +1,5 @@
-"""PGG: with unusable=reformat (preset "paper") the referee rewrites an unusable reply instead of forfeiting."""
+"""PGG: with unusable=reformat (preset "paper") the referee rewrites an unusable reply instead of forfeiting. The
+phrasings the rewriting reads: tests/test_pgg_reading.py."""
 
 from __future__ import annotations
 
@@ -13,27 +14,9 @@ from deepeval_games import UnknownGameError, load_game, play_match
 from deepeval_games.app.presets import apply_preset
 from deepeval_games.app.runner import build_player
 from deepeval_games.app.spec import PlayerSpec
-from llm_bots.adapters.public_goods import reformat_coins
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 PROSE = "After some thought I will put 3 coins into the pool, keeping the rest of my 10."
-
-
-@pytest.mark.parametrize(
-    ("reply", "amount"),
-    [
-        (PROSE, 3),
-        ("I choose 7", 7),
-        ("Round 3: I put in 4 of my 10", 4),
-        ("6/10 seems fair", 6),
-        ("I keep all 10 coins and invest 0 coins", 0),
-        ("投入３枚", 3),  # full-width digit
-        ("I will invest 11", None),  # out of range
-        ("no number at all", None),
-    ],
-)
-def test_reformat_reads_the_stated_amount(reply: str, amount: int | None) -> None:
-    assert reformat_coins(reply, 10) == amount
 
 
 def test_the_option_is_a_game_parameter_the_paper_preset_selects() -> None:

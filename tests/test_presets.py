@@ -3,6 +3,7 @@ changes the game strings (issue 12, items 1 and 3)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,12 @@ def test_a_preset_changes_the_game_strings_and_so_the_match_ids() -> None:
     bots = ("pgg_free_rider", "pgg_full_contributor")
     plans = {preset: plan_matches(_spec(preset, [PGG], bots)) for preset in (None, "paper", "project")}
     games = {preset: {m.game for m in plan} for preset, plan in plans.items()}
-    # the defaults are the paper's, except the referee's rewriting of an unusable reply (an option, unusable=reformat)
-    assert {g.replace(",unusable=reformat", "") for g in games["paper"]} == games[None] != games["project"]
-    assert all("unusable=reformat" in g for g in games["paper"])
+    # the defaults are the paper's, except the referee's rewriting (unusable=reformat), the free-text answer
+    # (answer=free) and the feedback (feedback=paper): options, so earlier game strings keep their match ids
+    paper_only = ("answer=free,", "feedback=paper,", ",unusable=reformat")
+    assert {functools.reduce(lambda g, p: g.replace(p, ""), paper_only, g) for g in games["paper"]} == games[None]
+    assert games[None] != games["project"]
+    assert all(all(p in g for p in paper_only) for g in games["paper"])
     assert all("goal=max" in g for g in games["project"]) and all("goal=most" in g for g in games["paper"])
     ids = {preset: {m.match_id for m in plan} for preset, plan in plans.items()}
     assert ids["paper"].isdisjoint(ids["project"])  # never resumed or pooled into each other

@@ -1,7 +1,8 @@
 """The Public Goods Game's views as the seats read them, against a plain reference written from the rules card: the
 game computes what every seat shares once per round (the status line, the share's and the amounts' texts, coin
 amounts' texts cached by value), and each seat's string and fields must be what the plain construction gives, at
-every node of random playouts with forfeits, in both modes, with and without perfect recall."""
+every node of random playouts with forfeits, in both modes, with and without perfect recall, with either feedback
+(``feedback=paper``: the observation is the mode's result only, the information state as before)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def _coins(value: float) -> str:
 def _reference(state: pyspiel.State, player: int, perfect_recall: bool) -> str:
     """The seat's view built line by line from the state's history (the game's code before its round caches)."""
     p = state.get_game().get_parameters()
+    paper = p.get("feedback") == "paper" and not perfect_recall
     n, rounds, endowment, alpha, mode = p["players"], p["rounds"], p["endowment"], p["alpha"], p["mode"]
     history = state.history()
     played = [history[i : i + n] for i in range(0, len(history), n)]
@@ -38,12 +40,16 @@ def _reference(state: pyspiel.State, player: int, perfect_recall: bool) -> str:
             mine = f"you gave no valid answer and forfeited your {endowment} coins"
         else:
             mine = f"you invested {paid[player]} coins"
-        if mode == 1:
+        amounts = sorted(paid, reverse=True)
+        if paper and mode == 1:  # the mode's result only, nothing of the seat's own
+            lines.append(f"In round {r + 1} you received {_coins(share)} coins from the pool.")
+        elif paper:
+            lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first).")
+        elif mode == 1:
             lines.append(f"In round {r + 1} {mine}, and you received {_coins(share)} coins from the pool.")
         else:
-            amounts = sorted(paid, reverse=True)
             lines.append(f"In round {r + 1} the amounts put into the pool were {amounts} (largest first); {mine}.")
-    if played:
+    if played and not paper:
         lines.append(f"You now hold {_coins(coins)} coins.")
     if len(played) >= rounds:
         lines.append("The game is over.")
@@ -53,9 +59,11 @@ def _reference(state: pyspiel.State, player: int, perfect_recall: bool) -> str:
 
 
 @pytest.mark.parametrize("mode", [1, 2])
-@pytest.mark.parametrize("players,alpha", [(4, 1.6), (3, 2.2), (7, 0.35)])
-def test_every_view_is_the_plain_construction(mode: int, players: int, alpha: float) -> None:
-    game = load_game(f"deepeval_public_goods(players={players},rounds=4,mode={mode},alpha={alpha})")
+@pytest.mark.parametrize(
+    "players,alpha,feedback", [(4, 1.6, "extended"), (3, 2.2, "extended"), (7, 0.35, "extended"), (3, 1.6, "paper")]
+)
+def test_every_view_is_the_plain_construction(mode: int, players: int, alpha: float, feedback: str) -> None:
+    game = load_game(f"deepeval_public_goods(players={players},rounds=4,mode={mode},alpha={alpha},feedback={feedback})")
     rng = np.random.default_rng([mode, players])
     forfeit = game.get_parameters()["endowment"] + 1
     for _ in range(15):
