@@ -94,3 +94,10 @@ def test_sources_size_and_version_are_printed_and_recorded(capsys: pytest.Captur
     assert recorded["version"] == "xinhua+cedict+zdic-1" and recorded["entries"] == str(size)
     assert main(["--version", "xinhua+cedict-1"]) == 0
     assert "idiom dictionary xinhua+cedict-1: 30,412 idioms" in capsys.readouterr().out
+
+
+def test_place_and_organisation_names_are_refused() -> None:
+    # names that jieba and Wenlin's ABC dictionary both give as proper names (bench/bench_idioms.py measures them all)
+    default = load_dictionary()
+    for name in ("中山大学", "乌鲁木齐", "保加利亚", "世界银行", "云贵高原", "交通银行", "亚利桑那"):
+        assert default.id_of(name) is None
