@@ -123,9 +123,16 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "dictionary": DEFAULT_DICTIONARY,
     "validity": "dictionary",
 }
-PRESETS: dict[str, dict[str, Any]] = {"paper": {"hint": False}, "project": {"hint": True}}
-"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.games.apply_preset`): the paper shows the
-chain only; this project's first version also named the character the next idiom must start with."""
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"hint": False},
+    "paper+judge": {"validity": "dictionary+judge"},
+    "project": {"hint": True},
+}
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.presets.apply_preset`): the paper shows the
+chain only, and its referee (a language model) decided what is an idiom, so with a ``[judge]`` in the spec the paper
+preset also lets the judge rule on answers outside the dictionary (``paper+judge``); without one the dictionary
+decides (the tables say which). This project's first version also named the character the next idiom must start
+with."""
 _MATCH_MODES = ("exact", "homophone")
 VALIDITY_MODES = ("dictionary", "dictionary+judge")
 """Who decides what is an idiom: the dictionary alone, or the dictionary and a judge for what it lacks."""
