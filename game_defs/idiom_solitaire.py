@@ -57,6 +57,8 @@ Parameters:
   a four-character answer outside the dictionary is a free-text move (see "Referee mode" below) on which a
   judge rules. The default is left out of the game string, so games made before this parameter keep their
   string and match ids; ``validity=dictionary+judge`` is a different game string, never pooled with them.
+  ``preset = "paper"`` selects ``dictionary+judge`` when the spec names a ``[judge]`` (the paper's referee was a
+  language model), and leaves ``dictionary`` otherwise.
 
 Referee mode (``validity=dictionary+judge``)
 --------------------------------------------
