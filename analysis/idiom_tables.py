@@ -19,6 +19,10 @@ referee mode, ``validity=dictionary+judge``: an answer outside the dictionary th
 ``format`` (no usable answer at all after the re-asks, a refusal or a reply cut by the token cap: the referee's
 penalty).
 
+Below them, :func:`validity_note` says who decided what is an idiom: the dictionary alone (the default, and
+``preset = "paper"`` without a ``[judge]``), or the dictionary with a judge ruling on the answers outside it
+(``validity=dictionary+judge``), the nearest to the paper, whose referee was a language model.
+
 Print the tables for a run directory, and save the figure::
 
     deepeval-games tables idiom runs/idiom-demo --plot runs/idiom-demo/idiom_tables.png
@@ -29,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyspiel
 
 from analysis.tables import (
     PairTable,
@@ -56,6 +62,7 @@ __all__ = [
     "idiom_records",
     "plot_early_late_tables",
     "print_tables",
+    "validity_note",
     "win_rate_table",
 ]
 
@@ -227,6 +234,21 @@ def format_losses(losses: dict[str, dict[str, int]]) -> str:
     return "\n".join(["Losses by cause:", *(line.rstrip() for line in lines)])
 
 
+def validity_note(variant: str) -> str:
+    """One line on who decided what is an idiom in the matches of ``variant`` (a game string)."""
+    params = pyspiel.game_parameters_from_string(variant)
+    dictionary = params.get("dictionary", "xinhua-1")  # games made before the parameter had that list only
+    if params.get("validity") == "dictionary+judge":
+        return (
+            f"Idiom validity: the dictionary {dictionary}, and the judge ruled on every answer outside it "
+            "(the paper's referee, a language model, decided alone)."
+        )
+    return (
+        f"Idiom validity: the dictionary {dictionary} alone; an answer outside it lost as not an idiom (the paper's "
+        'referee was a language model: preset "paper" with a [judge] lets the judge rule on such answers).'
+    )
+
+
 def print_tables(
     records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
 ) -> int:
@@ -242,6 +264,7 @@ def print_tables(
         print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
         print()
         print(format_losses(losses_by_cause(records)))
+        print(validity_note(variant))
         if plot:
             path = numbered_path(plot, index, len(groups))
             print(f"\nfigure: {plot_early_late_tables([wins, hits], path)}")

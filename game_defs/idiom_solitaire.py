@@ -11,11 +11,11 @@ Rules card
 ----------
 * Two seats take turns; seat 0 ("early") moves first, seat 1 ("late") second. The referee opens the chain
   with the ``start`` idiom, which counts as already used.
-* A move names one four-character idiom of the dictionary (:mod:`game_defs.datasets.idioms`, 29,502
-  idioms from ``china-idiom-without-tone``). Action id ``k`` (``0 <= k < 29,502``) is the idiom with
-  dictionary id ``k``; every such id is a legal move, including ones that break the rules below (they lose).
-  Action id ``29,502`` (:meth:`IdiomSolitaireState.invalid_action`) means "a reply that names no dictionary
-  idiom"; it is legal too (conceding) and is the referee's penalty for a seat that gave no usable answer.
+* A move names one four-character idiom of the dictionary (the ``dictionary`` parameter, ``N`` idioms: 32,756
+  by default). Action id ``k`` (``0 <= k < N``) is the idiom with dictionary id ``k``; every such id is a legal
+  move, including ones that break the rules below (they lose). Action id ``N``
+  (:meth:`IdiomSolitaireState.invalid_action`) means "a reply that names no dictionary idiom"; it is legal too
+  (conceding) and is the referee's penalty for a seat that gave no usable answer.
   The engine keeps the raw reply text of every turn in the match record (the turn's ``text``).
 * Chain rule, by ``match``:
   - ``exact``: the idiom's first character is the previous idiom's last character, compared as the
@@ -43,10 +43,12 @@ Parameters:
   so ``start=先聲奪人`` loads as ``start=先声夺人`` and both name the same game (one match id).
 * ``max_turns`` (int >= 1, default 50): moves before a draw.
 * ``match`` (``exact`` or ``homophone``, default ``exact``): the chain rule.
-* ``dictionary`` (default ``xinhua+cedict-1``): the idiom dictionary and its version
-  (:mod:`game_defs.datasets.idiom_versions`): ``xinhua-1``, the 29,502 idioms of ``china-idiom-without-tone``,
-  or ``xinhua+cedict-1``, those plus every four-character CC-CEDICT entry tagged as an idiom (30,412). Action ids
-  are indexes into the chosen dictionary, so games with different dictionaries are different games.
+* ``dictionary`` (default ``xinhua+cedict+zdic-1``): the idiom dictionary and its version
+  (:mod:`game_defs.datasets.idiom_versions`): ``xinhua-1``, the 29,502 idioms of ``china-idiom-without-tone``;
+  ``xinhua+cedict-1``, those plus every four-character CC-CEDICT entry tagged as an idiom (30,412);
+  ``xinhua+cedict+zdic-1``, those plus the four-character idioms of zdic.net's idiom dictionary (32,756). Action ids
+  are indexes into the chosen dictionary, so games with different dictionaries are different games (a version
+  keeps the ids of the one it extends).
 * ``hint`` (bool, default false): also tell the seat to move which character (and, for ``homophone``, which
   syllable) its idiom must start with. The paper shows the chain only, so by default the seats must read the
   last character themselves; ``hint=true`` (``preset = "project"``) is this project's first behaviour.
@@ -55,6 +57,8 @@ Parameters:
   a four-character answer outside the dictionary is a free-text move (see "Referee mode" below) on which a
   judge rules. The default is left out of the game string, so games made before this parameter keep their
   string and match ids; ``validity=dictionary+judge`` is a different game string, never pooled with them.
+  ``preset = "paper"`` selects ``dictionary+judge`` when the spec names a ``[judge]`` (the paper's referee was a
+  language model), and leaves ``dictionary`` otherwise.
 
 Referee mode (``validity=dictionary+judge``)
 --------------------------------------------
@@ -79,7 +83,8 @@ Payoff bounds: ``min_utility = -1``, ``max_utility = 1``, zero-sum.
 
 Version history: 1 — first version; 2 — ``hint`` (off by default: the chain only, as in the paper) and
 ``dictionary`` (the Xinhua list united with CC-CEDICT's idioms by default); ``validity`` (the referee mode,
-off by default, so version 2 games are unchanged).
+off by default, so version 2 games are unchanged); the default dictionary ``xinhua+cedict+zdic-1`` (games that name
+an older dictionary keep their strings, ids and meaning).
 """
 
 from __future__ import annotations
@@ -120,9 +125,16 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "dictionary": DEFAULT_DICTIONARY,
     "validity": "dictionary",
 }
-PRESETS: dict[str, dict[str, Any]] = {"paper": {"hint": False}, "project": {"hint": True}}
-"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.core.games.apply_preset`): the paper shows the
-chain only; this project's first version also named the character the next idiom must start with."""
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"hint": False},
+    "paper+judge": {"validity": "dictionary+judge"},
+    "project": {"hint": True},
+}
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.app.presets.apply_preset`): the paper shows the
+chain only, and its referee (a language model) decided what is an idiom, so with a ``[judge]`` in the spec the paper
+preset also lets the judge rule on answers outside the dictionary (``paper+judge``); without one the dictionary
+decides (the tables say which). This project's first version also named the character the next idiom must start
+with."""
 _MATCH_MODES = ("exact", "homophone")
 VALIDITY_MODES = ("dictionary", "dictionary+judge")
 """Who decides what is an idiom: the dictionary alone, or the dictionary and a judge for what it lacks."""

@@ -47,7 +47,7 @@ def test_chinese_start_round_trips_through_game_strings() -> None:
         "max_turns": 6,
         "match": "homophone",
         "hint": False,
-        "dictionary": "xinhua+cedict-1",
+        "dictionary": "xinhua+cedict+zdic-1",
     }
 
 

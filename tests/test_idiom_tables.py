@@ -13,6 +13,7 @@ from analysis.idiom_tables import (
     hit_table,
     idiom_records,
     plot_early_late_tables,
+    validity_note,
     win_rate_table,
 )
 from deepeval_games import parse_spec, run_experiment
@@ -127,3 +128,11 @@ def test_command_line_on_a_run_directory(tmp_path: Path, capsys: pytest.CaptureF
     assert "2 matches per cell" in out and (tmp_path / "t.png").exists()
     assert main(["tables", "idiom", str(tmp_path / "nothing")]) == 2  # a clear error, no traceback
     assert "no results in" in capsys.readouterr().err
+
+
+def test_the_tables_say_who_decided_what_is_an_idiom() -> None:
+    alone = validity_note("deepeval_idiom_solitaire(dictionary=xinhua+cedict+zdic-1,hint=False,match=exact)")
+    judged = validity_note("deepeval_idiom_solitaire(dictionary=xinhua-1,validity=dictionary+judge)")
+    assert "xinhua+cedict+zdic-1 alone" in alone and "[judge]" in alone
+    assert "xinhua-1, and the judge ruled" in judged
+    assert "xinhua-1 alone" in validity_note("deepeval_idiom_solitaire(max_turns=4)")  # before the parameter

@@ -122,3 +122,32 @@ def test_a_preset_fills_only_what_the_game_string_and_the_sweep_leave_open() -> 
     assert {m.game.count("goal=most") for m in plan_matches(swept)} == {1}  # the sweep wins
     with pytest.raises(SpecError, match="preset"):
         _spec("papper", [PGG], ("pgg_free_rider", "pgg_free_rider"))
+
+
+def _idiom_spec(preset: str | None, game: str, *, judge: bool) -> Any:
+    document: dict[str, Any] = {
+        "experiment": {"game": game, **({"preset": preset} if preset else {})},
+        "players": [{"name": "a", "bot": "idiom_dictionary"}, {"name": "b", "bot": "idiom_dictionary"}],
+    }
+    if judge:
+        document["judge"] = {"bot": "judge_idiom_list", "params": {"accept": ["与时俱进"]}}
+    return parse_spec(document)
+
+
+def test_the_paper_preset_lets_a_named_judge_rule_on_answers_outside_the_dictionary() -> None:
+    assert preset_parameters("deepeval_idiom_solitaire", "paper") == {"hint": False}
+    assert preset_parameters("deepeval_idiom_solitaire", "paper", judge=True) == {
+        "hint": False,
+        "validity": "dictionary+judge",
+    }
+    assert preset_parameters("deepeval_idiom_solitaire", "project", judge=True) == {"hint": True}
+    assert preset_parameters(PGG, "paper", judge=True) == preset_parameters(PGG, "paper")  # no judge entry: as before
+    with_judge = _idiom_spec("paper", IDIOM, judge=True).games
+    without = _idiom_spec("paper", IDIOM, judge=False).games
+    assert ["validity=dictionary+judge" in g for g in with_judge + without] == [True, False]
+    assert load_game(with_judge[0]).judged and not load_game(without[0]).judged
+    assert "validity" not in _idiom_spec(None, IDIOM, judge=True).games[0]  # no preset: the game string decides
+    explicit = _idiom_spec("paper", "deepeval_idiom_solitaire(validity=dictionary)", judge=True).games[0]
+    assert "validity=dictionary+judge" not in explicit  # the game string wins over the preset
+    plans = [plan_matches(_idiom_spec("paper", IDIOM, judge=j)) for j in (True, False)]
+    assert {m.match_id for m in plans[0]}.isdisjoint(m.match_id for m in plans[1])  # never pooled

@@ -9,7 +9,9 @@ know them one by one:
 * ``project`` — this project's first choices where they differ.
 
 A task declares its presets as a class attribute of its game, ``presets = {"paper": {...}, "project": {...}}``
-(game parameters by preset name); a task without one is left as it is. A preset only fills parameters the game
+(game parameters by preset name); a task without one is left as it is. An entry named ``"<preset>+judge"`` holds
+the parameters the preset sets as well when the spec names a ``[judge]`` (``paper+judge``: a task whose paper referee
+was a language model lets the judge rule where its own rules cannot). A preset only fills parameters the game
 string does not set itself, and a sweep value wins over both. Because a preset sets game parameters, it changes
 the game strings: results under different presets are different game variants, never pooled or resumed into
 each other. The table of every choice, with the paper's behaviour and the switch that selects it, is
@@ -27,10 +29,12 @@ import pyspiel
 from deepeval_games.core import task
 from deepeval_games.core.games import load_game
 
-__all__ = ["PRESETS", "apply_preset", "game_presets", "preset_parameters"]
+__all__ = ["PRESETS", "WITH_JUDGE", "apply_preset", "game_presets", "preset_parameters"]
 
 PRESETS = ("paper", "project")
 """The preset names a spec may give."""
+WITH_JUDGE = "+judge"
+"""The suffix of a game's preset entry that applies only when the spec names a judge (``paper+judge``)."""
 
 
 @functools.cache
@@ -39,8 +43,9 @@ def game_presets(name: str) -> Mapping[str, Mapping[str, Any]]:
     return task.presets(load_game(name))
 
 
-def preset_parameters(game_string: str, preset: str | None) -> dict[str, Any]:
-    """The parameters ``preset`` sets on ``game_string`` that the string does not set itself.
+def preset_parameters(game_string: str, preset: str | None, *, judge: bool = False) -> dict[str, Any]:
+    """The parameters ``preset`` sets on ``game_string`` that the string does not set itself; with ``judge`` (the
+    spec names a judge) also those of the game's ``"<preset>+judge"`` entry.
 
     Raises:
         ValueError: an unknown preset name.
@@ -51,16 +56,18 @@ def preset_parameters(game_string: str, preset: str | None) -> dict[str, Any]:
         raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     explicit = pyspiel.game_parameters_from_string(game_string)
     chosen = game_presets(str(explicit.pop("name")))
-    return {k: v for k, v in chosen.get(preset, {}).items() if k not in explicit}
+    params = {**chosen.get(preset, {}), **(chosen.get(preset + WITH_JUDGE, {}) if judge else {})}
+    return {k: v for k, v in params.items() if k not in explicit}
 
 
 def _value(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def apply_preset(game_string: str, preset: str | None) -> str:
-    """``game_string`` with the parameters of ``preset`` it does not set itself written into it."""
-    extra = preset_parameters(game_string, preset)
+def apply_preset(game_string: str, preset: str | None, *, judge: bool = False) -> str:
+    """``game_string`` with the parameters of ``preset`` it does not set itself written into it (``judge``: the spec
+    names a judge, see :func:`preset_parameters`)."""
+    extra = preset_parameters(game_string, preset, judge=judge)
     if not extra:
         return game_string
     added = ",".join(f"{k}={_value(v)}" for k, v in sorted(extra.items()))

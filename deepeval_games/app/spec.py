@@ -554,7 +554,7 @@ class ExperimentSpec(BaseModel):
             return games
         from deepeval_games.app.presets import apply_preset
 
-        return tuple(apply_preset(game, self.experiment.preset) for game in games)
+        return tuple(apply_preset(game, self.experiment.preset, judge=self.judge is not None) for game in games)
 
     @property
     def repeats(self) -> int:
