@@ -201,7 +201,7 @@ class Completion:
     def _made(cls, **values: Any) -> Completion:
         """A completion from every field's value, ``attempt_log`` a tuple of :class:`CallAttempt` (what
         :func:`complete` builds): the same object as the constructor's, without a frozen dataclass's
-        per-field ``__setattr__`` (a third of the cost of reading a reply)."""
+        per-field ``__setattr__`` (one is made for every reply)."""
         return cls._of(values)
 
     @classmethod
@@ -811,9 +811,9 @@ def _field(obj: Any, name: str) -> Any:
     """``getattr(obj, name, None)``, without a pydantic model's slow path for an unset name.
 
     litellm's responses are pydantic models that drop their unset optional fields (a message without ``refusal``
-    or ``reasoning_content``): reading one raises AttributeError inside pydantic's ``__getattr__``, about 10 µs
-    each time. A set field is in the instance's ``__dict__``, an extra one in ``__pydantic_extra__``, a private one
-    in ``__pydantic_private__``; a name in none of them that the class does not define either is absent (None).
+    or ``reasoning_content``): reading one raises AttributeError inside pydantic's ``__getattr__``, which is slow. A
+    set field is in the instance's ``__dict__``, an extra one in ``__pydantic_extra__``, a private one in
+    ``__pydantic_private__``; a name in none of them that the class does not define either is absent (None).
     Anything else (properties, class defaults, other objects) is read with ``getattr``.
     """
     values = getattr(obj, "__dict__", None)

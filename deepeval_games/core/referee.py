@@ -54,7 +54,7 @@ from deepeval_games.core.errors import SpecError
 from deepeval_games.core.message_pool import REFEREE, Message, MessagePool, seat_label
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
 
-__all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match", "seat_label"]
+__all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match"]
 
 _T = TypeVar("_T")
 

@@ -30,8 +30,8 @@ import pyspiel
 from deepeval_games.core import task
 from deepeval_games.core.bot import Observation
 from deepeval_games.core.errors import SpecError
+from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.plugins import load_entry_points
-from deepeval_games.core.referee import seat_label
 from llm_bots.parsing import json_objects, normalize
 from llm_bots.prompts import PromptSet, load_prompt_file, load_prompts
 
