@@ -403,6 +403,8 @@ def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
         record = asyncio.run(play_match(game, bots, seed=2, match_id="m"))
         rebuilt = MatchRecord(**{name: getattr(record, name) for name in record.model_fields_set})
         assert rebuilt == record and rebuilt.model_fields_set == record.model_fields_set
+        made = {name for name, field in MatchRecord.model_fields.items() if field.default_factory is not None}
+        assert made <= record.model_fields_set  # a copy of the blank record shares none of its lists
         assert rebuilt.to_json() == record.to_json()
         for turn in record.turns:
             validated = TurnRecord.model_validate(turn.model_dump())

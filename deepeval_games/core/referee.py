@@ -47,6 +47,7 @@ from deepeval_games.core.bot import (
     SyncBot,
     _ActionNames,
     answers_at_once,
+    answers_on_its_own,
     make_observation,
     reads_fields_only,
 )
@@ -129,7 +130,7 @@ def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
     bot: StateBot = match.bots[seat]
     if not legal or bot.player_id != seat:  # nothing to pick, or seated where it was not made for: it says why
         return _ask_decide(match, seat, legal)
-    return Decision.move(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
+    return _plain(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
 
 
 def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
@@ -138,8 +139,19 @@ def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
     bot: FieldsBot = match.bots[seat]
     action = bot.move_from_fields(match.fields(seat))
     if action.__class__ is int and action in legal:
-        return Decision.move(action)
+        return _plain(action)
     return Decision.move(action, match.observation(seat, legal).action_to_string(action))
+
+
+def _plain(action: int) -> Decision:
+    """``Decision.move(action)``, one per action (a decision is immutable: the same one serves every such move)."""
+    decision = _PLAIN_MOVES.get(action)
+    if decision is None:
+        decision = _PLAIN_MOVES[action] = Decision.move(action)
+    return decision
+
+
+_PLAIN_MOVES: dict[int, Decision] = {}
 
 
 def _ask_decide(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
@@ -159,7 +171,7 @@ def _ask_act(match: _Match, seat: int, legal: tuple[int, ...]) -> Awaitable[Deci
     return match.bots[seat].act(match.observation(seat, legal))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # five singletons, told apart by identity
 class _SeatKind:
     """How the referee asks one kind of bot: the ask step of the pipeline, and what the seat is sent."""
 
@@ -180,12 +192,22 @@ _ACT = _SeatKind(_ask_act, awaits=True, reads_views=True, by_fields=False)
 
 
 def _seat_kind(bot: DeepEvalBot) -> _SeatKind:
-    """How ``bot`` is asked, from its class (and any ``respond``/``act`` patched onto the instance)."""
-    if isinstance(bot, StateBot):
-        return _DECIDE if bot.reads_views else _PICK
-    if reads_fields_only(bot):
-        return _FIELDS
-    return _RESPOND if answers_at_once(bot) else _ACT
+    """How ``bot`` is asked, from its class (remembered per class), or from the instance where a ``respond`` or an
+    ``act`` was patched onto it."""
+    kind = None if answers_on_its_own(bot) else _KINDS.get(type(bot))
+    if kind is None:
+        if isinstance(bot, StateBot):
+            kind = _DECIDE if bot.reads_views else _PICK
+        elif reads_fields_only(bot):
+            kind = _FIELDS
+        else:
+            kind = _RESPOND if answers_at_once(bot) else _ACT
+        if not answers_on_its_own(bot):
+            _KINDS[type(bot)] = kind
+    return kind
+
+
+_KINDS: dict[type, _SeatKind] = {}
 
 
 # -- records -------------------------------------------------------------------------------------------------
@@ -247,7 +269,7 @@ class _Match:
         if len(bots) != self.facts.n:
             raise SpecError(f"{game} has {self.facts.n} seats, got {len(bots)} bots")
         self.state = game.new_initial_state()
-        self.hooks = task.state_hooks(self.state)
+        self.hooks = task.state_hooks(self.state, game)
         self.kinds = [_seat_kind(bot) for bot in bots]
         by_fields = all(kind.by_fields for kind in self.kinds) and self.hooks.is_judge_turn is None
         self.rows: list[MoveRow] | None = [] if rows and by_fields else None
@@ -310,9 +332,9 @@ class _Match:
             return _CHANCE, {}
         legal_of = self.hooks.legal_actions
         if player == _SIMULTANEOUS_ID:
-            moves = {seat: tuple(legal_of(seat)) for seat in range(self.facts.n)}
+            moves = {seat: legal_of(seat) for seat in range(self.facts.n)}
             return _SIMULTANEOUS, {seat: legal for seat, legal in moves.items() if legal}
-        return _SEQUENTIAL, {player: tuple(legal_of(player))}
+        return _SEQUENTIAL, {player: legal_of(player)}
 
     def settle_round(self, kind: str, seats: dict[int, tuple[int, ...]], answers: dict[int, _Answer]) -> None:
         """Resolve and record every seat's answer, in seat order (into the pool together, once every seat has
@@ -536,6 +558,11 @@ async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
         raise
 
 
+_BLANK_RECORD = MatchRecord.model_construct(_fields_set=set(), match_id="", game="", seats=[], returns=[], turns=[])
+"""Every field at its default: a played record is a copy with the values of its match (pydantic's ``model_copy``;
+every field a default factory makes is one of them, so no list is shared)."""
+
+
 def _returns(state: pyspiel.State) -> list[float]:
     """The returns as floats (a Python game's numpy array as ``.tolist()`` gives its floats)."""
     returns = state.returns()
@@ -571,7 +598,7 @@ async def play_match(
         TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match
             again with new bots and ``transcript="full"``).
     """
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = _now()
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed, rows=transcript == "moves" and not scorers)
     await match.run(max_rounds if max_rounds is not None else match.facts.max_rounds)
@@ -588,12 +615,23 @@ async def play_match(
         "messages": match.pool.records(),  # the pool's own dicts: the match is over
         "metrics": dict(metrics()) if metrics is not None else {},
         "started_at": started,
-        "wall_time_s": 0.0,
     }
     if match.rows is not None:
         values |= {"transcript": "moves", "moves": match.rows}
-    record = MatchRecord.model_construct(_fields_set=set(values), **values)
+    values["wall_time_s"] = time.perf_counter() - clock
+    record = _BLANK_RECORD.model_copy(update=values)  # its fields set: those of ``values``
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
         record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
-    record.wall_time_s = time.perf_counter() - clock
+        record.wall_time_s = time.perf_counter() - clock
     return record
+
+
+_SECOND: list[tuple[int, str]] = [(-1, "")]
+
+
+def _now() -> str:
+    """The time in ISO 8601 to the second, UTC (made once a second: matches start by the thousand a second)."""
+    second = int(time.time())
+    if _SECOND[0][0] != second:
+        _SECOND[0] = (second, datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds"))
+    return _SECOND[0][1]

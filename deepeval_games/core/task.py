@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
 import numpy as np
 import pyspiel
@@ -377,10 +377,19 @@ def playability(game: pyspiel.Game) -> Playability:
     included, since the referee delivers each seat its view after every move), the observation string
     first; the capability flags of the game type are not trusted. The result is cached per game string.
     """
+    seen = _PROBED_GAMES.get(id(game))
+    if seen is not None and seen[0] is game:  # this very game object, probed before: no game string made
+        return seen[1]
     key = str(game)
     if key not in _PROBED:
         _PROBED[key] = _probe(game)
+    if len(_PROBED_GAMES) >= 256:
+        _PROBED_GAMES.clear()
+    _PROBED_GAMES[id(game)] = (game, _PROBED[key])
     return _PROBED[key]
+
+
+_PROBED_GAMES: dict[int, tuple[pyspiel.Game, Playability]] = {}
 
 
 def observation_text(state: pyspiel.State, seat: int) -> str:
@@ -394,10 +403,11 @@ def observation_text(state: pyspiel.State, seat: int) -> str:
     return str(getattr(state, _STRINGS[kind])(seat))
 
 
-def observation_reader(state: pyspiel.State) -> Callable[[int], str]:
+def observation_reader(state: pyspiel.State, game: pyspiel.Game | None = None) -> Callable[[int], str]:
     """``seat -> observation_text(state, seat)`` for this state object (which string to read is probed once here,
-    not per call): the referee reads every seat's view of its one state, move after move, through it."""
-    kind = playability(state.get_game()).observation
+    not per call): the referee reads every seat's view of its one state, move after move, through it. ``game``:
+    the state's game, where the caller holds it."""
+    kind = playability(state.get_game() if game is None else game).observation
     if kind is None:
         return _no_text
     method: Callable[[int], Any] = getattr(state, _STRINGS[kind])
@@ -486,8 +496,7 @@ def match_metrics(state: pyspiel.State) -> dict[str, Any]:
 # -- one state's hooks, bound once ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class StateHooks:
+class StateHooks(NamedTuple):
     """The contract of one state object, each hook bound once: what the referee calls move after move.
 
     A hook the game does not offer is None here (its default, as the module docs give it, is the caller's one
@@ -496,8 +505,8 @@ class StateHooks:
     and back, after node checks that the referee has made already (it asks only the seats to move).
     """
 
-    legal_actions: Callable[[int], Sequence[int]]
-    """``seat -> legal actions`` of a seat to move, as ints."""
+    legal_actions: Callable[[int], tuple[int, ...]]
+    """``seat -> legal actions`` of a seat to move, a tuple of ints."""
     action_name: Callable[[int, int], str]
     """``(seat, action) -> name`` in the state as it is."""
     observation_text: Callable[[int], str]
@@ -510,37 +519,50 @@ class StateHooks:
     match_metrics: Callable[[], Mapping[str, Any]] | None
 
 
-def _int_list(legal: Callable[[int], Sequence[int]]) -> Callable[[int], Sequence[int]]:
-    """A Python game's ``_legal_actions`` whose lists may hold ``IntEnum`` members (the iterated prisoner's
-    dilemma), made plain ints as OpenSpiel's ``legal_actions`` makes them."""
+def _int_tuple(legal: Callable[[int], Sequence[int]]) -> Callable[[int], tuple[int, ...]]:
+    """``legal`` as a tuple of plain ints: OpenSpiel gives lists, and a Python game's own ``_legal_actions`` may
+    hold ``IntEnum`` members (the iterated prisoner's dilemma), which OpenSpiel's ``legal_actions`` makes ints."""
 
-    def legal_actions(seat: int) -> Sequence[int]:
-        actions = legal(seat)
+    def legal_actions(seat: int) -> tuple[int, ...]:
+        actions = tuple(legal(seat))
         if actions and (type(actions[0]) is not int or type(actions[-1]) is not int):
-            return [int(action) for action in actions]
+            return tuple(map(int, actions))
         return actions
 
     return legal_actions
 
 
-def _hook(state: pyspiel.State, name: str) -> Any:
-    hook = getattr(state, name, None)
-    return hook if callable(hook) else None
+_OPTIONAL_STATE_HOOKS = (
+    "observation_fields",
+    "penalty_action",
+    "is_free_text_turn",
+    "intern_utterance",
+    "is_judge_turn",
+    "match_metrics",
+)
 
 
-def state_hooks(state: pyspiel.State) -> StateHooks:
-    """The hooks of ``state`` (one object: the hooks are bound to it)."""
-    cls = type(state)
-    python_legal = callable(getattr(cls, "_legal_actions", None))
-    python_names = callable(getattr(cls, "_action_to_string", None))
+_STATE_CLASSES: dict[type, tuple[bool, bool, frozenset[str]]] = {}
+
+
+def _state_class(cls: type) -> tuple[bool, bool, frozenset[str]]:
+    """What a state class offers: its own ``_legal_actions``, its own ``_action_to_string``, the optional hooks."""
+    known = _STATE_CLASSES.get(cls)
+    if known is None:
+        offered = frozenset(name for name in _OPTIONAL_STATE_HOOKS if callable(getattr(cls, name, None)))
+        python = (callable(getattr(cls, "_legal_actions", None)), callable(getattr(cls, "_action_to_string", None)))
+        known = _STATE_CLASSES[cls] = (*python, offered)
+    return known
+
+
+def state_hooks(state: pyspiel.State, game: pyspiel.Game | None = None) -> StateHooks:
+    """The hooks of ``state`` (one object: the hooks are bound to it); ``game``: its game, where the caller holds
+    it. Which hooks a state offers is read from its class, once a class."""
+    python_legal, python_names, offered = _state_class(type(state))
+    bound = {name: getattr(state, name) if name in offered else None for name in _OPTIONAL_STATE_HOOKS}
     return StateHooks(
-        legal_actions=_int_list(state._legal_actions) if python_legal else state.legal_actions,
+        legal_actions=_int_tuple(state._legal_actions if python_legal else state.legal_actions),
         action_name=state._action_to_string if python_names else state.action_to_string,
-        observation_text=observation_reader(state),
-        observation_fields=_hook(state, "observation_fields"),
-        penalty_action=_hook(state, "penalty_action"),
-        is_free_text_turn=_hook(state, "is_free_text_turn"),
-        intern_utterance=_hook(state, "intern_utterance"),
-        is_judge_turn=_hook(state, "is_judge_turn"),
-        match_metrics=_hook(state, "match_metrics"),
+        observation_text=observation_reader(state, game),
+        **bound,
     )
