@@ -97,6 +97,8 @@ class TaskAdapter:
     """Name of a built-in prompt file (``llm_bots/prompts/<task>.toml``)."""
     prompt_path: Path | None = None
     """A prompt file anywhere (a task's own, beside its game); overrides ``task``."""
+    context_policy: str = "full"
+    """The context policy of an LLM seat that sets none (:mod:`llm_bots.context`): the paper's whole pool."""
 
     def __init__(self, game: pyspiel.Game | None = None) -> None:
         self.game = game
