@@ -134,7 +134,9 @@ def data_item(game: str) -> str:
     return ",".join(f"{k}={params[k]}" for k in sorted(params) if k in DATA_ITEM_PARAMETERS)
 
 
-_GIVES_NO_MOVE = {Outcome.INVALID, Outcome.REFUSAL, Outcome.CONTEXT_OVERFLOW, Outcome.TRUNCATED}
+_GIVES_NO_MOVE = {Outcome.INVALID, Outcome.REFUSAL, Outcome.TRUNCATED}
+"""The outcomes of a turn the model answered without a valid move (a context overflow is a stand-in, not the
+model's move)."""
 
 
 def match_row(record: MatchRecord, seats: int, run: str = "") -> dict[str, Any]:

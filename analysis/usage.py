@@ -3,7 +3,9 @@
 Reads :attr:`MatchRecord.turns` only (a player's own seats; chance outcomes and the judge's verdicts are counted
 for the judge under the name ``judge`` when it is a model). A *call* is one transport attempt of a model call
 (retries after 429s, 5xx and timeouts included); a scripted bot makes none. The *invalid share* is the share of a
-player's turns that gave no valid move of its own (``invalid``, ``refusal``, ``context_overflow``, ``truncated``).
+player's turns that gave no valid move of its own (``invalid``, ``refusal``, ``truncated``). A ``context_overflow``
+turn is none of the model's: no prompt fit its context, and the referee played a stand-in move; it is counted apart
+(:attr:`PlayerUsage.stand_ins`), never as an invalid move.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ OUTCOME_ORDER = tuple(outcome.value for outcome in Outcome)
 """Every turn outcome, in the order of :class:`~deepeval_games.core.bot.Outcome`."""
 
 _VALID = {Outcome.OK.value, Outcome.REASKED.value}
+_OVERFLOW = Outcome.CONTEXT_OVERFLOW.value
+"""The status of an attempt whose prompt did not fit: sent, when the provider answered it (an HTTP status), else
+a context policy skipped before any call (not a call)."""
 
 
 @dataclass
@@ -35,7 +40,7 @@ class PlayerUsage:
     asks: int = 0
     """Asks (first asks and re-asks) that got a reply."""
     calls: int = 0
-    """Transport attempts (infrastructure retries included)."""
+    """Transport attempts sent (infrastructure retries included; a prompt found too long before a call is none)."""
     retried: int = 0
     """Transport attempts that failed and were retried (429, 5xx, timeouts)."""
     tokens_in: int = 0
@@ -45,14 +50,20 @@ class PlayerUsage:
     cost_usd: float = 0.0
 
     @property
+    def stand_ins(self) -> int:
+        """Turns no prompt fit the model's context: the referee's stand-in moves, not the model's."""
+        return self.outcomes.get(Outcome.CONTEXT_OVERFLOW.value, 0)
+
+    @property
     def invalid(self) -> int:
-        """Turns that gave no valid move of the player's own."""
-        return self.turns - sum(self.outcomes.get(name, 0) for name in _VALID)
+        """Turns the model answered without a valid move of its own (stand-ins are not counted)."""
+        return self.turns - self.stand_ins - sum(self.outcomes.get(name, 0) for name in _VALID)
 
     @property
     def invalid_share(self) -> float:
-        """:attr:`invalid` over all turns (0 without turns)."""
-        return self.invalid / self.turns if self.turns else 0.0
+        """:attr:`invalid` over the turns the model was asked (stand-ins left out; 0 without such turns)."""
+        asked = self.turns - self.stand_ins
+        return self.invalid / asked if asked else 0.0
 
 
 def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
@@ -74,7 +85,7 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             if turn.model:
                 usage.models.add(turn.model)
             usage.asks += len(turn.raw_replies)
-            usage.calls += len(turn.attempts)
+            usage.calls += sum(1 for a in turn.attempts if a.status != _OVERFLOW or a.http_status is not None)
             usage.retried += sum(1 for a in turn.attempts if a.status == "infra")
             usage.tokens_in += turn.tokens_in
             usage.tokens_out += turn.tokens_out

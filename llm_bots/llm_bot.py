@@ -27,6 +27,17 @@ from deepeval_games.core.errors import SpecError
 from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
 from llm_bots.call_cache import CallCache, call_key
+from llm_bots.context import (
+    DEFAULT_WINDOW_ROUNDS,
+    POLICIES,
+    context_window,
+    count_tokens,
+    policy_text,
+    reply_reserve,
+    select,
+    skipped_attempt,
+    smaller,
+)
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
@@ -51,6 +62,10 @@ class BotSettings:
     json_mode: str = "auto"
     """Where the task asks for a JSON answer (its adapter gives a schema): ``auto`` uses JSON-schema mode for local
     models and where litellm reports provider support; ``on``; ``off``. A turn asked in free text has no schema."""
+    context: str | None = None
+    """The context policy (:mod:`llm_bots.context`); None: the task's default."""
+    context_window_rounds: int | None = None
+    """Rounds of pool messages a ``window`` shows (None: :data:`~llm_bots.context.DEFAULT_WINDOW_ROUNDS`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_reasks, int) or self.max_reasks < 0:
@@ -59,6 +74,11 @@ class BotSettings:
             raise SpecError(f"prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {self.prompt_style!r}")
         if self.json_mode not in ("auto", "on", "off"):
             raise SpecError(f"json_mode must be auto, on or off, got {self.json_mode!r}")
+        if self.context is not None and self.context not in POLICIES:
+            raise SpecError(f"context must be one of {', '.join(POLICIES)}, got {self.context!r}")
+        rounds = self.context_window_rounds
+        if rounds is not None and (not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1):
+            raise SpecError(f"context_window_rounds must be a whole number >= 1, got {rounds!r}")
 
 
 @dataclass
@@ -164,15 +184,23 @@ class LLMBot(DeepEvalBot):
         self._by_role: dict[str, ModelConfig] = {}  # the config of a turn, per role
         self._max_chars: int | None = None  # the task's longest reply, read at the first call
         self._json_schema: bool | None = None  # whether the model takes a JSON schema, asked once
+        self.policy = self.settings.context or adapter.context_policy
+        """The context policy asked for (:mod:`llm_bots.context`); a turn may fall back to a smaller one."""
+        self.window_rounds = self.settings.context_window_rounds or DEFAULT_WINDOW_ROUNDS
 
     def identity(self) -> dict[str, Any]:
-        return {
+        identity: dict[str, Any] = {
             "kind": "llm",
             "model": self.config.model,
             "prompt_version": self.adapter.prompt_version,
             "prompt_style": self.settings.prompt_style,
             "sampling": self.config.sampling_params(),
         }
+        if self.policy != "full":  # absent under the paper's policy: records of full-pool players are unchanged
+            identity["context"] = self.policy
+            if self.policy == "window":
+                identity["context_window_rounds"] = self.window_rounds
+        return identity
 
     def _response_format(self, observation: Observation) -> Mapping[str, Any] | None:
         """The turn's JSON schema when the model is held to one (not made again once the model is known not to be)."""
@@ -250,24 +278,71 @@ class LLMBot(DeepEvalBot):
         text, self._seen = turn_message(self.adapter, observation, self._seen)
         return text
 
+    async def _fit(
+        self,
+        observation: Observation,
+        config: ModelConfig,
+        policies: tuple[str, ...],
+        start: int,
+        turn: _Exchange,
+        ask: int,
+        refused: list[dict[str, str]] | None = None,
+    ) -> tuple[list[dict[str, str]] | None, tuple[str, ...]]:
+        """The prompt of this ask under the first of ``policies`` whose prompt fits the model's context with room
+        for the reply, and the policies left from it on; each one that does not fit is recorded as a skipped
+        attempt. None (the smallest prompt recorded, unsent) when none fits. ``start``: where the turn's
+        exchange begins in :attr:`history` (the full chat up to this turn comes before it); ``refused``: a prompt the
+        provider just found too long (a policy that makes the same one is skipped)."""
+        window = context_window(config)
+        tail = self.history[start:]
+        messages: list[dict[str, str]] = []
+        for at, policy in enumerate(policies):
+            if policy == "full":
+                chat = self.history
+            else:
+                selected = select(observation, policy, self.window_rounds)
+                chat = [{"role": "user", "content": policy_text(selected, self.adapter.format_text(observation))}]
+                chat.extend(tail)
+            messages = _render(chat, self.settings.prompt_style)
+            if messages == refused:
+                turn.attempts.append(skipped_attempt(policy, -1, reply_reserve(config), -1, ask))
+                continue
+            if window is None:  # unknown window: nothing to count against (the provider says if it overflows)
+                return messages, policies[at:]
+            tokens, reserve = await count_tokens(config, messages), reply_reserve(config)
+            if tokens + reserve <= window:
+                return messages, policies[at:]
+            turn.attempts.append(skipped_attempt(policy, tokens, reserve, window, ask))
+        if messages != refused:  # the smallest prompt, on record though never sent (the refused one is already)
+            turn.prompts.append(tuple(messages))
+        return None, policies[-1:]
+
     async def act(self, observation: Observation) -> Decision:
-        """Ask the model for this turn's move, re-asking on invalid replies."""
+        """Ask the model for this turn's move, re-asking on invalid replies; each ask under the largest context
+        policy that fits (:meth:`_fit`)."""
         self.history.append({"role": "user", "content": self.turn_message(observation)})
+        start = len(self.history)
         turn = _Exchange()
         response_format = self._response_format(observation)
         config = self.turn_config(observation)
+        policies = smaller(self.policy)
+        refused: list[dict[str, str]] | None = None
         error = "no reply"
         refusals = 0
         cut = False
         try:
-            for ask in range(self.settings.max_reasks + 1):
-                messages = _render(self.history, self.settings.prompt_style)
+            ask = 0
+            while ask <= self.settings.max_reasks:
+                messages, policies = await self._fit(observation, config, policies, start, turn, ask, refused)
+                if messages is None:
+                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, _OVERFLOW, turn.decision())
                 completion = await self._call(messages, response_format, ask, config)
                 turn.add(messages, completion, ask)
                 if completion.outcome is CallOutcome.CONTEXT_OVERFLOW:
-                    return self._penalty(
-                        observation, Outcome.CONTEXT_OVERFLOW, "the prompt exceeds the context", turn.decision()
-                    )
+                    if len(policies) > 1:  # the provider found it too long after all: the same ask, smaller
+                        policies, refused = policies[1:], messages
+                        continue
+                    return self._penalty(observation, Outcome.CONTEXT_OVERFLOW, _OVERFLOW, turn.decision())
                 answer = strip_reasoning(completion.text)  # the record keeps the raw reply, thinking included
                 said = answer if answer != completion.text.strip() else completion.text
                 # some providers reject an empty assistant message on the next call: keep a placeholder
@@ -288,6 +363,7 @@ class LLMBot(DeepEvalBot):
                         refusals += 1
                 if ask < self.settings.max_reasks:
                     self.history.append({"role": "user", "content": self.adapter.reask_text(observation, error)})
+                ask += 1
             if cut:
                 outcome = Outcome.TRUNCATED
             else:
@@ -302,6 +378,8 @@ class LLMBot(DeepEvalBot):
         last = decision.raw_replies[-1] if decision.raw_replies else ""
         return replace(decision, action=None, text=last, outcome=outcome, error=error)
 
+
+_OVERFLOW = "the prompt exceeds the context"
 
 _DECISION_FIELDS = (
     "action",

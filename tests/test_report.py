@@ -148,7 +148,7 @@ def _every_outcome_run(run_dir: Path) -> tuple[list[MatchRecord], int]:
             *(Behaviour.reply("no idea"), Behaviour.reply("still none")),  # invalid (max_reasks 1)
             *(Behaviour.refusal(), Behaviour.refusal()),  # refusal
             *(cut, cut),  # truncated
-            Behaviour.context_overflow(),  # context_overflow
+            Behaviour.context_overflow(),  # context_overflow (under the smallest context policy: a stand-in)
         )
         spec = {
             "experiment": {
@@ -157,7 +157,10 @@ def _every_outcome_run(run_dir: Path) -> tuple[list[MatchRecord], int]:
                 "cache": False,
                 "max_concurrency": 1,
             },
-            "players": [model_player("fake-model", server, max_reasks=1), {"name": "free", "bot": "pgg_free_rider"}],
+            "players": [
+                model_player("fake-model", server, max_reasks=1, context="state"),
+                {"name": "free", "bot": "pgg_free_rider"},
+            ],
         }
         result = run_experiment(spec, run_dir)
         return result.records, server.request_count
@@ -182,7 +185,8 @@ def test_html_report_of_a_fake_endpoint_run_shows_a_transcript_per_outcome(tmp_p
     usage = re.search(r'data-table="usage">.*?</table>', dom, re.S).group(0)  # type: ignore[union-attr]
     cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>.*?</td>", usage)]
     row = cells[cells.index("fake-model") : cells.index("fake-model") + 14]
-    assert row[1:8] == ["1", "1", "1", "1", "1", "0", "1"] and row[8] == "66.7%" and row[9:11] == ["11", "1"]
+    # the stand-in for the overflow is not the model's invalid move: 3 of the 5 turns it was asked
+    assert row[1:8] == ["1", "1", "1", "1", "1", "0", "1"] and row[8] == "60.0%" and row[9:11] == ["11", "1"]
     refusal = _sample_block(dom, "refusal")
     assert "re-ask 1" in refusal and "reply 2 [content_filter]" in _sample_block(dom, "refusal")
     assert "[length]" in _sample_block(dom, "truncated")

@@ -86,6 +86,6 @@ def test_match_ids_carry_the_prompt_version_the_bot_uses() -> None:
     from llm_bots.adapters import adapter_for
 
     player = PlayerSpec(name="m", model="openai/x")
-    for name, version in (("deepeval_ultimatum", "ultimatum-1"), ("deepeval_public_goods", "public_goods-2")):
+    for name, version in (("deepeval_ultimatum", "ultimatum-2"), ("deepeval_public_goods", "public_goods-2")):
         game = load_game(name)
         assert _identity(player, game)["prompt_version"] == adapter_for(game).prompt_version == version

@@ -495,6 +495,18 @@ def _usage(ctx: ReportContext) -> list[Block]:
     ]
 
 
+@section("context_use", "Context policy per turn")
+def _context_use(ctx: ReportContext) -> list[Block]:
+    from analysis.context_use import CONTEXT_COLUMNS, context_use, format_context_use
+
+    use = context_use(ctx.records)
+    if all(set(tally) <= {"full"} for tally in use.values()):  # the paper's whole pool throughout: nothing to say
+        return []
+    rows = tuple((name, *(str(tally.get(c, 0)) for c in CONTEXT_COLUMNS)) for name, tally in use.items())
+    text = format_context_use(use)
+    return [Block("context_use", "Context policy per turn", text=text, header=("player", *CONTEXT_COLUMNS), rows=rows)]
+
+
 @section("task_tables", "The paper's tables")
 def _task_tables(ctx: ReportContext) -> list[Block]:
     """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""

@@ -78,8 +78,14 @@ def _identity(player: PlayerSpec, game: pyspiel.Game, seat: int = 0) -> dict[str
         from llm_bots.adapters import adapter_for
         from llm_bots.model_config import effective_settings, resolve_max_tokens
 
-        identity["prompt_version"] = adapter_for(game).prompt_version
+        adapter = adapter_for(game)
+        identity["prompt_version"] = adapter.prompt_version
         settings = effective_settings(player.params)
+        if settings.get("context") == adapter.context_policy:  # the task's default, written out: today's id
+            del settings["context"]
+            played = identity["params"]
+            assert isinstance(played, dict)
+            identity["params"] = {k: v for k, v in played.items() if k != "context"}
         limit = task.reply_limit(game, task.seat_roles(game)[seat])
         settings["max_tokens"] = resolve_max_tokens(settings["max_tokens"], limit)
         identity["settings"] = settings

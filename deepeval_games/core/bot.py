@@ -89,6 +89,8 @@ class Observation:
     """True when the move is an utterance rather than a choice among ``legal_actions``."""
     action_to_string: Callable[[int], str] = field(default=str, repr=False, compare=False)
     """Names an action for this seat (e.g. ``invest 3``)."""
+    combined: bool = False
+    """True when the answer carries a message to every seat beside the move (the task's combined turn)."""
 
     def action_names(self) -> dict[str, int]:
         """Every legal action by its name (the first action of a name wins)."""
@@ -297,6 +299,7 @@ def make_observation(
     penalty_action: int | None,
     free_text: bool,
     action_to_string: Callable[[int], str],
+    combined: bool = False,
 ) -> Observation:
     """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
     (the referee makes one a move; the result equals ``Observation(...)`` of the same values). ``inbox`` may be an
@@ -317,6 +320,7 @@ def make_observation(
             "penalty_action": penalty_action,
             "free_text": free_text,
             "action_to_string": action_to_string,
+            "combined": combined,
         },
     )
     return observation
@@ -357,6 +361,7 @@ def observe(
         task.penalty_action(state, seat),
         task.is_free_text_turn(state, seat),
         _ActionNames(state, seat),
+        task.is_combined_turn(state, seat),
     )
 
 

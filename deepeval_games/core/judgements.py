@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pyspiel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from deepeval_games.core.records import RecordError, TurnRecord
+from deepeval_games.core.bot import Observation
+from deepeval_games.core.message_pool import Message
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, RecordError, TurnRecord
 
-__all__ = ["JUDGEMENT_SCHEMA_VERSION", "JudgementRecord"]
+__all__ = ["JUDGEMENT_SCHEMA_VERSION", "JudgementRecord", "judge_observation"]
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -93,3 +96,30 @@ class JudgementRecord(BaseModel):
             return cls.model_validate(dict(data))
         except ValidationError as exc:
             raise RecordError(f"judgement {data.get('judgement_id', '?')!r} is not a valid record: {exc}") from exc
+
+
+def judge_observation(
+    game: pyspiel.Game,
+    state: pyspiel.State,
+    round: int,
+    brief: str,
+    fields: Mapping[str, Any],
+    inbox: tuple[Message, ...],
+) -> Observation:
+    """What the judge is asked with at a verdict node: the brief, its fields, the verdicts as legal actions.
+
+    ``state`` is at the verdict node (a copy the judge's action names are read from); ``inbox`` holds the
+    pool messages addressed to the judge (the brief). Used by the referee and by ``deepeval-games rejudge``.
+    """
+    return Observation(
+        seat=JUDGE_SEAT,
+        num_seats=game.num_players(),
+        game=game.get_type().short_name,
+        params=dict(game.get_parameters()),
+        round=round,
+        text=brief,
+        fields=fields,
+        legal_actions=tuple(action for action, _ in state.chance_outcomes()),
+        inbox=inbox,
+        action_to_string=lambda action: state.action_to_string(CHANCE_SEAT, action),
+    )

@@ -135,20 +135,23 @@ class MessagePool:
         if seat in self._views:
             del self._views[seat]
 
-    def add_move(self, round: int, sender: int, text: str, action: int) -> None:
-        """``add(round=round, sender=sender, recipients=(), kind="move", text=text, action=action)``, the
+    def add_move(self, round: int, sender: int, text: str, action: int, recipients: tuple[int, ...] = ()) -> None:
+        """``add(round=round, sender=sender, recipients=recipients, kind="move", text=text, action=action)``, the
         referee's most frequent message, without the general method's keyword handling (nor a :class:`Message`
-        made of it before someone reads it)."""
+        made of it before someone reads it). A move goes to its sender only, unless ``recipients`` read it too
+        (the message of a combined turn)."""
         records = self._records
         record = _MOVE.copy()  # a copy, then stores: cheaper than a dict display of 8 keys
         record["index"] = len(records)
         record["round"] = round
         record["sender"] = sender
-        record["recipients"] = []
+        record["recipients"] = list(recipients)
         record["text"] = text
         record["action"] = action
         record["fields"] = {}
         records.append(record)
+        for seat in recipients:
+            self._deliver(seat, record)
         self._deliver(sender, record)
 
     def tell(self, round: int, seat: int, kind: str, text: str, fields: Mapping[str, Any] | None) -> None:

@@ -52,7 +52,8 @@ from deepeval_games.core.bot import (
     reads_fields_only,
 )
 from deepeval_games.core.errors import SpecError
-from deepeval_games.core.message_pool import REFEREE, Message, MessagePool, seat_label
+from deepeval_games.core.judgements import judge_observation
+from deepeval_games.core.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
 
 __all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match"]
@@ -83,6 +84,7 @@ class _GameFacts:
     """Per seat, its rules message in the pool's record form, made once a game (each match's pool holds copies)."""
     roles: tuple[str, ...]
     n: int
+    others: tuple[tuple[int, ...], ...]  # per seat, every other seat
     max_rounds: int  # the rounds a match may take before the referee stops it as endless
 
 
@@ -104,6 +106,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         seat_rules=tuple(_rules_message(rules, seat) for seat in range(game.num_players())),
         roles=tuple(task.seat_roles(game)),
         n=game.num_players(),
+        others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
     )
     if len(_FACTS) >= _FACTS_KEPT:
@@ -253,9 +256,8 @@ def _invalid(decision: Decision, reason: str) -> Decision:
 _NO_MOVE = Decision.move(None)  # a chance outcome's: no seat decided it
 
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
-_TERMINAL_ID = int(pyspiel.PlayerId.TERMINAL)
-_CHANCE_ID = int(pyspiel.PlayerId.CHANCE)
-_SIMULTANEOUS_ID = int(pyspiel.PlayerId.SIMULTANEOUS)
+_P = pyspiel.PlayerId
+_TERMINAL_ID, _CHANCE_ID, _SIMULTANEOUS_ID = int(_P.TERMINAL), int(_P.CHANCE), int(_P.SIMULTANEOUS)
 
 
 class _Match:
@@ -401,6 +403,7 @@ class _Match:
             None if hooks.penalty_action is None else int(hooks.penalty_action(seat)),
             False if hooks.is_free_text_turn is None else bool(hooks.is_free_text_turn(seat)),
             _ActionNames(self.state, seat, self, hooks.action_name),
+            hooks.is_combined_turn is not None and bool(hooks.is_combined_turn(seat)),
         )
 
     # -- ask -----------------------------------------------------------------------------------------------
@@ -479,8 +482,15 @@ class _Match:
             return
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
         if seat != CHANCE_SEAT:
-            self.pool.add_move(self.round, seat, text, action)
+            self.pool.add_move(self.round, seat, text, action, self.told(seat, decision))
         self.turns.append(_turn(len(self.turns), self.round, seat, action, action_string, text, latency, decision))
+
+    def told(self, seat: int, decision: Decision) -> tuple[int, ...]:
+        """Who reads a move's message beside its seat: at a combined turn answered validly, every other seat."""
+        combined = self.hooks.is_combined_turn
+        if combined is None or decision.outcome not in (Outcome.OK, Outcome.REASKED) or not combined(seat):
+            return ()
+        return self.facts.others[seat]
 
     # -- chance and the judge ------------------------------------------------------------------------------
 
@@ -515,33 +525,6 @@ class _Match:
         self.record(JUDGE_SEAT, verdict, self.state.action_to_string(JUDGE_SEAT, verdict), decision, latency)
         self.state.apply_action(verdict)
         self.step += 1
-
-
-def judge_observation(
-    game: pyspiel.Game,
-    state: pyspiel.State,
-    round: int,
-    brief: str,
-    fields: Mapping[str, Any],
-    inbox: tuple[Message, ...],
-) -> Observation:
-    """What the judge is asked with at a verdict node: the brief, its fields, the verdicts as legal actions.
-
-    ``state`` is at the verdict node (a copy the judge's action names are read from); ``inbox`` holds the
-    pool messages addressed to the judge (the brief). Used by the referee and by ``deepeval-games rejudge``.
-    """
-    return Observation(
-        seat=JUDGE_SEAT,
-        num_seats=game.num_players(),
-        game=game.get_type().short_name,
-        params=dict(game.get_parameters()),
-        round=round,
-        text=brief,
-        fields=fields,
-        legal_actions=tuple(action for action, _ in state.chance_outcomes()),
-        inbox=inbox,
-        action_to_string=lambda action: state.action_to_string(CHANCE_SEAT, action),
-    )
 
 
 async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:

@@ -36,6 +36,8 @@ hook                                        without it
                                             ``invalid`` and counted against the seat
 ``is_free_text_turn(player) -> bool``       False: every move is one of ``legal_actions``
 ``intern_utterance(player, text) -> int``   free-text answers are refused (an invalid turn)
+``is_combined_turn(player) -> bool``        False: a message and a move are separate turns; True: one
+                                            reply carries both (the message goes to every seat)
 ``is_judge_turn() -> bool``                 False: chance nodes are sampled from the match seed
 ``judge_fields() -> Mapping``               the judge gets no structured fields
 ``judge_text() -> str``                     the judge is shown the state's string
@@ -69,6 +71,7 @@ __all__ = [
     "can_intern",
     "indistinguishable_variants",
     "intern_utterance",
+    "is_combined_turn",
     "is_free_text_turn",
     "is_judge_turn",
     "is_judged",
@@ -138,6 +141,10 @@ class TaskState(Protocol):
 
     def intern_utterance(self, player: int, text: str) -> int:
         """Store an utterance in the state's pool and return its id (the action)."""
+        ...
+
+    def is_combined_turn(self, player: int) -> bool:
+        """True when ``player``'s one reply carries a message to every seat and its move (one call a decision)."""
         ...
 
     def is_judge_turn(self) -> bool:
@@ -441,6 +448,12 @@ def is_free_text_turn(state: pyspiel.State, seat: int) -> bool:
     return bool(fn(seat)) if callable(fn) else False
 
 
+def is_combined_turn(state: pyspiel.State, seat: int) -> bool:
+    """True when ``seat``'s reply is to carry a message and its move together."""
+    fn = getattr(state, "is_combined_turn", None)
+    return bool(fn(seat)) if callable(fn) else False
+
+
 def can_intern(state: pyspiel.State) -> bool:
     """True when the game takes free-text moves."""
     return callable(getattr(state, "intern_utterance", None))
@@ -515,6 +528,7 @@ class StateHooks(NamedTuple):
     penalty_action: Callable[[int], int] | None
     is_free_text_turn: Callable[[int], bool] | None
     intern_utterance: Callable[[int, str], int] | None
+    is_combined_turn: Callable[[int], bool] | None
     is_judge_turn: Callable[[], bool] | None
     match_metrics: Callable[[], Mapping[str, Any]] | None
 
@@ -537,6 +551,7 @@ _OPTIONAL_STATE_HOOKS = (
     "penalty_action",
     "is_free_text_turn",
     "intern_utterance",
+    "is_combined_turn",
     "is_judge_turn",
     "match_metrics",
 )

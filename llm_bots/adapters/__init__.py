@@ -97,6 +97,8 @@ class TaskAdapter:
     """Name of a built-in prompt file (``llm_bots/prompts/<task>.toml``)."""
     prompt_path: Path | None = None
     """A prompt file anywhere (a task's own, beside its game); overrides ``task``."""
+    context_policy: str = "full"
+    """The context policy of an LLM seat that sets none (:mod:`llm_bots.context`): the paper's whole pool."""
 
     def __init__(self, game: pyspiel.Game | None = None) -> None:
         self.game = game
@@ -215,13 +217,30 @@ class GenericAdapter(TaskAdapter):
         names = list(observation.action_names())
         return {"seat_label": self.seat_label(observation), "moves": json.dumps(names, ensure_ascii=False)}
 
+    @staticmethod
+    def _kind(observation: Observation) -> str:
+        """The prefix of the turn's answer texts: a combined turn's, a free-text turn's, or a move's (none)."""
+        return "combined_" if observation.combined else "free_text_" if observation.free_text else ""
+
     def format_text(self, observation: Observation) -> str:
-        name = "free_text_format" if observation.free_text else "format"
+        name = self._kind(observation) + "format"
         return self.prompts.render(self.role(observation), name, **self.values(observation)).strip()
 
     def reask_text(self, observation: Observation, error: str) -> str:
-        name = "free_text_reask" if observation.free_text else "reask"
+        name = self._kind(observation) + "reask"
         return self.prompts.render(self.role(observation), name, reason=error, **self.values(observation)).strip()
+
+    def _parse_combined(self, text: str, observation: Observation) -> Parsed:
+        """A combined turn's reply: the last JSON object with a ``"move"``, which must carry a ``"message"`` too
+        (the ``no_message`` reason of the game's prompt file when it does not)."""
+        said = _said_move(text)
+        if said is None or said == text:
+            return Parsed(error=_reason("no_move"))
+        message = [obj for obj in json_objects(text) if "move" in obj][-1].get("message")
+        if not isinstance(message, str) or not message.strip():
+            return Parsed(error=self.prompts.render(self.role(observation), "no_message").strip())
+        parsed = read_move_name(said, observation.action_names())
+        return replace(parsed, text=message.strip()) if parsed.ok else parsed
 
     def parse(self, reply: str, observation: Observation) -> Parsed:
         """Read a reply as a legal move by its name (see the class docs); a free-text turn takes the whole reply."""
@@ -231,6 +250,8 @@ class GenericAdapter(TaskAdapter):
         text = normalize(reply)
         if not text:
             return Parsed(error=_reason("empty"))
+        if observation.combined:
+            return self._parse_combined(text, observation)
         said = _said_move(text)
         if said is None:
             return Parsed(error=_reason("no_move"))
@@ -240,6 +261,9 @@ class GenericAdapter(TaskAdapter):
     def response_schema(self, observation: Observation) -> Mapping[str, Any] | None:
         if observation.free_text:
             return None
+        properties: dict[str, Any] = {"move": {"type": "string", "enum": list(observation.action_names())}}
+        if observation.combined:  # the message first: the model says it, then moves
+            properties = {"message": {"type": "string"}, **properties}
         return {
             "type": "json_schema",
             "json_schema": {
@@ -247,8 +271,8 @@ class GenericAdapter(TaskAdapter):
                 "strict": True,
                 "schema": {
                     "type": "object",
-                    "properties": {"move": {"type": "string", "enum": list(observation.action_names())}},
-                    "required": ["move"],
+                    "properties": properties,
+                    "required": list(properties),
                     "additionalProperties": False,
                 },
             },

@@ -2,7 +2,7 @@
 
 Load string::
 
-    deepeval_ultimatum(coins=10, talk_rounds=1)
+    deepeval_ultimatum(coins=10, talk_rounds=1, combined=false)
 
 Rules card
 ----------
@@ -11,7 +11,8 @@ Rules card
 * **Talk**: ``talk_rounds`` rounds (default 1, may be 0); in each the proposer writes a message, then the
   responder answers. Messages are free text and bind nobody.
 * **Offer**: the proposer offers the responder k of the ``coins`` (default 10) coins, 0 <= k <= coins.
-  Action k is named ``offer k``.
+  Action k is named ``offer k``. With ``combined=true`` the offer is a *combined turn*: one reply carries a
+  message to the responder and the offer (one model call for the talk-and-offer decision).
 * **Response**: the responder plays ``accept`` (action 1) or ``reject`` (action 0).
 * **Payoffs**: (coins - k, k) on accept, (0, 0) on reject: a pure function of the terminal history.
   ``min_utility = 0``, ``max_utility = coins``; general-sum.
@@ -24,7 +25,7 @@ Penalties (a seat with no usable answer after its re-asks): talk, the empty mess
 (the proposer gives the whole pot away, its worst payoff); response, ``reject`` (the responder's worst payoff,
 which costs the proposer its share too: in a two-seat game one seat's failure always touches the other).
 
-Version history: 1 — first version.
+Version history: 1 — first version; 2 — the ``combined`` parameter (default false: the game as it was).
 """
 
 from pathlib import Path
@@ -40,7 +41,7 @@ from deepeval_games.core.quoting import quote_player_text
 SHORT_NAME = "deepeval_ultimatum"
 ROLES = ("proposer", "responder")  # seat 0, seat 1
 EMPTY, REJECT, ACCEPT = 0, 0, 1  # EMPTY: the empty utterance (talk); REJECT, ACCEPT: the answers (response)
-_DEFAULT_PARAMS: dict[str, Any] = {"coins": 10, "talk_rounds": 1}
+_DEFAULT_PARAMS: dict[str, Any] = {"coins": 10, "talk_rounds": 1, "combined": False}
 _RULES = """Ultimatum game over {coins} coins. Player 1 is the proposer, Player 2 the responder. First {talk_rounds}
 round(s) of talk: the proposer writes a message, the responder answers. Then the proposer offers k of the coins
 (0 <= k <= {coins}) to the responder, who accepts (proposer gets {coins} - k, responder k) or rejects (both get 0)."""
@@ -57,14 +58,9 @@ _GAME_TYPE = pyspiel.GameType(
 # fmt: on
 
 
-class UltimatumFields(TypedDict):
-    """A seat's observation as values (scripted bots read these)."""
-
-    coins: int
-    phase: str
-    """``talk``, ``offer``, ``respond`` or ``over``."""
-    offer: int | None
-    """The coins offered to the responder, once offered."""
+# A seat's observation as values (scripted bots read these): the pot; the phase (``talk``, ``offer``, ``respond`` or
+# ``over``); the coins offered to the responder, once offered.
+UltimatumFields = TypedDict("UltimatumFields", {"coins": int, "phase": str, "offer": int | None})  # noqa: UP013 (short file)
 
 
 class UltimatumGame(pyspiel.Game):
@@ -107,6 +103,7 @@ class UltimatumState(pyspiel.State):
     def __init__(self, game: pyspiel.Game) -> None:
         super().__init__(game)
         self.coins, self.talk = int(game.get_parameters()["coins"]), 2 * int(game.get_parameters()["talk_rounds"])
+        self.combined = bool(game.get_parameters()["combined"])
         self.pool: dict[str, int] = {"": EMPTY}  # utterance text -> id, in id order (id 0: the empty message)
         self.moves: list[int] = []
 
@@ -163,6 +160,10 @@ class UltimatumState(pyspiel.State):
         if text not in self.pool and len(self.pool) >= self.get_game().num_distinct_actions():
             raise ValueError("the utterance pool is full: intern only the utterances that are played")
         return self.pool.setdefault(text, len(self.pool))
+
+    def is_combined_turn(self, player: int) -> bool:
+        """With ``combined``, the offer comes with a message in one reply (the referee sends it to the responder)."""
+        return self.combined and self.phase() == "offer"
 
     def penalty_action(self, player: int) -> int:
         """Talk: the empty message; offer: the whole pot (``offer <coins>``); response: ``reject``."""
