@@ -192,8 +192,14 @@ class Decision:
         and ``text`` are stored on the instance, the other fields read their defaults from the class, as a
         dataclass keeps them; equality, ``repr``, :func:`dataclasses.replace` and pickling see the same decision.
         """
+        if not text and cls is Decision and action.__class__ is int:  # immutable: one serves every such move
+            known = _PLAIN_MOVES.get(action)
+            if known is not None:
+                return known
         decision = _new(cls)
         _set_decision_dict(decision, {"action": action, "text": text, "_plain": True})
+        if not text and cls is Decision and action.__class__ is int and len(_PLAIN_MOVES) < 65536:
+            _PLAIN_MOVES[action] = decision
         return decision
 
     _plain: ClassVar[bool] = False
@@ -239,6 +245,8 @@ class Decision:
 
 
 _new = object.__new__
+_PLAIN_MOVES: dict[int, Decision] = {}
+"""``Decision.move(action)`` per action, made once."""
 # object.__setattr__(x, "__dict__", values) for a Decision and an Observation: the ``__dict__`` descriptor's own
 # __set__, bound once (object.__setattr__ looks the name up on the type at every call; one of each is made a move)
 _set_decision_dict: Callable[[Any, dict[str, Any]], None] = vars(Decision)["__dict__"].__set__

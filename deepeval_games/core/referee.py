@@ -133,7 +133,7 @@ def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
     bot: StateBot = match.bots[seat]
     if not legal or bot.player_id != seat:  # nothing to pick, or seated where it was not made for: it says why
         return _ask_decide(match, seat, legal)
-    return _plain(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
+    return Decision.move(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
 
 
 def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
@@ -142,19 +142,8 @@ def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
     bot: FieldsBot = match.bots[seat]
     action = bot.move_from_fields(match.fields(seat))
     if action.__class__ is int and action in legal:
-        return _plain(action)
+        return Decision.move(action)
     return Decision.move(action, match.observation(seat, legal).action_to_string(action))
-
-
-def _plain(action: int) -> Decision:
-    """``Decision.move(action)``, one per action (a decision is immutable: the same one serves every such move)."""
-    decision = _PLAIN_MOVES.get(action)
-    if decision is None:
-        decision = _PLAIN_MOVES[action] = Decision.move(action)
-    return decision
-
-
-_PLAIN_MOVES: dict[int, Decision] = {}
 
 
 def _ask_decide(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
@@ -581,7 +570,7 @@ async def play_match(
         TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match
             again with new bots and ``transcript="full"``).
     """
-    started = _now()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed, rows=transcript == "moves" and not scorers)
     await match.run(max_rounds if max_rounds is not None else match.facts.max_rounds)
@@ -607,14 +596,3 @@ async def play_match(
         record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
         record.wall_time_s = time.perf_counter() - clock
     return record
-
-
-_SECOND: list[tuple[int, str]] = [(-1, "")]
-
-
-def _now() -> str:
-    """The time in ISO 8601 to the second, UTC (made once a second: matches start by the thousand a second)."""
-    second = int(time.time())
-    if _SECOND[0][0] != second:
-        _SECOND[0] = (second, datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds"))
-    return _SECOND[0][1]
