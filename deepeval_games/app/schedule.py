@@ -81,7 +81,7 @@ def _identity(player: PlayerSpec, game: pyspiel.Game, seat: int = 0) -> dict[str
         adapter = adapter_for(game)
         identity["prompt_version"] = adapter.prompt_version
         settings = effective_settings(player.params)
-        if settings.get("context") == adapter.context_policy:  # the task's default, written out: today's id
+        if settings.get("context") == adapter.context_policy:  # the task's default: the identity it had before
             del settings["context"]
             played = identity["params"]
             assert isinstance(played, dict)
@@ -239,7 +239,7 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
             raise _too_many(spec, planned, spec.repeats)
         canonical = str(game)
         # A match's key is {"game", "seats": [identities], "seed", "repeat"}, hashed as stable_hash(key, 64) hashes
-        # it. Its canonical JSON is written out here from parts made once per game (each identity's JSON once per
+        # it. Its canonical JSON is assembled here from parts made once per game (each identity's JSON once per
         # player and seat): the same text, without json.dumps walking the whole key for every match.
         prefix = f'{{"game": {_canonical_json(canonical)}, "repeat": '
         suffix = f'], "seed": {_canonical_json(spec.seed)}}}'
