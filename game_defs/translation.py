@@ -52,7 +52,8 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.quoting import quote_player_text
-from deepeval_games.core.task import Study
+from deepeval_games.core.task import Study, register_data_source
+from game_defs.datasets._files import IWSLT2017_PAIRS, file_sources, iwslt2017_relpath
 from game_defs.datasets.iwslt import DEFAULT_WORDS, PAIRS, SPLITS, Paragraph, check_pair, load_iwslt2017
 from game_defs.datasets.iwslt import sample_paragraphs as _sample
 from game_defs.judged_exchange import (
@@ -417,6 +418,8 @@ class TranslationState(JudgedExchangeState):
 
 
 pyspiel.register_game(_GAME_TYPE, TranslationGame)
+for _source in file_sources(SHORT_NAME, [iwslt2017_relpath(pair) for pair in IWSLT2017_PAIRS]):
+    register_data_source(_source)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -67,10 +68,11 @@ def test_names_are_checked_with_did_you_mean() -> None:
 
 
 def test_a_judged_task_gets_a_judge_only_when_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DEEPEVAL_GAMES_DATA", "/work/shared/data")
-    monkeypatch.delenv(JUDGE_ENV, raising=False)
-    if not Path("/work/shared/data/mbpp/mbpp.jsonl").is_file():
+    shared = os.environ.get("DEEPEVAL_GAMES_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not (Path(shared) / "mbpp" / "mbpp.jsonl").is_file():
         pytest.skip("the MBPP file is not here")
+    monkeypatch.setenv("DEEPEVAL_GAMES_DATA", str(shared))
+    monkeypatch.delenv(JUDGE_ENV, raising=False)
     with pytest.raises(DeepEvalError, match=r"needs a judge and none is named.*judge_pass_rate"):
         plan_study("deepeval_code_review", ["openai/gpt-4o"])
     named = plan_study("deepeval_code_review", ["openai/gpt-4o"], judge="judge_pass_rate")

@@ -2,6 +2,7 @@
 
 ``deepeval-games eval TASK --model M``      evaluate models on a task's default study (baselines, stopping rule)
 ``deepeval-games init TASK``                write that study as an editable, commented spec
+``deepeval-games data [fetch [NAME]]``       list the data files the tasks read; fetch them ahead of time
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
@@ -176,6 +177,21 @@ def _cmd_init(args: argparse.Namespace) -> int:
     out.write_text(spec_toml(plan.document, comments=True, header=header), encoding="utf-8")
     print(f"wrote {out}; play it with: deepeval-games run {out} --out runs/{out.stem}")
     return 0
+
+
+def _cmd_data(args: argparse.Namespace) -> int:
+    """``data``: list every data source and where it is; ``data fetch [NAME]``: download and check files."""
+    from deepeval_games.app import data
+
+    if args.action == "fetch":
+        for line in data.fetch(args.name, into=Path(args.dir) if args.dir else None):
+            print(line)
+        return 0
+    if args.name is not None:
+        raise DeepEvalError(f"'data' takes no name (did you mean 'data fetch {args.name}'?)")
+    statuses = [data.source_status(source) for source in data.sources()]
+    print(data.format_status(statuses))
+    return 0 if all(s.verified is not False for s in statuses) else 1
 
 
 def _workers_arg(text: str) -> int | str:
@@ -479,6 +495,11 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--out", metavar="FILE", help="the spec file to write (default: eval-<task>.toml)")
     init.add_argument("--force", action="store_true", help="overwrite FILE")
     init.set_defaults(func=_cmd_init)
+    data = sub.add_parser("data", help="list the data files the tasks read (where, sha256); 'data fetch' gets them")
+    data.add_argument("action", nargs="?", choices=("fetch",), help="fetch: download and check the files")
+    data.add_argument("name", nargs="?", help="with fetch: one file or one task's files (default: every file)")
+    data.add_argument("--dir", metavar="DIR", help="with fetch: the data folder to fill (default: the user cache)")
+    data.set_defaults(func=_cmd_data)
     report = sub.add_parser("report", help="print every table of one or more run directories (side by side)")
     report.add_argument("run_dirs", nargs="+", metavar="run_dir")
     report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")

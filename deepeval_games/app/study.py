@@ -49,7 +49,7 @@ def model_label(model: str) -> str:
 
 
 def _resolve_game(name: str) -> Any:
-    """Load ``name``; a task's name without the ``deepeval_`` prefix is accepted (``ultimatum`` for ``deepeval_ultimatum``)."""
+    """Load ``name``; a task's name may leave out the ``deepeval_`` prefix (``ultimatum``)."""
     try:
         return load_game(name)
     except UnknownGameError:

@@ -245,16 +245,19 @@ def default_study(game: pyspiel.Game) -> Study | None:
 
 @dataclass(frozen=True)
 class DataSource:
-    """A public data file a task reads, for ``deepeval-games data`` (listing and fetching it)."""
+    """Public data a task reads, for ``deepeval-games data``: a file to fetch, or a package that ships it."""
 
     name: str
-    """Its path inside a data folder (``mbpp/mbpp.jsonl``): where it is looked for and cached."""
-    url: str
-    """Where ``data fetch`` downloads it from."""
-    sha256: str
-    """The hex sha256 of the published file."""
+    """A file's path inside a data folder (``mbpp/mbpp.jsonl``: where it is looked for and cached), or a
+    packaged source's name."""
     task: str
     """The task (game short name) that reads it."""
+    url: str | None = None
+    """Where ``data fetch`` downloads the file from (None: installed with a package)."""
+    sha256: str | None = None
+    """The hex sha256 of the published file."""
+    package: str | None = None
+    """The distribution that ships it (a packaged source: present when installed)."""
     description: str = ""
 
 
