@@ -30,7 +30,7 @@ from deepeval_games.app.report import table_module, table_names
 from deepeval_games.app.runner import run_experiment
 from deepeval_games.app.spec import ExperimentSpec, load_spec
 from deepeval_games.app.store import DB_NAME, Store, committed_ids
-from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.games import game_variant, registered_games
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry import registered_bots
@@ -327,7 +327,14 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
 def _cmd_tables(args: argparse.Namespace) -> int:
     """A task's pairwise tables (the tables module it registers: :func:`~deepeval_games.app.report.table_module`)."""
     module = table_module(args.table)
-    return int(module.print_tables(_read_run(args.run_dir), players=args.players, plot=args.plot))
+    records = _read_run(args.run_dir)
+    seen = {name for record in records for name in record.seats}
+    for name in args.players or ():
+        if name not in seen:
+            raise DeepEvalError(
+                f"no player {name!r} in {args.run_dir}.{did_you_mean(name, seen)} Players: {', '.join(sorted(seen))}"
+            )
+    return int(module.print_tables(records, players=args.players, plot=args.plot))
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
@@ -365,9 +372,12 @@ def _cmd_games(args: argparse.Namespace) -> int:
         )
         print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
     if args.all:  # OpenSpiel's own games: LLM-playable (probed), classical bots that play them
-        from llm_bots.classical import openspiel_listing
+        from llm_bots.classical import DEFAULT_NODE_BUDGET, openspiel_listing
 
-        print("\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout):")
+        print(
+            "\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout; classical: the "
+            f"bots that play it, exact* only up to {DEFAULT_NODE_BUDGET} states, checked when a spec names it):"
+        )
         print("\n".join(openspiel_listing()))
     return 0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deepeval_games.core import task
-from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.games import registered_games
 from game_defs.datasets._files import DATA_ENV, cache_dir, download, file_sha256
 
@@ -107,12 +107,8 @@ def _selected(name: str | None) -> list[task.DataSource]:
         return files
     chosen = [s for s in files if name in (s.name, s.task, s.task.removeprefix("deepeval_"))]
     if not chosen:
-        import difflib
-
         names = sorted({s.name for s in files} | {s.task for s in files})
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise DeepEvalError(f"no data source {name!r}.{hint} Sources: {', '.join(names)}")
+        raise DeepEvalError(f"no data source {name!r}.{did_you_mean(name, names)} Sources: {', '.join(names)}")
     return chosen
 
 

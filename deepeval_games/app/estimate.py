@@ -18,6 +18,7 @@ model-call cache instead of a call), as the run's model runtime counted them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,16 +100,26 @@ def _model_settings(player: PlayerSpec, game: object, seat: int) -> tuple[int, i
 
 
 def _litellm() -> Any:
-    """litellm, imported after :mod:`llm_bots.transport`, which keeps its price table local (no download)."""
+    """litellm with its price table local (no download) and its banners off (:func:`llm_bots.model_info.litellm`):
+    a model it does not know is said once, in the estimate's own words ("no price for ..."), not printed per
+    look-up."""
     import llm_bots.transport  # noqa: F401
 
-    return import_module("litellm")
+    return import_module("llm_bots.model_info").litellm()
+
+
+@functools.cache
+def _model_info(model: str) -> dict[str, Any] | None:
+    """litellm's facts on ``model`` (None: it knows none), looked up once per model."""
+    try:
+        return dict(_litellm().get_model_info(model))
+    except Exception:
+        return None
 
 
 def _context_window(model: str) -> int | None:
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    info = _model_info(model)
+    if info is None:
         return None
     window = info.get("max_input_tokens") or info.get("max_tokens")
     return int(window) if window else None
@@ -117,9 +128,8 @@ def _context_window(model: str) -> int | None:
 def _price(model: str, tokens_in: int, tokens_out: int) -> float | None:
     """The cost in USD from litellm's price table; None for a model it cannot price (or lists at 0, as it does for
     some models whose price it does not know)."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    info = _model_info(model)
+    if info is None:
         return None
     if not (info.get("input_cost_per_token") or info.get("output_cost_per_token")):
         return None
