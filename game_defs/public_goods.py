@@ -69,6 +69,7 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.task import Study
 
 GAME_VERSION = 3
 
@@ -175,6 +176,21 @@ class PublicGoodsGame(pyspiel.Game):
     game_type: pyspiel.GameType = _GAME_TYPE
     """Registered type; a subclass registered under another name overrides it."""
     presets = PRESETS
+
+    def default_study(self) -> Study:
+        """``eval``: Figure 4's mode-2 game (4 seats, 5 rounds of 10 coins) against three scripted baselines."""
+        return Study(
+            games=("deepeval_public_goods(players=4,rounds=5,endowment=10,alpha=1.6,mode=2)",),
+            opponents=(
+                {"name": "free-rider", "bot": "pgg_free_rider"},
+                {"name": "conditional", "bot": "pgg_conditional_cooperator"},
+                {"name": "full-contributor", "bot": "pgg_full_contributor"},
+            ),
+            repeats=2,
+            epsilon=2.0,  # coins: a payoff is about 50 to 80 coins over the five rounds
+            budget_matches=20,
+            note="Figure 4's game, mode 2; each model takes a seat beside the baselines, seats re-drawn every match",
+        )
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}

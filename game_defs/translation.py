@@ -52,6 +52,8 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.quoting import quote_player_text
+from deepeval_games.core.task import Study, register_data_source
+from game_defs.datasets._files import IWSLT2017_PAIRS, file_sources, iwslt2017_relpath
 from game_defs.datasets.iwslt import DEFAULT_WORDS, PAIRS, SPLITS, Paragraph, check_pair, load_iwslt2017
 from game_defs.datasets.iwslt import sample_paragraphs as _sample
 from game_defs.judged_exchange import (
@@ -103,6 +105,28 @@ LANGUAGES: Mapping[str, str] = {"de": "German", "en": "English", "fr": "French",
 REPLY_TOKENS_BASE = 128
 REPLY_TOKENS_PER_WORD = 6
 """A reply cap of ``REPLY_TOKENS_BASE + REPLY_TOKENS_PER_WORD * source words`` tokens fits a paragraph."""
+
+_STUDY_EN = (
+    "2435-p4",
+    "2435-p5",
+    "2449-p10",
+    "2432-p10",
+    "2458-p4",
+    "2455-p8",
+    "2455-p3",
+    "2458-p11",
+    "2456-p5",
+    "2459-p1",
+)
+STUDY_PARAGRAPHS: Mapping[str, tuple[str, ...]] = {
+    "de-en": (
+        "2413-p7", "2413-p11", "2438-p15", "2438-p1", "2442-p5",
+        "2507-p5", "2507-p2", "2442-p10", "2447-p10", "2478-p5",
+    ),
+    "en-fr": _STUDY_EN,
+    "en-zh": _STUDY_EN,
+}  # fmt: skip
+"""The paragraphs of the default study per direction (those of ``examples/paper/tables4_6_translation.toml``)."""
 
 _GAME_TYPE = exchange_game_type(SHORT_NAME, "DeepEval Machine Translation (IWSLT 2017)", _DEFAULT_PARAMS)
 
@@ -168,6 +192,29 @@ class TranslationGame(JudgedExchangeGame):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
+
+    def default_study(self) -> Study:
+        """``eval``: Tables 4-6's 30 paragraphs (three directions), against the scripted translators and
+        proofreaders."""
+        return Study(
+            games=tuple(
+                f"{SHORT_NAME}(pair={pair},paragraph={paragraph})"
+                for pair, paragraphs in STUDY_PARAGRAPHS.items()
+                for paragraph in paragraphs
+            ),
+            opponents=(
+                {"name": "reference", "bot": "mt_reference_translator"},
+                {"name": "copy-source", "bot": "mt_copy_source_translator"},
+                {"name": "word-drop", "bot": "mt_word_drop_translator"},
+                {"name": "reference-proofreader", "bot": "mt_reference_proofreader"},
+                {"name": "degrading-proofreader", "bot": "mt_degrading_proofreader"},
+            ),
+            epsilon=0.5,
+            budget_matches=600,
+            judge="required",
+            judges=("judge_chrf", "openai/gpt-4.1"),
+            note="Tables 4-6's paragraphs: every ordered pair (translator, proofreader), de-en, en-fr and en-zh",
+        )
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
@@ -371,6 +418,8 @@ class TranslationState(JudgedExchangeState):
 
 
 pyspiel.register_game(_GAME_TYPE, TranslationGame)
+for _source in file_sources(SHORT_NAME, [iwslt2017_relpath(pair) for pair in IWSLT2017_PAIRS]):
+    register_data_source(_source)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

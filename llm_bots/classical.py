@@ -433,7 +433,9 @@ def openspiel_listing() -> list[str]:
         name = game_type.short_name
         if name.startswith("deepeval_") or name.startswith("testkit_"):
             continue
-        params = ", ".join(f"{k}={v}" for k, v in sorted(game_type.parameter_specification.items()))
+        params = ", ".join(  # a multi-line value (a grid) on one line, so every entry is two lines
+            f"{k}={v}".replace("\n", "\\n") for k, v in sorted(game_type.parameter_specification.items())
+        )
         params = params or "(no parameters)"
         try:
             with _quiet_stderr():  # OpenSpiel's C++ prints each refusal before it raises
@@ -447,5 +449,4 @@ def openspiel_listing() -> list[str]:
         llm = "LLM: yes" if playable.ok else f"LLM: no ({playable.reason.splitlines()[0]})"
         bots = [kind + ("*" if kind == "exact" else "") for kind, reason in support.items() if reason is None]
         lines += [f"{name}  [{llm}; classical: {', '.join(bots) or 'none'}]", f"    {params}"]
-    lines.append(f"* exact: when the game has at most {DEFAULT_NODE_BUDGET} states (checked when a spec names it)")
     return lines

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import re
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
@@ -145,6 +147,19 @@ class Terminal:
 _STANDARD: Terminal | None = None
 
 
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _numbered_move(typed: str, names: Mapping[str, int]) -> int | None:
+    """The move a bare number names where the moves are numbered (``4`` for ``invest 4``): the only listed move
+    whose name holds that number and no other; None when the answer is not a bare number or names no one move."""
+    said = typed.strip()
+    if not _NUMBER.fullmatch(said):
+        return None
+    found = {action for name, action in names.items() if [float(n) for n in _NUMBER.findall(name)] == [float(said)]}
+    return found.pop() if len(found) == 1 else None
+
+
 @register_bot(HUMAN)
 class HumanBot(DeepEvalBot):
     """A person at the terminal: plays a seat, or judges at a verdict node (``human = true``)."""
@@ -209,8 +224,12 @@ class HumanBot(DeepEvalBot):
         parsed = safe_parse(self.adapter, typed, observation)
         if parsed.ok or observation.free_text or len(observation.legal_actions) > MAX_LISTED_MOVES:
             return parsed
-        by_name = read_move_name(typed.strip(), observation.action_names())  # a listed move typed by its name
-        return Parsed(action=by_name.action, text=typed) if by_name.ok else parsed
+        names = observation.action_names()
+        by_name = read_move_name(typed.strip(), names)  # a listed move typed by its name
+        if by_name.ok:
+            return Parsed(action=by_name.action, text=typed)
+        by_number = _numbered_move(typed, names)  # "4" for "invest 4": the one move whose only number it is
+        return Parsed(action=by_number, text=typed) if by_number is not None else parsed
 
     async def _move(self, observation: Observation) -> Decision:
         assert self.adapter is not None

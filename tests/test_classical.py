@@ -288,6 +288,12 @@ def test_games_all_lists_openspiel_games_with_llm_and_classical_support(capsys: 
     assert "not loadable with its defaults" in entry("efg_game")[0]
     assert not any(line.startswith("testkit_") for line in lines)
     assert "OpenSpiel exception" not in err  # OpenSpiel's C++ refusals stay out of the listing
+    # games only: every entry is a game's line and its parameters' line, nothing else (no bot list, no footnote)
+    known = {game_type.short_name for game_type in pyspiel.registered_games()}
+    body = [line for line in lines if line and not line.startswith("OpenSpiel's games")]
+    assert body[-1].startswith("    ") and len(body) % 2 == 0
+    for name_line, params_line in zip(body[::2], body[1::2], strict=True):
+        assert name_line.split("  ", 1)[0] in known and params_line.startswith("    "), name_line
 
 
 # -- must show: the real local model plays full matches against MCTS offline; the report has its rates -----------

@@ -1,4 +1,5 @@
-"""The README's two set-up commands stay true: the specs they name exist and load; CI runs command 2."""
+"""The README stays short and true: its two set-up commands name real specs, CI runs command 2, its ``eval`` example
+builds a spec, and the manual it points to builds into a site (``mkdocs.yml``)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,23 @@ def test_ci_runs_the_readme_install_and_test_command(repo_root: Path) -> None:
     )
     assert "ruff check ." in ci and "python -m pytest -q" in ci
     assert "lint-imports" in ci and "\nmypy" in ci
+
+
+def test_the_readme_is_short_and_points_to_the_docs(repo_root: Path) -> None:
+    text = (repo_root / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    pages = re.findall(r"`docs/([\w]+\.md)`", text)
+    assert len(pages) >= 8 and all((repo_root / "docs" / page).is_file() for page in pages)
+    nav = (repo_root / "mkdocs.yml").read_text(encoding="utf-8")
+    assert all(f": {page}" in nav for page in pages)  # every page the README names is in the site
+    assert "mkdocs build --strict" in (repo_root / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_readme_eval_example_builds_a_spec(repo_root: Path) -> None:
+    from deepeval_games.app.study import plan_study
+
+    text = (repo_root / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"deepeval-games eval (\S+) --model (\S+)", text)
+    assert command is not None
+    plan = plan_study(command.group(1), [command.group(2)])
+    assert plan.spec().players[0].model == command.group(2)

@@ -165,7 +165,7 @@ def _with_player(**entry: Any) -> dict[str, Any]:
     [
         (
             _doc(repeat=3),
-            "[experiment]: unknown key 'repeat'; known keys: budget_usd, cache, data_dir, executor, game, games,",
+            "[experiment]: unknown key 'repeat' (did you mean 'repeats'?); known keys: budget_usd, cache, data_dir,",
         ),
         (_doc(repeats="3"), "[experiment]: 'repeats' must be an integer, got '3'"),
         (_doc(repeats=True), "[experiment]: 'repeats' must be an integer, got True"),
@@ -181,7 +181,10 @@ def _with_player(**entry: Any) -> dict[str, Any]:
         ({"experiment": PGG["experiment"], "players": []}, "the spec needs at least one [[players]] entry"),
         (_with_player(name="x", bot="pgg_random", temperature=1), "[[players]] 'x': unknown key 'temperature'"),
         (_with_player(name="x", bot="a", model="b"), "[[players]] 'x': give exactly one of 'bot'"),
-        (_with_player(name="x", model="openai/x", temprature=0.5), "[[players]] 'x': unknown key 'temprature'"),
+        (
+            _with_player(name="x", model="openai/x", temprature=0.5),
+            "[[players]] 'x': unknown key 'temprature' (did you mean 'temperature'?)",
+        ),
         (_with_player(name="x", model="openai/x", seed="7"), "[[players]] 'x': 'seed' must be an integer, got '7'"),
         (_with_player(name="x", model="openai/x", temperature=3), "[[players]] 'x': 'temperature' must be <= 2"),
         (_with_player(name="x", model="openai/x", prompt_style="x"), "'prompt_style' must be one of 'chat'"),

@@ -1,5 +1,8 @@
 """The ``deepeval-games`` command line.
 
+``deepeval-games eval TASK --model M``      evaluate models on a task's default study (baselines, stopping rule)
+``deepeval-games init TASK``                write that study as an editable, commented spec
+``deepeval-games data [fetch [NAME]]``       list the data files the tasks read; fetch them ahead of time
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
@@ -21,12 +24,13 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from deepeval_games.app.report import table_module, table_names
 from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.spec import load_spec
+from deepeval_games.app.spec import ExperimentSpec, load_spec
 from deepeval_games.app.store import DB_NAME, Store, committed_ids
-from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.games import game_variant, registered_games
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry import registered_bots
@@ -72,10 +76,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:  # plan and price, send nothing, write nothing
         print(estimate.format_dry_run(estimate.dry_run(spec, args.out), spec))
         return 0
-    before = committed_ids(args.out)  # with those the JSONL holds and the database lacks: not "played now"
+    return _play(spec, args.out, args)
+
+
+def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> int:
+    """Play ``spec`` into ``out`` (resuming it) and print the tables, the cost and what was played."""
+    from deepeval_games.app import estimate
+
+    before = committed_ids(out)  # with those the JSONL holds and the database lacks: not "played now"
     result = run_experiment(
         spec,
-        args.out,
+        out,
         progress=not args.no_progress,
         wait_s=args.wait,
         workers=args.workers,
@@ -98,13 +109,89 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"(stopping rule: until stable, at most {spec.until_stable.max_repeats})."
         )
     print(
-        f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {args.out}, "
+        f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {out}, "
         f"{len(result.failed)} failed."
     )
-    print(f"Results: {Path(args.out) / DB_NAME} and {Path(args.out) / 'matches.jsonl'}")
+    print(f"Results: {Path(out) / DB_NAME} and {Path(out) / 'matches.jsonl'}")
     for match_id, error in result.failed:
         print(f"  failed {match_id}: {error}", file=sys.stderr)
     return 1 if result.failed else 0
+
+
+def _model_setting(text: str) -> tuple[str, object]:
+    """``-M KEY=VALUE`` of ``eval``: a model setting given to every model player (TOML value)."""
+    return _param(text)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    """``eval TASK --model M``: the task's default study with the models added (:mod:`deepeval_games.app.study`)."""
+    from deepeval_games.app import estimate
+    from deepeval_games.app.study import plan_study, spec_toml
+
+    plan = plan_study(
+        args.task,
+        args.model or [],
+        against=args.against or [],
+        judge=args.judge,
+        max_matches=args.max_matches,
+        budget_usd=args.budget,
+        model_settings=dict(args.model_setting or []),
+    )
+    if args.print_spec:
+        print(spec_toml(plan.document), end="")
+        return 0
+    spec = plan.spec()
+    out = Path(args.out) if args.out else Path("runs") / f"{spec.experiment.name}-{spec.content_hash()[:8]}"
+    for note in plan.notes:
+        print(note)
+    players = ", ".join(f"{p.name} ({p.model or p.bot})" for p in spec.players)
+    rule = spec.until_stable
+    print(f"Players: {players}")
+    if rule is not None:
+        print(
+            f"Stopping: anytime-valid (adaptive), margin {rule.epsilon}, at most {rule.budget_matches} matches; "
+            f"it starts with {spec.experiment.repeats} round(s) of every seating"
+        )
+    print(estimate.format_dry_run(estimate.dry_run(spec, out), spec))
+    print(f"Run directory: {out} (the same command again resumes it)\n")
+    return _play(spec, out, args)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    """``init TASK``: the study ``eval`` would play, as a commented spec file to edit."""
+    from deepeval_games.app.study import plan_study, spec_toml
+
+    plan = plan_study(args.task, args.model or ["openai/gpt-4o-mini"], judge=args.judge)
+    out = Path(args.out or f"{plan.document['experiment']['name']}.toml")
+    if out.exists() and not args.force:
+        raise DeepEvalError(f"{out} exists; choose another --out, or --force to overwrite it")
+    header = "\n".join(
+        [
+            f"The default study of {args.task}, as 'deepeval-games eval' plays it; edit it, then",
+            f"  deepeval-games run {out} --out runs/{out.stem}",
+            *plan.notes,
+            "Every key: 'deepeval-games schema' (JSON Schema) and the spec reference in docs/.",
+            "",
+        ]
+    )
+    out.write_text(spec_toml(plan.document, comments=True, header=header), encoding="utf-8")
+    print(f"wrote {out}; play it with: deepeval-games run {out} --out runs/{out.stem}")
+    return 0
+
+
+def _cmd_data(args: argparse.Namespace) -> int:
+    """``data``: list every data source and where it is; ``data fetch [NAME]``: download and check files."""
+    from deepeval_games.app import data
+
+    if args.action == "fetch":
+        for line in data.fetch(args.name, into=Path(args.dir) if args.dir else None):
+            print(line)
+        return 0
+    if args.name is not None:
+        raise DeepEvalError(f"'data' takes no name (did you mean 'data fetch {args.name}'?)")
+    statuses = [data.source_status(source) for source in data.sources()]
+    print(data.format_status(statuses))
+    return 0 if all(s.verified is not False for s in statuses) else 1
 
 
 def _workers_arg(text: str) -> int | str:
@@ -240,7 +327,14 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
 def _cmd_tables(args: argparse.Namespace) -> int:
     """A task's pairwise tables (the tables module it registers: :func:`~deepeval_games.app.report.table_module`)."""
     module = table_module(args.table)
-    return int(module.print_tables(_read_run(args.run_dir), players=args.players, plot=args.plot))
+    records = _read_run(args.run_dir)
+    seen = {name for record in records for name in record.seats}
+    for name in args.players or ():
+        if name not in seen:
+            raise DeepEvalError(
+                f"no player {name!r} in {args.run_dir}.{did_you_mean(name, seen)} Players: {', '.join(sorted(seen))}"
+            )
+    return int(module.print_tables(records, players=args.players, plot=args.plot))
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
@@ -278,9 +372,12 @@ def _cmd_games(args: argparse.Namespace) -> int:
         )
         print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
     if args.all:  # OpenSpiel's own games: LLM-playable (probed), classical bots that play them
-        from llm_bots.classical import openspiel_listing
+        from llm_bots.classical import DEFAULT_NODE_BUDGET, openspiel_listing
 
-        print("\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout):")
+        print(
+            "\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout; classical: the "
+            f"bots that play it, exact* only up to {DEFAULT_NODE_BUDGET} states, checked when a spec names it):"
+        )
         print("\n".join(openspiel_listing()))
     return 0
 
@@ -322,6 +419,35 @@ def _cmd_sandbox_info(args: argparse.Namespace) -> int:
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
     return 2 if any(value.startswith("UNAVAILABLE") for _, value in rows) else 0
+
+
+def _eval_parser(sub: Any) -> None:
+    """The ``eval`` subcommand's arguments."""
+    ev = sub.add_parser("eval", help="evaluate models on a task's default study (baselines, stopping rule) in one go")
+    ev.add_argument("task", help="a task or OpenSpiel game name, or a game string (deepeval-games games --all)")
+    ev.add_argument("--model", action="append", metavar="M", help="a model to evaluate, e.g. openai/gpt-4o (repeat)")
+    ev.add_argument(
+        "-M",
+        "--model-setting",
+        action="append",
+        type=_model_setting,
+        metavar="KEY=VALUE",
+        help="a setting for every model player (temperature=0.2, api_base=URL, max_tokens=200; repeatable)",
+    )
+    ev.add_argument(
+        "--against",
+        action="append",
+        metavar="NAME",
+        help="an opponent instead of the task's baselines: a bot or a model (repeatable)",
+    )
+    ev.add_argument("--judge", metavar="J", help="the judge of a judged task: a scripted judge or a model")
+    ev.add_argument("--max-matches", type=int, metavar="N", help="the stopping rule's budget of matches")
+    ev.add_argument("--budget", type=float, metavar="USD", help="stop sending model calls past this cost")
+    ev.add_argument("--out", metavar="DIR", help="run directory (default runs/eval-<task>-<hash>; resumed)")
+    ev.add_argument("--print-spec", action="store_true", help="print the spec (TOML for 'run') instead of playing")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--workers", type=_workers_arg, metavar="N", help="processes that play the matches")
+    ev.set_defaults(func=_cmd_eval, wait=0.0, executor=None, ray_address=None)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -371,6 +497,19 @@ def _parser() -> argparse.ArgumentParser:
         "also DEEPEVAL_GAMES_SANDBOX_MEMORY)",
     )
     run.set_defaults(func=_cmd_run)
+    _eval_parser(sub)
+    init = sub.add_parser("init", help="write a task's default study as an editable, commented spec")
+    init.add_argument("task", help="a task or OpenSpiel game name (deepeval-games games)")
+    init.add_argument("--model", action="append", metavar="M", help="a model to evaluate (default: a placeholder)")
+    init.add_argument("--judge", metavar="J", help="the judge of a judged task (a scripted judge or a model)")
+    init.add_argument("--out", metavar="FILE", help="the spec file to write (default: eval-<task>.toml)")
+    init.add_argument("--force", action="store_true", help="overwrite FILE")
+    init.set_defaults(func=_cmd_init)
+    data = sub.add_parser("data", help="list the data files the tasks read (where, sha256); 'data fetch' gets them")
+    data.add_argument("action", nargs="?", choices=("fetch",), help="fetch: download and check the files")
+    data.add_argument("name", nargs="?", help="with fetch: one file or one task's files (default: every file)")
+    data.add_argument("--dir", metavar="DIR", help="with fetch: the data folder to fill (default: the user cache)")
+    data.set_defaults(func=_cmd_data)
     report = sub.add_parser("report", help="print every table of one or more run directories (side by side)")
     report.add_argument("run_dirs", nargs="+", metavar="run_dir")
     report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")

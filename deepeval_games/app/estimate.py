@@ -18,6 +18,7 @@ model-call cache instead of a call), as the run's model runtime counted them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.schedule import PlannedMatch, plan_matches
 from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core import task
@@ -99,16 +100,26 @@ def _model_settings(player: PlayerSpec, game: object, seat: int) -> tuple[int, i
 
 
 def _litellm() -> Any:
-    """litellm, imported after :mod:`llm_bots.transport`, which keeps its price table local (no download)."""
+    """litellm with its price table local (no download) and its banners off (:func:`llm_bots.model_info.litellm`):
+    a model it does not know is said once, in the estimate's own words ("no price for ..."), not printed per
+    look-up."""
     import llm_bots.transport  # noqa: F401
 
-    return import_module("litellm")
+    return import_module("llm_bots.model_info").litellm()
+
+
+@functools.cache
+def _model_info(model: str) -> dict[str, Any] | None:
+    """litellm's facts on ``model`` (None: it knows none), looked up once per model."""
+    try:
+        return dict(_litellm().get_model_info(model))
+    except Exception:
+        return None
 
 
 def _context_window(model: str) -> int | None:
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    info = _model_info(model)
+    if info is None:
         return None
     window = info.get("max_input_tokens") or info.get("max_tokens")
     return int(window) if window else None
@@ -117,9 +128,8 @@ def _context_window(model: str) -> int | None:
 def _price(model: str, tokens_in: int, tokens_out: int) -> float | None:
     """The cost in USD from litellm's price table; None for a model it cannot price (or lists at 0, as it does for
     some models whose price it does not know)."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    info = _model_info(model)
+    if info is None:
         return None
     if not (info.get("input_cost_per_token") or info.get("output_cost_per_token")):
         return None
@@ -142,32 +152,51 @@ def _seat_bound(turns: int, cap: int, reasks: int, window: int | None) -> tuple[
     return calls, tokens_in, calls * cap
 
 
+def _match_bounds(
+    spec: ExperimentSpec, planned: PlannedMatch, games: dict[str, object]
+) -> list[tuple[str, tuple[int, int, int], tuple[int, int, int]]]:
+    """Per model seat of one planned match: the model and its (calls, tokens in, tokens out) bounds, with and
+    without re-asks."""
+    game = games.setdefault(planned.game, load_game(planned.game))
+    turns = int(game.max_game_length())  # type: ignore[attr-defined]
+    seats: list[tuple[PlayerSpec, int]] = [(spec.player(name), seat) for seat, name in enumerate(planned.seats)]
+    if spec.judge is not None and spec.judge.model is not None:
+        seats.append((spec.judge, JUDGE_SEAT))
+    bounds = []
+    for player, seat in seats:
+        if player.model is None:
+            continue
+        cap, reasks, window = _model_settings(player, game, seat)
+        moves = 1 if seat == JUDGE_SEAT else turns
+        bounds.append((player.model, _seat_bound(moves, cap, reasks, window), _seat_bound(moves, cap, 0, window)))
+    return bounds
+
+
 def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
-    """Plan ``spec`` as ``run`` would (skipping what ``out_dir`` holds) and bound its calls, tokens and cost."""
-    if spec.until_stable is not None:
-        spec = spec.with_experiment(repeats=max(spec.repeats, spec.until_stable.max_repeats))
+    """Plan ``spec`` as ``run`` would (skipping what ``out_dir`` holds) and bound its calls, tokens and cost.
+
+    Under the adaptive stopping rule with a match budget, at most that many matches are played: the bound counts
+    the costliest ones (by calls) among those ``max_repeats`` rounds would hold.
+    """
+    rule = spec.until_stable
+    if rule is not None:
+        spec = spec.with_experiment(repeats=max(spec.repeats, rule.max_repeats))
     plan = plan_matches(spec)
     done: set[str] = set()
     if out_dir is not None and (Path(out_dir) / DB_NAME).exists():
         with Store(out_dir, read_only=True) as store:
             done = store.completed_ids()
     todo = [m for m in plan if m.match_id not in done]
-    estimates: dict[str, ModelEstimate] = {}
     games: dict[str, object] = {}
-    for planned in todo:
-        game = games.setdefault(planned.game, load_game(planned.game))
-        turns = int(game.max_game_length())  # type: ignore[attr-defined]
-        seats: list[tuple[PlayerSpec, int]] = [(spec.player(name), seat) for seat, name in enumerate(planned.seats)]
-        if spec.judge is not None and spec.judge.model is not None:
-            seats.append((spec.judge, JUDGE_SEAT))
-        for player, seat in seats:
-            if player.model is None:
-                continue
-            cap, reasks, window = _model_settings(player, game, seat)
-            moves = 1 if seat == JUDGE_SEAT else turns
-            calls, tokens_in, tokens_out = _seat_bound(moves, cap, reasks, window)
-            plain_calls, plain_in, plain_out = _seat_bound(moves, cap, 0, window)
-            estimate = estimates.setdefault(player.model, ModelEstimate(player.model))
+    per_match = [_match_bounds(spec, planned, games) for planned in todo]
+    if rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None:
+        left = max(0, rule.budget_matches - len(done))
+        per_match = sorted(per_match, key=lambda seats: -sum(b[1][0] for b in seats))[:left]
+        todo = todo[:left]
+    estimates: dict[str, ModelEstimate] = {}
+    for seats in per_match:
+        for model, (calls, tokens_in, tokens_out), (plain_calls, plain_in, plain_out) in seats:
+            estimate = estimates.setdefault(model, ModelEstimate(model))
             estimate.matches += 1
             estimate.calls += calls
             estimate.tokens_in += tokens_in
@@ -188,8 +217,11 @@ def _usd(value: float | None) -> str:
 def format_dry_run(result: DryRun, spec: ExperimentSpec) -> str:
     """The dry run as text: the match count first, then one line per model."""
     lines = [f"Dry run: {result.to_play} matches to play ({result.planned} planned); nothing was sent."]
-    if spec.until_stable is not None:
-        lines.append(f"  (until_stable: counted up to max_repeats = {spec.until_stable.max_repeats})")
+    rule = spec.until_stable
+    if rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None:
+        lines.append(f"  (until_stable: at most budget_matches = {rule.budget_matches} matches in all)")
+    elif rule is not None:
+        lines.append(f"  (until_stable: counted up to max_repeats = {rule.max_repeats})")
     if not result.models:
         lines.append("  No model players: no calls, no tokens, no cost.")
         return "\n".join(lines)

@@ -22,8 +22,9 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from deepeval_games.core.transcript import with_messages
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHUNK", "RETRIED", "HtmlReport", "transcript_json", "write_html_report"]
+__all__ = ["CHUNK", "RETRIED", "HtmlReport", "for_people", "transcript_json", "write_html_report"]
 
 CHUNK = 200
 """Matches per transcript data file."""
@@ -65,6 +66,19 @@ def _whole(record: MatchRecord) -> MatchRecord:
     except DeepEvalError as exc:  # a record that does not replay, a game not registered here
         log.warning("match %s: its transcript is shown without messages: %s", record.match_id, exc)
         return record
+
+
+def for_people(value: Any, digits: int = 12) -> Any:
+    """``value`` with every float rounded to ``digits`` significant digits (numbers, lists and mappings walked):
+    ``48.00000000000001`` is shown as ``48``. The records keep the full precision; only what a person reads is
+    rounded."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+    if isinstance(value, Mapping):
+        return {key: for_people(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [for_people(item, digits) for item in value]
+    return value
 
 
 def transcript_json(record: MatchRecord, run: str) -> dict[str, Any]:
@@ -111,10 +125,10 @@ def transcript_json(record: MatchRecord, run: str) -> dict[str, Any]:
         "seats": record.seats,
         "roles": record.roles,
         "players": record.players,
-        "returns": record.returns,
+        "returns": for_people(record.returns),
         "status": record.status,
         "error": record.error or "",
-        "metrics": record.metrics,
+        "metrics": for_people(record.metrics),
         "repeat": record.repeat,
         "seed": str(record.seed),
         "turns": turns,

@@ -16,6 +16,7 @@ written, so the same document always gives the same hash and the same match ids.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -762,8 +763,10 @@ def _message(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
         return f"{where}: {_KIND_ERROR}"
     if kind == "extra_forbidden":
         table = _table_class(loc)
-        known = ", ".join(sorted(f.alias or n for n, f in table.model_fields.items())) if table else ""
-        return f"{where}: unknown key {key!r}" + (f"; known keys: {known}" if known else "")
+        keys = sorted(f.alias or n for n, f in table.model_fields.items()) if table else []
+        close = difflib.get_close_matches(str(path[-1]), keys, n=1) if path else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{where}: unknown key {key!r}{hint}" + (f"; known keys: {', '.join(keys)}" if keys else "")
     if kind == "missing":
         return f"{where}: {key!r} is required"
     if kind in _TYPE_NAMES:

@@ -8,6 +8,9 @@ only the latter ever count against a player.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "ConformanceError",
     "DeepEvalError",
@@ -17,7 +20,14 @@ __all__ = [
     "SpecError",
     "UnknownBotError",
     "UnknownGameError",
+    "did_you_mean",
 ]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the choice closest to a mistyped ``name`` ("" when none is close)."""
+    close = difflib.get_close_matches(name, [str(c) for c in choices], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 class DeepEvalError(Exception):

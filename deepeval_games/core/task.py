@@ -24,7 +24,13 @@ hook                                without it
                                     role)
 ``presets: Mapping``                a spec's ``preset`` leaves the game as it is; with it, preset name
                                     -> game parameters it selects (:mod:`deepeval_games.app.presets`)
+``default_study() -> Study``        ``deepeval-games eval`` plays the :class:`Study` registered for the
+                                    game with :func:`register_study` (a package may register one for
+                                    any game, e.g. classical opponents), else it refuses the game
 ==================================  ===============================================================
+
+A task module registers the public files it reads with :func:`register_data_source` when its entry
+point loads (``deepeval-games data`` lists and fetches them); the core names none.
 
 :class:`TaskState` (on the state):
 
@@ -55,7 +61,7 @@ OpenSpiel games misreport their capability flags (``liars_dice`` has only an inf
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, cast
 
@@ -63,12 +69,17 @@ import numpy as np
 import pyspiel
 
 __all__ = [
+    "ANY_GAME",
     "DEFAULT_MAX_REPLY_CHARS",
+    "DataSource",
     "Playability",
     "StateHooks",
+    "Study",
     "TaskGame",
     "TaskState",
     "can_intern",
+    "data_sources",
+    "default_study",
     "indistinguishable_variants",
     "intern_utterance",
     "is_combined_turn",
@@ -87,7 +98,9 @@ __all__ = [
     "playability",
     "presets",
     "prompt_file",
+    "register_data_source",
     "register_rules_card",
+    "register_study",
     "reply_limit",
     "rules_card",
     "rules_text",
@@ -121,6 +134,10 @@ class TaskGame(Protocol):
 
     def max_reply_chars(self) -> int:
         """The longest model reply kept, in characters; a longer one is cut (and the cut recorded)."""
+        ...
+
+    def default_study(self) -> Study:
+        """What ``deepeval-games eval`` plays on this task: games, preset, baselines, stopping rule, judge."""
         ...
 
 
@@ -175,6 +192,93 @@ class TaskState(Protocol):
     def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
         """Other joint actions of a round that ``player`` may not tell apart (for the conformance kit)."""
         ...
+
+
+# -- the default study and the data a task reads ---------------------------------------------------------------
+
+ANY_GAME = "*"
+"""The name under which :func:`register_study` registers the study of every game that has none of its own."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """A task's default study: what ``deepeval-games eval TASK --model M`` plays when told nothing else.
+
+    The models named on the command line join :attr:`opponents` (the task's scripted baselines); the run starts
+    with :attr:`repeats` rounds of every seating, then the anytime-valid stopping rule repeats only what is still
+    unresolved, up to :attr:`budget_matches` matches in all.
+    """
+
+    games: tuple[str, ...]
+    """The game strings played (their data items pooled per variant)."""
+    opponents: tuple[Mapping[str, Any], ...]
+    """``[[players]]`` tables of the baselines the models play against (``{"name": ..., "bot": ...}``)."""
+    preset: str | None = "paper"
+    """The preset selected (``paper``: the paper's choices); None leaves the game as it is."""
+    sweep: Mapping[str, Any] = field(default_factory=dict)
+    """``[experiment.sweep]``: data items to vary (``{"task_id": {"from": 11, "to": 30}}``)."""
+    pairing: str = "auto"
+    """How the players are seated (``[experiment] pairing``)."""
+    repeats: int = 1
+    """Rounds of every seating before the stopping rule chooses what to repeat."""
+    epsilon: float = 1.0
+    """The stopping rule's indifference margin, in the game's payoff units."""
+    budget_matches: int = 200
+    """The most matches the stopping rule plays (``--max-matches`` overrides it)."""
+    judge: Literal["none", "optional", "required"] = "none"
+    """Whether the task needs a judge: ``required`` (a verdict node), ``optional`` (the preset's judged rules)."""
+    judges: tuple[str, ...] = ()
+    """Judges to suggest when none is named (a scripted judge, a model string)."""
+    note: str = ""
+    """One line on what the study plays, printed before the run."""
+
+
+_STUDIES: dict[str, Callable[[pyspiel.Game], Study]] = {}
+
+
+def register_study(short_name: str, study: Callable[[pyspiel.Game], Study]) -> None:
+    """Give ``short_name`` (or :data:`ANY_GAME`: every game without its own) a default study, built from the game."""
+    _STUDIES[short_name] = study
+
+
+def default_study(game: pyspiel.Game) -> Study | None:
+    """The study ``eval`` plays on ``game``: its own hook, else the registered one, else None."""
+    own = getattr(game, "default_study", None)
+    if callable(own):
+        return cast(Study, own())
+    factory = _STUDIES.get(game.get_type().short_name) or _STUDIES.get(ANY_GAME)
+    return factory(game) if factory is not None else None
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Public data a task reads, for ``deepeval-games data``: a file to fetch, or a package that ships it."""
+
+    name: str
+    """A file's path inside a data folder (``mbpp/mbpp.jsonl``: where it is looked for and cached), or a
+    packaged source's name."""
+    task: str
+    """The task (game short name) that reads it."""
+    url: str | None = None
+    """Where ``data fetch`` downloads the file from (None: installed with a package)."""
+    sha256: str | None = None
+    """The hex sha256 of the published file."""
+    package: str | None = None
+    """The distribution that ships it (a packaged source: present when installed)."""
+    description: str = ""
+
+
+_DATA_SOURCES: dict[str, DataSource] = {}
+
+
+def register_data_source(source: DataSource) -> None:
+    """Make a data file known to ``deepeval-games data`` (a task module registers its own when imported)."""
+    _DATA_SOURCES[source.name] = source
+
+
+def data_sources() -> list[DataSource]:
+    """Every registered data source, by name (the task modules register theirs when their entry point loads)."""
+    return [_DATA_SOURCES[name] for name in sorted(_DATA_SOURCES)]
 
 
 # -- rules ----------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.task import DataSource
 
 __all__ = [
     "CANONICAL_URLS",
@@ -44,6 +45,7 @@ __all__ = [
     "download",
     "downloads_disabled",
     "file_sha256",
+    "file_sources",
     "iwslt2017_relpath",
     "note_data_source",
     "resolve_data_file",
@@ -169,8 +171,9 @@ def _missing(relpath: str, looked: list[str], reason: str) -> DatasetError:
     places = "\n".join(f"  - {place}" for place in looked)
     return DatasetError(
         f"data file {relpath!r} not found; looked in:\n{places}\nand {reason}.\n"
-        f"Fix: set {DATA_ENV} to a folder holding {relpath} (laid out like ../shared/data), pass an "
-        f"explicit path, or allow the download (unset {OFFLINE_ENV}, check network access)."
+        f"Fix: fetch it ahead of time with 'deepeval-games data fetch {relpath}' (then it is in the user cache), "
+        f"set {DATA_ENV} to a folder holding {relpath} (laid out like ../shared/data), or pass an explicit path. "
+        f"'deepeval-games data' lists every data file and where it is looked for."
     )
 
 
@@ -293,3 +296,11 @@ def _resolve(relpath: str, path: PathLike | None, *, verify: bool, url: str | No
     except OSError as e:
         raise _missing(relpath, looked, f"the download from {source} failed ({e})") from e
     return ResolvedFile(path=cached.resolve(), sha256=digest, origin="download")
+
+
+def file_sources(task: str, relpaths: list[str]) -> list[DataSource]:
+    """The data sources of ``task`` (a game short name) for known files: URL and sha256 from the tables above."""
+    return [
+        DataSource(name=rel, task=task, url=CANONICAL_URLS.get(rel), sha256=EXPECTED_SHA256.get(rel))
+        for rel in relpaths
+    ]
