@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport import Completion, Outcome
+from llm_bots.transport import Completion, Outcome, valid_completion
 
 __all__ = ["CallCache", "call_key"]
 
@@ -71,7 +71,8 @@ class CallCache:
         self.hits += 1
         data = json.loads(row[0])
         data["outcome"] = Outcome(data["outcome"])
-        return Completion(**data)
+        # a reply cached before replies were made valid may hold a lone surrogate: replaced now, and noted
+        return valid_completion(Completion(**data))
 
     def put(self, key: str, completion: Completion) -> None:
         """Remember a finished call."""

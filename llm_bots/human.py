@@ -34,6 +34,7 @@ import pyspiel
 
 from deepeval_games.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.errors import FatalRunError
+from deepeval_games.quoting import valid_text
 from deepeval_games.records import JUDGE_SEAT
 from deepeval_games.registry import register_bot
 from llm_bots.adapters import Parsed, TaskAdapter, adapter_for, read_move_name
@@ -128,7 +129,8 @@ class Terminal:
         if line is None:
             lines.put(None)  # every later read ends too
             raise HumanLeft("the input ended (Ctrl-D or a closed terminal): the match in progress is not recorded")
-        line = line.rstrip("\r\n")
+        # a terminal decoded with surrogateescape turns bytes that are not UTF-8 into surrogates: never stored
+        line = valid_text(line.rstrip("\r\n"))[0]
         self.lines_read.append(line)
         return line
 
