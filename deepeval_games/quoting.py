@@ -14,13 +14,17 @@ shown.
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "QUOTE_CLOSE",
     "QUOTE_OPEN",
     "REPLACEMENT",
+    "VisibleFormatter",
+    "VisibleStream",
+    "escape_log_lines",
     "quote_player_text",
     "surrogate_escapes",
     "valid_json_value",
@@ -130,12 +134,13 @@ def valid_json_value(value: Any) -> Any:
     return value
 
 
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 controls but tab and newline, DEL, C1 controls
+_BIDI_AND_SURROGATES = (
     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidirectional marks, embeddings, overrides and isolates
-    "\ud800-\udfff]"  # surrogates (unprintable, unencodable)
+    "\ud800-\udfff"  # surrogates (unprintable, unencodable)
 )
-_INVISIBLE_ALL = re.compile(_INVISIBLE.pattern.replace("\x0b", "\x09-\x0b", 1))
+_INVISIBLE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_AND_SURROGATES}]")
+"""Control characters but tab and newline (C0, DEL, C1), bidirectional controls and surrogates."""
+_INVISIBLE_ALL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SURROGATES}]")
 """:data:`_INVISIBLE` with tab and newline too."""
 
 
@@ -163,3 +168,36 @@ def visible(text: str, *, keep_lines: bool = True) -> str:
     if text.isascii() and text.isprintable():
         return text
     return pattern.sub(_escape, text)
+
+
+class VisibleStream:
+    """A text stream that writes everything through :func:`visible` to ``stream``: what the command line prints
+    (tables with player names, errors, a person's game) can neither drive the terminal nor reorder its text."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text`` with its control characters escaped; returns ``len(text)`` (as callers expect)."""
+        self.stream.write(visible(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...: the stream's own
+        return getattr(self.stream, name)
+
+
+class VisibleFormatter(logging.Formatter):
+    """A log formatter whose lines go through :func:`visible` (a log message may quote a player's name or reply)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted record, control characters escaped (newlines of a traceback kept)."""
+        return visible(super().format(record))
+
+
+def escape_log_lines() -> None:
+    """Give the root logger's stream handlers a :class:`VisibleFormatter` with their format (after
+    ``logging.basicConfig``)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler.formatter, VisibleFormatter):
+            fmt = handler.formatter._fmt if handler.formatter is not None else None
+            handler.setFormatter(VisibleFormatter(fmt))

@@ -45,6 +45,7 @@ from deepeval_games.executors import (
 )
 from deepeval_games.manifest import RunManifest
 from deepeval_games.match_play import MatchPlayer, build_player, open_runtime
+from deepeval_games.quoting import visible
 from deepeval_games.records import MatchRecord
 from deepeval_games.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
 from deepeval_games.spec import ExperimentSpec, as_spec
@@ -152,7 +153,8 @@ class _Runner(MatchPlayer):
         """The run's progress bar over ``total`` matches (drawn only with ``progress``, and never over a person's
         prompts)."""
         hidden = not self.progress or self.spec.has_humans()
-        return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=self.spec.name)
+        name = visible(self.spec.name, keep_lines=False)  # the bar is drawn raw: the name must not drive the terminal
+        return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=name)
 
     async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
         """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's

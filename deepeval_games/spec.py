@@ -310,7 +310,7 @@ class ExperimentTable(BaseModel):
     @model_validator(mode="after")
     def _ray_address_needs_ray(self) -> ExperimentTable:
         if self.ray_address is not None and self.executor != "ray":
-            raise _spec_error("[experiment] ray_address is only used with executor = \"ray\" (--executor ray)")
+            raise _spec_error('[experiment] ray_address is only used with executor = "ray" (--executor ray)')
         return self
 
     @model_validator(mode="after")
