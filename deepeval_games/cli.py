@@ -477,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     escape_log_lines()
     stdout = sys.stdout
-    sys.stdout = VisibleStream(stdout)  # type: ignore[assignment]
+    sys.stdout = VisibleStream(stdout)
     try:
         return int(args.func(args))
     except DeepEvalError as exc:

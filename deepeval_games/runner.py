@@ -386,16 +386,20 @@ def _out_dir(out_dir: str | Path) -> Path:
 def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path) -> list[PlannedMatch]:
     """Every check that can fail a run, before anything is written; returns the plan.
 
-    The run directory's name; the plan's size (under ``until_stable``, at its ``max_repeats``) against
-    ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters, data
-    files, parameters); every player and the judge, built once per game (bots and their parameters, model strings,
-    settings, judge rules); API keys of model players.
+    The run directory's name; the data folder; the plan's size (under ``until_stable``, at its ``max_repeats``)
+    against ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters,
+    data files, parameters within the bounds the task declares, a match's estimated length and memory); every player
+    and the judge, built once per game (bots and their parameters, model strings, settings, judge rules); API keys of
+    model players and the files of local models; the model-call cache's path.
 
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
     """
     spec = as_spec(spec)
     _out_dir(out_dir)
+    data_dir = spec.experiment.data_dir
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise SpecError(f"[experiment] data_dir: {data_dir!r} is not a folder")
     if spec.until_stable is not None:
         check_plan_size(spec, repeats=max(spec.repeats, spec.until_stable.max_repeats))
     plan = plan_matches(spec)

@@ -204,6 +204,8 @@ class CodeReviewGame(JudgedExchangeGame):
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
     presets = PRESETS
+    parameter_bounds: Mapping[str, tuple[float, float]] = {"max_rounds": (1, 100)}
+    """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}

@@ -168,6 +168,8 @@ class TranslationGame(JudgedExchangeGame):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
+    parameter_bounds: Mapping[str, tuple[float, float]] = {"words": (_MIN_WORDS, 10_000)}
+    """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         merged = {**_DEFAULT_PARAMS, **(params or {})}
