@@ -512,13 +512,14 @@ def _shared_session() -> Any:
 # the call
 
 
-async def _route(config: ModelConfig) -> tuple[ModelConfig, str | None]:
-    """Resolve `local/...` to a running llama.cpp server; read the API key from its environment variable."""
+async def _route(config: ModelConfig, prompt_tokens: int = 0) -> tuple[ModelConfig, str | None]:
+    """Resolve `local/...` to a running llama.cpp server (its timeout sized for the reply and a prompt of
+    ``prompt_tokens``); read the API key from its environment variable."""
     if config.is_local:
         from llm_bots import local_server  # imported lazily: only local runs need it
 
         try:
-            return await local_server.route(config)
+            return await local_server.route(config, prompt_tokens)
         except local_server.LocalModelError as exc:  # a missing local model stops the run like a bad key
             raise FatalModelError(str(exc), model=config.model) from exc
     return _api_key(config)
@@ -1086,7 +1087,7 @@ async def complete(
         skipped = (CallAttempt(status=Outcome.CONTEXT_OVERFLOW.value, error="prompt exceeds the context"),)
         return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
     # a remote model's key is read without a coroutine (a local one waits for its server)
-    call_config, api_key = await _route(config) if config.is_local else _api_key(config)
+    call_config, api_key = await _route(config, estimate_tokens(messages)) if config.is_local else _api_key(config)
     plan = _call_plan(call_config)
     kwargs = _plan_kwargs(plan, api_key, _valid_messages(messages), response_format, mock_response)
     if mock_response is None:
@@ -1125,6 +1126,11 @@ async def complete(
                 failure: Exception = exc
                 rate_limited = _rate_limited(exc)
                 retry_after = _retry_after_s(exc) if rate_limited else None
+                if config.is_local and call_config.api_base is not None:
+                    # its slot stays held until the server has dropped the request: a retry never runs beside it
+                    from llm_bots import local_server
+
+                    await local_server.wait_idle(call_config.api_base)
             else:
                 used_tokens = completion.prompt_tokens + completion.completion_tokens
                 if budget is not None:

@@ -5,7 +5,8 @@ Each POST /v1/chat/completions takes the next `Behaviour` from a queue the test 
 `Behaviour.responder(fn)` answers with `fn(body)`, the reply text computed from the request's JSON body
 (e.g. the first legal move named in the last user message: `first_legal_move`). The server counts
 requests, keeps their JSON bodies, runs in a daemon thread, and stops itself (releasing hung connections)
-when the context manager exits.
+when the context manager exits. ``GET /slots`` answers as llama.cpp's server does for one slot: busy while any request
+is being answered (a hung one included).
 
     with FakeOpenAIServer() as server:
         server.script(Behaviour.rate_limited(retry_after=1), Behaviour.reply("hi"))
@@ -309,6 +310,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, json.dumps(data).encode())
             elif self.path.rstrip("/") == "/health":
                 self._send(200, b'{"status":"ok"}')
+            elif self.path.rstrip("/") == "/slots":  # as llama.cpp's server: one slot, busy while a request is in
+                with server._lock:
+                    busy = server.in_flight > 0
+                self._send(200, json.dumps([{"id": 0, "is_processing": busy}]).encode())
             else:
                 self._send(404, b'{"error":{"message":"not found"}}')
 
