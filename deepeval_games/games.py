@@ -176,12 +176,13 @@ def check_parameters(game_type: pyspiel.GameType, params: Mapping[str, Any], whe
     players = params.get("players")  # too few: the game's own message says so
     if isinstance(players, int) and not isinstance(players, bool) and players > game_type.max_num_players:
         low, high = game_type.min_num_players, game_type.max_num_players
-        raise UnknownGameError(f"{where}: players={players} is outside {low}..{high}, the players {name} allows")
+        raise UnknownGameError(f"cannot load {where}: players must be within {low}..{high} for {name}, got {players}")
     for key, (low, high) in _declared_bounds(name).items():
         value = params.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
-            side = f"below {low}, the least" if value < low else f"above {high}, the most"
-            raise UnknownGameError(f"{where}: {key}={value} is {side} {name} allows (its parameter_bounds)")
+            raise UnknownGameError(
+                f"cannot load {where}: {key} must be within {low}..{high} (the bounds {name} declares), got {value}"
+            )
 
 
 @functools.cache

@@ -19,9 +19,10 @@ whole run (stopped at interpreter exit, or by `shutdown_all()`) and rewrites the
 it.
 
 **Calls wait in a queue on this side, never on the server's.** CPU inference is slow, and slower still beside other
-work (SmolLM2-135M wrote 16 tokens a second on the shared two-core machine when it was quiet, under one with two
-CPU-bound processes beside it), and the server answers one request per slot at a time. A request sent while every slot is busy would wait inside the server with its client timeout running, time
-out under load (litellm reports HTTP 408) and be sent again, generating from scratch what it had half generated. So
+work (SmolLM2-135M wrote 16 tokens a second on the shared two-core machine when it was quiet, under one a token a
+second with two CPU-bound processes beside it), and the server answers one request per slot at a time. A request
+sent while every slot is busy would wait inside the server with its client timeout running, time out under load
+(litellm reports HTTP 408) and be sent again, generating from scratch what it had half generated. So
 the routed config (:func:`route`) sends at most as many requests at once as the server has slots (the others wait in
 the process's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
 (:func:`local_timeout_s`: :data:`LOCAL_BASE_S` plus :data:`LOCAL_S_PER_TOKEN` a token of ``max_tokens`` and

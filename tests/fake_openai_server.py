@@ -379,6 +379,32 @@ def model_player(name: str, server: FakeOpenAIServer, *, model: str | None = Non
     }
 
 
+PGG_WITH_MODEL = "deepeval_public_goods(players=4,rounds=3,mode=2,alpha=1.6)"
+"""The game of :func:`pgg_with_model`."""
+
+
+def pgg_with_model(
+    server: FakeOpenAIServer, cache: Any, experiment: dict[str, Any] | None = None, **model: Any
+) -> dict[str, Any]:
+    """A spec document: a three-round Public Goods Game of ``openai/fake-model`` at ``server`` (named ``llm``, its
+    table updated with ``model``) against the three scripted baselines, the call cache at ``cache``."""
+    return {
+        "experiment": {"name": "fake", "game": PGG_WITH_MODEL, "seed": 1, "cache": str(cache), **(experiment or {})},
+        "players": [
+            {**model_player("llm", server, model="openai/fake-model"), **model},
+            {"name": "free-rider", "bot": "pgg_free_rider"},
+            {"name": "full", "bot": "pgg_full_contributor"},
+            {"name": "conditional", "bot": "pgg_conditional_cooperator"},
+        ],
+    }
+
+
+def llm_turns(record: Any) -> list[Any]:
+    """The turns of the seat named ``llm`` in a match record."""
+    seat = record.seats.index("llm")
+    return [turn for turn in record.turns if turn.seat == seat]
+
+
 TRANSPORT_KEY_ENV = "DEEPEVAL_FAKE_OPENAI_KEY"
 """The variable the transport-level tests (tests/test_transport.py, tests/test_limits.py) name in ``api_key_env``."""
 

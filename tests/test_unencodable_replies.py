@@ -18,12 +18,19 @@ import pytest
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.quoting import REPLACEMENT, valid_text
 from llm_bots import transport
-from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, model_player, transport_config
+from tests.fake_openai_server import (
+    TRANSPORT_KEY_ENV,
+    Behaviour,
+    FakeOpenAIServer,
+    llm_turns,
+    model_player,
+    pgg_with_model,
+    transport_config,
+)
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")
 
 LONE = "\ud83d"  # the high half of 😀 (U+1F600) without its low half
-GAME = "deepeval_public_goods(players=4,rounds=3,mode=2,alpha=1.6)"
 MOVE = '{"reason": "keep ' + LONE + ' most", "coins": 3}'
 
 
@@ -45,22 +52,10 @@ def test_valid_text_replaces_only_what_cannot_be_encoded(text: str, valid: str, 
 
 
 def _pgg_spec(server: FakeOpenAIServer, cache: Path, **experiment: Any) -> Any:
-    return parse_spec(
-        {
-            "experiment": {"name": "lone", "game": GAME, "seed": 1, "cache": str(cache), **experiment},
-            "players": [
-                model_player("llm", server, model="openai/fake-model"),
-                {"name": "free-rider", "bot": "pgg_free_rider"},
-                {"name": "full", "bot": "pgg_full_contributor"},
-                {"name": "conditional", "bot": "pgg_conditional_cooperator"},
-            ],
-        }
-    )
+    return parse_spec(pgg_with_model(server, cache, experiment))
 
 
-def _llm_turns(record: Any) -> list[Any]:
-    seat = record.seats.index("llm")
-    return [turn for turn in record.turns if turn.seat == seat]
+_llm_turns = llm_turns
 
 
 def test_a_reply_with_a_lone_surrogate_is_replaced_recorded_and_the_match_completes(tmp_path: Path) -> None:
