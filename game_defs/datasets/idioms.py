@@ -224,7 +224,9 @@ class IdiomDictionary:
         for idiom_id, text in enumerate(texts):
             syllables = _four_syllables(tokens[text], known)
             if syllables is None:
-                raise DatasetError(f"{source}: cannot read the pinyin {pinyin_of[text]!r} of {text} as four syllables")
+                raise DatasetError(
+                    f"{source}: cannot read the pinyin {pinyin_of[text]!r} of {text} as four syllables"
+                )
             idioms.append(Idiom(idiom_id, text, syllables, pinyin_of[text]))
 
         self._idioms: tuple[Idiom, ...] = tuple(idioms)

@@ -21,7 +21,8 @@ __all__ = ["cjk_runs", "is_cjk", "normalize_reply", "to_simplified"]
 
 # CJK Unified Ideographs (basic, extensions A-H) and the two compatibility blocks; 〇 (U+3007) too.
 _CJK_CLASS = (
-    "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U0002f800-\U0002fa1f\U00030000-\U000323af"
+    "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0002ebef\U0002f800-\U0002fa1f\U00030000-\U000323af"
 )
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
