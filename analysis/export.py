@@ -4,6 +4,15 @@ The columns are fixed and documented here (:data:`MATCH_COLUMNS`, :func:`seat_co
 the README lists them. Rows are built one record at a time (:func:`match_row`, :func:`turn_rows`) and written
 as they come (:func:`write_rows`) in CSV, JSON Lines or Parquet (``pyarrow``, optional), so an export streams a run
 of any size. Reads match records only.
+
+**A CSV file is safe to open in a spreadsheet.** Its text comes from models and from whoever wrote the run directory,
+and a spreadsheet runs a cell that starts with ``=`` (``=HYPERLINK(...)``), ``+``, ``-`` or ``@`` as a formula. In
+every text column (:func:`csv_text`), as OWASP's advice on CSV injection has it, such a cell (or one starting with a
+tab or a carriage return) is written with a leading apostrophe, which spreadsheets show as text; control characters
+(ESC, NUL, CR, the C1 controls, ...) and bidirectional overrides are written as visible escapes (``\x1b``,
+``\u202e``); newlines and tabs inside a cell stay. Numeric columns are written as numbers, untouched.
+``raw_text=True`` (``export --raw-text``) writes the text exactly as recorded. JSON Lines and Parquet always keep the
+exact text: they are read by programs, not run as formulas.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import pyspiel
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import DATA_ITEM_PARAMETERS, game_variant
+from deepeval_games.core.quoting import visible
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord
 
 __all__ = [
@@ -29,6 +39,7 @@ __all__ = [
     "TURN_COLUMNS",
     "Column",
     "columns_for",
+    "csv_text",
     "data_item",
     "match_row",
     "seat_columns",
@@ -225,8 +236,29 @@ def _arrow_schema(columns: Sequence[Column]) -> Any:
     return pa.schema([(c.name, types[c.type]) for c in columns])
 
 
-def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[Column], path: str | Path, fmt: str) -> int:
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""How a cell that a spreadsheet would read as a formula starts (OWASP, "CSV Injection")."""
+
+
+def csv_text(text: str) -> str:
+    """A text cell as a CSV export writes it: control characters and bidirectional overrides escaped (newlines and
+    tabs inside kept), and an apostrophe before a cell that would start a formula (see the module docs)."""
+    cell = visible(text)
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def write_rows(
+    rows: Iterable[dict[str, Any]],
+    columns: Sequence[Column],
+    path: str | Path,
+    fmt: str,
+    *,
+    raw_text: bool = False,
+) -> int:
     """Write rows as they come to ``path`` in ``fmt`` (csv, jsonl or parquet); returns the number of rows.
+
+    In CSV, the text columns go through :func:`csv_text` unless ``raw_text``; JSON Lines and Parquet keep the exact
+    text.
 
     Raises:
         DeepEvalError: an unknown format, ``parquet`` without ``pyarrow`` installed, or a path that cannot be
@@ -237,12 +269,12 @@ def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[Column], path: 
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        return _write(rows, columns, out, fmt)
+        return _write(rows, columns, out, fmt, raw_text)
     except OSError as exc:
         raise DeepEvalError(f"cannot write {out}: {exc}") from exc
 
 
-def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path, fmt: str) -> int:
+def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path, fmt: str, raw_text: bool) -> int:
     names = [c.name for c in columns]
     count = 0
     if fmt == "parquet":
@@ -269,7 +301,10 @@ def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path,
         if fmt == "csv":
             writer_csv = csv.DictWriter(handle, fieldnames=names)
             writer_csv.writeheader()
+            text_columns = [] if raw_text else [c.name for c in columns if c.type == "str"]
             for row in rows:
+                if text_columns:
+                    row = {**row, **{name: csv_text(row[name]) for name in text_columns if row[name]}}
                 writer_csv.writerow(row)
                 count += 1
         else:

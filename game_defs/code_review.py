@@ -206,6 +206,8 @@ class CodeReviewGame(JudgedExchangeGame):
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
     presets = PRESETS
+    parameter_bounds: Mapping[str, tuple[float, float]] = {"max_rounds": (1, 100)}
+    """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
 
     def default_study(self) -> Study:
         """``eval``: Table 3's game on the first 20 problems of MBPP's test split, against the scripted players."""

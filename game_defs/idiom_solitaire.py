@@ -226,6 +226,8 @@ class IdiomSolitaireGame(pyspiel.Game):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     presets = PRESETS
+    parameter_bounds: Mapping[str, tuple[float, float]] = {"max_turns": (1, 10_000)}
+    """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
     judged: bool = False
     """True in the referee mode (``validity=dictionary+judge``): the game has verdict nodes, a spec needs a judge."""
 

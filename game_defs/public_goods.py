@@ -103,6 +103,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 """Game parameters a spec's ``preset`` selects (:func:`deepeval_games.core.games.apply_preset`)."""
 _MAX_PLAYERS = 10
 
+PARAMETER_BOUNDS: dict[str, tuple[float, float]] = {"rounds": (1, 1_000), "endowment": (1, 10_000)}
+"""What a spec may ask for, checked before the game is loaded (the task contract's ``parameter_bounds``): the paper
+plays 5 rounds of 10 coins; a thousand rounds is already a long match for a model. (The other parameters are checked
+by the game itself: they cost nothing.)"""
+
 _GAME_TYPE = pyspiel.GameType(
     short_name="deepeval_public_goods",
     long_name="DeepEval Public Goods Game",
@@ -176,6 +181,7 @@ class PublicGoodsGame(pyspiel.Game):
     game_type: pyspiel.GameType = _GAME_TYPE
     """Registered type; a subclass registered under another name overrides it."""
     presets = PRESETS
+    parameter_bounds = PARAMETER_BOUNDS
 
     def default_study(self) -> Study:
         """``eval``: Figure 4's mode-2 game (4 seats, 5 rounds of 10 coins) against three scripted baselines."""

@@ -192,6 +192,8 @@ class TranslationGame(JudgedExchangeGame):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
+    parameter_bounds: Mapping[str, tuple[float, float]] = {"words": (_MIN_WORDS, 10_000)}
+    """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
 
     def default_study(self) -> Study:
         """``eval``: Tables 4-6's 30 paragraphs (three directions), against the scripted translators and

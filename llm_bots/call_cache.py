@@ -11,16 +11,59 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from deepeval_games.core.errors import FatalRunError
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport import Completion, Outcome
+from llm_bots.transport import Completion, Outcome, valid_completion
 
-__all__ = ["CallCache", "call_key"]
+__all__ = ["SQLITE_HEADER", "CallCache", "cache_path_problem", "call_key"]
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""How every SQLite database file begins."""
+_SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
+"""Folders of the kernel's own files: no cache is kept there."""
+
+
+def cache_path_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot hold the model-call cache, or None when it can; reads at most 16 bytes, writes nothing.
+
+    It can when it is an SQLite database, an empty regular file, or a new file in a folder that can be made and
+    written; never a device (``/dev/null``), a pipe, a folder, a file of ``/proc``, ``/sys`` or ``/dev``
+    (``/proc/self/mem``), or a file holding anything else (a text file is never overwritten with a database).
+    """
+    resolved = Path(os.path.realpath(Path(path).expanduser()))
+    if any(resolved == Path(top) or resolved.is_relative_to(top) for top in _SYSTEM_FOLDERS):
+        return f"{path} is a file of the system ({resolved}), not a database"
+    try:
+        info = resolved.stat()
+    except FileNotFoundError:
+        folder = resolved.parent
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            return f"{path} cannot be created: {folder} is not a folder this process may write"
+        return None
+    except OSError as exc:
+        return f"{path} cannot be used: {exc.strerror or exc}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is not a regular file (a device, a pipe or a folder cannot hold the cache)"
+    try:
+        with open(resolved, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror or exc}"
+    if head and head != SQLITE_HEADER:
+        return f"{path} exists and is not an SQLite database (it is left as it is: name another file)"
+    if not os.access(resolved, os.W_OK):
+        return f"{path} is not writable"
+    return None
 
 
 def call_key(
@@ -52,12 +95,23 @@ class CallCache:
     """A persistent map from call keys to completions."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the cache at ``path``.
+
+        Raises:
+            FatalRunError: ``path`` cannot hold the cache (:func:`cache_path_problem`), or SQLite cannot open it.
+        """
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        problem = cache_path_problem(self.path)
+        if problem is not None:
+            raise FatalRunError(f"model-call cache: {problem}")
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL)")
+        except (OSError, sqlite3.Error) as exc:
+            raise FatalRunError(f"model-call cache {self.path}: {exc}") from exc
         self.hits = 0
         self.misses = 0
 
@@ -71,7 +125,8 @@ class CallCache:
         self.hits += 1
         data = json.loads(row[0])
         data["outcome"] = Outcome(data["outcome"])
-        return Completion(**data)
+        # a reply cached before replies were made valid may hold a lone surrogate: replaced now, and noted
+        return valid_completion(Completion(**data))
 
     def put(self, key: str, completion: Completion) -> None:
         """Remember a finished call."""

@@ -36,6 +36,7 @@ import pyspiel
 
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, Outcome
 from deepeval_games.core.errors import FatalRunError
+from deepeval_games.core.quoting import valid_text
 from deepeval_games.core.records import JUDGE_SEAT
 from deepeval_games.core.registry import register_bot
 from llm_bots.adapters import Parsed, TaskAdapter, adapter_for, read_move_name
@@ -130,7 +131,8 @@ class Terminal:
         if line is None:
             lines.put(None)  # every later read ends too
             raise HumanLeft("the input ended (Ctrl-D or a closed terminal): the match in progress is not recorded")
-        line = line.rstrip("\r\n")
+        # a terminal decoded with surrogateescape turns bytes that are not UTF-8 into surrogates: never stored
+        line = valid_text(line.rstrip("\r\n"))[0]
         self.lines_read.append(line)
         return line
 

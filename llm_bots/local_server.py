@@ -17,6 +17,18 @@ when its stdin pipe closes, which also happens when the parent is killed.
 `route(config)` is what `llm_bots.transport.complete` uses: it starts one shared server per model for the
 whole run (stopped at interpreter exit, or by `shutdown_all()`) and rewrites the config to point litellm at
 it.
+
+**Calls wait in a queue on this side, never on the server's.** CPU inference is slow, and slower still beside other
+work (SmolLM2-135M wrote 16 tokens a second on the shared two-core machine when it was quiet, under one a token a
+second with two CPU-bound processes beside it), and the server answers one request per slot at a time. A request
+sent while every slot is busy would wait inside the server with its client timeout running, time out under load
+(litellm reports HTTP 408) and be sent again, generating from scratch what it had half generated. So
+the routed config (:func:`route`) sends at most as many requests at once as the server has slots (the others wait in
+the process's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
+(:func:`local_timeout_s`: :data:`LOCAL_BASE_S` plus :data:`LOCAL_S_PER_TOKEN` a token of ``max_tokens`` and
+:data:`LOCAL_S_PER_PROMPT_TOKEN` a prompt token), so it only fires when the server is stuck; before a failed call is
+sent again, :func:`wait_idle` waits until the server has dropped it (llama.cpp stops a request whose connection
+closed), so no work that is still running is ever asked for a second time.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import atexit
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import selectors
 import signal
@@ -48,9 +61,11 @@ __all__ = [
     "LocalModelServer",
     "get_shared_server",
     "local_model_available",
+    "local_timeout_s",
     "resolve_local_model",
     "route",
     "shutdown_all",
+    "wait_idle",
 ]
 
 LOCAL_API_KEY = "sk-local-no-key"
@@ -367,14 +382,75 @@ def get_shared_server(model: str, *, seed: int | None = None) -> LocalModelServe
         return server
 
 
-async def route(config: ModelConfig) -> tuple[ModelConfig, str]:
+LOCAL_BASE_S = 60.0
+"""Seconds a local call may always take, whatever its size (loading the prompt's cache, a busy machine)."""
+LOCAL_S_PER_TOKEN = 2.5
+"""Seconds a local call may take per token of the reply asked for: about twice the slowest rate measured (SmolLM2
+wrote 1.3 s a token on the shared two-core machine with a load average of 8, two CPU-bound processes beside it;
+16 tokens a second when the machine was quiet)."""
+LOCAL_S_PER_PROMPT_TOKEN = 0.25
+"""Seconds a local call may take per prompt token: about twice the slowest rate measured (0.1 s a token, as above)."""
+_TIMEOUT_STEP_S = 30.0
+"""Timeouts are rounded up to a multiple of this, so calls of similar sizes share one call plan."""
+
+
+def local_timeout_s(max_tokens: int | None, prompt_tokens: int, n_ctx: int, floor: float = 0.0) -> float:
+    """How long a local call may take: :data:`LOCAL_BASE_S`, plus :data:`LOCAL_S_PER_TOKEN` for every token of the
+    reply asked for (``max_tokens``; unset: the rest of the context, as much as the server may write) and
+    :data:`LOCAL_S_PER_PROMPT_TOKEN` for every prompt token; never less than ``floor`` (the player's ``timeout_s``)."""
+    reply = max_tokens if max_tokens is not None else max(1, n_ctx - prompt_tokens)
+    seconds = LOCAL_BASE_S + reply * LOCAL_S_PER_TOKEN + prompt_tokens * LOCAL_S_PER_PROMPT_TOKEN
+    return max(floor, _TIMEOUT_STEP_S * math.ceil(seconds / _TIMEOUT_STEP_S))
+
+
+async def route(config: ModelConfig, prompt_tokens: int = 0) -> tuple[ModelConfig, str]:
     """Point a `local/...` config at the shared server; returns (config for litellm, placeholder key).
+
+    The routed config sends at most one request per server slot at once (``max_concurrency``; the rest wait in the
+    limiter) and waits for a reply as long as :func:`local_timeout_s` allows for ``config.max_tokens`` and a prompt of
+    ``prompt_tokens`` (see the module docs).
 
     Raises :class:`LocalModelError` when the model cannot be served (the transport turns it into a fatal error).
     """
     server = await asyncio.to_thread(get_shared_server, config.model, seed=config.seed)
-    routed = dataclasses.replace(config, model=server.litellm_model, api_base=server.api_base, api_key_env=None)
+    routed = dataclasses.replace(
+        config,
+        model=server.litellm_model,
+        api_base=server.api_base,
+        api_key_env=None,
+        max_concurrency=min(config.max_concurrency, server.n_parallel),
+        adaptive_concurrency=False,  # the server never answers 429: its slots are the limit
+        timeout_s=local_timeout_s(config.max_tokens, prompt_tokens, server.n_ctx, floor=config.timeout_s),
+    )
     return routed, LOCAL_API_KEY
+
+
+IDLE_POLL_S = 0.25
+"""How often :func:`wait_idle` asks the server whether it is still at work."""
+
+
+async def wait_idle(api_base: str, timeout_s: float = 30.0) -> bool:
+    """Wait until the llama.cpp server at ``api_base`` has no request in progress (its ``/slots``), at most
+    ``timeout_s`` seconds; True when it is idle (or cannot tell: an older server without ``/slots``)."""
+    url = api_base.removesuffix("/v1") + "/slots"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = await asyncio.to_thread(_busy, url)
+        if not busy:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(IDLE_POLL_S)
+
+
+def _busy(url: str) -> bool:
+    """Whether any slot of the server is processing a request (False when the server cannot say)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            slots = json.loads(resp.read() or b"[]")
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    return isinstance(slots, list) and any(isinstance(s, dict) and s.get("is_processing") for s in slots)
 
 
 def shutdown_all() -> None:

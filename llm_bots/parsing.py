@@ -15,7 +15,7 @@ import sys
 import unicodedata
 from typing import Any
 
-from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN, quote_player_text
+from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN, quote_player_text, valid_json_value
 
 __all__ = [
     "QUOTE_CLOSE",
@@ -75,7 +75,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             index = start + 1
             continue
         if isinstance(value, dict):
-            found.append(value)
+            # "\ud83d" without its partner decodes to a lone surrogate, which nothing downstream can encode
+            found.append(valid_json_value(value) if "\\u" in text[start:end] else value)
         index = end
 
 

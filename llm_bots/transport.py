@@ -11,6 +11,12 @@ What it guarantees, whatever the provider:
   *outcomes* of a `Completion`, not exceptions, because they are the model's own result;
 - the model id a response reports is checked against the configured one (`model_id_matches`); a different
   model raises `ModelMismatchError` unless the config accepts it;
+- text crossing the boundary is valid: a reply (or its reasoning) holding code points UTF-8 cannot encode (a lone
+  surrogate) has them replaced by U+FFFD before it is returned, and the call's last attempt records what was
+  replaced (``error`` starting with :data:`UNENCODABLE`); so does a reply whose JSON escapes stand for a lone
+  surrogate (``"\\ud83d"``: kept as written, read as U+FFFD by :func:`llm_bots.parsing.json_objects`); a prompt
+  message holding one is sent with U+FFFD too (:func:`valid_completion` does the same for completions kept
+  elsewhere, such as the call cache);
 - cost (USD, 0.0 when litellm does not know the price), tokens, latency and every attempt (status, HTTP status,
   error class, wait) come back in `Completion`;
 - a prompt that cannot fit the model's context (`context_tokens`, else litellm's model info where it knows the
@@ -56,6 +62,7 @@ from pydantic import BaseModel
 
 from deepeval_games.core.bot import CallAttempt
 from deepeval_games.core.errors import FatalRunError, InfrastructureError
+from deepeval_games.core.quoting import surrogate_escapes, valid_text
 from llm_bots import inline_setup, limits, model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
@@ -77,6 +84,7 @@ __all__ = [
     "estimate_tokens",
     "model_id_matches",
     "supports_json_schema",
+    "valid_completion",
 ]
 
 logger = logging.getLogger(__name__)
@@ -504,13 +512,14 @@ def _shared_session() -> Any:
 # the call
 
 
-async def _route(config: ModelConfig) -> tuple[ModelConfig, str | None]:
-    """Resolve `local/...` to a running llama.cpp server; read the API key from its environment variable."""
+async def _route(config: ModelConfig, prompt_tokens: int = 0) -> tuple[ModelConfig, str | None]:
+    """Resolve `local/...` to a running llama.cpp server (its timeout sized for the reply and a prompt of
+    ``prompt_tokens``); read the API key from its environment variable."""
     if config.is_local:
         from llm_bots import local_server  # imported lazily: only local runs need it
 
         try:
-            return await local_server.route(config)
+            return await local_server.route(config, prompt_tokens)
         except local_server.LocalModelError as exc:  # a missing local model stops the run like a bad key
             raise FatalModelError(str(exc), model=config.model) from exc
     return _api_key(config)
@@ -773,9 +782,13 @@ def _parse_response(
     fingerprint = _field(response, "system_fingerprint")
     reasoning = _field(message, "reasoning_content")
     outcome, attempt = (Outcome.REFUSAL, _REFUSED) if refused else (Outcome.OK, _ANSWERED)
+    text = text or (refusal_text or "")
+    reasoning = reasoning if isinstance(reasoning, str) else ""
+    if not (text.isascii() and reasoning.isascii()) or "\\u" in text:  # a lone surrogate, or its JSON escape
+        text, reasoning, attempt = _valid_reply(text, reasoning, attempt)
     return Completion._of(
         {
-            "text": text or (refusal_text or ""),
+            "text": text,
             "model": reported or config.model,
             "finish_reason": finish_reason,
             "prompt_tokens": int(usage.get("prompt_tokens") or 0),
@@ -790,10 +803,68 @@ def _parse_response(
             "attempt_log": (*log, attempt),
             "system_fingerprint": str(fingerprint) if fingerprint else None,
             "reasoning_tokens": _reasoning_tokens(usage),
-            "reasoning": reasoning if isinstance(reasoning, str) else "",
+            "reasoning": reasoning,
             "cut_chars": 0,
         }
     )
+
+
+def _valid_reply(text: str, reasoning: str, attempt: CallAttempt) -> tuple[str, str, CallAttempt]:
+    """A reply and its reasoning made encodable (:func:`~deepeval_games.core.quoting.valid_text`), and the attempt that
+    brought them, with what was replaced in its ``error`` when anything was: a lone surrogate would otherwise fail
+    every later request of the match (it is sent back as chat history) and the record itself."""
+    text, in_text = valid_text(text)
+    reasoning, in_reasoning = valid_text(reasoning)
+    escaped = surrogate_escapes(text)  # kept in the reply as written; a JSON reader makes them U+FFFD
+    if not (in_text or in_reasoning or escaped):
+        return text, reasoning, attempt
+    note = replacement_note(in_text, in_reasoning, escaped)
+    logger.warning("a model reply held unencodable code points: %s", note)
+    return text, reasoning, dataclasses.replace(attempt, error=note)
+
+
+def replacement_note(in_text: Sequence[str], in_reasoning: Sequence[str] = (), escaped: Sequence[str] = ()) -> str:
+    """How a call's attempt records the code points replaced in its reply (``in_text``) and reasoning, and the lone
+    surrogates the reply's JSON escapes stand for (read as U+FFFD by :func:`llm_bots.parsing.json_objects`)."""
+    places = (("reply", in_text), ("reasoning", in_reasoning), ("reply's JSON escapes", escaped))
+    parts = [f"{where}: {', '.join(codes)}" for where, codes in places if codes]
+    return f"{UNENCODABLE}: replaced by U+FFFD in the {'; '.join(parts)}"
+
+
+UNENCODABLE = "UnencodableText"
+"""The ``error`` of a call attempt whose reply held code points UTF-8 cannot encode, followed by what was replaced
+(the attempt's ``status`` stays ``ok``: the reply was used)."""
+
+
+def valid_completion(completion: Completion) -> Completion:
+    """``completion`` with its reply and reasoning made encodable, and the replacement noted on its last attempt
+    (the same object when nothing needed replacing): for completions that did not come through :func:`complete`
+    just now, such as those the call cache kept before replies were checked."""
+    text, reasoning = completion.text, completion.reasoning
+    if text.isascii() and reasoning.isascii() and "\\u" not in text:
+        return completion
+    log = completion.attempt_log
+    last = log[-1] if log else CallAttempt(status=completion.outcome.value)
+    text, reasoning, attempt = _valid_reply(text, reasoning, last)
+    if attempt is last:
+        return completion
+    return dataclasses.replace(completion, text=text, reasoning=reasoning, attempt_log=(*log[:-1], attempt))
+
+
+def _valid_messages(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages`` with every text content encodable (the same list when it already is: nearly always)."""
+    fixed: list[Mapping[str, Any]] | None = None
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if not isinstance(content, str) or content.isascii():
+            continue
+        valid, replaced = valid_text(content)
+        if replaced:
+            logger.warning("a prompt message held unencodable code points (%s); sent with U+FFFD", ", ".join(replaced))
+            if fixed is None:
+                fixed = list(messages)
+            fixed[index] = {**message, "content": valid}
+    return messages if fixed is None else fixed
 
 
 _ANSWERED = CallAttempt(status=Outcome.OK.value)
@@ -1016,9 +1087,9 @@ async def complete(
         skipped = (CallAttempt(status=Outcome.CONTEXT_OVERFLOW.value, error="prompt exceeds the context"),)
         return _no_response(config, Outcome.CONTEXT_OVERFLOW, 0.0, 0, 0.0, skipped)
     # a remote model's key is read without a coroutine (a local one waits for its server)
-    call_config, api_key = await _route(config) if config.is_local else _api_key(config)
+    call_config, api_key = await _route(config, estimate_tokens(messages)) if config.is_local else _api_key(config)
     plan = _call_plan(call_config)
-    kwargs = _plan_kwargs(plan, api_key, messages, response_format, mock_response)
+    kwargs = _plan_kwargs(plan, api_key, _valid_messages(messages), response_format, mock_response)
     if mock_response is None:
         session = _shared_session()
         if session is not None:
@@ -1055,6 +1126,11 @@ async def complete(
                 failure: Exception = exc
                 rate_limited = _rate_limited(exc)
                 retry_after = _retry_after_s(exc) if rate_limited else None
+                if config.is_local and call_config.api_base is not None:
+                    # its slot stays held until the server has dropped the request: a retry never runs beside it
+                    from llm_bots import local_server
+
+                    await local_server.wait_idle(call_config.api_base)
             else:
                 used_tokens = completion.prompt_tokens + completion.completion_tokens
                 if budget is not None:

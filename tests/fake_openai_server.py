@@ -5,7 +5,8 @@ Each POST /v1/chat/completions takes the next `Behaviour` from a queue the test 
 `Behaviour.responder(fn)` answers with `fn(body)`, the reply text computed from the request's JSON body
 (e.g. the first legal move named in the last user message: `first_legal_move`). The server counts
 requests, keeps their JSON bodies, runs in a daemon thread, and stops itself (releasing hung connections)
-when the context manager exits.
+when the context manager exits. ``GET /slots`` answers as llama.cpp's server does for one slot: busy while any request
+is being answered (a hung one included).
 
     with FakeOpenAIServer() as server:
         server.script(Behaviour.rate_limited(retry_after=1), Behaviour.reply("hi"))
@@ -309,6 +310,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, json.dumps(data).encode())
             elif self.path.rstrip("/") == "/health":
                 self._send(200, b'{"status":"ok"}')
+            elif self.path.rstrip("/") == "/slots":  # as llama.cpp's server: one slot, busy while a request is in
+                with server._lock:
+                    busy = server.in_flight > 0
+                self._send(200, json.dumps([{"id": 0, "is_processing": busy}]).encode())
             else:
                 self._send(404, b'{"error":{"message":"not found"}}')
 
@@ -372,6 +377,32 @@ def model_player(name: str, server: FakeOpenAIServer, *, model: str | None = Non
         "timeout_s": 5,
         **extra,
     }
+
+
+PGG_WITH_MODEL = "deepeval_public_goods(players=4,rounds=3,mode=2,alpha=1.6)"
+"""The game of :func:`pgg_with_model`."""
+
+
+def pgg_with_model(
+    server: FakeOpenAIServer, cache: Any, experiment: dict[str, Any] | None = None, **model: Any
+) -> dict[str, Any]:
+    """A spec document: a three-round Public Goods Game of ``openai/fake-model`` at ``server`` (named ``llm``, its
+    table updated with ``model``) against the three scripted baselines, the call cache at ``cache``."""
+    return {
+        "experiment": {"name": "fake", "game": PGG_WITH_MODEL, "seed": 1, "cache": str(cache), **(experiment or {})},
+        "players": [
+            {**model_player("llm", server, model="openai/fake-model"), **model},
+            {"name": "free-rider", "bot": "pgg_free_rider"},
+            {"name": "full", "bot": "pgg_full_contributor"},
+            {"name": "conditional", "bot": "pgg_conditional_cooperator"},
+        ],
+    }
+
+
+def llm_turns(record: Any) -> list[Any]:
+    """The turns of the seat named ``llm`` in a match record."""
+    seat = record.seats.index("llm")
+    return [turn for turn in record.turns if turn.seat == seat]
 
 
 TRANSPORT_KEY_ENV = "DEEPEVAL_FAKE_OPENAI_KEY"

@@ -191,3 +191,63 @@ def test_server_dies_with_its_parent(how: str) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+# -- local calls queue on this side, with a timeout sized for the reply (no model needed) ---------------------
+
+
+class _FakeShared:
+    """What :func:`local_server.route` reads of a shared server, pointing at a fake OpenAI endpoint."""
+
+    def __init__(self, api_base: str) -> None:
+        self.litellm_model, self.api_base, self.n_parallel, self.n_ctx = "openai/fake-model", api_base, 1, 4096
+
+
+def _local_config(**values: Any) -> ModelConfig:
+    return ModelConfig(**{"model": "local/smollm2", "timeout_s": 1.0, "max_tokens": 96, **values})
+
+
+def test_the_local_timeout_grows_with_the_reply_and_the_prompt() -> None:
+    small = local_server.local_timeout_s(16, 0, 4096)
+    assert small >= local_server.LOCAL_BASE_S
+    assert local_server.local_timeout_s(512, 0, 4096) >= small + 496 * local_server.LOCAL_S_PER_TOKEN - 30
+    assert local_server.local_timeout_s(96, 4000, 4096) > local_server.local_timeout_s(96, 0, 4096)
+    assert local_server.local_timeout_s(None, 96, 4096) >= 4000 * local_server.LOCAL_S_PER_TOKEN  # the rest of n_ctx
+    assert local_server.local_timeout_s(16, 0, 4096, floor=10_000) == 10_000  # the player's own is a floor
+
+
+def test_local_calls_queue_here_one_per_slot_and_are_never_sent_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+
+    with FakeOpenAIServer(default=Behaviour.slow_reply(0.4, "ok"), max_hang_s=5) as server:
+        monkeypatch.setattr(local_server, "get_shared_server", lambda model, seed=None: _FakeShared(server.api_base))
+
+        async def calls() -> list[Any]:
+            config = _local_config(max_concurrency=4)  # asks for 4 at once; the server has 1 slot
+            return await asyncio.gather(*(complete(config, MESSAGES) for _ in range(3)))
+
+        started = time.monotonic()
+        completions = asyncio.run(calls())
+        elapsed = time.monotonic() - started
+        assert server.max_in_flight == 1  # the others waited on this side, not inside the server
+        assert server.request_count == 3 and all(c.attempts == 1 for c in completions)
+    # the last call waited about 0.8 s for its turn and 0.4 s for its reply, over the player's 1 s timeout: the wait
+    # in the queue costs no timeout, and the timeout is sized for 96 tokens
+    assert elapsed >= 1.1
+
+
+def test_a_failed_local_call_is_sent_again_only_once_the_server_dropped_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer
+
+    monkeypatch.setattr(local_server, "LOCAL_BASE_S", 0.3)  # a stuck server, within a test's time
+    monkeypatch.setattr(local_server, "LOCAL_S_PER_TOKEN", 0.0)
+    monkeypatch.setattr(local_server, "LOCAL_S_PER_PROMPT_TOKEN", 0.0)
+    monkeypatch.setattr(local_server, "_TIMEOUT_STEP_S", 0.1)
+    with FakeOpenAIServer(default=Behaviour.reply("ok"), max_hang_s=1.5) as server:
+        server.script(Behaviour.hang())  # the first request: the server keeps at it for 1.5 s after the client left
+        monkeypatch.setattr(local_server, "get_shared_server", lambda model, seed=None: _FakeShared(server.api_base))
+        completion = asyncio.run(complete(_local_config(timeout_s=0.1, max_retries=2, backoff_base_s=0.01), MESSAGES))
+        arrivals = list(server.arrivals)
+    assert completion.text == "ok" and completion.attempts == 2
+    assert [in_flight for _, in_flight, _ in arrivals] == [1, 1]  # the retry arrived alone, not beside the first
+    assert arrivals[1][0] - arrivals[0][0] >= 1.4

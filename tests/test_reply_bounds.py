@@ -17,31 +17,25 @@ from deepeval_games import parse_spec, run_experiment
 from deepeval_games.app.store import JSONL_NAME
 from deepeval_games.core.games import load_game
 from deepeval_games.core.task import max_reply_chars
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+from tests.fake_openai_server import (
+    PGG_WITH_MODEL,
+    Behaviour,
+    FakeOpenAIServer,
+    llm_turns,
+    pgg_with_model,
+)
 
 GOOD = '{"reason": "keep most", "coins": 3}'
-GAME = "deepeval_public_goods(players=4,rounds=3,mode=2,alpha=1.6)"
+GAME = PGG_WITH_MODEL
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")
 
 
 def _spec(server: FakeOpenAIServer, tmp_path: Path, **model: Any) -> Any:
-    return parse_spec(
-        {
-            "experiment": {"name": "bounds", "game": GAME, "seed": 1, "cache": str(tmp_path / "calls.sqlite")},
-            "players": [
-                {**model_player("llm", server, model="openai/fake-model"), **model},
-                {"name": "free-rider", "bot": "pgg_free_rider"},
-                {"name": "full", "bot": "pgg_full_contributor"},
-                {"name": "conditional", "bot": "pgg_conditional_cooperator"},
-            ],
-        }
-    )
+    return parse_spec(pgg_with_model(server, tmp_path / "calls.sqlite", **model))
 
 
-def _llm_turns(record: Any) -> list[Any]:
-    seat = record.seats.index("llm")
-    return [turn for turn in record.turns if turn.seat == seat]
+_llm_turns = llm_turns
 
 
 def _sent_chars(body: dict[str, Any]) -> int:

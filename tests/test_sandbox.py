@@ -337,6 +337,66 @@ def test_forged_records_on_any_fd_do_not_pass() -> None:
     assert report.status == "error" and "tampered" in report.detail, report
 
 
+RELAY = """
+import os
+
+def double(x):
+    return -1  # wrong: only the relay below could make it pass
+
+# The result channel relayed: fd 3 (the harness's write end) is saved, a pipe of the program's own takes its place,
+# and a forked relay reads what the harness writes, keeps its framing and writes its own records on the real channel.
+_real = os.dup(3)
+_read, _write = os.pipe()
+_go_read, _go_write = os.pipe()
+os.dup2(_write, 3)
+os.close(_write)
+
+
+class _Held:
+    # the harness flushes stdout before its last record: held there until the relay has written its own
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        os.read(_go_read, 1)
+
+
+if os.fork() == 0:
+    os.close(3)
+    forged = [repr(("value", i, 0, ("i", hex(2 * x)))).encode() for i, x in enumerate((1, 2, 3))]
+    forged.append(repr(("done",)).encode())
+    line = b""
+    while not line.endswith(b"\\n"):
+        chunk = os.read(_read, 1)
+        if not chunk:
+            os._exit(0)
+        line += chunk
+    framing = line.split(b" (", 1)[0]  # everything before the record itself: the nonce, and whatever follows it
+    for body in forged:
+        os.write(_real, framing + b" " + body + b"\\n")
+    os.write(_go_write, b"x" * 64)  # every later flush returns at once
+    while os.read(_read, 1 << 16):  # what the harness writes from now on goes nowhere
+        pass
+    os._exit(0)
+os.close(_read)
+import sys
+sys.stdout = _Held()
+"""
+
+
+@needs_bwrap
+def test_a_relay_of_the_result_channel_gains_nothing() -> None:
+    """Replacing fd 3 with a pipe of its own and relaying the harness's records through a forked process (no
+    introspection needed to see the nonce in them) is seen: every record carries a MAC over its place in the
+    stream and its content, keyed by a secret the harness never writes, so a relayed record that is changed,
+    made up, dropped or moved makes the run ``error``."""
+    tests = ["assert double(1) == 2", "assert double(2) == 4", "assert double(3) == 6"]
+    report = run(RELAY, tests)
+    assert report.status == "error" and "tampered" in report.detail, report
+    assert all(t.status != "passed" for t in report.tests), report
+    assert run(RELAY.split("# The result channel")[0], tests).status == "failed"  # the program alone
+
+
 @needs_bwrap
 def test_killing_its_parent_leaves_the_host_alone(no_leftovers: None) -> None:
     for kill in ("os.kill(os.getppid(), 9)", "os.kill(1, 9)", "os.kill(-1, 9)", f"os.kill({os.getpid()}, 9)"):

@@ -5,7 +5,9 @@ a fuzz test over generated specs finds only clean errors or runs."""
 from __future__ import annotations
 
 import math
+import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,27 @@ BAD_SPECS: dict[str, tuple[str, str]] = {
     "an out-of-range scripted verdict": (
         CODE_REVIEW.format(extra="") + '\n[judge]\nbot = "judge_fixed"\nparams = {scores = [11, 3]}\n',
         "1..10",
+    ),
+    "a match too long for OpenSpiel's own game": (
+        _good().replace(PGG, 'game = "hex(board_size=3000)"'),
+        "over the bound of 100,000 moves a match",
+    ),
+    "too many distinct moves": (
+        _good().replace(PGG, 'game = "first_sealed_auction(max_value=100000000)"'),
+        "over the bound of 1,000,000",
+    ),
+    "players outside OpenSpiel's range": (
+        _good().replace(PGG, 'game = "kuhn_poker(players=100000)"'),
+        "players must be within 2..10",
+    ),
+    "a swept parameter out of the task's bounds": (
+        _good("[experiment.sweep]\nrounds = [2, 5000]"),
+        "rounds must be within 1..1000",
+    ),
+    "a data folder that does not exist": (_good('data_dir = "/nonexistent/data"'), "data_dir"),
+    "a model string with control characters": (
+        _good().replace('bot = "pgg_random"', 'model = "openai/gpt-4o\\u001b[2J"'),
+        "control characters",
     ),
     "a missing API key": (
         _good().replace(
@@ -358,3 +381,75 @@ def test_generated_specs_give_a_clean_error_or_a_run(document: dict[str, Any], t
 def _bound_before(out: Path) -> bool:
     """True when ``out`` holds results of an earlier example (hypothesis reuses ``tmp_path``)."""
     return (out / JSONL_NAME).exists()
+
+
+MODEL_SPEC = f"""
+[experiment]
+name = "validation"
+{PGG}
+{{extra}}
+{PGG_SCRIPTED_PLAYERS.replace('bot = "pgg_random"', "{model}")}
+"""
+"""A spec with a model player (its key set): the cache path and the model string are checked too."""
+KEYED = 'model = "openai/gpt-4o-mini"\napi_key_env = "DEEPEVAL_GAMES_TEST_KEY"'
+
+
+def _issue_inputs(text_file: Path) -> dict[str, tuple[str, str]]:
+    """The refused inputs of issue 32: (spec text, a fragment of the message)."""
+    return {
+        "rounds=1000000000": (_good().replace("rounds=2", "rounds=1000000000"), "rounds must be within 1..1000"),
+        "cache = /dev/null": (MODEL_SPEC.format(extra='cache = "/dev/null"', model=KEYED), "/dev/null"),
+        "cache = /proc/self/mem": (MODEL_SPEC.format(extra='cache = "/proc/self/mem"', model=KEYED), "/proc/self/mem"),
+        "cache = a text file": (
+            MODEL_SPEC.format(extra=f"cache = {str(text_file)!r}", model=KEYED),
+            "not an SQLite database",
+        ),
+        "a path-traversing local model": (
+            MODEL_SPEC.format(extra="", model='model = "local/../../../../etc/passwd"'),
+            "a local model is",
+        ),
+    }
+
+
+def test_refused_inputs_exit_2_fast_leave_nothing_and_a_valid_spec_then_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPEVAL_GAMES_TEST_KEY", "sk-test-not-a-secret")
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("x", encoding="utf-8")  # one byte: once overwritten with a database
+    out = tmp_path / "out"
+    for name, (text, fragment) in _issue_inputs(text_file).items():
+        spec = tmp_path / "bad.toml"
+        spec.write_text(text, encoding="utf-8")
+        started = time.monotonic()
+        status = _main(["run", str(spec), "--out", str(out), "--no-progress"], timeout_s=30)
+        elapsed = time.monotonic() - started
+        err = capsys.readouterr().err
+        assert status == 2 and err.startswith("error: ") and "Traceback" not in err, f"{name}: {status} {err}"
+        assert fragment in err, f"{name}: {err}"
+        assert elapsed < 5.0, f"{name} took {elapsed:.1f} s"
+        assert not out.exists(), f"{name} left {sorted(p.name for p in out.iterdir())}"
+    assert text_file.read_text(encoding="utf-8") == "x"
+    good = tmp_path / "good.toml"
+    good.write_text(_good(), encoding="utf-8")
+    assert _main(["run", str(good), "--out", str(out), "--no-progress"]) == 0
+    assert "2 matches planned: 2 played now" in capsys.readouterr().out
+
+
+def test_a_cache_path_is_a_database_an_empty_file_or_a_new_file(tmp_path: Path) -> None:
+    from llm_bots.call_cache import CallCache, cache_path_problem
+
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    assert cache_path_problem(empty) is None
+    assert cache_path_problem(tmp_path / "new" / "deeper" / "calls.sqlite") is None
+    CallCache(empty).close()  # an empty file becomes a database
+    assert empty.read_bytes().startswith(b"SQLite format 3\x00") and cache_path_problem(empty) is None
+    assert "not a regular file" in (cache_path_problem(tmp_path) or "")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "not a regular file" in (cache_path_problem(fifo) or "")  # checked without opening it (no hang)
+    with pytest.raises(DeepEvalError, match="not an SQLite database"):
+        (tmp_path / "text").write_text("hello", encoding="utf-8")
+        CallCache(tmp_path / "text")
+    assert (tmp_path / "text").read_text(encoding="utf-8") == "hello"

@@ -32,6 +32,7 @@ from deepeval_games.app.spec import ExperimentSpec, load_spec
 from deepeval_games.app.store import DB_NAME, Store, committed_ids
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.games import game_variant, registered_games
+from deepeval_games.core.quoting import VisibleStream, escape_log_lines, visible
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry import registered_bots
 
@@ -114,7 +115,7 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
     )
     print(f"Results: {Path(out) / DB_NAME} and {Path(out) / 'matches.jsonl'}")
     for match_id, error in result.failed:
-        print(f"  failed {match_id}: {error}", file=sys.stderr)
+        _error(f"  failed {match_id}: {error}")
     return 1 if result.failed else 0
 
 
@@ -259,7 +260,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         rows = (match_row(record, seats, run.label) for run, record in stream_records(runs, labels))
     else:
         rows = (row for run, record in stream_records(runs, labels) for row in turn_rows(record, run.label))
-    count = write_rows(rows, columns, args.out, args.format)
+    count = write_rows(rows, columns, args.out, args.format, raw_text=args.raw_text)
     print(f"wrote {count} {args.level} rows ({len(columns)} columns) to {args.out}")
     return 0
 
@@ -319,7 +320,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
         f"in {run_dir}, {len(result.failed)} failed; the match records are unchanged."
     )
     for match_id, error in result.failed:
-        print(f"  failed {match_id}: {error}", file=sys.stderr)
+        _error(f"  failed {match_id}: {error}")
     print("\n" + _judge_audit_text(run_dir, _read_run(run_dir)))
     return 1 if result.failed else 0
 
@@ -354,7 +355,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     result = run_experiment(spec, out, progress=False)
     if result.failed:
         for match_id, error in result.failed:
-            print(f"  failed {match_id}: {error}", file=sys.stderr)
+            _error(f"  failed {match_id}: {error}")
         return 1
     for record in result.records:
         print("\n" + final_view(record, list(record.seats).index(HUMAN_NAME)))
@@ -521,6 +522,12 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
     export.add_argument("--level", choices=("match", "turn"), default="match", help="one row per match or per turn")
     export.add_argument("--out", required=True, help="the file to write")
+    export.add_argument(
+        "--raw-text",
+        action="store_true",
+        help="CSV: write text cells exactly as recorded (by default a cell that a spreadsheet would run as a formula "
+        "gets a leading apostrophe, and control characters are escaped); JSON Lines and Parquet are always exact",
+    )
     export.set_defaults(func=_cmd_export)
     rejudge = sub.add_parser(
         "rejudge", help="re-score a run's judged transcripts with a judge (no replay); print the judge audit"
@@ -588,18 +595,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _error(text: str) -> None:
+    """A line on standard error, its control characters escaped (it may quote a name or a reply)."""
+    print(visible(text), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.
+
+    Run directories, specs and model replies may come from anyone, so everything the commands print to standard
+    output, every error line and every log line goes through :func:`~deepeval_games.core.quoting.visible`: an ANSI
+    escape or a bidirectional override in a player's name is shown as ``\\x1b`` or ``\\u202e``, never obeyed.
+    """
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    escape_log_lines()
+    stdout = sys.stdout
+    sys.stdout = VisibleStream(stdout)
     try:
         return int(args.func(args))
     except DeepEvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        print("interrupted: committed matches are kept; rerun the same command to resume", file=sys.stderr)
+        _error("interrupted: committed matches are kept; rerun the same command to resume")
         return 130
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deepeval_games.app.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
+from deepeval_games.core.quoting import escape_log_lines
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
@@ -264,6 +265,7 @@ def worker_main(sock: socket.socket) -> None:
     """Entry point of a worker process: serve the driver over ``sock`` (JSON lines) until it closes it."""
     gc.freeze()  # what the fork server imported (pyspiel, litellm's tables) stays out of the collector's walks
     logging.basicConfig(level=os.environ.get("DEEPEVAL_GAMES_WORKER_LOG", "WARNING"), stream=sys.stderr)
+    escape_log_lines()  # a log line may quote a player's name or reply
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the driver decides
     try:
         asyncio.run(_worker_main_async(sock))

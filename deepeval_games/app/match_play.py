@@ -19,13 +19,21 @@ import pyspiel
 from deepeval_games.app.schedule import PlannedMatch
 from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
-from deepeval_games.core.errors import FatalRunError
+from deepeval_games.core.errors import FatalRunError, SpecError
 from deepeval_games.core.games import load_game
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.core.referee import TranscriptNotDerivable, play_match
 from deepeval_games.core.registry import BotFactory, bot_factory, make_bot, scorers_for
 
-__all__ = ["MatchPlayer", "build_player", "check_credentials", "open_runtime", "seat_rng"]
+__all__ = [
+    "MatchPlayer",
+    "build_player",
+    "cache_path",
+    "check_cache",
+    "check_credentials",
+    "open_runtime",
+    "seat_rng",
+]
 
 
 def build_player(
@@ -57,24 +65,50 @@ def seat_rng(seed: int, seat: int) -> np.random.Generator:
     return SeatSeed(seed, seat).generator()
 
 
+def cache_path(spec: ExperimentSpec) -> Path | None:
+    """The model-call cache a run of ``spec`` opens: None without model players, with a person at the table (the
+    models answer live, never from replayed calls) or with ``cache = false``."""
+    if not spec.uses_models() or spec.has_humans() or spec.cache is False:
+        return None
+    if spec.cache is True:
+        from game_defs.datasets import cache_dir
+
+        return cache_dir() / "model-calls.sqlite"
+    return Path(spec.cache)
+
+
+def check_cache(spec: ExperimentSpec) -> None:
+    """The run's model-call cache can be opened, before anything is written (a device, a file of ``/proc``, a text
+    file are refused, never overwritten)."""
+    path = cache_path(spec)
+    if path is None:
+        return
+    from llm_bots.call_cache import cache_path_problem
+
+    problem = cache_path_problem(path)
+    if problem is not None:
+        raise SpecError(f"[experiment] cache: {problem}")
+
+
 def open_runtime(spec: ExperimentSpec) -> Any:
     """The model runtime (call cache, budget) when the spec has LLM players, else None."""
     if not spec.uses_models():
         return None
-    from game_defs.datasets import cache_dir
     from llm_bots.llm_bot import ModelRuntime
 
-    cache: str | Path | None
-    cache = cache_dir() / "model-calls.sqlite" if spec.cache is True else spec.cache or None
-    if spec.has_humans():  # a person at the table: the models answer live, never from replayed calls
-        cache = None
-    return ModelRuntime.open(cache, spec.budget_usd)
+    return ModelRuntime.open(cache_path(spec), spec.budget_usd)
 
 
 def check_credentials(player: PlayerSpec) -> None:
-    """A model player's API key is where it will be looked for (before anything is written or sent)."""
+    """A model player's API key is where it will be looked for, and a local model can be served (before anything is
+    written or sent)."""
     assert player.model is not None
     if player.model.startswith("local/"):
+        from llm_bots.local_server import local_model_available
+
+        reason = local_model_available(player.model)
+        if reason is not None:
+            raise FatalRunError(f"player {player.name!r}: {reason}")
         return
     key_env, api_base = player.params.get("api_key_env"), player.params.get("api_base")
     if key_env is not None:
@@ -128,7 +162,7 @@ class MatchPlayer:
 
     def validate(self, plan: list[PlannedMatch]) -> None:
         """Build every player once per game before any match starts, so spec errors surface at once; then check
-        the model players' API keys."""
+        the model players' API keys (and local models) and the model-call cache."""
         for game_string in sorted({m.game for m in plan}):
             game = self.game(game_string)
             for player in self.spec.players:
@@ -149,6 +183,7 @@ class MatchPlayer:
         for player in (*self.spec.players, *([self.spec.judge] if self.spec.judge else [])):
             if player.kind == "model":
                 check_credentials(player)
+        check_cache(self.spec)
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play one planned match here and return its record.

@@ -48,6 +48,7 @@ from deepeval_games.app.schedule import PlannedMatch, check_plan_size, count_mat
 from deepeval_games.app.spec import ExperimentSpec, as_spec
 from deepeval_games.app.store import RunLock, Store
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
+from deepeval_games.core.quoting import visible
 from deepeval_games.core.records import MatchRecord
 
 if TYPE_CHECKING:
@@ -152,7 +153,8 @@ class _Runner(MatchPlayer):
         """The run's progress bar over ``total`` matches (drawn only with ``progress``, and never over a person's
         prompts)."""
         hidden = not self.progress or self.spec.has_humans()
-        return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=self.spec.name)
+        name = visible(self.spec.name, keep_lines=False)  # the bar is drawn raw: the name must not drive the terminal
+        return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=name)
 
     async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
         """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's
@@ -384,16 +386,20 @@ def _out_dir(out_dir: str | Path) -> Path:
 def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path) -> list[PlannedMatch]:
     """Every check that can fail a run, before anything is written; returns the plan.
 
-    The run directory's name; the plan's size (under ``until_stable``, at its ``max_repeats``) against
-    ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters, data
-    files, parameters); every player and the judge, built once per game (bots and their parameters, model strings,
-    settings, judge rules); API keys of model players.
+    The run directory's name; the data folder; the plan's size (under ``until_stable``, at its ``max_repeats``)
+    against ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters,
+    data files, parameters within the bounds the task declares, a match's estimated length and memory); every player
+    and the judge, built once per game (bots and their parameters, model strings, settings, judge rules); API keys of
+    model players and the files of local models; the model-call cache's path.
 
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
     """
     spec = as_spec(spec)
     _out_dir(out_dir)
+    data_dir = spec.experiment.data_dir
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise SpecError(f"[experiment] data_dir: {data_dir!r} is not a folder")
     if spec.until_stable is not None:
         check_plan_size(spec, repeats=max(spec.repeats, spec.until_stable.max_repeats))
     plan = plan_matches(spec)

@@ -356,6 +356,8 @@ class ModelPlayer(ModelSettings):
     def _model_string(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("'model' must be a litellm model string like 'openai/gpt-4o'")
+        if not value.isprintable():
+            raise ValueError("'model' may not hold control characters (a litellm model string or local/...)")
         return value
 
 

@@ -142,7 +142,8 @@ class CallAttempt:
     http_status: int | None = None
     """The HTTP status of a failed attempt, when the provider sent one."""
     error: str | None = None
-    """The exception class of a failed attempt (``RateLimitError``, ``Timeout``, ...); None when it succeeded."""
+    """The exception class of a failed attempt (``RateLimitError``, ``Timeout``, ...); None when it succeeded, unless
+    its reply held code points UTF-8 cannot encode: then ``UnencodableText: ...`` says which were replaced."""
     wait_s: float = 0.0
     """Seconds waited after this attempt before the next one (backoff, Retry-After); 0 for the last."""
 

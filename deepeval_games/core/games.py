@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -17,11 +18,18 @@ from deepeval_games.core.plugins import load_entry_points
 
 __all__ = [
     "DATA_ITEM_PARAMETERS",
+    "MAX_DISTINCT_ACTIONS",
+    "MAX_MATCH_BYTES",
+    "MAX_MATCH_MOVES",
     "GameInfo",
+    "MatchSize",
     "check_file_parameters",
+    "check_match_size",
+    "check_parameters",
     "game_variant",
     "load_game",
     "load_recorded_game",
+    "match_size",
     "registered_games",
 ]
 
@@ -72,26 +80,125 @@ def registered_games() -> list[GameInfo]:
 def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> pyspiel.Game:
     """``pyspiel.load_game`` with the tasks registered and a clear :class:`UnknownGameError` on failure.
 
-    ``overrides`` replace or add parameters of ``game_string`` (used by spec sweeps).
+    ``overrides`` replace or add parameters of ``game_string`` (used by spec sweeps). Before the game is loaded, its
+    parameters are checked against the bounds its task declares and OpenSpiel's player counts
+    (:func:`check_parameters`); after, the estimate of a match's length and memory against this project's limits
+    (:func:`check_match_size`): an absurd setting is refused with the bound it crossed, never tried.
     """
     _ensure_registered()
     name = game_string.split("(", 1)[0].strip()
-    known = {game_type.short_name for game_type in pyspiel.registered_games()}
-    if name not in known:
-        ours = sorted(k for k in known if k.startswith(PREFIX))
+    types = {game_type.short_name: game_type for game_type in pyspiel.registered_games()}
+    if name not in types:
+        ours = sorted(k for k in types if k.startswith(PREFIX))
         close = difflib.get_close_matches(name, ours, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownGameError(f"unknown game {name!r}.{hint} Registered tasks: {', '.join(ours)}.")
+    where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
     try:
-        if overrides:
-            params = pyspiel.game_parameters_from_string(game_string)
-            params.pop("name", None)
-            return pyspiel.load_game(name, {**params, **overrides})
-        return pyspiel.load_game(game_string)
+        params = pyspiel.game_parameters_from_string(game_string)
+        params.pop("name", None)
+        params = {**params, **(overrides or {})}
+        check_parameters(types[name], params, where)
+        game = pyspiel.load_game(name, params) if overrides else pyspiel.load_game(game_string)
     except (pyspiel.SpielError, ValueError, TypeError, RuntimeError) as exc:
         message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
-        where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
         raise UnknownGameError(f"cannot load {where}: {message}") from exc
+    check_match_size(game, where)
+    return game
+
+
+MAX_MATCH_MOVES = 100_000
+"""The most moves a match may last (OpenSpiel's ``max_game_length``); chess's bound is 17,695, cursor Go's 72,922."""
+MAX_DISTINCT_ACTIONS = 1_000_000
+"""The most distinct moves a game may have (a seat played through text is shown its legal moves by name)."""
+MAX_MATCH_BYTES = 1 << 30
+"""The most memory a match's estimate (:func:`match_size`) may come to: 1 GiB."""
+_BYTES_PER_MOVE = 2_048
+"""A match record's share per move, as estimated (a turn with its texts and tokens; a generous figure)."""
+_BYTES_PER_ACTION = 64
+"""Memory per distinct move, as estimated (its name in a list of legal moves)."""
+
+
+@dataclass(frozen=True)
+class MatchSize:
+    """An upper estimate of one match of a loaded game, from the figures OpenSpiel reports for it."""
+
+    moves: int
+    """The most moves a match may last (``max_game_length``)."""
+    actions: int
+    """Distinct moves of the game (``num_distinct_actions``)."""
+    bytes: int
+    """Estimated memory: a record's share per move, and the names of the moves."""
+
+
+def match_size(game: pyspiel.Game) -> MatchSize:
+    """The estimate of one match of ``game`` that :func:`check_match_size` checks: from the game's figures only (its
+    observation tensors are left out: a Python game builds one to report its size, and no seat played through text
+    uses them)."""
+    moves, actions = int(game.max_game_length()), int(game.num_distinct_actions())
+    return MatchSize(moves, actions, moves * _BYTES_PER_MOVE + actions * _BYTES_PER_ACTION)
+
+
+def check_match_size(game: pyspiel.Game, where: str = "") -> MatchSize:
+    """Refuse a game whose match would be absurdly long or large (:data:`MAX_MATCH_MOVES`,
+    :data:`MAX_DISTINCT_ACTIONS`, :data:`MAX_MATCH_BYTES`), naming the bound it crossed.
+
+    Raises:
+        UnknownGameError: a bound is crossed.
+    """
+    size = match_size(game)
+    where = where or repr(str(game))
+    if size.moves > MAX_MATCH_MOVES:
+        raise UnknownGameError(
+            f"{where}: a match may last {size.moves:,} moves, over the bound of {MAX_MATCH_MOVES:,} moves a match"
+        )
+    if size.actions > MAX_DISTINCT_ACTIONS:
+        raise UnknownGameError(
+            f"{where}: the game has {size.actions:,} distinct moves, over the bound of {MAX_DISTINCT_ACTIONS:,}"
+        )
+    if size.bytes > MAX_MATCH_BYTES:
+        raise UnknownGameError(
+            f"{where}: a match is estimated at {size.bytes / 2**20:,.0f} MiB, over the bound of "
+            f"{MAX_MATCH_BYTES / 2**20:,.0f} MiB a match"
+        )
+    return size
+
+
+def check_parameters(game_type: pyspiel.GameType, params: Mapping[str, Any], where: str = "") -> None:
+    """Refuse parameters outside the bounds the game's task declares (:func:`deepeval_games.core.task.parameter_bounds`)
+    and a ``players`` above OpenSpiel's own range for the game, before the game is loaded with them.
+
+    Raises:
+        UnknownGameError: a parameter is out of bounds.
+    """
+    name = game_type.short_name
+    where = where or repr(name)
+    players = params.get("players")  # too few: the game's own message says so
+    if isinstance(players, int) and not isinstance(players, bool) and players > game_type.max_num_players:
+        low, high = game_type.min_num_players, game_type.max_num_players
+        raise UnknownGameError(f"cannot load {where}: players must be within {low}..{high} for {name}, got {players}")
+    for key, (low, high) in _declared_bounds(name).items():
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
+            raise UnknownGameError(
+                f"cannot load {where}: {key} must be within {low}..{high} (the bounds {name} declares), got {value}"
+            )
+
+
+@functools.cache
+def _declared_bounds(short_name: str) -> dict[str, tuple[float, float]]:
+    """The parameter bounds a game declares, read from the game loaded with its default parameters (once per game;
+    a game whose defaults do not load declares none)."""
+    from deepeval_games.core.task import parameter_bounds
+
+    try:
+        default = pyspiel.load_game(short_name)
+    except Exception:  # parameters it needs, data it lacks: loading the game asked for says what is wrong
+        return {}
+    try:
+        return parameter_bounds(default)
+    except ValueError as exc:  # a task's own mistake: say so where it is used
+        raise UnknownGameError(str(exc)) from exc
 
 
 def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) -> pyspiel.Game:

@@ -27,6 +27,10 @@ hook                                without it
 ``default_study() -> Study``        ``deepeval-games eval`` plays the :class:`Study` registered for the
                                     game with :func:`register_study` (a package may register one for
                                     any game, e.g. classical opponents), else it refuses the game
+``parameter_bounds: Mapping``       only the limits every game gets (:func:`deepeval_games.core.games.load_game`:
+                                    OpenSpiel's player counts, and an estimate of a match's length and
+                                    memory); with it, parameter name -> ``(lowest, highest)`` allowed,
+                                    checked before the game is loaded with the parameters asked for
 ==================================  ===============================================================
 
 A task module registers the public files it reads with :func:`register_data_source` when its entry
@@ -94,6 +98,7 @@ __all__ = [
     "observation_fields",
     "observation_reader",
     "observation_text",
+    "parameter_bounds",
     "penalty_action",
     "playability",
     "presets",
@@ -115,6 +120,10 @@ class TaskGame(Protocol):
     judged: bool
     presets: Mapping[str, Mapping[str, Any]]
     """Game parameters per preset name (``paper``, ``project``) that a spec's ``preset`` selects."""
+    parameter_bounds: Mapping[str, tuple[float, float]]
+    """Per numeric parameter, the lowest and highest value the task accepts (both allowed): a run asking for more
+    (``rounds=1000000000``) is refused before the game is loaded with it or anything is written. Read from the game
+    loaded with its default parameters, so a class attribute is the natural place for it."""
 
     def rules_text(self) -> str:
         """The rules in plain words; the referee broadcasts them to every seat before the first move."""
@@ -324,6 +333,25 @@ def presets(game: pyspiel.Game) -> dict[str, dict[str, Any]]:
     """The game's presets: preset name -> the game parameters it selects (empty without the hook)."""
     table = getattr(game, "presets", None)
     return {str(k): dict(v) for k, v in table.items()} if isinstance(table, Mapping) else {}
+
+
+def parameter_bounds(game: pyspiel.Game) -> dict[str, tuple[float, float]]:
+    """The game's declared parameter bounds: name -> ``(lowest, highest)`` (empty without the hook).
+
+    Raises:
+        ValueError: a bound that is not a pair of numbers with ``lowest <= highest``.
+    """
+    table = getattr(game, "parameter_bounds", None)
+    if not isinstance(table, Mapping):
+        return {}
+    bounds: dict[str, tuple[float, float]] = {}
+    for name, pair in table.items():
+        low, high = pair
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high))
+        if not numbers or not low <= high:
+            raise ValueError(f"{game.get_type().short_name}.parameter_bounds[{name!r}] must be (lowest, highest)")
+        bounds[str(name)] = (low, high)
+    return bounds
 
 
 def prompt_file(game: pyspiel.Game) -> Path | None:

@@ -20,10 +20,11 @@ Each call to :func:`run_tests` starts one ``bwrap`` (bubblewrap) sandbox running
   sandbox: the uid is the sandbox's own), file size, open files, no core files; here: a wall-clock
   deadline and byte caps on stdout+stderr and on the result channel, whose breach kills the sandbox;
 * memory (:mod:`~game_defs.sandbox.protection`): a memory cgroup per sandbox bounds everything its
-  processes hold (anonymous, shared, tmpfs, memfd) to ``SandboxLimits.memory_bytes``; its peak is
-  reported and reaching it is status ``memory``. Where no cgroup works, a seccomp filter refuses what
-  no rlimit counts (new namespaces, mounts, memfds, SysV shared memory) and each process gets its share
-  of the bound as address space. A host-wide budget caps how many sandboxes run at once;
+  processes hold (anonymous, shared, tmpfs, memfd, socket buffers) to ``SandboxLimits.memory_bytes``; its
+  peak is reported and reaching it is status ``memory``. Where no cgroup works, a seccomp filter refuses
+  what no rlimit counts (new namespaces, mounts, memfds, SysV and POSIX IPC, io_uring, sockets, growing a
+  pipe) and each process gets its share of the bound as address space; what stays outside it is counted in
+  :mod:`~game_defs.sandbox.seccomp`. A host-wide budget caps how many sandboxes run at once;
 * residue: keyring calls are refused (seccomp, in both modes), and nothing else a program can write
   (``/tmp``, IPC objects, processes) outlives its sandbox, so no run can see an earlier one;
 * cleanup: the sandbox's pid 1 is killed on every early exit (the kernel then kills its whole pid
@@ -39,18 +40,23 @@ sub-expressions (in MBPP, the call to the candidate's function) with pristine bu
 value as a tagged tree of strings, built only for exact builtin types (no subclasses, so no custom
 ``__eq__``/``__bool__``; ``Counter``/``OrderedDict``/``defaultdict`` are sent as their plain dict
 contents), which the parent rebuilds with its own constructors. Records travel on an inherited pipe, not
-stdout, framed with a random per-run nonce given on stdin; a malformed, unframed, duplicate or missing
-record makes the run ``error``.
+stdout, framed with a random per-run nonce given on stdin, and each carries a tag: a keyed BLAKE2b of its place
+in the stream and its text, under a second per-run secret given on stdin and never written anywhere. A
+malformed, unframed, untagged or mistagged, duplicate, reordered or missing record makes the run ``error``.
 
-Threat model, honestly: the program shares its process with the harness, so a program written *to attack
-the harness* (finding the nonce through frame introspection, ``gc`` or ``ctypes`` and writing records
-itself) can make the child report any values it likes. It still cannot make the parent compare anything
-else: for ``lhs == <literal>`` tests (all 1,500 asserts of the MBPP test split) the expected value is
-computed here and never enters the sandbox, so a forged report passes only if the program knew the right
-answer, which is no more than hard-coding it. Sub-expressions that are not literals (both sides of a
-non-literal ``==``, a bare ``assert f(x)``) are only as honest as the child. Exception names (``memory``,
-per-test errors) are the child's word too, but only choose among failing statuses. Escaping the sandbox
-is left to bubblewrap and the kernel.
+Threat model, honestly. What a program can see without attacking the harness's memory: the records themselves,
+nonce included, if it puts a pipe of its own in place of the result descriptor and relays what the harness
+writes through a process it forked (plain ``os`` calls). That gains nothing: the relay can pass records on
+unchanged or break the run (``error``), since changing, making up, dropping or moving one needs the key
+(``tests/test_sandbox.py`` runs that attack). What it can forge by attacking the harness's memory (the key and
+the nonce through frame introspection, ``gc``, ``ctypes`` or ``/proc/self/mem``, then writing records
+itself): any record the child sends, so any value of the sub-expressions the child evaluates. It still cannot
+make the parent compare anything else: for ``lhs == <literal>`` tests (all 1,500 asserts of the MBPP test split)
+the expected value is computed here and never enters the sandbox, so a forged report passes only if the program
+knew the right answer, which is no more than hard-coding it. Sub-expressions that are not literals (both sides
+of a non-literal ``==``, a bare ``assert f(x)``) are only as honest as the child. Exception names (``memory``,
+per-test errors) are the child's word too, but only choose among failing statuses. Escaping the sandbox is left
+to bubblewrap and the kernel.
 
 Without a usable bwrap, :func:`run_tests` raises :class:`SandboxUnavailable`, unless ``unsafe=True``: then
 the harness runs in a plain subprocess with the same rlimits (as root, ``RLIMIT_NPROC`` does not apply and

@@ -8,11 +8,13 @@ after the untrusted program started is bound to a local name first, so patching 
 ``os`` or ``__main__`` does not change what it writes. Code in the same process can still reach those
 locals (frame introspection, ``gc``, ``ctypes``); the host's threat model does not rely on this file.
 
-Payload (a dict): ``nonce``, ``code``, ``setup``, ``exprs`` (one list of expression sources per test),
-``rlimits``, ``drop_to`` (a uid/gid to switch to, or None) and ``result_fd``. The harness answers on
-``result_fd``, one record a line: ``<nonce> <repr of a tuple>``, where values are tagged trees whose
-leaves are strings, so the host rebuilds them with its own constructors. Stdout and stderr belong to the
-untrusted program.
+Payload (a dict): ``nonce``, ``key``, ``code``, ``setup``, ``exprs`` (one list of expression sources per
+test), ``rlimits``, ``drop_to`` (a uid/gid to switch to, or None) and ``result_fd``. The harness answers on
+``result_fd``, one record a line: ``<nonce> <tag> <repr of a tuple>``, where values are tagged trees whose
+leaves are strings, so the host rebuilds them with its own constructors, and ``tag`` is a keyed BLAKE2b of the
+record's place in the stream and its text (the key is never written anywhere): a process that reads the records
+(a relay the program put in place of ``result_fd``) sees the nonce, but cannot change, make up, drop or reorder a
+record without the host noticing. Stdout and stderr belong to the untrusted program.
 
 Type checking: builtins are bound to local names and values are told apart by identity (``t is int_``), which
 mypy cannot narrow on; hence the error codes turned off on the first line.
@@ -87,7 +89,12 @@ def _harness(payload: dict) -> None:
             message = ""
         return type_name(type_(exc)), message[:500]
 
-    nonce, fd = payload.pop("nonce").encode(), payload["result_fd"]
+    nonce, key, fd = payload.pop("nonce").encode(), payload.pop("key"), payload["result_fd"]
+    try:
+        from _blake2 import blake2b as blake2b_  # the C module itself: importing hashlib costs every run ~2 ms
+    except ImportError:  # pragma: no cover - an interpreter built without it
+        from hashlib import blake2b as blake2b_
+    sent = [0]
 
     def flush_output() -> None:
         """Flush the program's stdout/stderr buffers (os._exit would drop them); whatever they are now."""
@@ -98,7 +105,10 @@ def _harness(payload: dict) -> None:
                 pass
 
     def send(*fields: object) -> None:
-        line = nonce + b" " + repr_(fields).encode("utf-8", "surrogatepass") + b"\n"
+        body = repr_(fields).encode("utf-8", "surrogatepass")
+        tag = blake2b_(b"%d " % sent[0] + body, key=key, digest_size=16).hexdigest().encode()
+        sent[0] += 1
+        line = nonce + b" " + tag + b" " + body + b"\n"
         while line:
             line = line[write(fd, line) :]
 

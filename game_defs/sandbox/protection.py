@@ -6,10 +6,11 @@ Memory modes (:data:`MEMORY_MODE_ENV`, or ``run_tests(memory_mode=...)``):
   processes hold, tmpfs and memfds included, to ``SandboxLimits.memory_bytes``; each process's address
   space is limited to the same number, so a single allocation fails fast with ``MemoryError``.
 * ``seccomp``: where no memory cgroup works, a seccomp filter (:mod:`game_defs.sandbox.seccomp`) refuses
-  what no rlimit can count (new namespaces, mounts, memfds, SysV shared memory and message queues) and the
-  address space of each process is ``memory_bytes / max_processes``, so the processes together stay
-  within ``memory_bytes`` (plus the ``/tmp`` tmpfs, whose size is capped). Kernel buffers of pipes and
-  sockets stay outside the bound, limited only by the open-file limit and the kernel's per-user pipe quota.
+  what no rlimit can count (new namespaces, mounts, memfds, SysV shared memory and message queues, POSIX
+  message queues, io_uring, sockets, growing a pipe) and the address space of each process is
+  ``memory_bytes / max_processes``, so the processes together stay within ``memory_bytes`` (plus the ``/tmp``
+  tmpfs, whose size is capped). What stays outside the bound is small and counted: pipes of 64 KiB, at most
+  ``open_files * max_processes / 2`` of them (16 MiB with the default limits).
 * ``auto`` (default): ``cgroup`` where :func:`~game_defs.sandbox.cgroup.probe` succeeds, else ``seccomp``.
 
 Keyring calls are refused in both modes, so nothing a program puts in a kernel keyring reaches a later run.
@@ -118,7 +119,7 @@ def select(mode: MemoryMode | None = None, *, bubblewrap: bool = True) -> Protec
         program = seccomp.filter_program(seccomp.KEYRING, namespaces=False) if why_no_seccomp is None else None
         return Protection("cgroup", program, f"a memory cgroup per sandbox under {cgroup.own_memory_cgroup()}")
     if why_no_seccomp is None:
-        program = seccomp.filter_program(seccomp.KEYRING | seccomp.UNBOUNDED, namespaces=True)
+        program = seccomp.filter_program(seccomp.KEYRING | seccomp.UNBOUNDED, namespaces=True, pipe_growth=False)
         return Protection("seccomp", program, f"seccomp fallback: {why_no_cgroup}")
     return Protection("rlimits", None, f"rlimits only: {why_no_cgroup}; {why_no_seccomp}")
 

@@ -2,19 +2,33 @@
 
 The child (:mod:`game_defs.sandbox.child`, compiled here once and never imported) is started as
 ``python -I -S -B -c BOOTSTRAP``; it reads ``(harness code, payload)``, marshalled, from its stdin and
-answers on an inherited pipe, one record a line, framed with the run's random nonce. Values travel as
-tagged trees of strings that :func:`parse_records` rebuilds with the parent's own constructors, checking
-exact types: anything the harness does not write is a :class:`ProtocolError`.
+answers on an inherited pipe, one record a line, framed with the run's random nonce and a tag: a keyed BLAKE2b
+(:func:`record_tag`) of the record's place in the stream and its text, under a second secret of the run that is
+never written to the channel. Values travel as tagged trees of strings that :func:`parse_records` rebuilds with the
+parent's own constructors, checking exact types: anything the harness does not write, and any record changed, made
+up, dropped or moved on its way (by a relay that read the nonce in the records themselves), is a
+:class:`ProtocolError`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from game_defs.sandbox.planning import literal_eval
 
-__all__ = ["BOOTSTRAP", "HARNESS", "ProtocolError", "Results", "parse_records"]
+__all__ = ["BOOTSTRAP", "HARNESS", "TAG_BYTES", "ProtocolError", "Results", "parse_records", "record_tag"]
+
+TAG_BYTES = 16
+"""Bytes of a record's tag (written as twice as many hex digits)."""
+
+
+def record_tag(key: bytes, index: int, body: bytes) -> bytes:
+    """The tag of the ``index``-th record (from 0) of a run whose text is ``body``, as the harness writes it."""
+    return hashlib.blake2b(b"%d " % index + body, key=key, digest_size=TAG_BYTES).hexdigest().encode()
+
 
 _HARNESS_PATH = Path(__file__).with_name("child.py")
 HARNESS = compile(_HARNESS_PATH.read_text(encoding="utf-8"), str(_HARNESS_PATH), "exec")
@@ -100,16 +114,21 @@ class Results:
     slots: dict[tuple[int, int], tuple[str, object]] = field(default_factory=dict)
 
 
-def parse_records(data: bytes, nonce: bytes, slots_per_test: list[int]) -> Results:
-    """Validate the records of one run (``slots_per_test``: child values per test); :class:`ProtocolError` if bad."""
+def parse_records(data: bytes, nonce: bytes, key: bytes, slots_per_test: list[int]) -> Results:
+    """Validate the records of one run (``slots_per_test``: child values per test); :class:`ProtocolError` if bad.
+
+    ``nonce`` frames every record, ``key`` is the secret of its tag (:func:`record_tag`)."""
     results = Results()
     lines = data.split(b"\n")
     if lines[-1]:
         raise ProtocolError("unterminated record")
-    for line in lines[:-1]:
-        head, sep, body = line.partition(b" ")
+    for index, line in enumerate(lines[:-1]):
+        head, sep, rest = line.partition(b" ")
         if head != nonce or not sep:
             raise ProtocolError("record without this run's framing")
+        tag, sep, body = rest.partition(b" ")
+        if not sep or not hmac.compare_digest(tag, record_tag(key, index, body)):
+            raise ProtocolError("record changed, made up, dropped or moved on its way")
         if results.done or results.load_error:
             raise ProtocolError("record after the harness finished")
         try:
@@ -129,14 +148,14 @@ def parse_records(data: bytes, nonce: bytes, slots_per_test: list[int]) -> Resul
         elif kind == "load_error" and len(record) == 4:
             results.load_error = _leaf(record[1:], 3)  # type: ignore[assignment]
         elif kind in ("value", "raised", "unsupported") and len(record) in (4, 5):
-            key = (_int_field(record[1]), _int_field(record[2]))
-            expected = 0 <= key[0] < len(slots_per_test) and 0 <= key[1] < slots_per_test[key[0]]
-            if key in results.slots or not expected:
+            slot = (_int_field(record[1]), _int_field(record[2]))
+            expected = 0 <= slot[0] < len(slots_per_test) and 0 <= slot[1] < slots_per_test[slot[0]]
+            if slot in results.slots or not expected:
                 raise ProtocolError("duplicate or unexpected result")
             if kind == "value" and len(record) == 4:
-                results.slots[key] = ("value", _decode(record[3]))
+                results.slots[slot] = ("value", _decode(record[3]))
             elif kind != "value" and len(record) == 5:
-                results.slots[key] = (kind, _leaf(record[3:], 2))
+                results.slots[slot] = (kind, _leaf(record[3:], 2))
             else:
                 raise ProtocolError("malformed result")
         else:

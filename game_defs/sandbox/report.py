@@ -99,10 +99,12 @@ def decide(
     tests: list[str],
     plans: list[tuple[Plan, list[str]]],
     nonce: bytes,
+    key: bytes,
     duration: float,
     cap: int = 4000,
 ) -> TestReport:
-    """The report of one run from what the parent saw (``cap``: bytes of stdout/stderr kept in it)."""
+    """The report of one run from what the parent saw (``nonce`` and ``key``: the run's framing and the secret of its
+    records' tags; ``cap``: bytes of stdout/stderr kept in it)."""
 
     def report(status: Status, detail: str, results: tuple[TestResult, ...] | None = None) -> TestReport:
         results = results or tuple(TestResult(t, "not_run") for t in tests)
@@ -119,7 +121,7 @@ def decide(
     if watch.timed_out or watch.overflow:  # a killed child may leave half a line
         data = data[: data.rfind(b"\n") + 1]
     try:
-        results = parse_records(data, nonce, [len(sources) for _, sources in plans])
+        results = parse_records(data, nonce, key, [len(sources) for _, sources in plans])
     except ProtocolError as exc:
         if watch.timed_out or watch.overflow:
             results = Results(ready=True)

@@ -101,10 +101,11 @@ def _run_in_slot(
     except OSError as exc:
         return TestReport("infra_error", not_run, f"could not start the sandbox: {exc}", protection=guard.memory)
     uid = bwrap.acquire_uid() if key.bubblewrap and key.as_root else None
-    nonce = secrets.token_hex(16).encode()
+    nonce, secret = secrets.token_hex(16).encode(), secrets.token_bytes(32)
     cpu = max(1, math.ceil(timeout_s))
     payload = {
         "nonce": nonce.decode(),
+        "key": secret,
         "code": code,
         "setup": setup,
         "exprs": [s for _, s in plans],
@@ -131,7 +132,7 @@ def _run_in_slot(
         started.release()
         if uid is not None:
             bwrap.release_uid(uid)
-    report = decide(watch, tests, plans, nonce, time.monotonic() - start)
+    report = decide(watch, tests, plans, nonce, secret, time.monotonic() - start)
     report = dataclasses.replace(report, peak_memory_bytes=peak, protection=guard.memory)
     if oom_kills and report.status in ("error", "failed", "timeout"):  # e.g. a parent left waiting on a killed child
         detail = f"the sandbox reached its memory bound ({oom_kills} process(es) killed); {report.detail}"

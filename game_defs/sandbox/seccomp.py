@@ -8,7 +8,15 @@ Two sets of refused system calls:
 * :data:`UNBOUNDED` (the fallback when no memory cgroup works): what holds memory that no rlimit counts:
   new namespaces (``unshare``/``clone`` with a ``CLONE_NEW*`` flag, ``setns``; ``clone3`` answers
   ``ENOSYS`` so the C library falls back to ``clone``, whose flags the filter can read), mounts (``mount``
-  and the new mount API), ``memfd_create``/``memfd_secret`` and SysV ``shmget``/``msgget``.
+  and the new mount API), ``memfd_create``/``memfd_secret``, SysV ``shmget``/``msgget``, POSIX ``mq_open``,
+  ``io_uring`` (its rings and registered buffers) and sockets (``socket``, ``socketpair``: a Unix datagram
+  pair queues up to twice ``wmem_max``, 8 MiB here, in the kernel; the code under test needs none, and the
+  sandbox has no network to reach), and a pipe's growth past its 64 KiB (``fcntl(F_SETPIPE_SZ)``).
+
+What a program can still make the kernel hold in the fallback, counted: its processes' address spaces
+(each ``memory_bytes / max_processes``, so ``memory_bytes`` together), the ``/tmp`` tmpfs (``tmpfs_bytes``),
+and pipe buffers: at most ``open_files * max_processes / 2`` pipes of 64 KiB (16 MiB with the default limits),
+besides a few pages of kernel bookkeeping per process and descriptor.
 
 Refused calls fail with ``EPERM``; a call made with another architecture's numbering (x32, or i386 from a
 64-bit process) fails with ``ENOSYS``. The program's format is the kernel's ``struct sock_filter`` array,
@@ -21,7 +29,7 @@ import errno
 import platform
 import struct
 
-__all__ = ["KEYRING", "UNBOUNDED", "filter_program", "unsupported"]
+__all__ = ["KEYRING", "PIPE_BYTES", "UNBOUNDED", "filter_program", "unsupported"]
 
 KEYRING = frozenset({"add_key", "request_key", "keyctl"})
 """Keyring calls: refused in every mode."""
@@ -42,9 +50,18 @@ UNBOUNDED = frozenset(
         "memfd_secret",
         "shmget",
         "msgget",
+        "mq_open",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "socket",
+        "socketpair",
     }
 )
-"""Calls refused outright in the fallback mode (plus namespace flags on ``clone``/``unshare``, and ``clone3``)."""
+"""Calls refused outright in the fallback mode (plus namespace flags on ``clone``/``unshare``, ``clone3``, and
+``fcntl(F_SETPIPE_SZ)``)."""
+PIPE_BYTES = 64 << 10
+"""A pipe's buffer, which the fallback does not let a program grow (``F_SETPIPE_SZ`` is refused)."""
 
 _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (
@@ -61,6 +78,10 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_secret": 447,
             "shmget": 29,
             "msgget": 68,
+            "mq_open": 240,
+            "socket": 41,
+            "socketpair": 53,
+            "fcntl": 72,
             "add_key": 248,
             "request_key": 249,
             "keyctl": 250,
@@ -80,6 +101,10 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_secret": 447,
             "shmget": 194,
             "msgget": 186,
+            "mq_open": 180,
+            "socket": 198,
+            "socketpair": 199,
+            "fcntl": 25,
             "add_key": 217,
             "request_key": 218,
             "keyctl": 219,
@@ -88,6 +113,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
 }
 _NEW_MOUNT_API = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433}
 _NEW_MOUNT_API["mount_setattr"] = 442  # the same number on every architecture
+_NEW_MOUNT_API.update(io_uring_setup=425, io_uring_enter=426, io_uring_register=427)  # also the same everywhere
+_F_SETPIPE_SZ = 1031
 
 _X32_BIT = 0x40000000
 _CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
@@ -96,7 +123,7 @@ _CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x1000000
 # Classic BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW = 0, 4, 16  # struct seccomp_data; args are little-endian u64 here
+_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW, _OFF_ARG1_LOW = 0, 4, 16, 24  # struct seccomp_data; args: little-endian u64
 
 
 def _machine() -> str:
@@ -114,8 +141,9 @@ def unsupported() -> str | None:
     return None
 
 
-def filter_program(refuse: frozenset[str], namespaces: bool) -> bytes:
-    """The filter as ``struct sock_filter`` records: refuse ``refuse``; with ``namespaces``, new namespaces too.
+def filter_program(refuse: frozenset[str], namespaces: bool, pipe_growth: bool = True) -> bytes:
+    """The filter as ``struct sock_filter`` records: refuse ``refuse``; with ``namespaces``, new namespaces too;
+    without ``pipe_growth``, ``fcntl(F_SETPIPE_SZ)``.
 
     Raises:
         ValueError: this machine's architecture is unsupported, or a name is unknown.
@@ -143,10 +171,15 @@ def filter_program(refuse: frozenset[str], namespaces: bool) -> bytes:
             (_JEQ_K, "flags", None, table["clone"]),
             (_JEQ_K, "flags", None, table["unshare"]),
         ]
+    if not pipe_growth:
+        program.append((_JEQ_K, "fcntl", None, table["fcntl"]))
     program += [(_JEQ_K, "eperm", None, table[name]) for name in sorted(refuse)]
     program.append((_RET_K, None, None, _RET_ALLOW))
     labels = {"flags": len(program)}
     program += [(_LD_W_ABS, None, None, _OFF_ARG0_LOW), (_JSET_K, "eperm", None, _CLONE_NEW_FLAGS)]
+    program.append((_RET_K, None, None, _RET_ALLOW))
+    labels["fcntl"] = len(program)
+    program += [(_LD_W_ABS, None, None, _OFF_ARG1_LOW), (_JEQ_K, "eperm", None, _F_SETPIPE_SZ)]
     program.append((_RET_K, None, None, _RET_ALLOW))
     labels["eperm"] = len(program)
     program.append((_RET_K, None, None, _RET_ERRNO | errno.EPERM))
