@@ -1,0 +1,99 @@
+"""Leaderboards that grow (issue 34): merging run directories by player identity."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games.app.cli import main
+from deepeval_games.app.leaderboard import build_leaderboard, format_leaderboard
+from deepeval_games.app.runner import run_experiment
+from deepeval_games.app.spec import ExperimentSpec, parse_spec
+from deepeval_games.app.store import Store
+
+PLAYERS: dict[str, dict[str, Any]] = {
+    "r1": {"name": "r1", "bot": "random"},
+    "r2": {"name": "r2", "bot": "random"},
+    "m5": {"name": "m5", "bot": "mcts", "params": {"simulations": 5}},
+    "m50": {"name": "m50", "bot": "mcts", "params": {"simulations": 50}},
+}
+
+
+def _spec(*names: str, repeats: int = 2, **players: dict[str, Any]) -> ExperimentSpec:
+    entries = [PLAYERS[n] for n in names] + list(players.values())
+    experiment = {"name": "lb", "game": "tic_tac_toe", "repeats": repeats, "seed": 3, "pairing": "round_robin"}
+    return parse_spec({"experiment": experiment, "players": entries})
+
+
+def _run(spec: ExperimentSpec, path: Path) -> Path:
+    run_experiment(spec, path, workers=1)
+    return path
+
+
+def _ids(path: Path) -> set[str]:
+    with Store(path, read_only=True) as store:
+        return {r.match_id for r in store.records()}
+
+
+def test_two_directories_that_share_players_rate_as_one_run_holding_their_matches(tmp_path: Path) -> None:
+    a = _run(_spec("r1", "m5", "m50"), tmp_path / "a")
+    b = _run(_spec("m5", "m50", "r2"), tmp_path / "b")
+    shared = _ids(a) & _ids(b)
+    assert shared  # m5 against m50: the same match ids in both
+    # one run directory holding every match of both, once
+    whole = _spec("r1", "m5", "m50", "r2")
+    with Store(tmp_path / "one", spec_hash=whole.content_hash(), spec_text=json.dumps(whole.source)) as one:
+        for path in (a, b):
+            with Store(path, read_only=True) as store:
+                one.commit_many(store.records())
+    merged = build_leaderboard([a, b])
+    single = build_leaderboard([tmp_path / "one"])
+    assert merged.duplicates == len(shared) and single.duplicates == 0
+    assert merged.matches == single.matches == len(_ids(a) | _ids(b))
+    assert merged.rows == single.rows
+    assert {r.player for r in merged.rows} == {"r1", "r2", "m5", "m50"}
+    counts = {r.player: r.matches for r in merged.rows}
+    assert counts == {"r1": 8, "r2": 8, "m5": 12, "m50": 12}  # shared matches counted once
+    assert all(r.rating is not None and r.rating_low is not None for r in merged.rows)
+
+    # with the one seating neither holds, the directories are a full round robin of the four players
+    c = _run(_spec("r1", "r2"), tmp_path / "c")
+    full = _run(_spec("r1", "m5", "m50", "r2"), tmp_path / "full")
+    three = build_leaderboard([a, b, c])
+    assert three.rows == build_leaderboard([full]).rows
+    assert three.rows != merged.rows
+
+
+def test_players_differing_only_in_settings_are_rows_of_their_own(tmp_path: Path) -> None:
+    fast = _run(_spec("r1", m=dict(PLAYERS["m5"], name="m")), tmp_path / "fast")
+    slow = _run(_spec("r1", m=dict(PLAYERS["m50"], name="m")), tmp_path / "slow")
+    board = build_leaderboard([fast, slow], task="tic_tac_toe", role="player")
+    assert board.duplicates == 0  # another identity, other match ids
+    rows = {r.player: r for r in board.rows}
+    assert set(rows) == {"r1", "m [simulations=5]", "m [simulations=50]"}
+    assert rows["m [simulations=5]"].differs == "simulations=5"
+    assert rows["r1"].differs == "" and rows["r1"].matches == 8
+    assert rows["m [simulations=50]"].matches == 4
+
+
+def test_cli_writes_csv_and_json_and_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _run(_spec("r1", "m5"), tmp_path / "a")
+    b = _run(_spec("m5", "m50"), tmp_path / "b")
+    out = tmp_path / "board.csv"
+    assert main(["leaderboard", str(a), str(b), "--format", "csv", "--out", str(out)]) == 0
+    assert "wrote 3 rows" in capsys.readouterr().out
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["player"]: int(r["matches"]) for r in rows} == {"r1": 4, "m5": 8, "m50": 4}
+    assert main(["leaderboard", str(a), str(b), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["matches"] == 8 and data["runs"] == 2 and len(data["rows"]) == 3
+    assert main(["leaderboard", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "tic_tac_toe" in text and "Bradley-Terry" in text
+    assert main(["leaderboard", str(a), "--task", "kuhn_poker"]) == 2
+    assert format_leaderboard(build_leaderboard([a], task="tic_tac_toe")).startswith("Leaderboard: 4 matches")
