@@ -13,14 +13,17 @@ import pytest
 from deepeval_games.app.cli import main
 from deepeval_games.app.leaderboard import build_leaderboard, format_leaderboard
 from deepeval_games.app.runner import run_experiment
+from deepeval_games.app.schedule import plan_matches
 from deepeval_games.app.spec import ExperimentSpec, parse_spec
 from deepeval_games.app.store import Store
+from deepeval_games.core.errors import SpecError
 
 PLAYERS: dict[str, dict[str, Any]] = {
     "r1": {"name": "r1", "bot": "random"},
     "r2": {"name": "r2", "bot": "random"},
     "m5": {"name": "m5", "bot": "mcts", "params": {"simulations": 5}},
     "m50": {"name": "m50", "bot": "mcts", "params": {"simulations": 50}},
+    "m20": {"name": "m20", "bot": "mcts", "params": {"simulations": 20}},
 }
 
 
@@ -97,3 +100,47 @@ def test_cli_writes_csv_and_json_and_filters(tmp_path: Path, capsys: pytest.Capt
     assert "tic_tac_toe" in text and "Bradley-Terry" in text
     assert main(["leaderboard", str(a), "--task", "kuhn_poker"]) == 2
     assert format_leaderboard(build_leaderboard([a], task="tic_tac_toe")).startswith("Leaderboard: 4 matches")
+
+
+def _extending(pool: Path, *names: str, **changes: Any) -> ExperimentSpec:
+    experiment = {"name": "lb", "game": "tic_tac_toe", "repeats": 2, "seed": 3, "pairing": "round_robin"}
+    return parse_spec(
+        {"experiment": {**experiment, "extends": [str(pool)], **changes}, "players": [PLAYERS[n] for n in names]}
+    )
+
+
+def test_extending_a_finished_study_plays_exactly_the_new_players_seatings(tmp_path: Path) -> None:
+    study = _run(_spec("r1", "r2", "m5", "m50"), tmp_path / "study")
+    extension = _extending(study, "m20")
+    planned = plan_matches(extension)
+    full = [m for m in plan_matches(_spec("r1", "r2", "m5", "m50", "m20")) if "m20" in m.seats]
+    assert [(m.match_id, m.seats, m.seed, m.repeat) for m in planned] == [
+        (m.match_id, m.seats, m.seed, m.repeat) for m in full
+    ]
+    assert len(planned) == 4 * 2 * 2  # every pool player, both seat orders, both repeats
+    result = run_experiment(extension, tmp_path / "new", workers=1)
+    assert result.played == len(planned) and _ids(tmp_path / "new") == {m.match_id for m in full}
+    # the merged study is the five-player round robin, match for match
+    whole = _run(_spec("r1", "r2", "m5", "m50", "m20"), tmp_path / "whole")
+    assert _ids(study) | _ids(tmp_path / "new") == _ids(whole)
+    assert build_leaderboard([study, tmp_path / "new"]).rows == build_leaderboard([whole]).rows
+    # the extended run is a pool of its own; resuming it plays nothing
+    assert run_experiment(extension, tmp_path / "new", workers=1).played == 0
+    sixth = _extending(tmp_path / "new", "m5")  # m5 is the pool's: nothing new to play
+    assert plan_matches(sixth) == []
+
+
+def test_an_extension_keeps_the_pools_settings(tmp_path: Path) -> None:
+    study = _run(_spec("r1", "r2", repeats=1), tmp_path / "study")
+    with pytest.raises(SpecError, match="seed: 3 there, 4 here"):
+        plan_matches(_extending(study, "m5", seed=4))
+    clash = parse_spec(
+        {
+            "experiment": {"game": "tic_tac_toe", "seed": 3, "pairing": "round_robin", "extends": [str(study)]},
+            "players": [{"name": "r1", "bot": "mcts"}],
+        }
+    )
+    with pytest.raises(SpecError, match="another player of that name"):
+        plan_matches(clash)
+    with pytest.raises(SpecError, match="no results"):
+        plan_matches(_extending(tmp_path / "missing", "m5"))

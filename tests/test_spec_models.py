@@ -165,7 +165,7 @@ def _with_player(**entry: Any) -> dict[str, Any]:
     [
         (
             _doc(repeat=3),
-            "[experiment]: unknown key 'repeat'; known keys: budget_usd, cache, data_dir, executor, game, games,",
+            "[experiment]: unknown key 'repeat'; known keys: budget_usd, cache, data_dir, executor, extends, game, games,",
         ),
         (_doc(repeats="3"), "[experiment]: 'repeats' must be an integer, got '3'"),
         (_doc(repeats=True), "[experiment]: 'repeats' must be an integer, got True"),

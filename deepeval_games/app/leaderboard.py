@@ -19,16 +19,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from deepeval_games.app.pool import stored_spec
 from deepeval_games.app.report import RunSource, open_runs
-from deepeval_games.app.spec import parse_spec
-from deepeval_games.app.store import DB_NAME, Store
+from deepeval_games.app.store import Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
@@ -89,25 +88,10 @@ class Leaderboard:
     """Records skipped because their match id was already merged from another directory."""
 
 
-def _spec_text(run: RunSource) -> str | None:
-    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
-    try:
-        row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
-    except sqlite3.Error:
-        row = None
-    finally:
-        db.close()
-    return row[0] if row else None
-
-
 def run_spec_identities(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Each player name of a run directory's stored spec -> its identity (:meth:`PlayerSpec.identity`); empty when
     the directory keeps no readable spec (records of an old version)."""
-    text = _spec_text(RunSource(Path(run_dir), str(run_dir)))
-    try:
-        spec = parse_spec(json.loads(text)) if text else None
-    except (ValueError, DeepEvalError):
-        return {}
+    spec = stored_spec(run_dir)
     return {p.name: p.identity() for p in spec.players} if spec else {}
 
 

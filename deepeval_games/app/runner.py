@@ -44,6 +44,7 @@ from deepeval_games.app.executors import (
 )
 from deepeval_games.app.manifest import RunManifest
 from deepeval_games.app.match_play import MatchPlayer, build_player, open_runtime
+from deepeval_games.app.pool import with_pool
 from deepeval_games.app.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
 from deepeval_games.app.spec import ExperimentSpec, as_spec
 from deepeval_games.app.store import RunLock, Store
@@ -392,7 +393,7 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
     """
-    spec = as_spec(spec)
+    spec = with_pool(as_spec(spec))
     _out_dir(out_dir)
     if spec.until_stable is not None:
         check_plan_size(spec, repeats=max(spec.repeats, spec.until_stable.max_repeats))
@@ -631,7 +632,7 @@ async def run_experiment_async(
     ray_address: str | None = None,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
-    spec = _with_executor(as_spec(spec), executor, ray_address)
+    spec = _with_executor(with_pool(as_spec(spec)), executor, ray_address)
     check_workers(workers)
     with contextlib.suppress(Exception):  # best effort: a bad spec is check_run's to report, and clearly
         # worker processes get ready while the run is planned (a plan too large is refused uncounted)

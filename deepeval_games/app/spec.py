@@ -281,6 +281,10 @@ class ExperimentTable(BaseModel):
     that is a path) may read from. Without it, no game parameter may name a file."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
+    extends: Annotated[list[Name], Field(strict=False)] = Field(default_factory=list)
+    """Run directories of an earlier study (the pool) that this spec adds players to: the run plays only the
+    seatings with a listed player who is not in the pool, against the pool's players, with the pool's games, sweep,
+    seed and pairing (:mod:`deepeval_games.app.pool`); paths are read from the working directory."""
 
     @field_validator("sweep", mode="before")
     @classmethod
