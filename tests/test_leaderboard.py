@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,73 @@ def test_an_extension_keeps_the_pools_settings(tmp_path: Path) -> None:
         plan_matches(clash)
     with pytest.raises(SpecError, match="no results"):
         plan_matches(_extending(tmp_path / "missing", "m5"))
+
+
+class _Killed(BaseException):
+    """Stands for the process being killed between two commits."""
+
+
+ACTIVE_GAME = "deepeval_public_goods(players=2,alpha=1.2,rounds=1)"
+POPULATION = [
+    {"name": "free-rider", "bot": "pgg_free_rider"},
+    {"name": "random", "bot": "pgg_random"},
+    {"name": "full", "bot": "pgg_full_contributor"},
+    {"name": "mostly-full", "bot": "pgg_full_contributor", "params": {"noise": 0.4}},
+]
+
+
+def _active(**rule: Any) -> ExperimentSpec:
+    experiment: dict[str, Any] = {"name": "act", "game": ACTIVE_GAME, "repeats": 1, "seed": 5, "pairing": "active"}
+    if rule:
+        experiment["until_stable"] = {"rule": "adaptive", **rule}
+    return parse_spec({"experiment": experiment, "players": POPULATION})
+
+
+def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _active(epsilon=0.5, max_repeats=300)
+    whole = run_experiment(spec, tmp_path / "whole", workers=1)
+    assert whole.stopping is not None and whole.stopping.rounds > 1
+    by_repeat: dict[int, int] = {}
+    for record in whole.records:
+        by_repeat[record.repeat] = by_repeat.get(record.repeat, 0) + 1
+    assert by_repeat[0] == 12 and min(by_repeat.values()) < 12  # later rounds leave resolved players out
+
+    from deepeval_games.app import runner
+
+    original = runner._RecordingRunner.played
+    rng = random.Random(7)
+    kills = 0
+    while True:
+        left = rng.randint(1, 300)  # commits until the process is killed
+
+        def played(self: Any, record: Any, _left: list[int] = [left]) -> None:  # noqa: B006
+            original(self, record)
+            _left[0] -= 1
+            if _left[0] == 0:
+                raise _Killed
+
+        monkeypatch.setattr(runner._RecordingRunner, "played", played)
+        try:
+            run_experiment(spec, tmp_path / "killed", workers=1)
+            break
+        except _Killed:
+            kills += 1
+    assert kills >= 3
+
+    def content(path: Path) -> dict[str, tuple[Any, ...]]:
+        with Store(path, read_only=True) as store:
+            return {r.match_id: (r.seats, r.returns, r.repeat) for r in store.records()}
+
+    assert content(tmp_path / "killed") == content(tmp_path / "whole")
+
+
+def test_active_pairing_checks_its_rule_and_defaults() -> None:
+    with pytest.raises(SpecError, match='must be "adaptive"'):
+        parse_spec(
+            {
+                "experiment": {"game": "tic_tac_toe", "pairing": "active", "until_stable": {"epsilon": 0.1}},
+                "players": [PLAYERS["r1"], PLAYERS["r2"]],
+            }
+        )
+    plan = plan_matches(_active())
+    assert len(plan) == 12  # the first round: every seating, both seat orders

@@ -17,6 +17,9 @@ Pairing policies (``[experiment] pairing``):
   order each repeat (the empirical meta-game that α-Rank reads);
 * ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
   every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
+* ``active`` — the seatings of ``round_robin`` (two seats) or ``combinations`` (more), but a repeat after the first
+  ``repeats`` plays only the complete blocks of players whose rank is still unresolved, and the run stops by the
+  anytime-valid rule (:mod:`analysis.stopping`; the runner drives it, a pure function of the committed records);
 * ``auto`` (default) — ``round_robin`` for a two-seat game with a first mover (sequential, both seats in one
   role: tic_tac_toe, kuhn_poker; not a game whose seats are roles), so that both seatings of every pair
   are played every repeat and the report shows what moving first is worth; otherwise ``permute`` when the players
@@ -94,6 +97,8 @@ def _has_first_mover(game: pyspiel.Game) -> bool:
 
 
 def _resolve_pairing(spec: ExperimentSpec, game: pyspiel.Game) -> str:
+    if spec.pairing == "active":  # a repeat's candidates; the runner selects among them
+        return "round_robin" if game.num_players() == 2 else "combinations"
     if spec.pairing != "auto":
         return spec.pairing
     seats = game.num_players()
