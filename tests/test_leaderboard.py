@@ -215,3 +215,17 @@ def test_active_pairing_checks_its_rule_and_defaults() -> None:
         )
     plan = plan_matches(_active())
     assert len(plan) == 12  # the first round: every seating, both seat orders
+
+
+def test_bench_active_measures_what_it_says() -> None:
+    import numpy as np
+
+    from bench.bench_active import accurate, active, kendall_tau, round_robin
+
+    truth = list(range(6))
+    assert kendall_tau(truth, truth) == 1.0 and kendall_tau(truth[::-1], truth) == -1.0
+    assert accurate([1, 0, 2, 3, 4, 5, 6, 7], list(range(8))) and not accurate([4, 1, 2, 3, 0, 5], truth)
+    strengths = np.array([600.0, 300.0, 0.0])
+    run = active(np.random.default_rng(0), strengths, epsilon=0.2, max_rounds=40)
+    assert run.order == [0, 1, 2] and not run.wrong and run.matches % 2 == 0
+    assert round_robin(np.random.default_rng(0), strengths, 3)[1] == 3 * 3 * 2
