@@ -21,10 +21,22 @@ from deepeval_games.app.spec import ExperimentSpec, parse_spec
 from deepeval_games.app.store import DB_NAME
 from deepeval_games.core.errors import DeepEvalError, SpecError
 
-__all__ = ["pool_names", "stored_spec", "with_pool"]
+__all__ = ["pool_names", "stored_spec", "stored_spec_text", "with_pool"]
 
 _MEASURED = ("games", "seed", "sweep", "pairing")
 """What the pool and the extending spec must share for their matches to be one round robin's."""
+
+
+def stored_spec_text(run_dir: str | Path) -> str | None:
+    """The spec document a run directory keeps (JSON text), or None when it keeps none; nothing is written."""
+    db = sqlite3.connect(f"file:{Path(run_dir) / DB_NAME}?mode=ro", uri=True)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+    except sqlite3.Error:
+        row = None
+    finally:
+        db.close()
+    return row[0] if row and row[0] else None
 
 
 def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:
@@ -33,18 +45,11 @@ def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:
     Raises:
         DeepEvalError: the directory holds no results.
     """
-    path = Path(run_dir) / DB_NAME
-    if not path.exists():
+    if not (Path(run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    text = stored_spec_text(run_dir)
     try:
-        row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
-    except sqlite3.Error:
-        row = None
-    finally:
-        db.close()
-    try:
-        return parse_spec(json.loads(row[0])) if row and row[0] else None
+        return parse_spec(json.loads(text)) if text else None
     except (ValueError, DeepEvalError):
         return None
 
