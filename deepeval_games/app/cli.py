@@ -6,6 +6,7 @@
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
+``deepeval-games leaderboard DIR... [--task T] [--role R] [--format F]``  one table per task and role over many runs
 ``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
@@ -243,6 +244,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
             title = variant_title(variant, subset)
             print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=title)} (and .svg)")
             print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=title)} (and .svg)")
+    return 0
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from deepeval_games.app.leaderboard import build_leaderboard, format_leaderboard
+
+    board = build_leaderboard(args.run_dirs, task=args.task, role=args.role)
+    text = format_leaderboard(board, args.format)
+    if args.out:
+        Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        print(f"wrote {len(board.rows)} rows to {args.out}")
+    else:
+        print(text)
     return 0
 
 
@@ -517,6 +531,15 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
+    board = sub.add_parser(
+        "leaderboard", help="merge the matches of run directories by player identity: one table per task and role"
+    )
+    board.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    board.add_argument("--task", help="keep one task (a game variant, or the game's name)")
+    board.add_argument("--role", help="keep one role (asymmetric tasks; symmetric ones have the role 'player')")
+    board.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    board.add_argument("--out", metavar="FILE", help="write the table here instead of printing it")
+    board.set_defaults(func=_cmd_leaderboard)
     export = sub.add_parser("export", help="write a run's matches or turns as CSV, JSON Lines or Parquet")
     export.add_argument("run_dirs", nargs="+", metavar="run_dir")
     export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")

@@ -149,16 +149,12 @@ def max_seats(runs: Sequence[RunSource]) -> int:
 
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
     """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
+    from deepeval_games.app.pool import stored_spec_text
+
     for run in runs:
-        db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+        text = stored_spec_text(run.path)
         try:
-            row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
-        except sqlite3.Error:
-            row = None
-        finally:
-            db.close()
-        try:
-            rule = json.loads(row[0])["experiment"]["until_stable"] if row else None
+            rule = json.loads(text)["experiment"]["until_stable"] if text else None
         except (ValueError, KeyError, TypeError):
             rule = None
         if isinstance(rule, dict) and isinstance(rule.get("epsilon"), (int, float)):

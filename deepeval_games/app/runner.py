@@ -25,7 +25,7 @@ import math
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,8 +44,9 @@ from deepeval_games.app.executors import (
 )
 from deepeval_games.app.manifest import RunManifest
 from deepeval_games.app.match_play import MatchPlayer, build_player, open_runtime
+from deepeval_games.app.pool import with_pool
 from deepeval_games.app.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
-from deepeval_games.app.spec import ExperimentSpec, as_spec
+from deepeval_games.app.spec import ExperimentSpec, StoppingRule, as_spec
 from deepeval_games.app.store import RunLock, Store
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.quoting import visible
@@ -395,13 +396,14 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
     """
-    spec = as_spec(spec)
+    spec = with_pool(as_spec(spec))
     _out_dir(out_dir)
     data_dir = spec.experiment.data_dir
     if data_dir is not None and not Path(data_dir).is_dir():
         raise SpecError(f"[experiment] data_dir: {data_dir!r} is not a folder")
-    if spec.until_stable is not None:
-        check_plan_size(spec, repeats=max(spec.repeats, spec.until_stable.max_repeats))
+    rule = _stopping_rule(spec)
+    if rule is not None:
+        check_plan_size(spec, repeats=max(spec.repeats, rule.max_repeats))
     plan = plan_matches(spec)
     _Runner(spec, None, False, None).validate(plan)
     return plan
@@ -585,6 +587,26 @@ def _spread(count: int, size: int) -> list[int]:
     return order
 
 
+_ACTIVE_EPSILON = 1e-300
+"""The marker of ``pairing = "active"`` without ``until_stable``: the indifference margin is then
+:data:`ACTIVE_MARGIN` of the widest payoff range."""
+ACTIVE_MARGIN = 0.05
+"""``pairing = "active"`` without ``until_stable``: players whose mean payoffs surely differ by at most this share of
+the payoff range are tied."""
+
+
+def _stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
+    """The rule that extends the run: ``until_stable``, or for ``pairing = "active"`` the adaptive rule (with its
+    defaults when ``until_stable`` is left out)."""
+    if spec.pairing == "active" and spec.until_stable is None:
+        return StoppingRule(epsilon=_ACTIVE_EPSILON, rule="adaptive")
+    return spec.until_stable
+
+
+def _default_epsilon(bounds: Iterable[tuple[float, float]]) -> float:
+    return ACTIVE_MARGIN * max((high - low for low, high in bounds), default=1.0)
+
+
 def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, Any]:
     from analysis.convergence import stableness
 
@@ -637,7 +659,7 @@ async def run_experiment_async(
     ray_address: str | None = None,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
-    spec = _with_executor(as_spec(spec), executor, ray_address)
+    spec = _with_executor(with_pool(as_spec(spec)), executor, ray_address)
     check_workers(workers)
     with contextlib.suppress(Exception):  # best effort: a bad spec is check_run's to report, and clearly
         # worker processes get ready while the run is planned (a plan too large is refused uncounted)
@@ -656,7 +678,7 @@ async def _run_locked(
     plan: list[PlannedMatch],
     workers: int | str | None = None,
 ) -> RunResult:
-    rule = spec.until_stable
+    rule = _stopping_rule(spec)
     if rule is None:
         return await _run_once(spec, out_dir, progress=progress, run_lock=run_lock, plan=plan, workers=workers)
     if rule.rule == "adaptive":
@@ -719,7 +741,7 @@ async def _run_adaptive(
     from deepeval_games.core import task
     from deepeval_games.core.games import game_variant
 
-    rule = spec.until_stable
+    rule = _stopping_rule(spec)
     assert rule is not None and rule.rule == "adaptive"
     store = Store(
         out_dir, spec_hash=spec.content_hash(), spec_text=json.dumps(spec.source, sort_keys=True), run_lock=run_lock
@@ -741,7 +763,7 @@ async def _run_adaptive(
         stopping = AdaptiveStopping(
             bounds,
             alpha=rule.alpha,
-            epsilon=rule.epsilon,
+            epsilon=rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
             initial_rounds=spec.repeats,
             max_rounds=max(rule.max_repeats, spec.repeats),
             budget=rule.budget_matches,

@@ -17,6 +17,9 @@ Pairing policies (``[experiment] pairing``):
   order each repeat (the empirical meta-game that α-Rank reads);
 * ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
   every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
+* ``active`` — the seatings of ``round_robin`` (two seats) or ``combinations`` (more), but a repeat after the first
+  ``repeats`` plays only the complete blocks of players whose rank is still unresolved, and the run stops by the
+  anytime-valid rule (:mod:`analysis.stopping`; the runner drives it, a pure function of the committed records);
 * ``auto`` (default) — ``round_robin`` for a two-seat game with a first mover (sequential, both seats in one
   role: tic_tac_toe, kuhn_poker; not a game whose seats are roles), so that both seatings of every pair
   are played every repeat and the report shows what moving first is worth; otherwise ``permute`` when the players
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from deepeval_games.app.pool import pool_names, with_pool
 from deepeval_games.app.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, SweepRange
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError
@@ -99,6 +103,8 @@ def _has_first_mover(game: pyspiel.Game) -> bool:
 
 
 def _resolve_pairing(spec: ExperimentSpec, game: pyspiel.Game) -> str:
+    if spec.pairing == "active":  # a repeat's candidates; the runner selects among them
+        return "round_robin" if game.num_players() == 2 else "combinations"
     if spec.pairing != "auto":
         return spec.pairing
     seats = game.num_players()
@@ -218,12 +224,17 @@ def check_plan_size(spec: ExperimentSpec, *, repeats: int | None = None) -> int:
 
 def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> list[PlannedMatch]:
     """Every match of the experiment, in a deterministic order; with ``only_repeat``, only the matches of that
-    repeat (the same ids as in a plan with more repeats: a round of the adaptive stopping rule).
+    repeat (the same ids as in a plan with more repeats: a round of the adaptive stopping rule). A spec that
+    ``extends`` a pool plans the seatings of pool and listed players that seat a player new to the pool
+    (:mod:`deepeval_games.app.pool`), with the ids a round robin of them all would give.
 
     Raises:
         SpecError: the plan would exceed ``[experiment] max_matches`` (checked before it is built), a game cannot
-            be seated, or a game parameter names a file outside ``[experiment] data_dir``.
+            be seated, a game parameter names a file outside ``[experiment] data_dir``, or the pool of ``extends``
+            cannot be read or was played with other settings.
     """
+    spec = with_pool(spec)
+    pool = pool_names(spec)  # extending a study: only the seatings with a new player
     limit = spec.experiment.max_matches
     lower = len(spec.games) * _sweep_size(spec) * spec.repeats
     if lower > limit:  # before a sweep is spelled out
@@ -245,6 +256,8 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         suffix = f'], "seed": {_canonical_json(spec.seed)}}}'
         identities: dict[tuple[str, int], str] = {}  # per player and seat of this game, not per match
         for repeat, seats in _seatings(spec, game, only_repeat):
+            if pool and pool.issuperset(seats):
+                continue
             for seat, name in enumerate(seats):
                 if (name, seat) not in identities:
                     identities[name, seat] = _canonical_json(_identity(spec.player(name), game, seat))

@@ -72,7 +72,7 @@ __all__ = [
     "spec_json_schema",
 ]
 
-PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed")
+PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed", "active")
 """The values of ``[experiment] pairing`` (see :mod:`deepeval_games.app.schedule`)."""
 
 DELIVERY_KEYS = DELIVERY_SETTING_KEYS
@@ -236,10 +236,12 @@ class ExperimentTable(BaseModel):
     raising it and rerunning into the same directory adds matches."""
     seed: int = Field(default=0, ge=0)
     """The experiment seed: match seeds and seatings derive from it."""
-    pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play", "fixed"] = "auto"
+    pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play", "fixed", "active"] = "auto"
     """How players are seated: ``permute``, ``round_robin``, ``combinations``, ``self_play`` (seating with
     replacement, for α-Rank's meta-game), ``fixed`` (the players sit in the order the spec lists them, as
-    ``deepeval-games play`` seats a person) or ``auto`` (see the README)."""
+    ``deepeval-games play`` seats a person), ``active`` (the seatings of ``round_robin`` / ``combinations``, repeated
+    only for players whose rank is unresolved, stopped by the anytime-valid rule of ``until_stable``'s ``adaptive``
+    rule) or ``auto`` (see the README)."""
     preset: Literal["paper", "project"] | None = None
     """A set of documented choices in every task (:mod:`deepeval_games.app.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
@@ -282,6 +284,10 @@ class ExperimentTable(BaseModel):
     that is a path) may read from. Without it, no game parameter may name a file."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
+    extends: Annotated[list[Name], Field(strict=False)] = Field(default_factory=list)
+    """Run directories of an earlier study (the pool) that this spec adds players to: the run plays only the
+    seatings with a listed player who is not in the pool, against the pool's players, with the pool's games, sweep,
+    seed and pairing (:mod:`deepeval_games.app.pool`); paths are read from the working directory."""
 
     @field_validator("sweep", mode="before")
     @classmethod
@@ -313,6 +319,16 @@ class ExperimentTable(BaseModel):
     def _ray_address_needs_ray(self) -> ExperimentTable:
         if self.ray_address is not None and self.executor != "ray":
             raise _spec_error('[experiment] ray_address is only used with executor = "ray" (--executor ray)')
+        return self
+
+    @model_validator(mode="after")
+    def _active_is_adaptive(self) -> ExperimentTable:
+        rule = self.until_stable
+        if self.pairing == "active" and rule is not None and rule.rule != "adaptive":
+            raise _spec_error(
+                '[experiment] pairing = "active" stops by the anytime-valid rule: [experiment.until_stable] rule '
+                'must be "adaptive" (or leave until_stable out for its defaults)'
+            )
         return self
 
     @model_validator(mode="after")

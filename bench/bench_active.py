@@ -1,0 +1,151 @@
+"""Bench: ``pairing = "active"`` against round robins, on 16 synthetic players of known strength.
+
+    python bench/bench_active.py [--runs 200] [--players 16] [--step 40] [--epsilon 0.1] [--max-rounds 60]
+
+The players play a two-seat win/draw/loss game (payoffs -1, 0, 1): player ``i`` has a known Elo-scale strength
+``i * step``, beats ``j`` with the Bradley–Terry probability ``1 / (1 + 10 ** ((s_j - s_i) / 400))`` and never
+draws. Outcomes are drawn directly (no engine), so the schedules and rules are measured alone; what the runner adds
+(the records, the store) does not change which seatings are chosen.
+
+* ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff.
+* ``active``: :class:`analysis.stopping.AdaptiveStopping`, the rule that ``pairing = "active"`` drives: the first
+  round plays every seating, later rounds the complete blocks of players still in an unresolved adjacent pair,
+  until every adjacent pair is separated or tied within ``epsilon`` (anytime-valid), or ``max_rounds``; players
+  are ranked by the mean of their block means.
+
+A run is *accurate* when the ranking's Kendall tau to the true order is at least 0.9 and its top 4 are the true top 4
+(as a set). It prints, per schedule: the share of accurate runs, the mean matches, and (active) the share of runs
+that separated some pair in the wrong order; then the smallest round robin accurate in 95% of runs and the active
+rule's matches as a share of it. Exit status 1 when the active rule is accurate in fewer than 95% of runs, makes a
+wrong separation in more than 5%, or uses more than 40% of that round robin's matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.stopping import AdaptiveStopping, Seating
+
+
+def kendall_tau(order: list[int], truth: list[int]) -> float:
+    """Kendall's tau between two orderings of the same items (no ties)."""
+    rank = {item: i for i, item in enumerate(truth)}
+    positions = [rank[item] for item in order]
+    concordant = discordant = 0
+    for a, b in itertools.combinations(range(len(positions)), 2):
+        if positions[a] < positions[b]:
+            concordant += 1
+        else:
+            discordant += 1
+    return (concordant - discordant) / max(1, concordant + discordant)
+
+
+def accurate(order: list[int], truth: list[int]) -> bool:
+    """Kendall tau >= 0.9 and the right top 4."""
+    return kendall_tau(order, truth) >= 0.9 and set(order[:4]) == set(truth[:4])
+
+
+def _win_matrix(strengths: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + 10.0 ** ((strengths[None, :] - strengths[:, None]) / 400.0))
+
+
+def round_robin(rng: np.random.Generator, strengths: np.ndarray, repeats: int) -> tuple[list[int], int]:
+    """(order best first, matches) of a round robin with ``repeats`` repeats."""
+    n = len(strengths)
+    p = _win_matrix(strengths)
+    # ordered pairs (i, j), i != j, each `repeats` times; the game has no first-mover edge, so each is a draw of p
+    wins = rng.binomial(repeats, p)
+    np.fill_diagonal(wins, 0)
+    games = repeats * np.ones((n, n))
+    np.fill_diagonal(games, 0)
+    payoff = (2 * wins - games).sum(axis=1) + (games - 2 * wins).sum(axis=0)  # as first seat and as second
+    mean = payoff / (4 * repeats * (n - 1))
+    order = sorted(range(n), key=lambda i: (-mean[i], rng.random()))
+    return order, repeats * n * (n - 1)
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    order: list[int]
+    matches: int
+    wrong: bool
+    reason: str
+
+
+def active(
+    rng: np.random.Generator, strengths: np.ndarray, *, epsilon: float, max_rounds: int, alpha: float = 0.05
+) -> ActiveRun:
+    """One run of the active schedule (the rule ``pairing = "active"`` drives)."""
+    n = len(strengths)
+    p = _win_matrix(strengths)
+    names = [f"p{i:02d}" for i in range(n)]
+    rule = AdaptiveStopping({"g": (-1.0, 1.0)}, alpha=alpha, epsilon=epsilon, initial_rounds=1, max_rounds=max_rounds)
+    pairs = list(itertools.permutations(range(n), 2))
+    round_number = 0
+    while rule.report.reason == "running":
+        seatings = [
+            Seating(f"{round_number}-{a}-{b}", "g", (names[a], names[b]), ("player", "player")) for a, b in pairs
+        ]
+        for seating in rule.begin_round(seatings):
+            a, b = (int(name[1:]) for name in seating.seats)
+            first = 1.0 if rng.random() < p[a, b] else -1.0
+            rule.add(seating.match_id, (first, -first))
+        rule.end_round()
+        round_number += 1
+    report = rule.report
+    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}
+    order = sorted(range(n), key=lambda i: (-means[i], rng.random()))
+    wrong = any(
+        pair.status == "separated" and strengths[int(pair.better[2][1:])] < strengths[int(pair.worse[2][1:])]
+        for pair in report.pairs
+    )
+    return ActiveRun(order, report.matches, wrong, report.reason)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench; exit 1 when a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--players", type=int, default=16)
+    parser.add_argument("--step", type=float, default=40.0, help="Elo-scale gap between neighbouring players")
+    parser.add_argument("--epsilon", type=float, default=0.1)
+    parser.add_argument("--max-rounds", type=int, default=60)
+    parser.add_argument("--max-repeats", type=int, default=60, help="the largest round robin tried")
+    args = parser.parse_args(argv)
+    strengths = np.arange(args.players, dtype=float) * args.step
+    truth = sorted(range(args.players), key=lambda i: -strengths[i])
+
+    smallest = None
+    for repeats in range(1, args.max_repeats + 1):
+        rng = np.random.default_rng(1_000_000 + repeats)
+        hits = sum(accurate(round_robin(rng, strengths, repeats)[0], truth) for _ in range(args.runs))
+        if hits / args.runs >= 0.95:
+            smallest = repeats
+            break
+    rr_matches = None if smallest is None else smallest * args.players * (args.players - 1)
+    print(f"round robin: smallest accurate in >= 95% of {args.runs} runs: {smallest} repeats ({rr_matches} matches)")
+
+    runs = [
+        active(np.random.default_rng(seed), strengths, epsilon=args.epsilon, max_rounds=args.max_rounds)
+        for seed in range(args.runs)
+    ]
+    share = sum(accurate(r.order, truth) for r in runs) / args.runs
+    wrong = sum(r.wrong for r in runs) / args.runs
+    matches = float(np.mean([r.matches for r in runs]))
+    reasons = {reason: sum(r.reason == reason for r in runs) for reason in sorted({r.reason for r in runs})}
+    print(
+        f"active: accurate in {share:.1%} of runs, wrong separation in {wrong:.1%}, mean {matches:.0f} matches "
+        f"(median {np.median([r.matches for r in runs]):.0f}, max {max(r.matches for r in runs)}); stopped: {reasons}"
+    )
+    ratio = float("inf") if rr_matches is None else matches / rr_matches
+    print(f"active / smallest accurate round robin: {ratio:.2f} of the matches (target <= 0.40)")
+    return 0 if share >= 0.95 and wrong <= 0.05 and ratio <= 0.40 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
