@@ -37,6 +37,7 @@ from llm_bots.context import (
     select,
     skipped_attempt,
     smaller,
+    surely_fits,
 )
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
@@ -309,7 +310,10 @@ class LLMBot(DeepEvalBot):
                 continue
             if window is None:  # unknown window: nothing to count against (the provider says if it overflows)
                 return messages, policies[at:]
-            tokens, reserve = await count_tokens(config, messages), reply_reserve(config)
+            reserve = reply_reserve(config)
+            if surely_fits(messages, window - reserve):
+                return messages, policies[at:]
+            tokens = await count_tokens(config, messages)
             if tokens + reserve <= window:
                 return messages, policies[at:]
             turn.attempts.append(skipped_attempt(policy, tokens, reserve, window, ask))

@@ -135,13 +135,34 @@ def _provider(model: str) -> str | None:
         return None
 
 
-_COMPUTE = {"provider_error": _provider_error, "json_schema": _json_schema, "provider": _provider}
+def _context_window(model: str) -> int | None:
+    try:
+        info = litellm().get_model_info(model)
+        limit = info.get("max_input_tokens") or info.get("max_tokens")
+    except Exception:  # litellm does not know the model: no window, no check
+        return None
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
+
+
+_COMPUTE = {
+    "provider_error": _provider_error,
+    "json_schema": _json_schema,
+    "provider": _provider,
+    "context_window": _context_window,
+}
 
 
 def provider_error(model: str) -> str | None:
     """Why litellm cannot route ``model`` (the first line of its error), or None when it can."""
     value = _fact(model, "provider_error")
     return str(value) if value is not None else None
+
+
+def context_window(model: str) -> int | None:
+    """The model's context window in tokens as litellm's model info gives it (``max_input_tokens``, else
+    ``max_tokens``); None when litellm does not know the model."""
+    value = _fact(model, "context_window")
+    return int(value) if value is not None else None
 
 
 def provider(model: str) -> str | None:
