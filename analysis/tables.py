@@ -381,7 +381,8 @@ def format_pair_table(
     header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
     lines.append((header + "".join("  " + label.rjust(num_width) for label, _ in last_columns)).rstrip())
     sub = " " * name_width + "".join(
-        "  " + " ".join(label.rjust(num_width) for label in labels).rjust(cell_width) for _ in players
+        "  " + (" ".join(label.rjust(num_width) for label in labels) + " " * mark_width).rjust(cell_width)
+        for _ in players
     )
     lines.append(sub.rstrip())
     for row in players:

@@ -80,7 +80,7 @@ def clopper_pearson(successes: int, trials: int) -> Interval:
     return Interval(successes / trials, float(ci.low), float(ci.high))
 
 
-def normalized_relative_advantage(mine: Sequence[float], theirs: Sequence[float]) -> float:
+def normalized_relative_advantage(mine: Sequence[float] | np.ndarray, theirs: Sequence[float] | np.ndarray) -> float:
     """GTBench's NRA of one side over the other from their scores in each match (module docstring):
     ``(sum mine - sum theirs) / (sum |mine| + sum |theirs|)``, in [-1, 1]; 0 when every score is 0."""
     scale = float(np.sum(np.abs(mine)) + np.sum(np.abs(theirs)))

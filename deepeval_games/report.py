@@ -409,8 +409,9 @@ def _ratings(ctx: ReportContext) -> list[Block]:
         )
         rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
         title = "Bradley–Terry rating (Elo scale)"
-        header = ("player", "rating", "points share [95% interval]")
-        blocks.append(Block("ratings", title, text=text, header=header, rows=rows))
+        blocks.append(
+            Block("ratings", title, text=text, header=("player", "rating", "points share [95% interval]"), rows=rows)
+        )
     else:
         pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
         text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
