@@ -41,7 +41,6 @@ from analysis.tables import (
     numbered_path,
     pair_heatmap,
     pool_pairs,
-    resolved,
     role_seats,
     save_figure,
     task_groups,
@@ -192,7 +191,7 @@ def _grid(
     mean_labels: tuple[str, str],
     title: str,
     digits: int,
-    marked: Callable[[PairCell], bool] | None = None,
+    difference: tuple[str, Callable[[PairCell], Interval]] | None = None,
 ) -> str:
     return format_pair_table(
         table.players,
@@ -206,8 +205,7 @@ def _grid(
         matches=lambda c: c.matches,
         title=title,
         digits=digits,
-        marked=marked,
-        mark_note="s_P - s_R resolved (its 95% interval, match by match, excludes 0)",
+        difference=difference,
     )
 
 
@@ -221,7 +219,7 @@ def format_score_table(table: Table3, *, title: str = "", digits: int = 2) -> st
         ("mean s_R", "mean s_P"),
         title,
         digits,
-        marked=lambda c: resolved(c.difference),
+        difference=("s_P - s_R", lambda c: c.difference),
     )
 
 
@@ -231,8 +229,7 @@ def format_cell_intervals_table3(table: Table3, *, digits: int = 2) -> str:
         table.players,
         table.cells,
         lambda c: (("s_P", c.programmer_ci), ("s_R", c.reviewer_ci), ("pass", c.pass_rate_ci)),
-        difference=lambda c: ("s_P - s_R", c.difference),
-        title="95% intervals per cell (valid at any number of matches, so wide at few):",
+        difference=("s_P - s_R", lambda c: c.difference),
         digits=digits,
     )
 

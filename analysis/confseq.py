@@ -1,10 +1,18 @@
-"""Anytime-valid confidence sequences for the mean of bounded payoffs.
+"""Confidence intervals and anytime-valid confidence sequences for the mean of bounded payoffs.
 
-A fixed-sample confidence interval (the bootstrap of :func:`analysis.scores.bootstrap_ci`) holds at one sample size
-chosen in advance. Checking it again after every batch and stopping when it looks good is optional stopping: each
-look is another chance to stop on an interval that misses the mean. A *confidence sequence* is a sequence of
-intervals that contains the mean at every sample size at once with probability at least ``1 - alpha``, so it may be
-looked at after every observation and a run may stop whenever it likes.
+Every interval the report prints comes from here, and each holds at any sample size for any distribution on a known
+range, because it is built from betting: a hypothesised mean is ruled out when a fair bet against it, sized from the
+data seen so far, multiplies its stake by ``1 / alpha`` (which a true mean allows with probability at most
+``alpha``). At the paper's 6-10 matches such intervals are wide; that is what so few matches can say.
+
+* :func:`mean_interval` (and :func:`mean_intervals`, many samples at once): the fixed-n hedged-capital interval, for
+  a sample whose size was not chosen by looking at it (Eq. 1/2, table cells, two-player means, judge audits);
+* :func:`ratio_interval`: a ratio of two means (GTBench's NRA), by inverting the same tests;
+* :class:`BettingConfidenceSequence`, :class:`ConfidenceSequence`: confidence sequences, which contain the mean at
+  every sample size at once with probability at least ``1 - alpha``, so they may be looked at after every
+  observation and a run may stop whenever it likes (:mod:`analysis.stopping`). A fixed-sample interval checked again
+  after every batch, stopping when it looks good, is optional stopping: each look is another chance to stop on an
+  interval that misses the mean.
 
 This module implements the predictable-plug-in empirical-Bernstein sequence (PrPl-EB) of Waudby-Smith and Ramdas,
 "Estimating means of bounded random variables by betting" (JRSS-B, 2023), Theorem 2, for observations in a known

@@ -47,7 +47,6 @@ from analysis.tables import (
     numbered_path,
     pair_heatmap,
     pool_pairs,
-    resolved,
     role_seats,
     save_figure,
     task_groups,
@@ -204,8 +203,7 @@ def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: i
         matches=lambda c: c.matches,
         title=title,
         digits=digits,
-        marked=lambda c: resolved(c.difference),
-        mark_note="s_E - s_L resolved (its 95% interval, match by match, excludes 0)",
+        difference=("s_E - s_L", lambda c: c.difference),
     )
 
 
@@ -215,7 +213,7 @@ def format_early_late_intervals(table: EarlyLateTable, *, digits: int = 2) -> st
         table.players,
         table.cells,
         lambda c: (("s_E", c.early_ci), ("s_L", c.late_ci)),
-        difference=lambda c: ("s_E - s_L", c.difference),
+        difference=("s_E - s_L", lambda c: c.difference),
         title=f"95% intervals per cell ({table.metric}; valid at any number of matches, so wide at few):",
         digits=digits,
     )

@@ -333,8 +333,7 @@ def format_pair_table(
     digits: int = 2,
     more_row_means: Sequence[tuple[str, Callable[[str], float]]] = (),
     column_mean_part: int | None = None,
-    marked: Callable[[C], bool] | None = None,
-    mark_note: str = "",
+    difference: tuple[str, Callable[[C], Interval]] | None = None,
 ) -> str:
     """A pairwise table as fixed-width text: a row per row player, a group of columns per column player.
 
@@ -352,8 +351,8 @@ def format_pair_table(
         more_row_means: further last columns after the first, each (header, mean of a row player).
         column_mean_part: the sub-column (index into ``labels``) under which the last row's column mean
             stands; by default at the right edge of the cell.
-        marked: the cells marked ``*`` after their numbers (a resolved difference), said in the last line with
-            ``mark_note``.
+        difference: (label, a cell's paired difference of its two sides): the cells whose difference is resolved
+            (:func:`resolved`) are marked ``*`` after their numbers, as the last line says.
     """
     row_means, column_means = means
     last_columns = [(mean_labels[0], row_means), *more_row_means]
@@ -363,7 +362,7 @@ def format_pair_table(
     shown_values += [format_number(column_means(p), digits) for p in players]
     num_width = max([digits + 3, 4, *(len(v) for v in shown_values), *(len(label) for label in labels)])
     name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
-    mark_width = 1 if marked is not None else 0
+    mark_width = 1 if difference is not None else 0
     cell_width = max([parts * num_width + parts - 1 + mark_width, *(len(p) for p in players)])
     # the column mean stands under the sub-column it averages, else at the cell's right edge
     mean_pad = 0 if column_mean_part is None else (parts - 1 - column_mean_part) * (num_width + 1)
@@ -371,7 +370,9 @@ def format_pair_table(
     def show(row: str, column: str) -> str:
         cell = cells.get((row, column))
         shown = ["-"] * parts if cell is None else [format_number(v, digits) for v in values(cell)]
-        mark = "*" if marked is not None and cell is not None and marked(cell) else " " * mark_width
+        mark = (
+            "*" if difference is not None and cell is not None and resolved(difference[1](cell)) else " " * mark_width
+        )
         return (" ".join(v.rjust(num_width) for v in shown) + mark).rjust(cell_width)
 
     def column_mean(player: str) -> str:
@@ -400,7 +401,7 @@ def format_pair_table(
     counts = sorted({matches(c) for c in cells.values()})
     if counts:
         span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
-        note = f"; * {mark_note}" if marked is not None and mark_note else ""
+        note = f"; * {difference[0]} resolved (its 95% interval, match by match, excludes 0)" if difference else ""
         lines.append(f"({caption}{note}; {span} matches per cell)")
     return "\n".join(lines)
 
@@ -410,8 +411,8 @@ def format_cell_intervals(
     cells: Mapping[PairKey, C],
     entries: Callable[[C], Sequence[tuple[str, Interval]]],
     *,
-    difference: Callable[[C], tuple[str, Interval]] | None = None,
-    title: str = "",
+    difference: tuple[str, Callable[[C], Interval]] | None = None,
+    title: str = "95% intervals per cell (valid at any number of matches, so wide at few):",
     digits: int = 2,
 ) -> str:
     """Every cell's 95% intervals, a line per cell in row then column order: ``row \\ column (n matches): label mean
@@ -425,7 +426,7 @@ def format_cell_intervals(
                 continue
             parts = [f"{label} {_shown(iv, digits)}" for label, iv in entries(cell)]
             if difference is not None:
-                label, iv = difference(cell)
+                label, iv = difference[0], difference[1](cell)
                 verdict = "resolved" if resolved(iv) else "unresolved"
                 parts.append(f"{label} {_shown(iv, digits, signed=True)} {verdict}")
             count = max((iv.n for _, iv in entries(cell)), default=0)

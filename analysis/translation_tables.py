@@ -49,7 +49,6 @@ from analysis.tables import (
     metric_value,
     pair_heatmap,
     pool_pairs,
-    resolved,
     role_seats,
     save_figure,
     task_records,
@@ -265,8 +264,7 @@ def format_score_table(table: TranslationTable, *, title: str | None = None, dig
         title=_title(table, "judge scores") if title is None else title,
         digits=digits,
         column_mean_part=0,  # mean s_T under s_T
-        marked=lambda c: resolved(c.difference),
-        mark_note="s_T - s_Pr resolved (its 95% interval, match by match, excludes 0)",
+        difference=("s_T - s_Pr", lambda c: c.difference),
     )
 
 
@@ -276,8 +274,7 @@ def format_score_intervals(table: TranslationTable, *, digits: int = 2) -> str:
         table.players,
         table.cells,
         lambda c: (("s_T", c.translator_ci), ("s_Pr", c.proofreader_ci)),
-        difference=lambda c: ("s_T - s_Pr", c.difference),
-        title="95% intervals per cell (valid at any number of matches, so wide at few):",
+        difference=("s_T - s_Pr", lambda c: c.difference),
         digits=digits,
     )
 
@@ -288,7 +285,7 @@ def format_metric_intervals(table: TranslationTable, metric: str = "chrf") -> st
         table.players,
         table.cells,
         lambda c: (("T", c.metrics[metric].translation_ci), ("Pr", c.metrics[metric].proofread_ci)),
-        difference=lambda c: ("gain", c.metrics[metric].gain_ci),
+        difference=("gain", lambda c: c.metrics[metric].gain_ci),
         title=f"95% intervals per cell ({_METRIC_NAMES.get(metric, metric)}; valid at any number of matches):",
     )
 
@@ -317,8 +314,7 @@ def format_metric_table(table: TranslationTable, metric: str = "chrf", *, title:
         title=_title(table, f"{name} of the translation and the proofread text") if title is None else title,
         digits=2,
         column_mean_part=0,  # mean T under T
-        marked=lambda c: resolved(get(c).gain_ci),
-        mark_note="gain resolved (its 95% interval excludes 0)",
+        difference=("gain", lambda c: get(c).gain_ci),
     )
     missing = table.unmeasured.get(metric, 0)
     if missing:
