@@ -13,6 +13,11 @@ As in the paper, the last column is each row's mean of s_E over its cells (the p
 moves first) and the last row each column's mean of s_L (its mean score when it moves second): unweighted
 means of cell values. Self-play cells (same player both seats), if any, are shown but left out of the means.
 
+Each cell's s_E and s_L have 95% intervals valid at any number of matches (:mod:`analysis.tables`: on [0, 1] for the
+win rate, on [0, max_turns] for hits), and the cell is marked ``*`` when s_E - s_L, compared match by match, is
+resolved (its interval excludes 0); the list of intervals follows each table. With a few matches per cell most cells
+are unresolved.
+
 Beside them, :func:`losses_by_cause` counts each player's lost matches by what broke the chain: ``not an idiom``
 (a four-character answer outside the dictionary), ``wrong first character``, ``repeat``, ``judge refused`` (the
 referee mode, ``validity=dictionary+judge``: an answer outside the dictionary that the judge did not accept), or
@@ -30,15 +35,19 @@ Print the tables for a run directory, and save the figure::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspiel
 
+from analysis.confseq import Interval
 from analysis.tables import (
+    Bounds,
     PairTable,
     agg_figure,
+    format_cell_intervals,
     format_number,
     format_pair_table,
     numbered_path,
@@ -50,6 +59,8 @@ from analysis.tables import (
     task_records,
 )
 from deepeval_games.core.bot import Outcome
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import load_recorded_game
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -57,6 +68,7 @@ __all__ = [
     "Cell",
     "EarlyLateTable",
     "early_late_table",
+    "format_early_late_intervals",
     "format_early_late_table",
     "hit_table",
     "idiom_records",
@@ -82,6 +94,12 @@ class Cell:
     late: float
     """s_L: the late player's mean score over the pair's matches."""
     matches: int
+    early_ci: Interval
+    """s_E with its 95% interval."""
+    late_ci: Interval
+    """s_L with its 95% interval."""
+    difference: Interval
+    """s_E - s_L, match by match, with its 95% interval (resolved when it excludes 0)."""
 
 
 @dataclass(frozen=True)
@@ -114,16 +132,31 @@ def _early_late_seats(record: MatchRecord) -> tuple[int, int]:
 
 
 def early_late_table(
-    records: Iterable[MatchRecord], score: SeatScore, metric: str, players: Sequence[str] | None = None
+    records: Iterable[MatchRecord],
+    score: SeatScore,
+    metric: str,
+    players: Sequence[str] | None = None,
+    bounds: Bounds = None,
 ) -> EarlyLateTable:
     """Pool ``score`` per (early, late) pair over the idiom solitaire records.
 
     ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
+    ``bounds``: the range of a score (None: unknown, so no interval).
     """
     order, pooled = pool_pairs(
         idiom_records(records), _early_late_seats, lambda r, e, late: (score(r, e), score(r, late)), players
     )
-    cells = {key: Cell(early=s.means[0], late=s.means[1], matches=s.matches) for key, s in pooled.items()}
+    cells = {
+        key: Cell(
+            early=s.means[0],
+            late=s.means[1],
+            matches=s.matches,
+            early_ci=s.interval(0, bounds),
+            late_ci=s.interval(1, bounds),
+            difference=s.difference(0, 1, bounds),
+        )
+        for key, s in pooled.items()
+    }
     return EarlyLateTable(metric=metric, players=order, cells=cells)
 
 
@@ -140,12 +173,27 @@ def _hits(record: MatchRecord, seat: int) -> float:
 
 def win_rate_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> EarlyLateTable:
     """Table 1: the fraction of matches each side of a pair won."""
-    return early_late_table(records, _won, "win rate", players)
+    return early_late_table(records, _won, "win rate", players, (0.0, 1.0))
+
+
+def _most_hits(records: Sequence[MatchRecord]) -> float | None:
+    """The most idioms a seat can add in one match of ``records``: half the largest ``max_turns`` of their games,
+    rounded up (the seats move in turn and each move adds at most one); None when a game cannot be loaded."""
+    most = 0.0
+    for game_string in sorted({r.game for r in records}):
+        try:
+            game = load_recorded_game(game_string)
+        except DeepEvalError:  # a record from elsewhere: no range, so no interval (said in the table)
+            return None
+        most = max(most, float(math.ceil(int(game.get_parameters().get("max_turns", game.max_game_length())) / 2)))
+    return most or None
 
 
 def hit_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> EarlyLateTable:
     """Table 2: the mean number of successful hits each side of a pair made per match."""
-    return early_late_table(records, _hits, "successful hits", players)
+    task = idiom_records(records)
+    most = _most_hits(task)
+    return early_late_table(task, _hits, "successful hits", players, None if most is None else (0.0, most))
 
 
 def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: int = 2) -> str:
@@ -161,6 +209,19 @@ def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: i
         caption=f"{table.metric}; rows: early player, columns: late player",
         matches=lambda c: c.matches,
         title=title,
+        digits=digits,
+        difference=("s_E - s_L", lambda c: c.difference),
+    )
+
+
+def format_early_late_intervals(table: EarlyLateTable, *, digits: int = 2) -> str:
+    """Every cell's s_E and s_L with their 95% intervals, and whether s_E - s_L is resolved."""
+    return format_cell_intervals(
+        table.players,
+        table.cells,
+        lambda c: (("s_E", c.early_ci), ("s_L", c.late_ci)),
+        difference=("s_E - s_L", lambda c: c.difference),
+        title=f"95% intervals per cell ({table.metric}; valid at any number of matches, so wide at few):",
         digits=digits,
     )
 
@@ -260,8 +321,10 @@ def print_tables(
         print(f"{variant} ({len(records)} matches)\n")
         wins, hits = win_rate_table(records, players), hit_table(records, players)
         print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
+        print(format_early_late_intervals(wins))
         print()
         print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
+        print(format_early_late_intervals(hits))
         print()
         print(format_losses(losses_by_cause(records)))
         print(validity_note(variant))

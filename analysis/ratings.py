@@ -2,8 +2,10 @@
 
 * Two seats, one role (symmetric): each match is a comparison: the seat with the higher payoff wins, equal payoffs
   are a draw (half a win each). Bradley–Terry strengths are fitted by the classic minorise–maximise iteration and
-  reported on the Elo scale (400 · log10 of the strength, centred on the mean), with percentile bootstrap intervals
-  over matches (:func:`bradley_terry_ci`); sequential Elo beside it.
+  reported on the Elo scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
+  of the points (win 1, draw 1/2) with its fixed-n betting 95% interval on [0, 1] (:func:`points_share`), valid at any
+  number of matches (a rating fitted from few matches has no interval that holds at small n: the share is what the
+  matches can vouch for); sequential Elo beside it.
 * Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating (``openskill``'s Weng–Lin
   model) from each match's order of payoffs (:func:`plackett_luce`).
 * Asymmetric tasks (Code Review, Translation) are rated per role and never across roles (a programmer's payoff is
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.confseq import Interval, mean_interval
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
 
@@ -41,13 +44,13 @@ __all__ = [
     "alpha_rank",
     "alpha_rank_records",
     "bradley_terry",
-    "bradley_terry_ci",
     "elo",
     "meta_game",
     "nash_averaging",
     "paired_comparison",
     "pairwise_outcomes",
     "plackett_luce",
+    "points_share",
     "role_ratings",
 ]
 
@@ -118,27 +121,15 @@ def _ordered(records: Iterable[MatchRecord]) -> list[MatchRecord]:
     return sorted(done, key=lambda r: (r.repeat, r.game, r.match_id))
 
 
-def bradley_terry_ci(
-    records: Iterable[MatchRecord], *, samples: int = 200, level: float = 0.95, seed: int = 0
-) -> dict[str, tuple[float, float, float]]:
-    """Bradley–Terry ratings (Elo scale) with percentile bootstrap intervals over matches: player ->
-    (rating, low, high). Seeded: the same records give the same intervals."""
-    games = [r for r in _ordered(records) if len(r.seats) == 2 and _symmetric(r) and r.seats[0] != r.seats[1]]
-    point = bradley_terry(games)
-    if not point:
-        return {}
-    rng = np.random.default_rng(seed)
-    draws: dict[str, list[float]] = defaultdict(list)
-    for _ in range(samples):
-        resample = [games[i] for i in rng.integers(0, len(games), size=len(games))]
-        for name, value in bradley_terry(resample, iterations=200).items():
-            draws[name].append(value)
-    tail = (1.0 - level) / 2.0
-    out = {}
-    for name, value in point.items():
-        values = draws.get(name) or [value]
-        out[name] = (value, float(np.quantile(values, tail)), float(np.quantile(values, 1.0 - tail)))
-    return out
+def points_share(records: Iterable[MatchRecord]) -> dict[str, Interval]:
+    """Each player's share of the points of its comparisons (:func:`pairwise_outcomes`: win 1, draw 1/2, loss 0),
+    with the fixed-n betting 95% interval of :func:`analysis.confseq.mean_interval` on [0, 1], over its matches in the
+    order of repetition. Against a mix of opponents it is the share over that schedule."""
+    points: dict[str, list[float]] = defaultdict(list)
+    for a, b, score in pairwise_outcomes(_ordered(records)):
+        points[a].append(score)
+        points[b].append(1.0 - score)
+    return {name: mean_interval(values, 0.0, 1.0) for name, values in sorted(points.items())}
 
 
 @dataclass(frozen=True)

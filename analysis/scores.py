@@ -4,21 +4,28 @@
 * Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
   it played that role.
 
-Each score carries its spread (standard deviation), the number of matches, and a percentile bootstrap
-95% confidence interval of the mean (seeded, so the same records give the same interval).
+Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
+mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
+:func:`analysis.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in the
+order of repetition (repeat, game, match id). It assumes only that the payoffs lie in that range, so at the paper's
+sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no finite payoff range gets the
+interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from finitely many of them.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from analysis.confseq import mean_interval, records_bounds
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["Score", "bootstrap_ci", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+__all__ = ["Score", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
 
 
 @dataclass(frozen=True)
@@ -30,40 +37,20 @@ class Score:
     std: float
     n: int
     ci_low: float
+    """The 95% interval of the mean (module docstring); ``-inf`` when the game has no finite payoff range."""
     ci_high: float
     min: float
     max: float
     role: str | None = None
 
 
-_BOOTSTRAP_BLOCK = 1 << 20
-"""Resampled values drawn at once by :func:`bootstrap_ci` (8 MB of floats)."""
-
-
-def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, *, level: float = 0.95, samples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; a single value gives a zero-width interval."""
-    data = np.sort(np.asarray(values, dtype=float))  # the same values give the same interval in any order
-    if data.size == 0:
-        return (float("nan"), float("nan"))
-    if data.size == 1 or np.all(data == data[0]):
-        return (float(data[0]), float(data[0]))
-    rng = np.random.default_rng(seed)
-    # resamples drawn a block of rows at a time: the same random stream, so the same means as one
-    # (samples x n) draw, in bounded memory (one draw of 2,000 x 10,000 payoffs took 320 MB)
-    rows = max(1, _BOOTSTRAP_BLOCK // data.size)
-    means = np.empty(samples)
-    for start in range(0, samples, rows):
-        block = min(rows, samples - start)
-        means[start : start + block] = rng.choice(data, size=(block, data.size), replace=True).mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    return (float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail)))
-
-
-def _score(player: str, values: Sequence[float], role: str | None = None) -> Score:
+def _score(player: str, values: Sequence[float], bounds: tuple[float, float] | None, role: str | None = None) -> Score:
     data = np.asarray(values, dtype=float)
-    low, high = bootstrap_ci(data)
+    if bounds is None:
+        low, high = -math.inf, math.inf
+    else:
+        interval = mean_interval(data, *bounds)
+        low, high = interval.low, interval.high
     return Score(
         player=player,
         mean=float(data.mean()),
@@ -78,11 +65,12 @@ def _score(player: str, values: Sequence[float], role: str | None = None) -> Sco
 
 
 def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
-    return [r for r in records if r.status == "complete"]
+    """The complete records in the order of repetition (repeat, game, match id): an order the payoffs do not set."""
+    return sorted((r for r in records if r.status == "complete"), key=lambda r: (r.repeat, r.game, r.match_id))
 
 
 def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
-    """The rows of the payoff matrix V: every payoff of every player, in record order."""
+    """The rows of the payoff matrix V: every payoff of every player, in the order of repetition."""
     rows: dict[str, list[float]] = defaultdict(list)
     for record in _complete(records):
         for name, payoff in zip(record.seats, record.returns, strict=True):
@@ -91,7 +79,7 @@ def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
 
 
 def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], list[float]]:
-    """Payoffs keyed by (player, role)."""
+    """Payoffs keyed by (player, role), in the order of repetition."""
     rows: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in _complete(records):
         roles = record.roles or ["player"] * len(record.seats)
@@ -100,13 +88,17 @@ def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], lis
     return dict(rows)
 
 
-def symmetric_scores(records: Iterable[MatchRecord]) -> list[Score]:
-    """Eq. 1: each player's mean payoff, best first."""
-    scores = [_score(name, values) for name, values in payoffs_by_player(records).items()]
+def symmetric_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
+    """Eq. 1: each player's mean payoff, best first (``data_dir``: where a game of the records may read files)."""
+    done = _complete(records)
+    bounds = records_bounds(done, data_dir=data_dir)
+    scores = [_score(name, values, bounds) for name, values in payoffs_by_player(done).items()]
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
-def role_scores(records: Iterable[MatchRecord]) -> list[Score]:
+def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
     """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
-    scores = [_score(name, values, role) for (name, role), values in payoffs_by_role(records).items()]
+    done = _complete(records)
+    bounds = records_bounds(done, data_dir=data_dir)
+    scores = [_score(name, values, bounds, role) for (name, role), values in payoffs_by_role(done).items()]
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

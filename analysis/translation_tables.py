@@ -19,6 +19,11 @@ the matches of that ordered pair:
   against the chrF gain (the judge is asked whether the proofread text is more accurate than the
   translation, which is what the gain measures) and against the chrF of the proofread text.
 
+Each cell's numbers have 95% intervals valid at any number of matches (:mod:`analysis.tables`: the judge's scores
+on its scale, the game's payoff range; chrF and BLEU on [0, 100], the gain on [-100, 100]). A judge-table cell is
+marked ``*`` when s_T - s_Pr, compared match by match, is resolved (its interval excludes 0), a metric-grid cell when
+its gain is. With a few matches per cell most are unresolved.
+
 Print everything for a run directory, and save a figure per direction (grids and scatter plots)::
 
     deepeval-games tables translation runs/translation-demo --plot runs/translation-demo/tables4-6.png
@@ -32,11 +37,13 @@ from pathlib import Path
 
 import pyspiel
 
+from analysis.confseq import Interval, records_bounds
 from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables import (
     PairKey,
     PairTable,
     agg_figure,
+    format_cell_intervals,
     format_number,
     format_pair_table,
     metric_value,
@@ -57,7 +64,9 @@ __all__ = [
     "RoleCorrelation",
     "TranslationCell",
     "TranslationTable",
+    "format_metric_intervals",
     "format_metric_table",
+    "format_score_intervals",
     "format_score_table",
     "judge_correlations",
     "plot_translation_tables",
@@ -74,6 +83,8 @@ TABLE_NUMBERS = {"de-en": 4, "en-fr": 5, "en-zh": 6}
 METRICS = ("chrf", "bleu")
 """The reference metrics with a grid: ``record.metrics`` holds ``<metric>_translation``, ``_proofread``, ``_gain``."""
 _METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU"}
+_METRIC_RANGE = (0.0, 100.0)
+"""The range of chrF and BLEU (sacrebleu's scale)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,12 @@ class MetricCell:
     """Mean proofreading gain (proofread minus translation)."""
     measured: int
     """Matches with the metric."""
+    translation_ci: Interval
+    """The translation's metric with its 95% interval."""
+    proofread_ci: Interval
+    """The proofread text's metric with its 95% interval."""
+    gain_ci: Interval
+    """The gain with its 95% interval (resolved when it excludes 0)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,12 @@ class TranslationCell:
     proofreader_score: float
     """s_Pr: the judge's mean score of the proofreader."""
     matches: int
+    translator_ci: Interval
+    """s_T with its 95% interval."""
+    proofreader_ci: Interval
+    """s_Pr with its 95% interval."""
+    difference: Interval
+    """s_T - s_Pr, match by match, with its 95% interval (resolved when it excludes 0)."""
     metrics: dict[str, MetricCell] = field(default_factory=dict)
     """Per metric of :data:`METRICS`."""
 
@@ -192,14 +215,31 @@ def translation_table(records: Iterable[MatchRecord], players: Sequence[str] | N
         ),
         players,
     )
+    scale = records_bounds(task) if task else None  # the judge's scale: the game pays its verdict
     cells = {}
     for key, s in pooled.items():
         metrics = {}
         for i, metric in enumerate(METRICS):
             first = 2 + 3 * i
             translation, proofread, gain = s.means[first : first + 3]
-            metrics[metric] = MetricCell(translation, proofread, gain, measured=s.counts[first])
-        cells[key] = TranslationCell(s.means[0], s.means[1], s.matches, metrics)
+            metrics[metric] = MetricCell(
+                translation,
+                proofread,
+                gain,
+                measured=s.counts[first],
+                translation_ci=s.interval(first, _METRIC_RANGE),
+                proofread_ci=s.interval(first + 1, _METRIC_RANGE),
+                gain_ci=s.interval(first + 2, (-_METRIC_RANGE[1], _METRIC_RANGE[1])),
+            )
+        cells[key] = TranslationCell(
+            s.means[0],
+            s.means[1],
+            s.matches,
+            translator_ci=s.interval(0, scale),
+            proofreader_ci=s.interval(1, scale),
+            difference=s.difference(0, 1, scale),
+            metrics=metrics,
+        )
     unmeasured = {metric: sum(metric_value(r, f"{metric}_translation") is None for r in task) for metric in METRICS}
     return TranslationTable(pairs[0] if pairs else "?", order, cells, unmeasured)
 
@@ -224,6 +264,29 @@ def format_score_table(table: TranslationTable, *, title: str | None = None, dig
         title=_title(table, "judge scores") if title is None else title,
         digits=digits,
         column_mean_part=0,  # mean s_T under s_T
+        difference=("s_T - s_Pr", lambda c: c.difference),
+    )
+
+
+def format_score_intervals(table: TranslationTable, *, digits: int = 2) -> str:
+    """Every cell's s_T and s_Pr with their 95% intervals, and whether s_T - s_Pr is resolved."""
+    return format_cell_intervals(
+        table.players,
+        table.cells,
+        lambda c: (("s_T", c.translator_ci), ("s_Pr", c.proofreader_ci)),
+        difference=("s_T - s_Pr", lambda c: c.difference),
+        digits=digits,
+    )
+
+
+def format_metric_intervals(table: TranslationTable, metric: str = "chrf") -> str:
+    """Every cell's T and Pr of ``metric`` with their 95% intervals, and whether the gain is resolved."""
+    return format_cell_intervals(
+        table.players,
+        table.cells,
+        lambda c: (("T", c.metrics[metric].translation_ci), ("Pr", c.metrics[metric].proofread_ci)),
+        difference=("gain", lambda c: c.metrics[metric].gain_ci),
+        title=f"95% intervals per cell ({_METRIC_NAMES.get(metric, metric)}; valid at any number of matches):",
     )
 
 
@@ -251,6 +314,7 @@ def format_metric_table(table: TranslationTable, metric: str = "chrf", *, title:
         title=_title(table, f"{name} of the translation and the proofread text") if title is None else title,
         digits=2,
         column_mean_part=0,  # mean T under T
+        difference=("gain", lambda c: get(c).gain_ci),
     )
     missing = table.unmeasured.get(metric, 0)
     if missing:
@@ -373,9 +437,11 @@ def print_tables(
         table = translation_table(group, players)
         print(f"{game_variant(group[0].game)} ({len(group)} matches)\n")
         print(format_score_table(table))
+        print(format_score_intervals(table))
         for metric in METRICS:
             print()
             print(format_metric_table(table, metric))
+            print(format_metric_intervals(table, metric))
         print()
         for role in judge_correlations(group):
             print(correlation_line(role.label, role.correlation))

@@ -9,6 +9,7 @@ import pytest
 
 from analysis.idiom_tables import (
     early_late_table,
+    format_early_late_intervals,
     format_early_late_table,
     hit_table,
     idiom_records,
@@ -136,3 +137,26 @@ def test_the_tables_say_who_decided_what_is_an_idiom() -> None:
     assert "xinhua+cedict+zdic-1 alone" in alone and "[judge]" in alone
     assert "xinhua-1, and the judge ruled" in judged
     assert "xinhua-1 alone" in validity_note("deepeval_idiom_solitaire(max_turns=4)")  # before the parameter
+
+
+def test_cells_have_intervals_and_resolved_differences_are_marked() -> None:
+    def match(i: int, early: str, late: str, early_won: bool) -> MatchRecord:
+        record = _record(early, late, (1, -1) if early_won else (-1, 1), (3, 2) if early_won else (2, 2))
+        return record.model_copy(update={"match_id": f"{early}{late}{i:02d}", "repeat": i})
+
+    records = [match(i, "A", "B", True) for i in range(12)]  # A, moving first, wins all 12: resolved
+    records += [match(i, "B", "A", i % 2 == 0) for i in range(10)]  # 5 wins, 5 losses: unresolved
+    table = win_rate_table(records)
+    ab, ba = table.cell("A", "B"), table.cell("B", "A")
+    assert ab is not None and ba is not None
+    assert ab.early_ci.mean == 1.0 and 0.5 < ab.early_ci.low < 1.0 == ab.early_ci.high
+    assert ab.difference.low > 0 and ba.difference.low < 0 < ba.difference.high
+    assert ba.early_ci.low < 0.5 < ba.early_ci.high and ba.early_ci.high - ba.early_ci.low > 0.5  # honest at 10
+    text = format_early_late_table(table)
+    row_a = next(line for line in text.splitlines() if line.startswith("A "))
+    row_b = next(line for line in text.splitlines() if line.startswith("B "))
+    assert "0.00*" in row_a and "*" not in row_b and "* s_E - s_L resolved" in text
+    listed = format_early_late_intervals(table)
+    assert "A \\ B (12 matches): s_E 1.00 [" in listed and listed.count("unresolved") == 1
+    hits = hit_table(records)
+    assert hits.cell("A", "B").early_ci.high <= 25.0  # type: ignore[union-attr]  # max_turns 50: 25 moves a seat

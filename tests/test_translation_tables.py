@@ -113,7 +113,11 @@ def test_judge_table_cells_and_means(records: list[MatchRecord]) -> None:
     assert lines[3].split() == ["A", "10.00", "10.00", "5.00", "4.00", "9.00", "6.00", "5.00"]
     assert lines[4].split() == ["B", "7.00", "8.00", "-", "-", "-", "-", "8.00"]
     assert lines[6].split() == ["mean", "s_T", "7.00", "5.00", "9.00"]
-    assert lines[7] == "(rows: proofreader, columns: translator; 1..2 matches per cell)"
+    assert lines[7] == (
+        "(rows: proofreader, columns: translator; * s_T - s_Pr resolved (its 95% interval, match by match, excludes 0);"
+        " 1..2 matches per cell)"
+    )
+    assert math.isinf(ba.translator_ci.high)  # paragraph "t1-0" is no IWSLT paragraph: no game, no judge's scale
 
 
 def test_chrf_and_bleu_grids(records: list[MatchRecord]) -> None:

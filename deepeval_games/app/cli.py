@@ -105,11 +105,14 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         from analysis.stopping import format_stopping
 
         print("\n" + format_stopping(result.stopping))
-    elif spec.until_stable:
-        print(
-            f"\nRepeats played: {result.repeats} "
-            f"(stopping rule: until stable, at most {spec.until_stable.max_repeats})."
+    else:  # a fixed repeat count, or the old rule: say what the run may not claim
+        from analysis.stopping import stopping_rule_note
+
+        rule = spec.until_stable
+        note = stopping_rule_note(
+            rule.rule if rule else None, result.repeats or spec.repeats, rule.max_repeats if rule else None
         )
+        print("\n" + note)
     print(
         f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {out}, "
         f"{len(result.failed)} failed."
@@ -528,7 +531,9 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="print every table of one or more run directories (side by side)")
     report.add_argument("run_dirs", nargs="+", metavar="run_dir")
     report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")
-    report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    report.add_argument(
+        "--epsilon", type=float, help="also check stableness: every 95%% interval half-width below this"
+    )
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
     board = sub.add_parser(

@@ -147,16 +147,27 @@ def max_seats(runs: Sequence[RunSource]) -> int:
     return max((len(seats) for run in runs for seats, _ in _seatings(run)), default=0)
 
 
-def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
-    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
+def _spec_source(run: RunSource) -> dict[str, Any] | None:
+    """The spec a run directory was started with (its store's ``meta``), or None when it has none readable."""
     from deepeval_games.app.pool import stored_spec_text
 
+    text = stored_spec_text(run.path)
+    try:
+        source = json.loads(text) if text else None
+    except (ValueError, TypeError):
+        return None
+    return source if isinstance(source, dict) else None
+
+
+def _until_stable(source: dict[str, Any] | None) -> Any:
+    experiment = source.get("experiment") if source else None
+    return experiment.get("until_stable") if isinstance(experiment, dict) else None
+
+
+def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
+    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
     for run in runs:
-        text = stored_spec_text(run.path)
-        try:
-            rule = json.loads(text)["experiment"]["until_stable"] if text else None
-        except (ValueError, KeyError, TypeError):
-            rule = None
+        rule = _until_stable(_spec_source(run))
         if isinstance(rule, dict) and isinstance(rule.get("epsilon"), (int, float)):
             return float(rule["epsilon"])
     return None
@@ -336,7 +347,7 @@ def variant_title(variant: str, records: Sequence[MatchRecord]) -> str:
 @section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
     from analysis.scores import role_scores, symmetric_scores
-    from analysis.tables import format_scores
+    from analysis.tables import format_interval, format_scores
 
     if _symmetric(ctx.records):
         scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
@@ -353,7 +364,7 @@ def _scores(ctx: ReportContext) -> list[Block]:
             str(s.n),
             f"{s.mean:.2f}",
             f"{s.std:.2f}",
-            f"[{s.ci_low:.2f}, {s.ci_high:.2f}]",
+            format_interval(s.ci_low, s.ci_high),
             f"{s.min:.2f}",
             f"{s.max:.2f}",
         )
@@ -415,13 +426,17 @@ def _ratings(ctx: ReportContext) -> list[Block]:
             title = "Bradley–Terry rating per role (Elo scale)"
             blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
     elif all(len(r.seats) == 2 for r in done):
-        with_ci = sorted(ratings.bradley_terry_ci(done).items(), key=lambda item: -item[1][0])
-        text = "Bradley–Terry rating (Elo scale): " + ", ".join(
-            f"{p} {v:+.0f} [{lo:+.0f}, {hi:+.0f}]" for p, (v, lo, hi) in with_ci
+        points = ratings.points_share(done)
+        rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
+        shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
+        text = "Bradley–Terry rating (Elo scale; points share with its 95% interval): " + ", ".join(
+            f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
         )
-        rows = tuple((p, f"{v:+.0f}", f"[{lo:+.0f}, {hi:+.0f}]") for p, (v, lo, hi) in with_ci)
+        rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
         title = "Bradley–Terry rating (Elo scale)"
-        blocks.append(Block("ratings", title, text=text, header=("player", "rating", "95% interval"), rows=rows))
+        blocks.append(
+            Block("ratings", title, text=text, header=("player", "rating", "points share [95% interval]"), rows=rows)
+        )
     else:
         pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
         text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
@@ -457,9 +472,12 @@ def _stableness(ctx: ReportContext) -> list[Block]:
         return []
     check = stableness(ctx.records, epsilon=ctx.epsilon)
     verdict = "stable" if check.stable else "not yet stable"
-    text = f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason}"
+    text = (
+        f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason} (a fixed-sample check: looked at again "
+        "after more matches it is not valid under repeated looks)"
+    )
     rows = tuple((name, f"{half:.3f}") for name, half in sorted(check.half_widths.items()))
-    return [Block("stableness", text, text=text, header=("player", "95% CI half-width"), rows=rows)]
+    return [Block("stableness", text, text=text, header=("player", "95% interval half-width"), rows=rows)]
 
 
 @section("turn_outcomes", "Turn outcomes", core=True)
@@ -592,24 +610,54 @@ def _aborted(ctx: ReportContext) -> list[Block]:
     return [Block("aborted", title, text=text, header=("run", "kind", "attempts", "matches"), rows=tuple(rows))]
 
 
-@section("stopping", "Adaptive stopping rule", scope="report")
+@section("stopping", "Stopping rule", scope="report")
 def _stopping(ctx: ReportContext) -> list[Block]:
-    """What stopped each run played under ``until_stable`` with ``rule = "adaptive"`` (its ``stopping.json``)."""
-    from analysis.stopping import StoppingReport, format_stopping
+    """Per run, what stopped it: under the adaptive rule its ``stopping.json`` (what stopped the run, matches per
+    player, what is unresolved); under the old ``recheck`` rule that its intervals are not valid under repeated
+    looks; with a fixed repeat count that no stopping rule was applied (so nothing claims the results converged)."""
+    from analysis.stopping import StoppingReport, format_stopping, stopping_rule_note
 
     blocks = []
     for run in ctx.runs:
         path = run.path / "stopping.json"
-        if not path.is_file():
+        if path.is_file():
+            try:
+                report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+                continue
+            text = f"{run.label}: " + format_stopping(report)
+            blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))
             continue
-        try:
-            report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+        source = _spec_source(run)
+        if source is None:
             continue
-        text = f"{run.label}: " + format_stopping(report)
-        blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))
+        rule = _until_stable(source)
+        rule = rule if isinstance(rule, dict) else None
+        if rule is None:
+            note = stopping_rule_note(None, int(source.get("experiment", {}).get("repeats", 1)))
+        elif rule.get("rule", "adaptive") == "adaptive":
+            note = (
+                "the adaptive stopping rule's report (stopping.json) is missing: the run was stopped before the rule "
+                "decided, or was played before the adaptive rule became the default (then by the old 'recheck' "
+                "rule, whose intervals are not valid under repeated looks)."
+            )
+        else:
+            note = stopping_rule_note(str(rule["rule"]), _played_repeats(run), int(rule.get("max_repeats", 50)))
+        blocks.append(Block("stopping", f"Stopping rule ({run.label})", text=f"{run.label}: {note}"))
     return blocks
+
+
+def _played_repeats(run: RunSource) -> int:
+    """The repeats a run's committed matches reach (its largest repeat number plus one)."""
+    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+    try:
+        (top,) = db.execute("SELECT MAX(json_extract(record, '$.repeat')) FROM matches").fetchone()
+    except sqlite3.Error:
+        top = None
+    finally:
+        db.close()
+    return int(top) + 1 if top is not None else 0
 
 
 @section("judge_audit", "Judge audit", scope="report")

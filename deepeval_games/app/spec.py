@@ -142,22 +142,24 @@ def _spec_error(message: str) -> PydanticCustomError:
 class StoppingRule(BaseModel):
     """``[experiment.until_stable]``: add repeats until the stableness condition holds.
 
-    ``rule = "bootstrap"`` (the default, kept for old specs) extends every seating by ``step`` repeats until every
-    bootstrap CI half-width is below ``epsilon`` and the ranking is steady; re-checking a fixed-sample interval after
-    every extension is optional stopping, so its error rate grows with each look. ``rule = "adaptive"``
-    (:mod:`analysis.stopping`) is valid at every look: anytime-valid confidence sequences per player, per role and
-    per game variant; after the first ``repeats`` rounds only the seatings of players whose ranks are unresolved are
-    repeated, in complete blocks; it stops when every adjacent pair is separated or tied within ``epsilon``, when
-    ``budget_matches`` would be passed, or after ``max_repeats`` rounds.
+    ``rule = "adaptive"`` (the default; :mod:`analysis.stopping`) is valid at every look: anytime-valid confidence
+    sequences per player, per role and per game variant; after the first ``repeats`` rounds only the seatings of
+    players whose ranks are unresolved are repeated, in complete blocks; it stops when every adjacent pair is
+    separated or tied within ``epsilon``, when ``budget_matches`` would be passed, or after ``max_repeats`` rounds.
+    ``rule = "recheck"`` (the default until the adaptive rule took its place; ``"bootstrap"`` is its old name, kept
+    for old specs) extends every seating by ``step`` repeats until every fixed-sample 95% interval's half-width is
+    below ``epsilon`` and the ranking is steady; re-checking a fixed-sample interval after every extension is
+    optional stopping, so its error rate grows with each look, and its report says so.
     """
 
     model_config = _TABLE
 
     epsilon: float = Field(gt=0)
-    """Required. ``bootstrap``: every player's 95% CI half-width of the mean payoff must fall below this.
-    ``adaptive``: the indifference margin: adjacent players whose means surely differ by at most this are tied."""
-    rule: Literal["bootstrap", "adaptive"] = "bootstrap"
-    """``bootstrap`` (uniform extensions, not valid under repeated looks) or ``adaptive`` (anytime-valid)."""
+    """Required. ``adaptive``: the indifference margin: adjacent players whose means surely differ by at most this
+    are tied. ``recheck``: every player's 95% interval half-width of the mean payoff must fall below this."""
+    rule: Literal["adaptive", "recheck", "bootstrap"] = "adaptive"
+    """``adaptive`` (anytime-valid, the default) or ``recheck`` (uniform extensions, not valid under repeated looks;
+    ``bootstrap`` is the same rule under its old name)."""
     alpha: float = Field(default=0.05, gt=0, lt=1)
     """``adaptive``: the chance that a ranking of one variant and role separates two players in the wrong order."""
     budget_matches: int | None = Field(default=None, ge=1)
