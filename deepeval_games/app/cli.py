@@ -6,6 +6,7 @@
 ``deepeval-games run SPEC.toml --out DIR``  play an experiment into a run directory (resumable)
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
+``deepeval-games view DIR...``              serve the HTML report on 127.0.0.1, updated while a run writes
 ``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
@@ -22,6 +23,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -242,6 +244,23 @@ def _cmd_report(args: argparse.Namespace) -> int:
             title = variant_title(variant, subset)
             print(f"wrote {payoff_boxplot(subset, out / f'{stem}_payoffs.png', title=title)} (and .svg)")
             print(f"wrote {convergence_plot(subset, out / f'{stem}_convergence.png', title=title)} (and .svg)")
+    return 0
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    """Serve the live HTML report until interrupted (:mod:`deepeval_games.app.view`)."""
+    from deepeval_games.app.view import ReportServer
+
+    with ReportServer(args.run_dirs, port=args.port, epsilon=args.epsilon) as server:
+        print(
+            f"the report of {', '.join(args.run_dirs)}: {server.url} (read-only; updates as matches are "
+            "committed; Ctrl-C stops)",
+            flush=True,
+        )
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("stopped")
     return 0
 
 
@@ -516,6 +535,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
+    view = sub.add_parser("view", help="serve the HTML report on 127.0.0.1, updated while a run writes")
+    view.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    view.add_argument("--port", type=int, default=7676, help="the port on 127.0.0.1 (0: any free one)")
+    view.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    view.set_defaults(func=_cmd_view)
     export = sub.add_parser("export", help="write a run's matches or turns as CSV, JSON Lines or Parquet")
     export.add_argument("run_dirs", nargs="+", metavar="run_dir")
     export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
