@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,7 @@ class _Log:
     scores: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in SCORES})
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
 
 
 def _safe(text: str) -> str:
@@ -139,14 +140,14 @@ def _inspect() -> dict[str, Any]:
     """The inspect_ai classes the logs are made of; a clear error when it is not installed."""
     try:
         from inspect_ai import log as L
-        from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelUsage
+        from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage
         from inspect_ai.scorer import Score
     except ImportError as exc:
         raise DeepEvalError(
             'export --format inspect needs inspect_ai: pip install "deepeval-games[inspect]" (or inspect-ai)'
         ) from exc
     chat = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
-    return {"log": L, "chat": chat, "ModelUsage": ModelUsage, "Score": Score}
+    return {"log": L, "chat": chat, "ModelOutput": ModelOutput, "ModelUsage": ModelUsage, "Score": Score}
 
 
 def _sample(ia: Any, record: MatchRecord, seats: list[int], log: _Log) -> Any:
@@ -163,6 +164,12 @@ def _sample(ia: Any, record: MatchRecord, seats: list[int], log: _Log) -> Any:
         log.scores[name].append(value)
     if record.started_at:
         log.started.append(record.started_at)
+        try:
+            start = datetime.fromisoformat(record.started_at)
+            log.ended.append((start + timedelta(seconds=record.wall_time_s)).isoformat(timespec="seconds"))
+        except ValueError:  # a start time written otherwise: the log's end falls back to its start
+            pass
+    replies = [m for m in chat if m.role == "assistant"]
     return L.EvalSample(
         id=record.match_id,
         epoch=1,
@@ -182,6 +189,7 @@ def _sample(ia: Any, record: MatchRecord, seats: list[int], log: _Log) -> Any:
             "metrics": record.metrics,
             "status": record.status,
         },
+        output=ia["ModelOutput"].from_content(log.model, replies[-1].text if replies else ""),
         total_time=record.wall_time_s or None,
         error=L.EvalError(message=record.error or "aborted", traceback="", traceback_ansi="")
         if record.status == "aborted"
@@ -233,7 +241,7 @@ def _eval_log(ia: Any, log: _Log) -> Any:
     )
     stats = L.EvalStats(
         started_at=started,
-        completed_at=max(log.started) if log.started else started,
+        completed_at=max(log.ended) if log.ended else started,
         model_usage={model: _model_usage(ia, used) for model, used in log.usage.items()},
     )
     return L.EvalLog(status="success", eval=spec, results=results, stats=stats, samples=log.samples)

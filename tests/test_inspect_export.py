@@ -23,6 +23,7 @@ ANSWER = '{"reason": "r", "coins": 3}'
 def test_inspect_logs_read_back_with_one_sample_per_match_and_the_scores(tmp_path: Path) -> None:
     log_api = pytest.importorskip("inspect_ai.log")
     with FakeOpenAIServer(default=Behaviour.reply(ANSWER), max_hang_s=5) as server:
+        server.script(Behaviour.reply("no idea"))  # the first call is re-asked
         spec = {
             "experiment": {"name": "inspect", "game": "deepeval_public_goods(players=2,rounds=2)", "repeats": 3},
             "players": [model_player("fake-model", server), {"name": "free", "bot": "pgg_free_rider"}],
@@ -45,12 +46,19 @@ def test_inspect_logs_read_back_with_one_sample_per_match_and_the_scores(tmp_pat
             assert sample.scores is not None and sample.scores["return"].value == pytest.approx(record.returns[seat])
             assert sample.scores["valid_moves"].value == 1.0
             roles = [m.role for m in sample.messages]
-            assert roles[0] == "system" and roles.count("assistant") == 2  # the rules; one reply per round
+            retries = sum(t.retries for t in record.turns if t.seat == seat)
+            assert roles[0] == "system" and roles.count("assistant") == 2 + retries  # one reply per ask, 2 rounds
             assert sample.metadata["player_seats"] == [seat] and sample.metadata["returns"] == record.returns
         scores = {s.name: s for s in log.results.scores} if log.results else {}
         assert scores["return"].metrics["mean"].value == pytest.approx(statistics.fmean(returns))  # Eq. 1's mean
     model_sample = logs["openai/fake-model"].samples[0]
     assert ANSWER in [m.text for m in model_sample.messages if m.role == "assistant"]
+    assert model_sample.output.completion == ANSWER  # the last reply: inspect's "answer" column
+    reasked = [s for s in logs["openai/fake-model"].samples if "no idea" in [m.text for m in s.messages]]
+    assert len(reasked) == 1 and reasked[0].scores["valid_moves"].value == 1.0  # a move after a re-ask is its own
+    said = [(m.role, m.text) for m in reasked[0].messages]
+    where = said.index(("assistant", "no idea"))
+    assert said[where + 1][0] == "user" and said[where + 2] == ("assistant", ANSWER)  # the re-ask, then the answer
     record = by_id[str(model_sample.id)]
     used = model_sample.model_usage["openai/fake-model"]
     seat = record.seats.index("fake-model")
