@@ -7,7 +7,9 @@
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
 ``deepeval-games leaderboard DIR... [--task T] [--role R] [--format F]``  one table per task and role over many runs
+``deepeval-games view DIR...``              serve the HTML report on 127.0.0.1, updated while a run writes
 ``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
+``deepeval-games export DIR --format inspect --out DIR``  write the runs as inspect_ai eval logs
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
 ``deepeval-games play GAME [--seat N]``     play a seat yourself at the terminal, against bots or models
@@ -23,6 +25,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -263,12 +266,35 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    """Serve the live HTML report until interrupted (:mod:`deepeval_games.app.view`)."""
+    from deepeval_games.app.view import ReportServer
+
+    with ReportServer(args.run_dirs, port=args.port, epsilon=args.epsilon) as server:
+        print(
+            f"the report of {', '.join(args.run_dirs)}: {server.url} (read-only; updates as matches are "
+            "committed; Ctrl-C stops)",
+            flush=True,
+        )
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("stopped")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from analysis.export import columns_for, match_row, turn_rows, write_rows
     from deepeval_games.app.report import max_seats, open_runs, player_labels, stream_records
 
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)
+    if args.format == "inspect":  # inspect_ai logs: a folder of them, one per run, task and player
+        from analysis.inspect_logs import write_inspect_logs
+
+        logs = write_inspect_logs(((run.label, record) for run, record in stream_records(runs, labels)), args.out)
+        print(f"wrote {len(logs)} inspect_ai logs to {args.out} (open them with: inspect view --log-dir {args.out})")
+        return 0
     seats = 0
     if args.level == "match":  # the widest seating fixes the seat columns before the first row is written
         seats = max_seats(runs)
@@ -545,11 +571,23 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("--format", choices=("text", "csv", "json"), default="text")
     board.add_argument("--out", metavar="FILE", help="write the table here instead of printing it")
     board.set_defaults(func=_cmd_leaderboard)
-    export = sub.add_parser("export", help="write a run's matches or turns as CSV, JSON Lines or Parquet")
+    view = sub.add_parser("view", help="serve the HTML report on 127.0.0.1, updated while a run writes")
+    view.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    view.add_argument("--port", type=int, default=7676, help="the port on 127.0.0.1 (0: any free one)")
+    view.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    view.set_defaults(func=_cmd_view)
+    export = sub.add_parser(
+        "export", help="write a run's matches or turns as CSV, JSON Lines or Parquet, or its logs for inspect_ai"
+    )
     export.add_argument("run_dirs", nargs="+", metavar="run_dir")
-    export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    export.add_argument(
+        "--format",
+        choices=("csv", "jsonl", "parquet", "inspect"),
+        default="csv",
+        help="inspect: inspect_ai eval logs (a folder of them, one per run, task and player; needs inspect-ai)",
+    )
     export.add_argument("--level", choices=("match", "turn"), default="match", help="one row per match or per turn")
-    export.add_argument("--out", required=True, help="the file to write")
+    export.add_argument("--out", required=True, help="the file to write (with --format inspect: the folder)")
     export.add_argument(
         "--raw-text",
         action="store_true",

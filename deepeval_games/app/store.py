@@ -388,6 +388,15 @@ class Store:
         self.flush()
         return {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
 
+    def stamp(self) -> str:
+        """A short text that changes whenever a match or a judgement reaches the database (rows are never
+        removed, so their counts and last sequence numbers tell): how ``deepeval-games view`` notices a commit."""
+        self.flush()
+        matches = self._db.execute("SELECT count(*), coalesce(max(seq), 0) FROM matches").fetchone()
+        judged = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='judgements'").fetchone()
+        judgements = self._db.execute("SELECT count(*) FROM judgements").fetchone()[0] if judged else 0
+        return f"{matches[0]}.{matches[1]}.{judgements}"
+
     def commit(self, record: MatchRecord) -> bool:
         """Store a finished match once; returns False if its id was already stored.
 
