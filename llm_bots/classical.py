@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, StateBot
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.registry import register_bot
@@ -128,7 +129,11 @@ _PLAYOUT_STEPS = 200
 
 
 def random_refusal(game: pyspiel.Game) -> str | None:
-    """Why ``random`` cannot play ``game`` (None: it can): a seeded random playout of its first moves fails."""
+    """Why ``random`` cannot play ``game`` (None: it can): the game says its legal actions are not its moves, or a
+    seeded random playout of its first moves fails."""
+    unlisted = task.unlisted_moves(game)
+    if unlisted is not None:
+        return f"random plays listed legal moves; {unlisted}"
     rng = np.random.default_rng(0)
     state = game.new_initial_state()
     try:
@@ -241,6 +246,9 @@ class RandomBot(StateBot):
         self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
     ) -> None:
         super().__init__(player_id, rng, game=game)
+        unlisted = task.unlisted_moves(game) if game is not None else None
+        if unlisted is not None:
+            raise SpecError(f"random plays listed legal moves; {unlisted}")
         self._bot = pyspiel.make_uniform_random_bot(player_id, _seed(self.rng))
 
     def choose(self, state: pyspiel.State) -> int:
