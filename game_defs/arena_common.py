@@ -15,7 +15,9 @@ from typing import Any, Generic, TypeVar
 
 import pyspiel
 
-__all__ = ["ReplayedEnv", "game_type", "replays_alike"]
+from deepeval_games.core.observer import TextObserver
+
+__all__ = ["ReplayedEnv", "SeatObserver", "game_type", "replays_alike", "seat_observer", "seed_count", "seed_outcomes"]
 
 Env = TypeVar("Env")
 
@@ -84,3 +86,38 @@ def game_type(
         provides_factored_observation_string=False,
         parameter_specification=parameters or {},
     )
+
+
+def seed_count(params: dict[str, Any], seeded: bool, default: int) -> int:
+    """Seeds the chance node chooses among (``seeds=`` in the game string; 0 for an environment without one)."""
+    if not seeded:
+        return 0
+    seeds = int(params.get("seeds", default))
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    return seeds
+
+
+def seed_outcomes(seeds: int) -> list[tuple[int, float]]:
+    """The chance node's outcomes: every seed, equally likely."""
+    return [(seed, 1.0 / seeds) for seed in range(seeds)]
+
+
+class SeatObserver(TextObserver):
+    """The seats' own view of an adapted state (its ``seat_view(seat)``)."""
+
+    def string_from(self, state: Any, player: int) -> str:
+        """The seat's view."""
+        return str(state.seat_view(player))
+
+
+def seat_observer(
+    iig_obs_type: pyspiel.IIGObservationType | None, params: Any, *, typed: bool, what: str
+) -> SeatObserver:
+    """The observer of an adapted game. Other observation types than the seats' own only where ``typed`` (a game of
+    perfect information, where every view is public): the libraries do not say which part of a view is private."""
+    if iig_obs_type is not None and not typed:
+        seat_type = iig_obs_type.public_info and iig_obs_type.private_info == pyspiel.PrivateInfoType.SINGLE_PLAYER
+        if not seat_type or iig_obs_type.perfect_recall:
+            raise ValueError(f"{what} gives only each seat's own view")
+    return SeatObserver(iig_obs_type, params)

@@ -30,8 +30,15 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core.games import GameFamily, register_game_family
-from deepeval_games.core.observer import TextObserver
-from game_defs.arena_common import ReplayedEnv, game_type, replays_alike
+from game_defs.arena_common import (
+    ReplayedEnv,
+    SeatObserver,
+    game_type,
+    replays_alike,
+    seat_observer,
+    seed_count,
+    seed_outcomes,
+)
 
 __all__ = ["PREFIX", "PettingZooGame", "PettingZooState", "listing", "register"]
 
@@ -262,9 +269,7 @@ class PettingZooGame(pyspiel.Game):
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         params = dict(params or {})
-        self.seeds = int(params.get("seeds", DEFAULT_SEEDS)) if self.facts.seeded else 0
-        if self.facts.seeded and self.seeds < 1:
-            raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        self.seeds = seed_count(params, self.facts.seeded, DEFAULT_SEEDS)
         low, high = self.known.utility
         super().__init__(
             self.game_type,
@@ -288,14 +293,9 @@ class PettingZooGame(pyspiel.Game):
 
     def make_py_observer(
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
-    ) -> TextObserver:
-        """The seats' view; other observation types only for a game of perfect information (where every view is
-        public): an imperfect-information environment does not say which part of a view is private."""
-        if iig_obs_type is not None and not self.known.perfect_information:
-            seat_type = iig_obs_type.public_info and iig_obs_type.private_info == pyspiel.PrivateInfoType.SINGLE_PLAYER
-            if not seat_type or iig_obs_type.perfect_recall:
-                raise ValueError(f"{self.path} gives only each seat's own view")
-        return _SeatObserver(iig_obs_type, params)
+    ) -> SeatObserver:
+        """Each seat's own view (other observation types for a game of perfect information only)."""
+        return seat_observer(iig_obs_type, params, typed=self.known.perfect_information, what=self.path)
 
     def rules_text(self) -> str:
         """One paragraph: the environment, the seats, how moves are named."""
@@ -353,8 +353,7 @@ class PettingZooState(pyspiel.State):
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """Every seed, equally likely (only before the seed is chosen)."""
-        seeds = self._seeds
-        return [(seed, 1.0 / seeds) for seed in range(seeds)] if self._seed is None else []
+        return seed_outcomes(self._seeds) if self._seed is None else []
 
     def _apply_action(self, action: int) -> None:
         if self._seed is None:
@@ -412,12 +411,6 @@ class PettingZooState(pyspiel.State):
 def _array_text(obs: Any) -> str:
     array = np.asarray(obs)
     return f"observation (shape {list(array.shape)}): " + np.array2string(array.ravel(), threshold=10_000)
-
-
-class _SeatObserver(TextObserver):
-    def string_from(self, state: PettingZooState, player: int) -> str:
-        """The seat's view (:meth:`PettingZooState.seat_view`)."""
-        return state.seat_view(player)
 
 
 _SPECS: dict[str, tuple[_Facts, _Known]] = {}

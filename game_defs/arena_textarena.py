@@ -36,8 +36,15 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core.games import GameFamily, register_game_family
-from deepeval_games.core.observer import TextObserver
-from game_defs.arena_common import ReplayedEnv, game_type, replays_alike
+from game_defs.arena_common import (
+    ReplayedEnv,
+    SeatObserver,
+    game_type,
+    replays_alike,
+    seat_observer,
+    seed_count,
+    seed_outcomes,
+)
 
 __all__ = ["PREFIX", "TextArenaGame", "TextArenaState", "listing", "register"]
 
@@ -215,9 +222,7 @@ class TextArenaGame(pyspiel.Game):
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         params = dict(params or {})
-        self.seeds = int(params.get("seeds", DEFAULT_SEEDS)) if self.facts.seeded else 0
-        if self.facts.seeded and self.seeds < 1:
-            raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        self.seeds = seed_count(params, self.facts.seeded, DEFAULT_SEEDS)
         self.max_moves = 2 * self.facts.turns + 2  # an invalid move is asked again, once, by TextArena
         super().__init__(
             self.game_type,
@@ -239,13 +244,9 @@ class TextArenaGame(pyspiel.Game):
 
     def make_py_observer(
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Mapping[str, Any] | None = None
-    ) -> TextObserver:
-        """Each seat's own view only: TextArena does not say which of its messages are public."""
-        if iig_obs_type is not None:
-            seat_type = iig_obs_type.public_info and iig_obs_type.private_info == pyspiel.PrivateInfoType.SINGLE_PLAYER
-            if not seat_type or iig_obs_type.perfect_recall:
-                raise ValueError(f"{self.env_id} gives only each seat's own view")
-        return _SeatObserver(iig_obs_type, params)
+    ) -> SeatObserver:
+        """Each seat's own view (other observation types for a game of perfect information only)."""
+        return seat_observer(iig_obs_type, params, typed=False, what=self.env_id)
 
     def rules_text(self) -> str:
         """The environment's description (TextArena's prompt to a seat, where it has no other)."""
@@ -302,7 +303,7 @@ class TextArenaState(pyspiel.State):
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """Every seed, equally likely (only before the seed is chosen)."""
-        return [(seed, 1.0 / self._seeds) for seed in range(self._seeds)] if self._seed is None else []
+        return seed_outcomes(self._seeds) if self._seed is None else []
 
     def _apply_action(self, action: int) -> None:
         if self._seed is None:
@@ -374,12 +375,6 @@ class TextArenaState(pyspiel.State):
 def _message(sender: int, text: str) -> str:
     who = "The game" if sender < 0 else f"Player {sender}"
     return f"[{who}] {text}"
-
-
-class _SeatObserver(TextObserver):
-    def string_from(self, state: TextArenaState, player: int) -> str:
-        """The seat's view (:meth:`TextArenaState.seat_view`)."""
-        return state.seat_view(player)
 
 
 _SPECS: dict[str, _Facts] = {}

@@ -133,3 +133,20 @@ def test_a_finished_match_replays_from_its_record(tmp_path: Path) -> None:
 def test_rules_come_from_the_environment() -> None:
     rules = task.rules_text(load_game("textarena:KuhnPoker-v0"))
     assert "Kuhn Poker" in rules and "[bet]" in rules
+
+
+@pytest.mark.slow
+def test_games_all_lists_the_environments_with_their_verdicts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import game_defs.arena_pettingzoo  # noqa: F401  (both families, as their entry points register them)
+    import llm_bots.classical
+    from deepeval_games.app.cli import main
+
+    monkeypatch.setattr(llm_bots.classical, "openspiel_listing", lambda: [])  # OpenSpiel's own: tested elsewhere
+    assert main(["games", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "textarena:KuhnPoker-v0  [playable by LLM, random]" in out
+    assert "textarena:SimpleNegotiation-v0  [playable by LLM]" in out
+    assert "textarena:Debate-v0  [refused: it needs the network" in out
+    assert "pettingzoo:classic.connect_four_v3  [playable by LLM, random, mcts]" in out
