@@ -416,13 +416,14 @@ def _cmd_games(args: argparse.Namespace) -> int:
         )
         print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
     if args.all:  # OpenSpiel's own games: LLM-playable (probed), classical bots that play them
-        from llm_bots.classical import DEFAULT_NODE_BUDGET, openspiel_listing
+        from llm_bots.classical import DEFAULT_NODE_BUDGET, family_listing, openspiel_listing
 
         print(
             "\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout; classical: the "
             f"bots that play it, exact* only up to {DEFAULT_NODE_BUDGET} states, checked when a spec names it):"
         )
         print("\n".join(openspiel_listing()))
+        print("\n".join(family_listing()))
     return 0
 
 
