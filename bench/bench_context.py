@@ -40,7 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.core.games import load_game
 from llm_bots.model_info import litellm
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player, prompt_text
+from tests.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    common_prefix,
+    first_legal_move,
+    model_player,
+    prompt_text,
+)
 
 POLICIES = ("full", "window", "state")
 WINDOW_ROUNDS = 4
@@ -73,11 +80,6 @@ def _play(game: str, players: list[dict[str, Any]]) -> Any:
     return record
 
 
-def _common(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
-
-
 def pgg_cache_share(policy: str) -> tuple[list[float], list[float], list[float]]:
     """Per call of the LLM seat: the share of its prompt repeating the previous call's, the share of the previous
     prompt it repeats (1.0: nothing rewritten, the whole previous prompt is a cacheable prefix), and the cached share
@@ -90,8 +92,8 @@ def pgg_cache_share(policy: str) -> tuple[list[float], list[float], list[float]]
     seat = record.seats.index("llm")
     turns = [t for t in record.turns if t.seat == seat]
     pairs = list(itertools.pairwise(texts))
-    repeats = [_common(before, after) / len(after) for before, after in pairs]
-    kept = [_common(before, after) / len(before) for before, after in pairs]
+    repeats = [common_prefix(before, after) / len(after) for before, after in pairs]
+    kept = [common_prefix(before, after) / len(before) for before, after in pairs]
     reported = [t.cached_tokens / t.tokens_in for t in turns]
     return repeats, kept, reported
 

@@ -28,6 +28,7 @@ from typing import Any
 __all__ = [
     "Behaviour",
     "FakeOpenAIServer",
+    "common_prefix",
     "first_legal_move",
     "last_user_message",
     "model_player",
@@ -137,7 +138,7 @@ def prompt_text(body: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _common(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """The length of the longest common prefix of two strings."""
     n = min(len(a), len(b))
     return next((i for i in range(n) if a[i] != b[i]), n)
@@ -147,7 +148,7 @@ def prompt_usage(text: str, earlier: Iterable[str]) -> tuple[int, int]:
     """``(prompt_tokens, cached_tokens)`` of a prompt: a token per 4 characters (rounded up), and the whole tokens
     of the longest prefix it shares with any ``earlier`` prompt (a provider caches a prompt's prefix for the next
     requests that start the same way)."""
-    shared = max((_common(text, other) for other in earlier), default=0)
+    shared = max((common_prefix(text, other) for other in earlier), default=0)
     return -(-len(text) // 4), shared // 4
 
 
