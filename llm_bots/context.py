@@ -115,21 +115,7 @@ def context_window(config: ModelConfig) -> int | None:
         from llm_bots.local_server import LOCAL_N_CTX
 
         return LOCAL_N_CTX
-    return _known_window(config.model)
-
-
-_windows: dict[str, int | None] = {}
-
-
-def _known_window(model: str) -> int | None:
-    if model not in _windows:
-        try:
-            info = model_info.litellm().get_model_info(model)
-            limit = info.get("max_input_tokens") or info.get("max_tokens")
-        except Exception:  # litellm does not know the model: no window, no check
-            limit = None
-        _windows[model] = int(limit) if isinstance(limit, int) and limit > 0 else None
-    return _windows[model]
+    return model_info.context_window(config.model)  # remembered across runs: a cached rerun imports no litellm
 
 
 async def count_tokens(config: ModelConfig, messages: Sequence[Mapping[str, str]]) -> int:
