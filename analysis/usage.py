@@ -47,7 +47,16 @@ class PlayerUsage:
     tokens_out: int = 0
     reasoning_tokens: int = 0
     """The part of ``tokens_out`` the model spent on reasoning, where the provider reports it."""
+    cached_tokens: int = 0
+    """The part of ``tokens_in`` the provider read from its prompt cache (priced at its cached rate)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
     cost_usd: float = 0.0
+
+    @property
+    def cached_share(self) -> float:
+        """:attr:`cached_tokens` over :attr:`tokens_in` (0 without prompt tokens)."""
+        return self.cached_tokens / self.tokens_in if self.tokens_in else 0.0
 
     @property
     def stand_ins(self) -> int:
@@ -90,6 +99,8 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             usage.tokens_in += turn.tokens_in
             usage.tokens_out += turn.tokens_out
             usage.reasoning_tokens += turn.reasoning_tokens
+            usage.cached_tokens += turn.cached_tokens
+            usage.cache_write_tokens += turn.cache_write_tokens
             usage.cost_usd += turn.cost_usd
     return dict(sorted(out.items()))
 
@@ -101,6 +112,9 @@ USAGE_HEADER = (
     "calls",
     "retried",
     "tokens in",
+    "cached in",
+    "cached share",
+    "cache writes",
     "tokens out",
     "reasoning tokens",
     "cost USD",
@@ -119,6 +133,9 @@ def usage_rows(usage: Mapping[str, PlayerUsage]) -> list[tuple[str, ...]]:
                 str(u.calls),
                 str(u.retried),
                 str(u.tokens_in),
+                str(u.cached_tokens),
+                f"{100 * u.cached_share:.1f}%",
+                str(u.cache_write_tokens),
                 str(u.tokens_out),
                 str(u.reasoning_tokens),
                 f"{u.cost_usd:.4f}",

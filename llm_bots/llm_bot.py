@@ -402,6 +402,8 @@ _DECISION_FIELDS = (
     "finish_reasons",
     "reasoning_tokens",
     "reasoning",
+    "cached_tokens",
+    "cache_write_tokens",
 )
 
 
@@ -432,6 +434,8 @@ class _Exchange:
 
     __slots__ = (
         "attempts",
+        "cache_write_tokens",
+        "cached_tokens",
         "cost_usd",
         "cut_chars",
         "finish_reasons",
@@ -458,6 +462,8 @@ class _Exchange:
         self.tokens_out = 0
         self.cost_usd = 0.0
         self.reasoning_tokens = 0
+        self.cached_tokens = 0
+        self.cache_write_tokens = 0
 
     def add(self, messages: Sequence[dict[str, str]], completion: Completion, ask: int) -> None:
         """One finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its transport attempts
@@ -475,6 +481,8 @@ class _Exchange:
         self.tokens_out += completion.completion_tokens
         self.cost_usd += completion.cost_usd
         self.reasoning_tokens += completion.reasoning_tokens
+        self.cached_tokens += completion.cached_tokens
+        self.cache_write_tokens += completion.cache_write_tokens
 
     def decision(
         self, action: int | None = None, text: str = "", outcome: Outcome = Outcome.OK, error: str | None = None
@@ -502,6 +510,8 @@ class _Exchange:
                 "finish_reasons": tuple(self.finish_reasons),
                 "reasoning_tokens": self.reasoning_tokens,
                 "reasoning": tuple(self.reasoning),
+                "cached_tokens": self.cached_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
             },
         )
         return decision

@@ -249,6 +249,10 @@ class ModelTotals:
     asks: int = 0
     """Replies received (first asks and re-asks), cache hits included."""
     tokens_in: int = 0
+    cached_tokens: int = 0
+    """The part of ``tokens_in`` the provider read from its prompt cache."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (where it reports them)."""
     tokens_out: int = 0
     cost_usd: float = 0.0
     turns: int = 0
@@ -280,6 +284,8 @@ def run_summary(
             t = totals.setdefault(model, ModelTotals(model))
             t.asks += len(turn.raw_replies)
             t.tokens_in += turn.tokens_in
+            t.cached_tokens += turn.cached_tokens
+            t.cache_write_tokens += turn.cache_write_tokens
             t.tokens_out += turn.tokens_out
             t.cost_usd += turn.cost_usd
             if turn.seat >= 0:
@@ -288,8 +294,39 @@ def run_summary(
     return sorted(totals.values(), key=lambda t: t.model)
 
 
+def cache_saving(model: str, cached_tokens: int) -> float | None:
+    """What reading ``cached_tokens`` prompt tokens from the provider's cache saved against the full input price
+    (litellm's ``input_cost_per_token`` less its ``cache_read_input_token_cost``); None where either is unknown."""
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:
+        return None
+    full, cached = info.get("input_cost_per_token"), info.get("cache_read_input_token_cost")
+    if not full or cached is None:
+        return None
+    return cached_tokens * (float(full) - float(cached))
+
+
+def _cached_part(t: ModelTotals) -> str:
+    """``" (N cached, S%)"``: the prompt tokens read from the provider's cache; "" when none were reported."""
+    if not t.cached_tokens:
+        return ""
+    writes = f", {t.cache_write_tokens:,} written" if t.cache_write_tokens else ""
+    return f" ({t.cached_tokens:,} cached, {100 * t.cached_tokens / max(1, t.tokens_in):.1f}%{writes})"
+
+
+def _cost_part(t: ModelTotals) -> str:
+    """The cost, and where tokens came from the provider's cache what pricing them at the cached rate saved."""
+    if not t.cached_tokens:
+        return f"${t.cost_usd:.4f}"
+    saved = cache_saving(t.model, t.cached_tokens)
+    rate = "cached tokens at the cached rate" + (f", ${saved:.4f} saved" if saved is not None else ", rate unknown")
+    return f"${t.cost_usd:.4f} ({rate})"
+
+
 def format_run_summary(totals: Sequence[ModelTotals], sent: Mapping[str, int], cache_hits: Mapping[str, int]) -> str:
-    """One line per model: replies, tokens, cost, invalid-turn share, calls sent and cache hits."""
+    """One line per model: replies, tokens (the share the provider's prompt cache served), cost (those tokens at
+    the cached rate), invalid-turn share, calls sent and cache hits."""
     if not totals:
         return "Run summary: no model calls (scripted players only)."
     lines = ["Run summary (matches played now):"]
@@ -297,7 +334,7 @@ def format_run_summary(totals: Sequence[ModelTotals], sent: Mapping[str, int], c
         share = t.invalid / t.turns if t.turns else math.nan
         lines.append(
             f"  {t.model}: {sent.get(t.model, 0)} calls, {cache_hits.get(t.model, 0)} cache hits, "
-            f"{t.tokens_in:,} tokens in, {t.tokens_out:,} tokens out, ${t.cost_usd:.4f}, "
+            f"{t.tokens_in:,} tokens in{_cached_part(t)}, {t.tokens_out:,} tokens out, {_cost_part(t)}, "
             f"invalid turns {'-' if math.isnan(share) else f'{100 * share:.1f}%'} ({t.invalid} of {t.turns})"
         )
     return "\n".join(lines)

@@ -229,7 +229,8 @@ def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
     return (
         turn.index, turn.round, turn.seat, turn.action, turn.action_string, turn.text, turn.outcome,
         tuple(turn.raw_replies), turn.retries, turn.model, turn.tokens_in, turn.tokens_out, turn.cost_usd,
-        turn.error, tuple(turn.cut_chars), tuple(turn.finish_reasons), turn.reasoning_tokens,
+        turn.error, tuple(turn.cut_chars), tuple(turn.finish_reasons), turn.reasoning_tokens, turn.cached_tokens,
+        turn.cache_write_tokens,
     )  # fmt: skip
 
 
