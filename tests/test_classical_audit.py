@@ -110,7 +110,7 @@ def test_a_seating_never_played_reads_n_a_in_the_report() -> None:
         "[29,",
         "100]",
         "n/a",
-    ]  # won 3 of 3 moving first (Clopper-Pearson); never second
+    ]  # 3 of 3 moving first (Clopper-Pearson); never second
 
 
 # -- play confines file-naming game parameters as run does -----------------------------------------------------
