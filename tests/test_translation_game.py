@@ -106,6 +106,7 @@ def test_bad_parameters_and_bot_settings_are_refused() -> None:
         ("deepeval_translation(pair=en-zh,paragraph=9999-p1)", "has no talk 9999"),
         ("deepeval_translation(words=3)", "words must be"),
         ("deepeval_translation(split=tst2015)", "split must be"),
+        ("deepeval_translation(rubric=fluent)", "rubric must be"),
     ]:
         with pytest.raises(DeepEvalError, match=message):
             load_game(bad)
@@ -126,6 +127,32 @@ def test_the_game_shows_the_source_never_the_reference_and_caps_replies_by_parag
     assert game.reply_limit("translator") == REPLY_TOKENS_BASE + REPLY_TOKENS_PER_WORD * paragraph.source_words
     assert game.reply_limit("judge") is None
     assert str(load_game(str(game))) == str(game)  # the paragraph id survives OpenSpiel's game-string parser
+
+
+def test_the_rubric_parameter_selects_the_papers_two_criteria_and_the_default_keeps_the_old_game_string() -> None:
+    base = "deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)"
+    default, paper = load_game(base), load_game(base.replace(")", ",rubric=paper)"))
+    assert "rubric" not in str(default) and str(load_game(base.replace(")", ",rubric=extended)"))) == str(default)
+    assert "rubric=paper" in str(paper) and str(load_game(str(paper))) == str(paper)  # round-trips
+    briefs = {}
+    for name, game in (("extended", default), ("paper", paper)):
+        state = game.new_initial_state()
+        for text in ("Bonjour.", "Bonjour !"):
+            state.apply_action(state.intern_utterance(state.current_player(), text))
+        swapped = state.judge_text_presented([1, 0], ["B", "A"])
+        briefs[name] = (re.findall(r"^\d\. .*$", state.judge_text(), re.MULTILINE), swapped)
+    (extended, _), (criteria, swapped) = briefs["extended"], briefs["paper"]
+    assert extended == [
+        "1. Translator: is the translation a faithful, complete and fluent French rendering of the English source?",
+        "2. Proofreader: is the proofread version more accurate and fluent than the translation it was given "
+        "(without losing anything of the source)?",
+    ]
+    assert criteria == [
+        "1. Translator: is the French translation faithful to the meaning of the English source?",
+        "2. Proofreader: is the proofread version a more accurate translation than the one it was given?",
+    ]
+    assert "1. A (the proofreader): is the proofread version a more accurate translation" in swapped
+    assert "fluent" not in swapped and "complete" not in swapped  # the audit's swapped brief keeps the rubric
 
 
 def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs(
