@@ -77,19 +77,25 @@ def test_controls_are_ordered_by_chrf_and_bleu_in_every_direction(pair: str) -> 
         scores = record.metrics["judge_scores"]
         assert record.returns == [float(scores["translator"]), float(scores["proofreader"])]
         assert all(isinstance(record.metrics[m], float) for m in METRICS)
+        stats = [record.metrics[f"bleu_stats_{text}"] for text in ("translation", "proofread")]
+        assert all(len(s) == 10 and all(isinstance(v, int) for v in s) for s in stats)  # corpus BLEU's counts
+        assert "eff:no" in record.metrics["bleu_corpus_signature"] and "eff:yes" in record.metrics["bleu_signature"]
     assert degraded.returns[1] < 6 < corrected.returns[1]  # the chrF judge sees the gains too
 
 
 def test_the_chinese_target_uses_the_chinese_bleu_tokenizer() -> None:
     reference = "我们如何了解自己所知的事物。"
     zh = score_texts("我们如何了解事物。", reference, reference, "zh")
-    assert zh["bleu_translation"] > 0 and "tok:zh" in zh["bleu_signature"]
+    assert zh["bleu_translation"] > 0 and "tok:zh" in zh["bleu_signature"] and "tok:zh" in zh["bleu_corpus_signature"]
     assert score_texts("我们如何了解事物。", reference, reference, "en")["bleu_translation"] == 0.0  # one "word"
     assert score_texts("", reference, reference, "zh")["chrf_translation"] == 0.0
     translation_scorer._chrf.cache_clear()  # fresh metrics: nothing scored yet
     translation_scorer._bleu.cache_clear()
+    translation_scorer._corpus_bleu.cache_clear()
     both_empty = score_texts("", "", reference, "fr")  # an empty translation proofread as empty: still signed
     assert both_empty["chrf_gain"] == 0.0 and "nrefs:1" in both_empty["chrf_signature"]
+    assert "nrefs:1" in both_empty["bleu_corpus_signature"]
+    assert both_empty["bleu_stats_translation"][:3] == [0, len(reference.split()), 0]  # the reference still counts
 
 
 def test_the_degrading_controls_delete_what_they_say() -> None:
