@@ -4,6 +4,11 @@
 * Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
   it played that role.
 
+Eq. 1 scores a per-match value of each seat: the payoff by default, or what a task's paper scores (Idiom
+Solitaire: a win, 1 or 0, so the mean is the share of matches won). A task's tables module may give the report
+its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the records name by position (early,
+late) in a symmetric task.
+
 Each score carries its spread (standard deviation), the number of matches, and a percentile bootstrap
 95% confidence interval of the mean (seeded, so the same records give the same interval).
 """
@@ -11,14 +16,26 @@ Each score carries its spread (standard deviation), the number of matches, and a
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["Score", "bootstrap_ci", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+__all__ = [
+    "Headline",
+    "Score",
+    "SeatValue",
+    "bootstrap_ci",
+    "payoffs_by_player",
+    "payoffs_by_role",
+    "role_scores",
+    "symmetric_scores",
+]
+
+SeatValue = Callable[[MatchRecord, int], float]
+"""A per-match value of one seat (its payoff, or whether it won), given the record and the seat."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,17 @@ class Score:
     min: float
     max: float
     role: str | None = None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A task's headline scores, which the report shows in place of the default Eq. 1 / Eq. 2 table."""
+
+    title: str
+    """What the scores are (``Eq. 1 — wins per player, ...``)."""
+    scores: list[Score]
+    note: str = ""
+    """A line printed under the table, if any."""
 
 
 _BOOTSTRAP_BLOCK = 1 << 20
@@ -81,12 +109,12 @@ def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
     return [r for r in records if r.status == "complete"]
 
 
-def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
-    """The rows of the payoff matrix V: every payoff of every player, in record order."""
+def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, list[float]]:
+    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in record order."""
     rows: dict[str, list[float]] = defaultdict(list)
     for record in _complete(records):
-        for name, payoff in zip(record.seats, record.returns, strict=True):
-            rows[name].append(float(payoff))
+        for seat, name in enumerate(record.seats):
+            rows[name].append(float(record.returns[seat]) if value is None else float(value(record, seat)))
     return dict(rows)
 
 
@@ -100,9 +128,9 @@ def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], lis
     return dict(rows)
 
 
-def symmetric_scores(records: Iterable[MatchRecord]) -> list[Score]:
-    """Eq. 1: each player's mean payoff, best first."""
-    scores = [_score(name, values) for name, values in payoffs_by_player(records).items()]
+def symmetric_scores(records: Iterable[MatchRecord], value: SeatValue | None = None) -> list[Score]:
+    """Eq. 1: each player's mean payoff (or mean ``value``) over every seat it played, best first."""
+    scores = [_score(name, values) for name, values in payoffs_by_player(records, value).items()]
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
