@@ -110,9 +110,10 @@ _DEFAULT_PARAMS: dict[str, Any] = {
 }
 RUBRICS = ("extended", "paper")
 """The judge's criteria: this project's first rubric (faithful, complete, fluent), or the paper's two criteria."""
-PRESETS: dict[str, dict[str, Any]] = {"paper": {"rubric": "paper"}, "project": {}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {"rubric": "paper"}, "project": {"rubric": "extended"}}
 """Game parameters a spec's ``preset`` selects (:func:`deepeval_games.app.presets.apply_preset`): the paper's judge
-criteria; the project preset sets nothing, so its game strings (and match ids) are those made before the parameter."""
+criteria, or this project's first rubric (the default, left out of the game string: the project preset's games and
+match ids are those made before the parameter)."""
 
 TRANSLATOR, PROOFREADER = 0, 1
 ROLES: tuple[str, str] = ("translator", "proofreader")

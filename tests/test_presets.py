@@ -87,8 +87,11 @@ def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None
     assert "single word over" in rules and "single word over" in adapter.format_text(observe(state, 1))
     _say(state, "over")
     assert state.ended_by() == "consensus" and "Its tests:" in state.judge_text()
-    # Machine Translation: the project preset keeps the first rubric and its game strings (no parameter added)
-    assert _spec("project", [MT], ("pgg_free_rider", "pgg_free_rider")).games == (MT,)
+    # Machine Translation: the project preset keeps the first rubric, its game strings and its match ids
+    bots = ("mt_reference_translator", "mt_identity_proofreader")
+    plans = {preset: plan_matches(_spec(preset, [MT], bots)) for preset in (None, "project", "paper")}
+    assert [(m.game, m.match_id) for m in plans["project"]] == [(m.game, m.match_id) for m in plans[None]]
+    assert "rubric" not in plans[None][0].game and "rubric=paper" in plans["paper"][0].game
     state = load_game(MT).new_initial_state()
     for text in ("Bonjour.", "Bonjour !"):
         state.apply_action(state.intern_utterance(state.current_player(), text))
