@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +177,7 @@ def test_the_bleu_grid_is_sacrebleus_corpus_bleu_of_each_cell_and_each_players_t
     records = [_text_record(*row) for row in BLEU_TEXTS]
     table = translation_table(records)
 
-    def corpus(rows: list[tuple[str, ...]], text: int) -> float:
+    def corpus(rows: Sequence[tuple[str, ...]], text: int) -> float:
         return float(sacrebleu.corpus_bleu([r[text] for r in rows], [[r[3] for r in rows]], tokenize="13a").score)
 
     ba = [r for r in BLEU_TEXTS if r[:2] == ("A", "B")]  # proofreader B, translator A: three paragraphs
