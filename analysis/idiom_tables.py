@@ -1,6 +1,13 @@
-"""The paper's Tables 1 and 2 for Idiom Solitaire: win rate and successful hits, early vs late player.
+"""The paper's score for Idiom Solitaire, wins per player, and its Tables 1 and 2: win rate and successful hits,
+early vs late player.
 
-Reads match records only. Rows are the player that moved first (early), columns the player that moved
+Reads match records only. Idiom Solitaire is a symmetric task (both seats have the same moves and the same goal;
+the records name the seats by position, ``early`` and ``late``), and the paper's score is the number of matches
+a player wins: Eq. 1 with a win (1, else 0) as the per-match value, over both positions (:func:`headline`: the
+share of its matches a player won, with the count; draws count for neither side; self-play matches, if any, are
+left out). The report shows it as the task's headline; Tables 1 and 2 are the same results per position.
+
+In Tables 1 and 2, rows are the player that moved first (early), columns the player that moved
 second (late). Each cell holds the early player's score s_E and the late player's score s_L over the
 matches of that ordered pair (every start idiom and repeat pooled):
 
@@ -36,13 +43,14 @@ Print the tables for a run directory, and save the figure::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspiel
 
 from analysis.confseq import Interval
+from analysis.scores import Headline, SeatValue, symmetric_scores
 from analysis.tables import (
     Bounds,
     PairTable,
@@ -70,6 +78,8 @@ __all__ = [
     "early_late_table",
     "format_early_late_intervals",
     "format_early_late_table",
+    "format_headline",
+    "headline",
     "hit_table",
     "idiom_records",
     "plot_early_late_tables",
@@ -80,9 +90,6 @@ __all__ = [
 
 GAME = "deepeval_idiom_solitaire"
 """Short name of the game whose records these tables read."""
-
-SeatScore = Callable[[MatchRecord, int], float]
-"""Score of the seat with the given index in one record."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ def _early_late_seats(record: MatchRecord) -> tuple[int, int]:
 
 def early_late_table(
     records: Iterable[MatchRecord],
-    score: SeatScore,
+    score: SeatValue,
     metric: str,
     players: Sequence[str] | None = None,
     bounds: Bounds = None,
@@ -187,6 +194,53 @@ def _most_hits(records: Sequence[MatchRecord]) -> float | None:
             return None
         most = max(most, float(math.ceil(int(game.get_parameters().get("max_turns", game.max_game_length())) / 2)))
     return most or None
+
+
+HEADLINE_TITLE = "Eq. 1 — wins per player over both positions (the paper's score; per position: Tables 1 and 2)"
+"""The title of the task's headline."""
+
+
+def headline(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> Headline | None:
+    """The paper's score, Eq. 1 by wins: each player's share of the matches it won, early and late pooled.
+
+    Over the complete two-seat records of the task between two different players (``players``: only matches
+    between those); a draw is a match neither side won. The note counts the wins. None when there is no match.
+    """
+    task = [r for r in idiom_records(records) if r.seats[0] != r.seats[1]]
+    if players is not None:
+        task = [r for r in task if set(r.seats) <= set(players)]
+    scores = symmetric_scores(task, _won, bounds=(0.0, 1.0))  # a win is 1, else 0
+    if not scores:
+        return None
+    wins = ", ".join(f"{s.player} {round(s.mean * s.n)} of {s.n}" for s in scores)
+    return Headline(HEADLINE_TITLE, scores, note=f"Wins (matches won of matches played, draws won by neither): {wins}")
+
+
+def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Fixed-width lines: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in (header, *rows)
+    ]
+
+
+def format_headline(found: Headline, *, digits: int = 2) -> str:
+    """The headline as fixed-width text: per player its matches, wins, win rate and the interval of the rate."""
+    header = ("player", "matches", "wins", "win rate", "95% CI")
+    rows = [
+        (
+            s.player,
+            str(s.n),
+            str(round(s.mean * s.n)),
+            f"{s.mean:.{digits}f}",
+            f"[{s.ci_low:.{digits}f}, {s.ci_high:.{digits}f}]",
+        )
+        for s in found.scores
+    ]
+    return "\n".join(["Eq. 1. Idiom Solitaire: " + found.title.removeprefix("Eq. 1 — "), *_columns(header, rows)])
 
 
 def hit_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> EarlyLateTable:
@@ -285,14 +339,7 @@ def format_losses(losses: dict[str, dict[str, int]]) -> str:
     """The losses-by-cause table as fixed-width text."""
     header = ("player", *LOSS_CAUSES, "lost")
     rows = [(name, *(str(c[k]) for k in LOSS_CAUSES), str(sum(c.values()))) for name, c in losses.items()]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in (header, *rows)
-    ]
-    return "\n".join(["Losses by cause:", *(line.rstrip() for line in lines)])
+    return "\n".join(["Losses by cause:", *_columns(header, rows)])
 
 
 def validity_note(variant: str) -> str:
@@ -313,12 +360,17 @@ def validity_note(variant: str) -> str:
 def print_tables(
     records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
 ) -> int:
-    """Print Tables 1 and 2 of the idiom records (per game variant); with ``plot`` also save the figure."""
+    """Print the wins per player (Eq. 1) and Tables 1 and 2 of the idiom records (per game variant); with ``plot``
+    also save the figure."""
     groups = task_groups(records, GAME)
     if not groups:
         return 1
     for index, (variant, records) in enumerate(groups.items()):
         print(f"{variant} ({len(records)} matches)\n")
+        found = headline(records, players)
+        if found is not None:
+            print(format_headline(found))
+            print()
         wins, hits = win_rate_table(records, players), hit_table(records, players)
         print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
         print(format_early_late_intervals(wins))

@@ -4,6 +4,11 @@
 * Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
   it played that role.
 
+Eq. 1 scores a per-match value of each seat: the payoff by default, or what a task's paper scores (Idiom
+Solitaire: a win, 1 or 0, so the mean is the share of matches won). A task's tables module may give the report
+its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the records name by position (early,
+late) in a symmetric task.
+
 Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
 mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
 :func:`analysis.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in the
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +30,10 @@ import numpy as np
 from analysis.confseq import mean_interval, records_bounds
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["Score", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+__all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+
+SeatValue = Callable[[MatchRecord, int], float]
+"""A per-match value of one seat (its payoff, or whether it won), given the record and the seat."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,17 @@ class Score:
     min: float
     max: float
     role: str | None = None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A task's headline scores, which the report shows in place of the default Eq. 1 / Eq. 2 table."""
+
+    title: str
+    """What the scores are (``Eq. 1 — wins per player, ...``)."""
+    scores: list[Score]
+    note: str = ""
+    """A line printed under the table, if any."""
 
 
 def _score(player: str, values: Sequence[float], bounds: tuple[float, float] | None, role: str | None = None) -> Score:
@@ -69,12 +88,12 @@ def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
     return sorted((r for r in records if r.status == "complete"), key=lambda r: (r.repeat, r.game, r.match_id))
 
 
-def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
-    """The rows of the payoff matrix V: every payoff of every player, in the order of repetition."""
+def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, list[float]]:
+    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in the order of repetition."""
     rows: dict[str, list[float]] = defaultdict(list)
     for record in _complete(records):
-        for name, payoff in zip(record.seats, record.returns, strict=True):
-            rows[name].append(float(payoff))
+        for seat, name in enumerate(record.seats):
+            rows[name].append(float(record.returns[seat]) if value is None else float(value(record, seat)))
     return dict(rows)
 
 
@@ -88,11 +107,19 @@ def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], lis
     return dict(rows)
 
 
-def symmetric_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
-    """Eq. 1: each player's mean payoff, best first (``data_dir``: where a game of the records may read files)."""
+def symmetric_scores(
+    records: Iterable[MatchRecord],
+    value: SeatValue | None = None,
+    *,
+    bounds: tuple[float, float] | None = None,
+    data_dir: str | Path | None = None,
+) -> list[Score]:
+    """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
+    first (``data_dir``: where a game of the records may read files)."""
     done = _complete(records)
-    bounds = records_bounds(done, data_dir=data_dir)
-    scores = [_score(name, values, bounds) for name, values in payoffs_by_player(done).items()]
+    if value is None or bounds is None:
+        bounds = records_bounds(done, data_dir=data_dir)
+    scores = [_score(name, values, bounds) for name, values in payoffs_by_player(done, value).items()]
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 

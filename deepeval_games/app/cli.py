@@ -51,7 +51,8 @@ def _task(record: MatchRecord) -> str:
 
 
 def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
-    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
+    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
+    the headline the task's tables module gives (:data:`~deepeval_games.app.report.TABLES_ENTRY_POINT_GROUP`).
 
     Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
     rates (:mod:`analysis.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was

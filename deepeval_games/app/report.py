@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
@@ -37,6 +37,9 @@ from deepeval_games.core.games import game_variant
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.plugins import load_entry_points
 from deepeval_games.core.records import MatchRecord, TurnRecord
+
+if TYPE_CHECKING:
+    from analysis.scores import Headline
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -67,8 +70,10 @@ log = logging.getLogger(__name__)
 TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
 """Each task lists its tables module under this entry point group, by the name ``deepeval-games tables`` takes: a
 module with ``GAME`` (the game's short name) and ``print_tables(records, *, players=None, plot=None)``, printing the
-task's pairwise tables, figures and reference points. The built-in tasks register theirs as an outside package
-does (``setup.cfg``); the report names none of them."""
+task's pairwise tables, figures and reference points. A module may also define ``headline(records)``, returning an
+:class:`analysis.scores.Headline` (or None): the task's headline score, which the report shows in place of the
+default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it).
+The built-in tasks register theirs as an outside package does (``setup.cfg``); the report names none of them."""
 
 
 class TaskTables(Protocol):
@@ -345,12 +350,30 @@ def variant_title(variant: str, records: Sequence[MatchRecord]) -> str:
     return games[0] if len(games) == 1 else f"{variant} ({len(games)} data items pooled)"
 
 
+def _task_tables_modules(variant: str) -> list[tuple[str, TaskTables]]:
+    """The registered tables modules of the variant's task, with their names."""
+    task = variant.split("(", 1)[0]
+    return [(name, module) for name in table_names() if task == (module := table_module(name)).GAME]
+
+
+def _headline(ctx: ReportContext) -> Headline | None:
+    """The task's own headline score from its tables module, or None (the default Eq. 1 / Eq. 2 table)."""
+    for _, module in _task_tables_modules(ctx.variant):
+        found = getattr(module, "headline", None)
+        if callable(found):
+            return cast("Headline | None", found(ctx.records))
+    return None
+
+
 @section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
     from analysis.scores import role_scores, symmetric_scores
     from analysis.tables import format_interval, format_scores
 
-    if _symmetric(ctx.records):
+    headline, note = _headline(ctx), ""
+    if headline is not None:
+        scores, title, note = headline.scores, headline.title, headline.note
+    elif _symmetric(ctx.records):
         scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
     else:
         scores, title = role_scores(ctx.records), "Eq. 2 — mean payoff per player and role"
@@ -371,7 +394,8 @@ def _scores(ctx: ReportContext) -> list[Block]:
         )
         for s in scores
     )
-    return [Block("scores", title, text=format_scores(scores, title=title), header=header, rows=rows)]
+    text = format_scores(scores, title=title) + (f"\n{note}" if note else "")
+    return [Block("scores", title, text=text, header=header, rows=rows)]
 
 
 @section("anytime", "Anytime-valid intervals")
@@ -525,12 +549,8 @@ def _context_use(ctx: ReportContext) -> list[Block]:
 @section("task_tables", "The paper's tables")
 def _task_tables(ctx: ReportContext) -> list[Block]:
     """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""
-    task = ctx.variant.split("(", 1)[0]
     blocks = []
-    for name in table_names():
-        module = table_module(name)
-        if task != module.GAME:
-            continue
+    for name, module in _task_tables_modules(ctx.variant):
         with tempfile.TemporaryDirectory() as tmp:
             plot = Path(tmp) / "tables.svg" if ctx.figures else None
             out = io.StringIO()
