@@ -481,9 +481,15 @@ function render(m, view){
   sel.value=view===undefined?'all':String(view); box.appendChild(sel);
   var body=el('div','turns'); box.appendChild(body);
   function draw(){body.textContent=''; var v=sel.value, mi=0;
-    var items=[]; m.messages.forEach(function(x,k){items.push({r:x.r, k:0, n:k, msg:x});});
-    m.turns.forEach(function(t,k){items.push({r:t.r, k:1, n:k, turn:t});});
-    items.sort(function(a,b){return a.r-b.r||a.k-b.k||a.n-b.n;});
+    // a turn stands where its move entered the pool (after what the seat was told, before the round's result);
+    // a turn with no move in the pool (a judge's, a stand-in's) after the messages of its round
+    var items=[], moves={}, last={};
+    m.messages.forEach(function(x,k){items.push({p:k, n:0, msg:x}); last[x.r]=k;
+      if(x.k==='move'&&x.f>=0){var key=x.r+':'+x.f; (moves[key]=moves[key]||[]).push(k);}});
+    m.turns.forEach(function(t,k){var slot=(moves[t.r+':'+t.s]||[]).shift(), p=slot;
+      if(p===undefined){p=-1; Object.keys(last).forEach(function(r){if(+r<=t.r&&last[r]>p) p=last[r];}); p+=0.5;}
+      items.push({p:p, n:k+1, turn:t});});
+    items.sort(function(a,b){return a.p-b.p||a.n-b.n;});
     items.forEach(function(it){
       if(it.msg){var x=it.msg; if(x.k==='move'&&x.f>=0) return;  // the seat's own move: shown by its turn
         if(v!=='all'&&x.to.indexOf(+v)<0) return;
