@@ -11,13 +11,15 @@ turn is none of the model's: no prompt fit its context, and the referee played a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
-__all__ = ["OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
+__all__ = ["JUDGE_NAME", "OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
 
+JUDGE_NAME = "judge"
+"""The name an LLM judge's usage is counted under."""
 OUTCOME_ORDER = tuple(outcome.value for outcome in Outcome)
 """Every turn outcome, in the order of :class:`~deepeval_games.core.bot.Outcome`."""
 
@@ -53,6 +55,14 @@ class PlayerUsage:
     """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
     cost_usd: float = 0.0
 
+    def add(self, other: PlayerUsage) -> None:
+        """Add ``other``'s totals to these (the usage of several players, e.g. all of one model's)."""
+        self.models |= other.models
+        for key, count in other.outcomes.items():
+            self.outcomes[key] = self.outcomes.get(key, 0) + count
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     @property
     def cached_share(self) -> float:
         """:attr:`cached_tokens` over :attr:`tokens_in` (0 without prompt tokens)."""
@@ -75,6 +85,10 @@ class PlayerUsage:
         return self.invalid / asked if asked else 0.0
 
 
+_SUMMED = tuple(f.name for f in fields(PlayerUsage) if f.type in ("int", "float"))
+"""The fields :meth:`PlayerUsage.add` adds up."""
+
+
 def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
     """Per player name (sorted), its turns, outcomes, calls, tokens and cost; an LLM judge counts as ``judge``."""
     out: dict[str, PlayerUsage] = {}
@@ -83,7 +97,7 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             if 0 <= turn.seat < len(record.seats):
                 name = record.seats[turn.seat]
             elif turn.seat == JUDGE_SEAT and (turn.model or turn.attempts):
-                name = "judge"
+                name = JUDGE_NAME
             else:
                 continue
             usage = out.setdefault(name, PlayerUsage(name))

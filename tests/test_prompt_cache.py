@@ -127,3 +127,45 @@ def test_anthropic_cache_reads_and_writes_are_read_from_the_usage_block() -> Non
     assert transport._cached_tokens({"prompt_tokens_details": None, "cache_read_input_tokens": 5}) == 5
     assert transport._cached_tokens({}) == 0
     assert transport._count("x") == 0 and transport._count(None) == 0 and transport._count(12) == 12
+
+
+def test_the_run_summary_counts_a_model_once_per_model_and_no_stand_in_as_its_invalid_move() -> None:
+    from deepeval_games.app.estimate import format_run_summary, run_summary
+    from deepeval_games.app.spec import PlayerSpec
+    from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, TurnRecord
+
+    def turn(seat: int, outcome: str, tokens: int) -> TurnRecord:
+        return TurnRecord(
+            index=0, round=1, seat=seat, action=0, action_string="x", outcome=outcome, model="m", tokens_in=tokens
+        )
+
+    record = MatchRecord(
+        match_id="m1",
+        game="g",
+        seats=["a", "b", "bot"],
+        returns=[0.0, 0.0, 0.0],
+        turns=[
+            turn(0, "ok", 10),
+            turn(1, "invalid", 20),
+            turn(1, "context_overflow", 0),  # the referee's stand-in: not the model's move
+            turn(2, "ok", 0),
+            turn(JUDGE_SEAT, "ok", 5),
+        ],
+    )
+    players = [
+        PlayerSpec(name="a", model="openai/m"),
+        PlayerSpec(name="b", model="openai/m"),
+        PlayerSpec(name="bot", bot="random"),
+    ]
+    judge = PlayerSpec(name="judge", model="openai/j")
+    [judged, played] = run_summary([record], players, judge)
+    assert (judged.player, judged.tokens_in, judged.turns) == ("openai/j", 5, 0)
+    assert (played.player, played.tokens_in, played.turns, played.invalid, played.stand_ins) == (
+        "openai/m",
+        30,
+        3,
+        1,
+        1,
+    )
+    line = format_run_summary([played], {}, {})
+    assert "invalid turns 50.0% (1 of 2), 1 stand-ins (no prompt fit)" in line
