@@ -496,6 +496,11 @@ def _eval_parser(sub: Any) -> None:
     ev.set_defaults(func=_cmd_eval, wait=0.0, executor=None, ray_address=None)
 
 
+def _run_dirs(parser: argparse.ArgumentParser) -> None:
+    """The run directories a reading command takes (one or more)."""
+    parser.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+
+
 def command_parser() -> argparse.ArgumentParser:
     """The parser of every command (the docs' CLI reference is generated from it: :mod:`.reference`)."""
     parser = argparse.ArgumentParser(prog="deepeval-games", description="Evaluate LLMs by making them play games.")
@@ -571,7 +576,7 @@ def command_parser() -> argparse.ArgumentParser:
         description="With --epsilon, the stableness check too; with --plots, figures as PNG and SVG; with --html, a "
         "browsable report folder with every transcript.",
     )
-    report.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+    _run_dirs(report)
     report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")
     report.add_argument(
         "--epsilon", type=float, help="also check stableness: every 95%% interval half-width below this"
@@ -581,7 +586,7 @@ def command_parser() -> argparse.ArgumentParser:
     board = sub.add_parser(
         "leaderboard", help="merge the matches of run directories by player identity: one table per task and role"
     )
-    board.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+    _run_dirs(board)
     board.add_argument("--task", help="keep one task (a game variant, or the game's name)")
     board.add_argument("--role", help="keep one role (asymmetric tasks; symmetric ones have the role 'player')")
     board.add_argument("--format", choices=("text", "csv", "json"), default="text")
@@ -593,14 +598,14 @@ def command_parser() -> argparse.ArgumentParser:
         description="Serves the report read-only on http://127.0.0.1:PORT/ and updates it while a run writes the "
         "directories. Ctrl-C stops it.",
     )
-    view.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+    _run_dirs(view)
     view.add_argument("--port", type=int, default=7676, help="the port on 127.0.0.1 (0: any free one)")
     view.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
     view.set_defaults(func=_cmd_view)
     export = sub.add_parser(
         "export", help="write a run's matches or turns as CSV, JSON Lines or Parquet, or its logs for inspect_ai"
     )
-    export.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+    _run_dirs(export)
     export.add_argument(
         "--format",
         choices=("csv", "jsonl", "parquet", "inspect"),
