@@ -228,20 +228,27 @@ Interned = dict[Any, Any]
 
 
 def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
-    """The fields of a slim turn, as a key under which equal turns share one object; None when it has attempts."""
+    """The fields ``turn`` keeps once slim (:func:`slim`: a seat's texts emptied), as a key under which equal slim
+    turns share one object; None when it has attempts. Read from the full turn, so a turn already interned is
+    found without a copy being made."""
     if turn.attempts:
         return None
+    seat_turn = turn.seat >= 0
     return (
-        turn.index, turn.round, turn.seat, turn.action, turn.action_string, turn.text, turn.outcome,
-        tuple(turn.raw_replies), turn.retries, turn.model, turn.tokens_in, turn.tokens_out, turn.cost_usd,
-        turn.error, tuple(turn.cut_chars), tuple(turn.finish_reasons), turn.reasoning_tokens, turn.cached_tokens,
-        turn.cache_write_tokens,
+        turn.index, turn.round, turn.seat, turn.action, "" if seat_turn else turn.action_string,
+        "" if seat_turn else turn.text, turn.outcome,
+        len(turn.raw_replies) if seat_turn else tuple(turn.raw_replies), turn.retries, turn.model,
+        turn.tokens_in, turn.tokens_out, turn.cost_usd, turn.error, tuple(turn.cut_chars),
+        tuple(turn.finish_reasons), turn.reasoning_tokens, turn.cached_tokens, turn.cache_write_tokens,
     )  # fmt: skip
 
 
 def _shared(interned: Interned, value: Any) -> Any:
     """One object for every equal ``value`` (a JSON-like list or dict) of a report."""
-    key = ("json", json.dumps(value, sort_keys=True, default=str))
+    if isinstance(value, list) and all(type(item) is str for item in value):  # seats, roles: no JSON text needed
+        key: tuple[str, Any] = ("strings", tuple(value))
+    else:
+        key = ("json", json.dumps(value, sort_keys=True, default=str))
     return interned.setdefault(key, value)
 
 
@@ -256,11 +263,14 @@ def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
     """
     turns = []
     for turn in record.turns:
+        key = _turn_key(turn) if interned is not None else None
+        if key is not None and interned is not None and key in interned:  # most turns of a large run: no copy
+            turns.append(interned[key])
+            continue
         update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
         if turn.seat >= 0:
             update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
         light = turn.model_copy(update=update)
-        key = _turn_key(light) if interned is not None else None
         turns.append(light if key is None or interned is None else interned.setdefault(key, light))
     update = {"turns": turns, "messages": [], "moves": None}  # a moves record's rows: its turns are rebuilt
     if interned is not None:
