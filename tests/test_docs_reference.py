@@ -10,8 +10,16 @@ from pathlib import Path
 
 from deepeval_games.app import spec as spec_models
 from deepeval_games.app.cli import command_parser
-from deepeval_games.app.reference import cli_reference, render_markers, spec_reference
+from deepeval_games.app.reference import (
+    cli_reference,
+    record_reference,
+    record_versions,
+    render_markers,
+    spec_reference,
+)
 from deepeval_games.app.spec import spec_json_schema
+from deepeval_games.core import records
+from deepeval_games.core.bot import CallAttempt
 
 
 def _sections(markdown: str) -> dict[str, str]:
@@ -80,9 +88,38 @@ def test_the_pages_ask_for_the_references_and_the_hook_fills_them(repo_root: Pat
     for page, marker, expected in (
         ("spec.md", "<!-- reference: spec -->", "### `[experiment.until_stable]`"),
         ("cli.md", "<!-- reference: cli -->", "### `sandbox-info`"),
+        ("records.md", "<!-- reference: records -->", "### `TurnRecord`"),
+        ("records.md", "<!-- reference: record_versions -->", f"This code writes version {records.SCHEMA_VERSION}."),
     ):
         markdown = (repo_root / "docs" / page).read_text(encoding="utf-8")
         assert marker in markdown
         built = hooks.on_page_markdown(markdown, None, None, None)
         assert marker not in built and expected in built
     assert render_markers("no marker here") == "no marker here"
+
+
+def test_every_field_of_every_record_model_is_listed() -> None:
+    sections = _sections(record_reference())
+    models = {"record-matchrecord": records.MatchRecord, "record-turnrecord": records.TurnRecord}
+    assert set(sections) == {*models, "record-callattempt"}
+    for anchor, model in models.items():
+        for name in model.model_fields:
+            assert f"| `{name}` |" in sections[anchor], f"{anchor}: field {name!r} missing from the record reference"
+    for name in CallAttempt.__dataclass_fields__:
+        assert f"| `{name}` |" in sections["record-callattempt"], name
+    outcome = next(line for line in sections["record-turnrecord"].splitlines() if line.startswith("| `outcome` |"))
+    assert '`"truncated"`' in outcome  # an enumeration is listed by its values, not as a table
+    assert "[`TurnRecord`](#record-turnrecord)" in sections["record-matchrecord"]
+
+
+def test_a_missing_record_field_is_noticed() -> None:
+    schema = records.MatchRecord.model_json_schema()
+    del schema["$defs"]["TurnRecord"]["properties"]["cached_tokens"]
+    assert "| `cached_tokens` |" not in _sections(record_reference(schema))["record-turnrecord"]
+
+
+def test_every_record_version_is_listed_with_what_it_added() -> None:
+    text = record_versions()
+    for version in range(1, records.SCHEMA_VERSION + 1):
+        assert f"\n- {version} — " in f"\n{text}", f"version {version} missing from the record's history"
+    assert {start for start, _ in records.MIGRATIONS} == set(range(records.SCHEMA_VERSION))

@@ -1,10 +1,11 @@
 """The reference pages of the documentation, generated: every spec key from the spec's JSON Schema
-(:func:`~deepeval_games.app.spec.spec_json_schema`) and every command and option from the command line's parser.
+(:func:`~deepeval_games.app.spec.spec_json_schema`), every command and option from the command line's parser, and
+every field of a match record from the record's JSON Schema (:class:`~deepeval_games.core.records.MatchRecord`).
 
-``mkdocs build`` renders them through ``docs/hooks.py``, which replaces a page's ``<!-- reference: spec -->`` or
-``<!-- reference: cli -->`` line with :func:`spec_reference` or :func:`cli_reference`; nothing is fetched. So the
-reference says what the code accepts: a key or an option added to the models or the parser appears in the docs with
-its type, default and description, and the descriptions live once, beside the code.
+``mkdocs build`` renders them through ``docs/hooks.py``, which replaces a page's ``<!-- reference: NAME -->`` line
+with the reference of :data:`MARKERS` (``spec``, ``cli``, ``records``, ``record_versions``); nothing is fetched. So
+the reference says what the code accepts and writes: a key, an option or a record field added to the models or the
+parser appears in the docs with its type, default and description, and the descriptions live once, beside the code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["MARKERS", "cli_reference", "render_markers", "spec_reference"]
+__all__ = ["MARKERS", "cli_reference", "record_reference", "record_versions", "render_markers", "spec_reference"]
 
 _ROLE = re.compile(r":[\w:]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 """A Sphinx role (``:mod:`x```, ``:class:`~a.b.C```): Markdown shows its text (the last dotted part after ``~``)."""
@@ -107,6 +108,8 @@ def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
     if "enum" in node:
         return " or ".join(_value(v) for v in node["enum"])
     kind = node.get("type", "any")
+    if "prefixItems" in node:  # a fixed row, such as a record's move row
+        return "[" + ", ".join(_type(item, defs) for item in node["prefixItems"]) + "]"
     if kind == "array":
         text = f"array of {_type(node.get('items', {}), defs)}"
         return text + (f" (at least {node['minItems']})" if node.get("minItems", 0) > 1 else "")
@@ -277,7 +280,74 @@ def cli_reference(parser: argparse.ArgumentParser | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-MARKERS: dict[str, Callable[[], str]] = {"spec": spec_reference, "cli": cli_reference}
+# -- the match record -------------------------------------------------------------------------------------------
+
+
+def _record_anchor(name: str) -> str:
+    return "record-" + name.lower()
+
+
+def _record_type(node: dict[str, Any], defs: dict[str, Any]) -> str:
+    """A record field's type in words; a nested model links to its table, an enumeration lists its values."""
+    name = _ref(node) if "$ref" in node else None
+    if name is not None:
+        target = defs[name]
+        if "enum" in target:
+            return " or ".join(_value(v) for v in target["enum"])
+        return f"[`{name}`](#{_record_anchor(name)})"
+    options = [o for o in node.get("anyOf", ()) if o != {"type": "null"}]
+    if len(options) < len(node.get("anyOf", ())):  # optional: "... or null"
+        return " or ".join([*(_record_type(o, defs) for o in options), "`null`"])
+    if node.get("type") == "array" and "items" in node:
+        return f"array of {_record_type(node['items'], defs)}"
+    return _type(node, defs)
+
+
+def _record_section(name: str, node: dict[str, Any], defs: dict[str, Any]) -> str:
+    lines = [f"### `{name}` {{#{_record_anchor(name)}}}", "", _paragraphs(str(node.get("description", ""))), ""]
+    lines += ["| field | type | default | description |", "| --- | --- | --- | --- |"]
+    required = set(node.get("required", ()))
+    for key, prop in node.get("properties", {}).items():
+        description = _markdown(str(prop.get("description", "")))
+        lines.append(f"| `{key}` | {_record_type(prop, defs)} | {_default(prop, key in required)} | {description} |")
+    return "\n".join(lines)
+
+
+def record_reference(schema: dict[str, Any] | None = None) -> str:
+    """Markdown: a table per model of a match record (the record, its turns, their transport attempts), each field
+    with its type, default and description, from ``schema`` (default: the record's own JSON Schema, which
+    ``deepeval-games schema --record`` prints)."""
+    if schema is None:
+        from deepeval_games.core.records import MatchRecord
+
+        schema = MatchRecord.model_json_schema()
+    defs: dict[str, Any] = schema.get("$defs", {})
+    models = {str(schema.get("title", "MatchRecord")): schema}
+    for node in list(models.values()) + [defs[n] for n in defs]:  # each model after the one that first holds it
+        for name in _refs(node.get("properties", {})):
+            if "properties" in defs.get(name, {}):  # enumerations are inline
+                models.setdefault(name, defs[name])
+    return "\n\n".join(_record_section(name, node, defs) for name, node in models.items()) + "\n"
+
+
+def record_versions() -> str:
+    """Markdown: the record's versions, each with what it added, from the history in the docstring of
+    :mod:`deepeval_games.core.records` (where a version bump must describe itself)."""
+    from deepeval_games.core import records
+
+    history = (records.__doc__ or "").split("History:", 1)[-1]
+    items = [item for item in re.split(r"^\* ", history, flags=re.MULTILINE)[1:] if item.strip()]
+    lines = [f"- {_markdown(item)}" for item in items]
+    lines.append(f"\nThis code writes version {records.SCHEMA_VERSION}.")
+    return "\n".join(lines) + "\n"
+
+
+MARKERS: dict[str, Callable[[], str]] = {
+    "spec": spec_reference,
+    "cli": cli_reference,
+    "records": record_reference,
+    "record_versions": record_versions,
+}
 """What a ``<!-- reference: NAME -->`` line of a documentation page is replaced with."""
 
 _MARKER = re.compile(r"^<!-- reference: (\w+) -->$", re.MULTILINE)
