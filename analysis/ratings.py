@@ -170,7 +170,10 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None) ->
             )
         if len(set(record.seats)) != len(record.seats):
             continue
-        teams = [[ratings.setdefault(name, model.rating(name=name))] for name in record.seats]
+        for name in record.seats:
+            if name not in ratings:  # a new rating only for a new player: each one draws a uuid
+                ratings[name] = model.rating(name=name)
+        teams = [[ratings[name]] for name in record.seats]
         rated = model.rate(teams, scores=[float(payoff) for payoff in record.returns])
         for name, (new,) in zip(record.seats, rated, strict=True):
             ratings[name] = new
@@ -325,20 +328,23 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
                 i, j = map(int, np.argwhere(count == 0)[0])
                 raise _missing(f"a match of {players[i]} against {players[j]}")
             return MetaGame(players, ("player",), (total / count,))
-        sums: dict[tuple[int, ...], np.ndarray] = {}
-        counts: dict[tuple[int, ...], np.ndarray] = {}
-        for r in done:
-            profile = tuple(int(sum(1 for name in r.seats if name == p)) for p in players)
-            sums.setdefault(profile, np.zeros(k))
-            counts.setdefault(profile, np.zeros(k))
+        profiles = [tuple(r.seats.count(p) for p in players) for r in done]
+        seatings = {
+            combo: tuple(combo.count(i) for i in range(k))
+            for combo in itertools.combinations_with_replacement(range(k), seats)
+        }
+        played = set(profiles)
+        for combo, profile in seatings.items():  # before any payoff is summed: most runs lack self-play
+            if profile not in played:
+                raise _missing(f"the seating {[players[i] for i in combo]}")
+        sums = {profile: np.zeros(k) for profile in played}
+        counts = {profile: np.zeros(k) for profile in played}
+        for r, profile in zip(done, profiles, strict=True):
             for name, payoff in zip(r.seats, r.returns, strict=True):
                 sums[profile][index[name]] += payoff
                 counts[profile][index[name]] += 1
         rows = []
-        for combo in itertools.combinations_with_replacement(range(k), seats):
-            profile = tuple(combo.count(i) for i in range(k))
-            if profile not in sums:
-                raise _missing(f"the seating {[players[i] for i in combo]}")
+        for profile in seatings.values():
             means = np.divide(sums[profile], counts[profile], out=np.zeros(k), where=counts[profile] > 0)
             rows.append(np.concatenate([np.asarray(profile, dtype=float), means]))
         return MetaGame(players, ("player",), (np.asarray(rows),), heuristic=True)

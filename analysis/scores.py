@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.confseq import mean_interval, records_bounds
+from analysis.confseq import mean_intervals, records_bounds
 from deepeval_games.core.records import MatchRecord
 
 __all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
@@ -63,24 +63,36 @@ class Headline:
     """A line printed under the table, if any."""
 
 
-def _score(player: str, values: Sequence[float], bounds: tuple[float, float] | None, role: str | None = None) -> Score:
-    data = np.asarray(values, dtype=float)
-    if bounds is None:
-        low, high = -math.inf, math.inf
-    else:
-        interval = mean_interval(data, *bounds)
-        low, high = interval.low, interval.high
-    return Score(
-        player=player,
-        mean=float(data.mean()),
-        std=float(data.std(ddof=1)) if data.size > 1 else 0.0,
-        n=int(data.size),
-        ci_low=low,
-        ci_high=high,
-        min=float(data.min()),
-        max=float(data.max()),
-        role=role,
-    )
+def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tuple[float, float] | None) -> list[Score]:
+    """A score per (player, role, values) row. The intervals of rows of one length are computed together
+    (:func:`analysis.confseq.mean_intervals` bets on each row apart, so each is the interval :func:`mean_interval`
+    gives that row alone; the work per value is shared by the rows)."""
+    data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
+    intervals = dict.fromkeys(data, (-math.inf, math.inf))
+    if bounds is not None:
+        by_length: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
+        for key, values in data.items():
+            by_length[values.size].append(key)
+        for size, keys in by_length.items():
+            if size == 0:  # no values: no interval (as mean_interval has it)
+                intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
+                continue
+            low, high = mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
+    return [
+        Score(
+            player=player,
+            mean=float(values.mean()),
+            std=float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            n=int(values.size),
+            ci_low=intervals[(player, role)][0],
+            ci_high=intervals[(player, role)][1],
+            min=float(values.min()),
+            max=float(values.max()),
+            role=role,
+        )
+        for (player, role), values in data.items()
+    ]
 
 
 def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
@@ -119,7 +131,7 @@ def symmetric_scores(
     done = _complete(records)
     if value is None or bounds is None:
         bounds = records_bounds(done, data_dir=data_dir)
-    scores = [_score(name, values, bounds) for name, values in payoffs_by_player(done, value).items()]
+    scores = _scores(((name, None, values) for name, values in payoffs_by_player(done, value).items()), bounds)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
@@ -127,5 +139,5 @@ def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None =
     """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
     done = _complete(records)
     bounds = records_bounds(done, data_dir=data_dir)
-    scores = [_score(name, values, bounds, role) for (name, role), values in payoffs_by_role(done).items()]
+    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds)
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

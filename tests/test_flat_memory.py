@@ -91,13 +91,13 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
     streamed: list[str] = []
     original = RunResult.iter_records
 
-    def counted(self: RunResult) -> object:
-        streamed.append("once")
-        return original(self)
+    def counted(self: RunResult, *, rebuild_turns: bool = True) -> object:
+        streamed.append(f"rebuild_turns={rebuild_turns}")
+        return original(self, rebuild_turns=rebuild_turns)
 
     monkeypatch.setattr(RunResult, "iter_records", counted)
     assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
-    assert streamed == ["once"]  # a scripted run reads the store once, for the scores
+    assert streamed == ["rebuild_turns=False"]  # a scripted run reads the store once, for the scores, as stored
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
@@ -105,3 +105,13 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
 
     full = _full(run_dir)
     assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
+
+
+def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(run_dir: Path) -> None:
+    """``run`` reads its moves records as stored (rows, no turns rebuilt): the summary's text is the same."""
+    from deepeval_games.app.cli import score_report
+
+    with Store(run_dir, read_only=True) as store:
+        stored = list(store.records(rebuild_turns=False))
+    assert all(r.transcript == "moves" and r.moves and not r.turns for r in stored)
+    assert score_report(iter(stored)) == score_report(_full(run_dir))

@@ -75,3 +75,30 @@ def test_intervals_are_betting_intervals_on_the_game_range_and_unbounded_without
     assert all(math.isinf(s.ci_low) and math.isinf(s.ci_high) for s in unknown)
     text = format_scores(unknown)
     assert "n/a (no payoff range)" in text and "valid at any number of matches" in text
+
+
+def test_each_interval_is_its_players_own_when_rows_are_computed_together() -> None:
+    """Players with as many matches share one pass of the interval's bets; each interval is still the one
+    ``mean_interval`` gives that player's payoffs alone, whatever the others scored (a and b play every match of a
+    cycle of four, c three of them and d one: two players share a pass, two are alone)."""
+    from analysis.confseq import mean_interval
+
+    seatings = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "d"]]
+    records = [
+        _record(
+            seatings[i % 4],
+            [float(i % 3) - 1, float(i % 2), -float(i % 5 > 2)],
+            game="tic_tac_toe",
+            match_id=f"m{i:02}",
+        )
+        for i in range(24)
+    ]
+    rows: dict[str, list[float]] = {}
+    for record in records:  # already in the order of repetition (repeat 0, one game, match ids in order)
+        for name, payoff in zip(record.seats, record.returns, strict=True):
+            rows.setdefault(name, []).append(payoff)
+    scores = {s.player: s for s in symmetric_scores(records)}
+    assert {name: s.n for name, s in scores.items()} == {"a": 24, "b": 24, "c": 18, "d": 6}
+    for name, score in scores.items():
+        alone = mean_interval(rows[name], -1.0, 1.0)
+        assert (score.ci_low, score.ci_high, score.mean) == (alone.low, alone.high, alone.mean)

@@ -100,7 +100,8 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         ray_address=args.ray_address,
     )
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
-    print(score_report(result.iter_records(), epsilon=epsilon))  # streamed from the store: flat memory
+    # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
+    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
     if spec.uses_models():
         played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)

@@ -36,7 +36,7 @@ from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.plugins import load_entry_points
-from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.records import MatchRecord, MoveRow, TurnRecord, turns_of_moves
 
 if TYPE_CHECKING:
     from analysis.scores import Headline
@@ -243,13 +243,47 @@ def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
     )  # fmt: skip
 
 
-def _shared(interned: Interned, value: Any) -> Any:
-    """One object for every equal ``value`` (a JSON-like list or dict) of a report."""
-    if isinstance(value, list) and all(type(item) is str for item in value):  # seats, roles: no JSON text needed
-        key: tuple[str, Any] = ("strings", tuple(value))
+def _shared(interned: Interned, value: dict[str, Any]) -> dict[str, Any]:
+    """One object for every equal player entry (a JSON-like dict) of a report."""
+    if all(type(item) is str for item in value.values()):  # names only (a scripted bot): no JSON text needed
+        key: tuple[str, Any] = ("names", tuple(sorted(value.items())))
     else:
         key = ("json", json.dumps(value, sort_keys=True, default=str))
-    return interned.setdefault(key, value)
+    return cast("dict[str, Any]", interned.setdefault(key, value))
+
+
+def _strings(interned: Interned, value: list[str]) -> list[str]:
+    """One object for every equal list of strings (seats, roles) of a report."""
+    return cast("list[str]", interned.setdefault(("strings", tuple(value)), value))
+
+
+def _slim_turn(turn: TurnRecord, interned: Interned | None) -> TurnRecord:
+    """``turn`` without the texts of :func:`slim` (the interned copy when there is one)."""
+    key = _turn_key(turn) if interned is not None else None
+    if key is not None and interned is not None and key in interned:  # most turns of a large run: no copy
+        return cast(TurnRecord, interned[key])
+    update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
+    if turn.seat >= 0:
+        update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
+    light = turn.model_copy(update=update)
+    return light if key is None or interned is None else cast(TurnRecord, interned.setdefault(key, light))
+
+
+def _slim_rows(moves: Sequence[MoveRow], interned: Interned) -> list[TurnRecord]:
+    """The slim turns of a ``moves`` record's rows (:data:`~deepeval_games.core.records.MOVE_ROW`). A row's slim
+    turn is set by its place, round, seat and action (and a chance outcome's name: a seat's name and latency are
+    dropped), so rows seen before are looked up; the record's turns are rebuilt only when a row is new."""
+    keys = [
+        ("row", index, round_, seat, action, name if seat < 0 else "")
+        for index, (round_, seat, action, name, _) in enumerate(moves)
+    ]
+    try:
+        return [interned[key] for key in keys]
+    except KeyError:  # a row not seen yet
+        for key, turn in zip(keys, turns_of_moves(moves), strict=True):
+            if key not in interned:
+                interned[key] = _slim_turn(turn, interned)
+        return [interned[key] for key in keys]
 
 
 def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
@@ -259,24 +293,18 @@ def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
 
     With ``interned`` (one dict per report, empty at first) equal slim turns, seat lists, role lists and player
     entries are one shared object, so a report of many matches of few distinct moves stays small: sections only
-    read records, never change them.
+    read records, never change them. A ``moves`` record read as stored (``rebuild_turns=False``: its rows, no turns)
+    gets the slim turns of its rows.
     """
-    turns = []
-    for turn in record.turns:
-        key = _turn_key(turn) if interned is not None else None
-        if key is not None and interned is not None and key in interned:  # most turns of a large run: no copy
-            turns.append(interned[key])
-            continue
-        update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
-        if turn.seat >= 0:
-            update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
-        light = turn.model_copy(update=update)
-        turns.append(light if key is None or interned is None else interned.setdefault(key, light))
-    update = {"turns": turns, "messages": [], "moves": None}  # a moves record's rows: its turns are rebuilt
+    if record.moves is not None and not record.turns:
+        turns = _slim_rows(record.moves, {} if interned is None else interned)
+    else:
+        turns = [_slim_turn(turn, interned) for turn in record.turns]
+    update: dict[str, Any] = {"turns": turns, "messages": [], "moves": None}  # slim turns stand for the rows
     if interned is not None:
         update.update(
-            seats=_shared(interned, record.seats),
-            roles=_shared(interned, record.roles),
+            seats=_strings(interned, record.seats),
+            roles=_strings(interned, record.roles),
             players=[_shared(interned, p) for p in record.players],
             game=interned.setdefault(("game", record.game), record.game),
         )

@@ -582,8 +582,9 @@ class Store:
         """Every failed attempt as (match_id, kind, error)."""
         return list(self._db.execute("SELECT match_id, kind, error FROM attempts ORDER BY id"))
 
-    def records(self) -> Iterator[MatchRecord]:
-        """Every committed match, in commit order, migrated to the current record version and validated.
+    def records(self, *, rebuild_turns: bool = True) -> Iterator[MatchRecord]:
+        """Every committed match, in commit order, migrated to the current record version and validated
+        (``rebuild_turns``: see :meth:`MatchRecord.from_json`).
 
         Raises:
             RecordError: a stored record is of a newer version than this code, or does not validate.
@@ -591,7 +592,7 @@ class Store:
         self.flush()
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
-                yield MatchRecord.from_json(text)
+                yield MatchRecord.from_json(text, rebuild_turns=rebuild_turns)
             except RecordError as exc:
                 raise RecordError(f"{self.run_dir}: {exc}") from exc
 

@@ -267,6 +267,7 @@ def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) 
     return load_game(game_string)
 
 
+@functools.lru_cache(maxsize=4096)  # a report asks once per record, and a run's records share a few game strings
 def game_variant(game_string: str) -> str:
     """The game string without its data-item parameters: matches of one variant are pooled in tables."""
     params = pyspiel.game_parameters_from_string(game_string)

@@ -243,11 +243,14 @@ class MatchRecord(BaseModel):
         return cls._validated(migrate(data))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> MatchRecord:
+    def from_json(cls, text: str | bytes, *, rebuild_turns: bool = True) -> MatchRecord:
         """A record from its JSON text (a line of ``matches.jsonl``, a row of the store): :meth:`from_dict` of the
         parsed text. A record of this version written by :meth:`to_json` is validated from the text in one pass by
         pydantic's own parser (about half the time of parsing, then validating); any other text (an older version,
         other spacing, text pydantic's parser refuses) takes the path of :meth:`from_dict`, migrations included.
+
+        ``rebuild_turns`` False: a ``moves`` record stored without turns is given as stored, its rows in ``moves``
+        and ``turns`` empty (for a reader of the rows alone, such as the report's slim records).
 
         Raises:
             RecordError: the record is of a newer version than this code, or does not validate.
@@ -260,15 +263,15 @@ class MatchRecord(BaseModel):
                 pass  # the full path below says what is wrong
             else:
                 if record.schema_version == SCHEMA_VERSION:
-                    if record.moves is not None and not record.turns:
+                    if rebuild_turns and record.moves is not None and not record.turns:
                         record.turns = turns_of_moves(record.moves)
                     return record
-        return cls.from_dict(json.loads(text))
+        return cls._validated(migrate(json.loads(text)), rebuild_turns=rebuild_turns)
 
     @classmethod
-    def _validated(cls, data: dict[str, Any]) -> MatchRecord:
+    def _validated(cls, data: dict[str, Any], *, rebuild_turns: bool = True) -> MatchRecord:
         moves = data.get("moves")
-        if moves is not None and not data.get("turns") and isinstance(moves, list):
+        if rebuild_turns and moves is not None and not data.get("turns") and isinstance(moves, list):
             try:
                 data = {**data, "turns": turn_dicts_of_moves(moves)}
             except (TypeError, ValueError) as exc:
