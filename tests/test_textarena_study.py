@@ -5,7 +5,6 @@ and checks that every match ends with returns and no player's name reaches a sea
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from deepeval_games.app.cli import main
 from deepeval_games.app.runner import run_experiment
 from deepeval_games.app.spec import load_spec
 from llm_bots.classical import random_refusal
-from llm_bots.local_server import local_model_available
+from tests.study_marks import local_model_study
 
 SPECS = ("textarena_local.toml", "textarena_local_random.toml")
 
@@ -43,17 +42,7 @@ def test_the_study_specs_plan_two_matches_per_environment(
     assert f"Dry run: {2 * len(_games(repo_root, name))} matches to play" in capsys.readouterr().out
 
 
-_LOCAL_REASON = local_model_available("local/smollm2")
-
-
-@pytest.mark.slow
-@pytest.mark.local_model
-@pytest.mark.study
-@pytest.mark.skipif(_LOCAL_REASON is not None, reason=_LOCAL_REASON or "")
-@pytest.mark.skipif(
-    os.environ.get("DEEPEVAL_GAMES_STUDIES") != "1",
-    reason="the TextArena study with the real model takes about 30 minutes: set DEEPEVAL_GAMES_STUDIES=1",
-)
+@local_model_study("the TextArena study", minutes=40)
 @pytest.mark.parametrize("name", SPECS)
 def test_the_local_model_plays_every_environment_of_the_study_to_the_end(
     repo_root: Path, tmp_path: Path, name: str
