@@ -16,6 +16,7 @@ from deepeval_games import load_game
 from deepeval_games.app.cli import main
 from deepeval_games.app.runner import run_experiment
 from deepeval_games.app.spec import load_spec
+from deepeval_games.core.testing import check_game
 from llm_bots.classical import random_refusal
 from tests.study_marks import local_model_study
 
@@ -31,6 +32,12 @@ def test_the_study_names_fifteen_environments_and_random_meets_the_model_where_i
     assert len(set(both)) >= 15 and all(g.startswith("textarena:") for g in both)
     named = [g for g in both if random_refusal(load_game(g)) is None]
     assert against_random == named and len(named) >= 6
+
+
+def test_every_environment_of_the_study_passes_the_conformance_kit(repo_root: Path) -> None:
+    for name in _games(repo_root, SPECS[0]):  # TextArena's short variants too, which the adapter's tests do not name
+        report = check_game(name, playouts=2)
+        assert report.ok and report.checks["serialize"] >= 2, name
 
 
 @pytest.mark.parametrize("name", SPECS)
