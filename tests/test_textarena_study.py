@@ -49,7 +49,7 @@ def test_the_study_specs_plan_two_matches_per_environment(
     assert f"Dry run: {2 * len(_games(repo_root, name))} matches to play" in capsys.readouterr().out
 
 
-@local_model_study("the TextArena study", minutes=40)
+@local_model_study("a TextArena study spec", minutes=18)
 @pytest.mark.parametrize("name", SPECS)
 def test_the_local_model_plays_every_environment_of_the_study_to_the_end(
     repo_root: Path, tmp_path: Path, name: str
