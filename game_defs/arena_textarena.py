@@ -17,7 +17,14 @@ registers the ``textarena:`` family when its entry point loads; the core names n
   environment (:mod:`game_defs.arena_common`); an environment that does not replay alike is refused, and so is one
   that fails to start with the network blocked (a judge jury, a downloaded word list);
 * a seat is shown the messages the environment sent it since its last move (its first view starts with
-  TextArena's prompt for it); returns are the environment's rewards; the rules are the environment's description.
+  TextArena's prompt for it), with TextArena's seat numbers (``Player 0``, ``Player 1``) shifted to the referee's
+  anonymous labels (``Player 1``, ``Player 2``), so a seat is never told two numbers for itself; returns are the
+  environment's rewards; the rules are the environment's description: its docstring, else its prompt to the first
+  seat, marked as that seat's (the other seat is shown its own prompt first, and the first seat is not shown the
+  same text twice);
+* the LLM players' answer texts are ``game_defs/prompts/textarena.toml``: the bracketed action alone, on one line
+  (a reply cut at the token cap is never read as a move, and a small model that is asked for "a message" writes
+  until the cap).
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyspiel
 
 from deepeval_games.core.games import GameFamily, register_game_family
+from deepeval_games.core.message_pool import seat_label
 from game_defs.arena_common import (
     ReplayedEnv,
     SeatObserver,
@@ -62,6 +71,8 @@ EMPTY = 0
 """The empty utterance: the penalty move, and the placeholder legal action where no move is named."""
 _LISTED = re.compile(r"(available|valid|legal)[^\n]*?(moves|actions|options)?[^\n]*?:", re.IGNORECASE)
 _BRACKETED = re.compile(r"\[[^\[\]\n]{1,40}\]")
+_SEAT_NUMBER = re.compile(r"\bPlayer ([01])\b")
+_PROMPTS = Path(__file__).parent / "prompts" / "textarena.toml"
 _LOCK = threading.RLock()
 """Held around every call into an environment: Python's global ``random`` is swapped for the match's own."""
 
@@ -148,6 +159,8 @@ class _Facts:
     names_moves: bool
     description: str
     refusal: str | None = None
+    first_prompt_is_rules: bool = False
+    """The description is the first seat's prompt (the environment has no docstring)."""
 
 
 def _fixed_line(env: _Env, moves: int) -> list[str]:
@@ -196,7 +209,7 @@ def _facts(env_id: str) -> _Facts:
             return _Facts(False, turns, False, description, f"it needs the network ({exc})")
         except Exception as exc:
             return _Facts(False, turns, False, description, f"it fails in play ({type(exc).__name__}: {exc})"[:200])
-    return _Facts(seeded, turns, names, description, refusal)
+    return _Facts(seeded, turns, names, description, refusal, not _docstring(env))
 
 
 def _start_failure(exc: Exception) -> str:
@@ -209,13 +222,26 @@ def _start_failure(exc: Exception) -> str:
     return f"it fails to start ({type(exc).__name__}: {text.strip().splitlines()[0][:160] if text.strip() else ''})"
 
 
+def _docstring(env: _Env) -> str:
+    return (type(env.env).__doc__ or "").strip()
+
+
 def _description(env: _Env) -> str:
-    """The environment's own description: its docstring, else the prompt it sends seat 0 (the rules), else ''."""
-    doc = (type(env.env).__doc__ or "").strip()
+    """The environment's own description: its docstring, else its prompt to the first seat (the rules, told to that
+    seat: said so, since the other seat reads it too), else ''."""
+    doc = _docstring(env)
     if doc:
-        return doc
+        return _relabelled(doc)
     first = env.messages(0)[:1]
-    return first[0][1] if first else ""
+    if not first:
+        return ""
+    head = f"TextArena's prompt to the first seat ({seat_label(0)}); the other seat's own prompt is its first message:"
+    return f"{head}\n\n{_relabelled(first[0][1])}"
+
+
+def _relabelled(text: str) -> str:
+    """``text`` with TextArena's seat numbers (0 and 1) as the referee's anonymous labels (``Player 1`` for 0)."""
+    return _SEAT_NUMBER.sub(lambda found: seat_label(int(found.group(1))), text)
 
 
 class TextArenaGame(pyspiel.Game):
@@ -255,8 +281,15 @@ class TextArenaGame(pyspiel.Game):
 
     def rules_text(self) -> str:
         """The environment's description (TextArena's prompt to a seat, where it has no other)."""
-        head = f"You are playing TextArena's {self.env_id} with one other player; write your move in brackets."
+        head = (
+            f"You are playing TextArena's {self.env_id} with one other player; write each move in square brackets, "
+            "as the game asks."
+        )
         return f"{head}\n\n{self.facts.description}".strip()
+
+    def prompt_file(self) -> Path:
+        """The LLM players' answer texts: the bracketed action alone, on one line."""
+        return _PROMPTS
 
     def unlisted_moves(self) -> str | None:
         """Why the legal actions are not the game's moves (None: the environment names them)."""
@@ -279,6 +312,7 @@ class TextArenaState(pyspiel.State):
         self._pool: list[str] = [""]
         self._moves: list[int] = []
         self._seen = [0, 0]  # per seat: its messages shown before its last move
+        self._rules_prompt = game.facts.first_prompt_is_rules  # the first seat's prompt is in the rules
         self._live: ReplayedEnv[_Env] = ReplayedEnv()
 
     def _env(self) -> _Env:
@@ -346,7 +380,8 @@ class TextArenaState(pyspiel.State):
         if self._seed is None:
             return "The match has not started."
         env = self._env()
-        lines = [_message(sender, text) for sender, text in env.messages(seat)[self._seen[seat] :]]
+        start = self._seen[seat] or int(seat == 0 and self._rules_prompt)  # not the rules again
+        lines = [_message(sender, text) for sender, text in env.messages(seat)[start:]]
         if self.is_terminal():
             lines.append(f"The match is over; you scored {self.returns()[seat]:g}.")
         return "\n\n".join(lines)
@@ -378,8 +413,10 @@ class TextArenaState(pyspiel.State):
 
 
 def _message(sender: int, text: str) -> str:
-    who = "The game" if sender < 0 else f"Player {sender}"
-    return f"[{who}] {text}"
+    """One message as a seat sees it, after its sender. Not ``[The game] ...``: brackets are the moves' syntax, and
+    a model that copies the tag has written the move ``[The game]``."""
+    who = "The game" if sender < 0 else seat_label(sender)
+    return f"{who}: {_relabelled(text)}"
 
 
 _SPECS: dict[str, _Facts] = {}

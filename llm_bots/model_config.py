@@ -83,6 +83,12 @@ class ModelSettings(BaseModel):
     match seed, so a rerun asks the same question."""
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     """Nucleus sampling mass in (0, 1]; unset for the provider's default."""
+    stop: (
+        Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=4, strict=False)] | None
+    ) = None
+    """Up to 4 texts that end a reply where the model writes one (not kept in the reply), e.g. ``["\\n"]`` where
+    the game asks for a move on one line: a small model that goes on past its answer is then not cut at
+    ``max_tokens`` (a cut reply is never read as a move). Unset: none is sent."""
     timeout_s: float = Field(default=60.0, gt=0.0)
     """Wall-clock limit of one attempt, in seconds. Delivery only: not part of match ids."""
     max_retries: int = Field(default=4, ge=0)
@@ -232,6 +238,7 @@ class ModelConfig:
     cache_control: bool = False
     seed: int | None = None
     top_p: float | None = None
+    stop: tuple[str, ...] | None = None
     timeout_s: float = 60.0
     max_retries: int = 4
     max_concurrency: int = 4
@@ -247,6 +254,8 @@ class ModelConfig:
         if isinstance(self.accept_model_ids, str):
             raise ModelConfigError(f"{self.model!r}: accept_model_ids must be a list of model ids, not a string")
         object.__setattr__(self, "accept_model_ids", tuple(self.accept_model_ids))
+        if isinstance(self.stop, list):
+            object.__setattr__(self, "stop", tuple(self.stop))
         self._validate()
 
     # -- validation --
@@ -270,6 +279,12 @@ class ModelConfig:
             )
         _check_number(where, "temperature", self.temperature, lo=0.0, hi=2.0, optional=True)
         _check_number(where, "top_p", self.top_p, lo=0.0, hi=1.0, optional=True, lo_open=True)
+        if self.stop is not None and (
+            not isinstance(self.stop, tuple)
+            or not 1 <= len(self.stop) <= 4
+            or not all(isinstance(text, str) and text for text in self.stop)
+        ):
+            raise ModelConfigError(f"{where}: stop must be a list of 1 to 4 non-empty texts, got {self.stop!r}")
         _check_int(where, "max_tokens", self.max_tokens, lo=1, optional=True)
         if self.reasoning_effort not in (None, *REASONING_EFFORTS):
             raise ModelConfigError(
@@ -368,6 +383,8 @@ class ModelConfig:
         }
         if self.reasoning_effort is not None:  # absent when unset: match ids and cache keys of older runs hold
             params["reasoning_effort"] = self.reasoning_effort
+        if self.stop is not None:  # the same
+            params["stop"] = list(self.stop)
         return params
 
 

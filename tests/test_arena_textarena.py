@@ -133,6 +133,27 @@ def test_a_finished_match_replays_from_its_record(tmp_path: Path) -> None:
 def test_rules_come_from_the_environment() -> None:
     rules = task.rules_text(load_game("textarena:KuhnPoker-v0"))
     assert "Kuhn Poker" in rules and "[bet]" in rules
+    assert "prompt to the first seat (Player 1)" in rules  # no docstring: the first seat's prompt, said so
+
+
+def test_a_seat_sees_its_own_number_once_and_no_sender_in_brackets() -> None:
+    game = load_game("textarena:KuhnPoker-v0")
+    state = game.new_initial_state()
+    state.apply_action(7)
+    first, second = state.seat_view(0), state.seat_view(1)
+    assert "You are Player 2 in a 3 round game" in second and "Player 0" not in second  # the referee's label
+    assert "You are Player" not in first  # the first seat's prompt is the rules it was shown: not again
+    lines = [line for view in (first, second) for line in view.splitlines() if line.startswith("The game: ")]
+    assert lines and not any(line.startswith("[") for view in (first, second) for line in view.splitlines())
+
+
+def test_llm_seats_are_asked_for_the_bracketed_move_on_one_line() -> None:
+    from llm_bots.adapters import adapter_for
+
+    adapter = adapter_for(load_game("textarena:TicTacToe-v0"))
+    assert adapter.prompt_version.startswith("textarena-")
+    text = adapter.prompts.render("player", "free_text_format", seat_label="Player 1", moves="[]")
+    assert "square brackets" in text and "one line" in text
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ random half to the end with no turn a stand-in for a context overflow."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from deepeval_games.app.spec import load_spec
 from deepeval_games.app.store import Store
 from deepeval_games.core.bot import Outcome
 from llm_bots.classical import mcts_refusal
-from llm_bots.local_server import local_model_available
+from tests.study_marks import local_model_study
 
 GTBENCH = (
     "tic_tac_toe",
@@ -71,17 +70,7 @@ def test_the_study_specs_plan(repo_root: Path, tmp_path: Path, name: str, capsys
     assert f"Dry run: {matches} matches to play" in capsys.readouterr().out
 
 
-_LOCAL_REASON = local_model_available("local/smollm2")
-
-
-@pytest.mark.slow
-@pytest.mark.local_model
-@pytest.mark.study
-@pytest.mark.skipif(_LOCAL_REASON is not None, reason=_LOCAL_REASON or "")
-@pytest.mark.skipif(
-    os.environ.get("DEEPEVAL_GAMES_STUDIES") != "1",
-    reason="the whole GTBench study with the real model takes about 20 minutes: set DEEPEVAL_GAMES_STUDIES=1",
-)
+@local_model_study("the whole GTBench study", minutes=20)
 def test_the_local_model_plays_the_random_study_without_overflow_stand_ins(
     repo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -169,3 +169,15 @@ def test_reasoning_effort_is_validated() -> None:
         }
     )
     assert json.dumps(spec.players[0].identity()).count("reasoning_effort") == 1
+
+
+def test_stop_texts_are_sent_only_when_set_and_are_part_of_the_match_identity(tmp_path: Path) -> None:
+    with FakeOpenAIServer(default=Behaviour.reply(ANSWER), max_hang_s=5) as server:
+        plain = run_experiment(_pgg_spec(server), tmp_path / "plain")
+        unset = server.requests[-1]
+        stopped = run_experiment(_pgg_spec(server, stop=["\n", "###"]), tmp_path / "stop")
+        chosen = server.requests[-1]
+    assert "stop" not in unset and chosen["stop"] == ["\n", "###"]
+    assert plain.match_ids.isdisjoint(stopped.match_ids)  # another setting, other matches
+    with pytest.raises(ValueError, match="stop"):
+        ModelSettings.model_validate({"stop": []})
