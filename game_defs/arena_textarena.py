@@ -71,6 +71,9 @@ EMPTY = 0
 """The empty utterance: the penalty move, and the placeholder legal action where no move is named."""
 _LISTED = re.compile(r"(available|valid|legal)[^\n]*?(moves|actions|options)?[^\n]*?:", re.IGNORECASE)
 _BRACKETED = re.compile(r"\[[^\[\]\n]{1,40}\]")
+_EXAMPLE = re.compile(r"\b(format|e\.g\.|for example|example)\b", re.IGNORECASE)
+_TEMPLATE = re.compile(r"\b[XYNK]\b|<[^>]*>|\.\.\.")
+"""A placeholder in a listed move (``[bet X]``, ``[<amount>]``): the list shows a template, not a move."""
 _SEAT_NUMBER = re.compile(r"\bPlayer ([01])\b")
 _PROMPTS = Path(__file__).parent / "prompts" / "textarena.toml"
 _LOCK = threading.RLock()
@@ -137,14 +140,20 @@ class _Env:
 
 
 def _listed_moves(messages: Sequence[tuple[int, str]]) -> list[str]:
-    """The moves the latest message that lists some names (``Available Moves: '[0]', '[1]'``), in order."""
+    """The moves the latest message that lists some names (``Available Moves: '[0]', '[1]'``), in order; none when
+    that list holds a template (``'[bet X]'``) or only shows the format by an example (``Format: '[A4 B2 C2]'``):
+    such an environment does not name its moves, and a player drawing from the list would play a template."""
     for sender, text in reversed(messages):
         if sender >= 0:  # a player's words never list the rules' moves
             continue
         found = _LISTED.search(text)
         if found is None:
             continue
-        moves = list(dict.fromkeys(_BRACKETED.findall(text[found.start() :])))
+        listing = text[found.start() :]
+        example = _EXAMPLE.search(listing)
+        moves = list(dict.fromkeys(_BRACKETED.findall(listing[: example.start()] if example else listing)))
+        if any(_TEMPLATE.search(move) for move in moves) or (example and _BRACKETED.search(listing[example.start() :])):
+            return []
         if moves:
             return moves
     return []

@@ -46,8 +46,10 @@ PLAYABLE = [
     "TicTacToe-v0",
 ]
 """Two-player environments that pass the kit (26 of TextArena 0.7.4's base environments do; these are the fast)."""
-NAMED = ["KuhnPoker-v0", "TicTacToe-v0", "IndianPoker-v0", "PigDice-v0", "ColonelBlotto-v0", "Crusade-v0"]
+NAMED = ["KuhnPoker-v0", "TicTacToe-v0", "PigDice-v0", "Crusade-v0"]
 """Environments that name their legal moves: ``random`` plays them."""
+TEMPLATES = ["IndianPoker-v0", "ColonelBlotto-v0"]
+"""Environments whose move list holds a template (``[bet X]``) or one example (``Format: '[A4 B2 C2]'``)."""
 
 
 @pytest.mark.parametrize("env_id", PLAYABLE)
@@ -171,3 +173,10 @@ def test_games_all_lists_the_environments_with_their_verdicts(
     assert "textarena:SimpleNegotiation-v0  [playable by LLM]" in out
     assert "textarena:Debate-v0  [refused: it needs the network" in out
     assert "pettingzoo:classic.connect_four_v3  [playable by LLM, random, mcts]" in out
+
+
+@pytest.mark.parametrize("env_id", TEMPLATES)
+def test_a_move_list_of_templates_or_examples_names_no_moves_and_random_is_refused(env_id: str) -> None:
+    game = load_game(f"textarena:{env_id}")
+    assert random_refusal(game) == f"random plays listed legal moves; {task.unlisted_moves(game)}"
+    assert task.unlisted_moves(game) is not None

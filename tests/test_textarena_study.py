@@ -31,7 +31,7 @@ def test_the_study_names_fifteen_environments_and_random_meets_the_model_where_i
     both, against_random = _games(repo_root, SPECS[0]), _games(repo_root, SPECS[1])
     assert len(set(both)) >= 15 and all(g.startswith("textarena:") for g in both)
     named = [g for g in both if random_refusal(load_game(g)) is None]
-    assert against_random == named and len(named) >= 6
+    assert against_random == named and len(named) >= 5
 
 
 def test_every_environment_of_the_study_passes_the_conformance_kit(repo_root: Path) -> None:
