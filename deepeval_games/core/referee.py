@@ -217,14 +217,17 @@ def _turn(
 ) -> TurnRecord:
     """The record of one move: where and what it was, and the decision's exchange with a model as it is. A move no
     model was asked for is a copy of a plain turn with its own values and new lists (pydantic's ``model_copy``)."""
-    where: dict[str, Any] = {"index": index, "round": round, "seat": seat, "action": action}
-    where["action_string"] = action_string
-    if seat == CHANCE_SEAT:  # no text, no latency: those fields keep their defaults, unset
-        return _PLAIN_CHANCE.model_copy(update=where | {name: [] for name in _LISTS})
-    where |= {"text": text, "latency_s": latency, "outcome": Outcome(decision.outcome), "error": decision.error}
-    if decision.is_plain():
-        return _PLAIN_MOVE.model_copy(update=where | {name: [] for name in _LISTS})
-    return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
+    where = {"index": index, "round": round, "seat": seat, "action": action, "action_string": action_string}
+    plain = _PLAIN_CHANCE  # a chance outcome's: no text, no latency (those fields keep their defaults, unset)
+    if seat != CHANCE_SEAT:
+        where["text"], where["latency_s"], where["error"] = text, latency, decision.error
+        where["outcome"] = decision.outcome if decision.outcome.__class__ is Outcome else Outcome(decision.outcome)
+        if not decision.is_plain():
+            return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
+        plain = _PLAIN_MOVE
+    for name in _LISTS:  # new lists, set in the one update dict (no second dict merged into it)
+        where[name] = []
+    return plain.model_copy(update=where)
 
 
 _LISTS = tuple(name for name, field in TurnRecord.model_fields.items() if field.default_factory is list)  # new per turn
