@@ -3,11 +3,10 @@
 :func:`play_match` runs one match:
 
 1. broadcast the rules to every seat and give each seat its anonymous id ("Player 1".."Player N");
-2. each round, collect the moves of the seats to act. At a simultaneous node every seat is asked at
-   once from the same state, so nobody sees a same-round move before choosing; the replies go into the
-   message pool together;
-3. deliver to each seat what the rules let it see (the game's observation for that seat, when it changed),
-   before the seat moves and once more when the game is over;
+2. each round, collect the moves of the seats to act. At a simultaneous node every seat is asked at once from the
+   same state, so nobody sees a same-round move before choosing; the replies go into the message pool together;
+3. deliver to each seat what the rules let it see (the game's observation for that seat, when it changed), before
+   the seat moves and once more when the game is over;
 4. at chance nodes sample the outcome from the match seed; at a judge node ask the judge;
 5. stop at a terminal state and evaluate: the returns, plus the game's own match metrics.
 
@@ -217,14 +216,18 @@ def _turn(
 ) -> TurnRecord:
     """The record of one move: where and what it was, and the decision's exchange with a model as it is. A move no
     model was asked for is a copy of a plain turn with its own values and new lists (pydantic's ``model_copy``)."""
-    where: dict[str, Any] = {"index": index, "round": round, "seat": seat, "action": action}
-    where["action_string"] = action_string
-    if seat == CHANCE_SEAT:  # no text, no latency: those fields keep their defaults, unset
-        return _PLAIN_CHANCE.model_copy(update=where | {name: [] for name in _LISTS})
-    where |= {"text": text, "latency_s": latency, "outcome": Outcome(decision.outcome), "error": decision.error}
-    if decision.is_plain():
-        return _PLAIN_MOVE.model_copy(update=where | {name: [] for name in _LISTS})
-    return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
+    where: dict[str, Any]  # the update of the plain turn copied
+    where = {"index": index, "round": round, "seat": seat, "action": action, "action_string": action_string}
+    plain = _PLAIN_CHANCE  # a chance outcome's: no text, no latency (those fields keep their defaults, unset)
+    if seat != CHANCE_SEAT:
+        where["text"], where["latency_s"], where["error"] = text, latency, decision.error
+        where["outcome"] = decision.outcome if decision.outcome.__class__ is Outcome else Outcome(decision.outcome)
+        if not decision.is_plain():
+            return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
+        plain = _PLAIN_MOVE
+    for name in _LISTS:  # new lists, set in the one update dict (no second dict merged into it)
+        where[name] = []
+    return plain.model_copy(update=where)
 
 
 _LISTS = tuple(name for name, field in TurnRecord.model_fields.items() if field.default_factory is list)  # new per turn
@@ -236,10 +239,6 @@ _PLAIN_CHANCE = TurnRecord.model_construct(
     _fields_set=set(_CHANCE_FIELDS_SET), index=0, round=0, seat=CHANCE_SEAT, action=0, action_string=""
 )
 """A chance outcome as pydantic records its fields set: the place and the outcome, the rest at their defaults."""
-
-
-def _invalid(decision: Decision, reason: str) -> Decision:
-    return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
 _NO_MOVE = Decision.move(None)  # a chance outcome's: no seat decided it
@@ -322,9 +321,8 @@ class _Match:
         if player == _CHANCE_ID:
             return _CHANCE, {}
         legal_of = self.hooks.legal_actions
-        if player == _SIMULTANEOUS_ID:
-            moves = {seat: legal_of(seat) for seat in range(self.facts.n)}
-            return _SIMULTANEOUS, {seat: legal for seat, legal in moves.items() if legal}
+        if player == _SIMULTANEOUS_ID:  # the seats with a move
+            return _SIMULTANEOUS, {seat: legal for seat in range(self.facts.n) if (legal := legal_of(seat))}
         return _SEQUENTIAL, {player: legal_of(player)}
 
     def settle_round(self, kind: str, seats: dict[int, tuple[int, ...]], answers: dict[int, _Answer]) -> None:
@@ -402,11 +400,12 @@ class _Match:
         state; each answer with the seconds it took."""
         clock = time.perf_counter
         answers: dict[int, _Answer] = {}
+        start = clock()
         for seat, legal in seats.items():
             kind = self.kinds[seat]
             if not kind.awaits:
-                start = clock()
-                answers[seat] = (kind.ask(self, seat, legal), clock() - start)
+                answers[seat] = (kind.ask(self, seat, legal), (now := clock()) - start)
+                start = now  # the next seat's answer starts here
         return answers
 
     async def ask_awaited(self, seats: dict[int, tuple[int, ...]], answered: dict[int, _Answer]) -> dict[int, _Answer]:
@@ -424,12 +423,13 @@ class _Match:
     # -- resolve and record --------------------------------------------------------------------------------
 
     def settle(self, seat: int, legal: tuple[int, ...], decision: Decision, latency: float) -> int:
-        """Resolve ``seat``'s answer to the move applied, and record it; that move."""
-        if self.rows is not None and not (
-            decision.is_plain() and decision.action.__class__ is int and decision.action in legal
-        ):
-            raise TranscriptNotDerivable(f"seat {seat} answered {decision.action!r}, not one of its legal moves")
-        action, decision = self.resolve(seat, legal, decision)
+        """Resolve ``seat``'s answer to the move applied (a legal move as it is), and record it; that move."""
+        action = decision.action
+        legal_move = action.__class__ is int and action in legal
+        if self.rows is not None and not (legal_move and decision.is_plain()):
+            raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
+        if not legal_move or action is None:  # a legal int as it is, else resolved (None: for type checkers)
+            action, decision = self.resolve(seat, legal, decision)
         self.record(seat, action, self.hooks.action_name(seat, action), decision, latency)
         return action
 
@@ -444,14 +444,17 @@ class _Match:
             if free_text and answered and hooks.intern_utterance is not None:
                 return int(hooks.intern_utterance(seat, decision.text)), decision
             if answered:
-                decision = _invalid(decision, "free-text answer where a move was expected")
+                decision = replace(
+                    decision, outcome=Outcome.INVALID, error="free-text answer where a move was expected"
+                )
             return self.penalty(seat, legal, free_text, decision)
         if free_text:
             return int(action), decision
         penalty = None if hooks.penalty_action is None else int(hooks.penalty_action(seat))
         if decision.outcome is not Outcome.OK and action == penalty:
             return int(action), decision
-        return self.penalty(seat, legal, free_text, _invalid(decision, f"illegal action {action}"))
+        invalid = replace(decision, outcome=Outcome.INVALID, error=f"illegal action {action}")
+        return self.penalty(seat, legal, free_text, invalid)
 
     def penalty(self, seat: int, legal: tuple[int, ...], free_text: bool, decision: Decision) -> tuple[int, Decision]:
         """The task's penalty move; without one, a seeded uniformly random legal move (the turn stays invalid)."""
@@ -470,16 +473,11 @@ class _Match:
             self.rows.append((self.round, seat, action, action_string, latency))
             return
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
-        if seat != CHANCE_SEAT:
-            self.pool.add_move(self.round, seat, text, action, self.told(seat, decision))
+        if seat != CHANCE_SEAT:  # who reads it beside its seat: at a combined turn answered validly, every other seat
+            combined = self.hooks.is_combined_turn
+            told = combined is not None and decision.outcome in (Outcome.OK, Outcome.REASKED) and combined(seat)
+            self.pool.add_move(self.round, seat, text, action, self.facts.others[seat] if told else ())
         self.turns.append(_turn(len(self.turns), self.round, seat, action, action_string, text, latency, decision))
-
-    def told(self, seat: int, decision: Decision) -> tuple[int, ...]:
-        """Who reads a move's message beside its seat: at a combined turn answered validly, every other seat."""
-        combined = self.hooks.is_combined_turn
-        if combined is None or decision.outcome not in (Outcome.OK, Outcome.REASKED) or not combined(seat):
-            return ()
-        return self.facts.others[seat]
 
     # -- chance and the judge ------------------------------------------------------------------------------
 
@@ -499,18 +497,15 @@ class _Match:
             raise SpecError(f"{self.game} needs a judge, and none is configured (add a [judge] table to the spec)")
         legal = tuple(action for action, _ in self.state.chance_outcomes())
         brief, fields = task.judge_text(self.state), task.judge_fields(self.state)
-        self.pool.add(
-            round=self.round, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields
-        )
-        inbox = self.pool.visible_to(JUDGE_SEAT)
+        pool, at = self.pool, self.round
+        pool.add(round=at, sender=REFEREE, recipients=(JUDGE_SEAT,), kind="brief", text=brief, fields=fields)
+        inbox = pool.visible_to(JUDGE_SEAT)
         observation = judge_observation(self.game, self.state.clone(), self.round, brief, fields, inbox)
         decision, latency = await self.timed(self.judge.act(observation))
         verdict = decision.action
         if verdict is None or verdict not in legal:
             raise SpecError(f"the judge returned {verdict}, which is not a verdict of {self.game}")
-        self.pool.add(
-            round=self.round, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict
-        )
+        pool.add(round=at, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict)
         self.record(JUDGE_SEAT, verdict, self.state.action_to_string(JUDGE_SEAT, verdict), decision, latency)
         self.state.apply_action(verdict)
         self.step += 1
@@ -543,6 +538,11 @@ def _returns(state: pyspiel.State) -> list[float]:
     return [float(value) for value in returns]
 
 
+@functools.lru_cache(maxsize=1)  # a record's ``started_at``, shared by the matches started within one second
+def _started(second: int) -> str:
+    return datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds")
+
+
 async def play_match(
     game: pyspiel.Game,
     bots: Sequence[DeepEvalBot],
@@ -570,7 +570,7 @@ async def play_match(
         TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match
             again with new bots and ``transcript="full"``).
     """
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = _started(int(time.time()))
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed, rows=transcript == "moves" and not scorers)
     await match.run(max_rounds if max_rounds is not None else match.facts.max_rounds)

@@ -723,10 +723,15 @@ def state_hooks(state: pyspiel.State, game: pyspiel.Game | None = None) -> State
     """The hooks of ``state`` (one object: the hooks are bound to it); ``game``: its game, where the caller holds
     it. Which hooks a state offers is read from its class, once a class."""
     python_legal, python_names, offered = _state_class(type(state))
-    bound = {name: getattr(state, name) if name in offered else None for name in _OPTIONAL_STATE_HOOKS}
-    return StateHooks(
-        legal_actions=_int_tuple(state._legal_actions if python_legal else state.legal_actions),
-        action_name=state._action_to_string if python_names else state.action_to_string,
-        observation_text=observation_reader(state, game),
-        **bound,
+    legal_actions = _int_tuple(state._legal_actions if python_legal else state.legal_actions)
+    action_name = state._action_to_string if python_names else state.action_to_string
+    bound = (
+        [getattr(state, name) if name in offered else None for name in _OPTIONAL_STATE_HOOKS] if offered else _NO_HOOKS
     )
+    # by position (made once a match): the optional hooks last, in their order; an OpenSpiel game offers none
+    return StateHooks._make((legal_actions, action_name, observation_reader(state, game), *bound))
+
+
+_NO_HOOKS = (None,) * len(_OPTIONAL_STATE_HOOKS)
+if StateHooks._fields[3:] != _OPTIONAL_STATE_HOOKS:  # state_hooks fills them by position
+    raise TypeError("StateHooks must list the optional hooks last, in the order of _OPTIONAL_STATE_HOOKS")
