@@ -204,6 +204,34 @@ class BettingConfidenceSequence(ConfidenceSequence):
             self._lo = self._hi = self._sum / t
         return self.interval()
 
+    def extend(self, values: Iterable[float]) -> Interval:
+        """Add several observations in order (the intervals :meth:`update` would give, computed in one pass over
+        the grid: the bets depend only on running sums, so they are all known before the wealth is updated)."""
+        x = np.array([self._rescaled(v) for v in values], dtype=float)
+        if x.size == 0:
+            return self.interval()
+        t = self.n + 1 + np.arange(x.size)
+        sums = self._sum + np.cumsum(x)
+        means = (0.5 + sums) / (t + 1)
+        var_after = self._var_sum + np.cumsum((x - means) ** 2)
+        var_before = np.concatenate(([self._var_sum], var_after[:-1]))
+        bets = np.sqrt(2.0 * self._log_term / ((var_before / t) * t * np.log1p(t)))[:, None]
+        diff = x[:, None] - self._grid[None, :]
+        up = self._up + np.cumsum(np.log1p(np.minimum(bets, self._cap_up) * diff), axis=0)
+        down = self._down + np.cumsum(np.log1p(-np.minimum(bets, self._cap_down) * diff), axis=0)
+        self._excluded |= (np.maximum(up, down) >= self._threshold).any(axis=0)
+        self._up, self._down = up[-1].copy(), down[-1].copy()
+        self._sum, self.n = float(sums[-1]), int(t[-1])
+        self._mean_hat, self._var_sum = float(means[-1]), float(var_after[-1])
+        kept = np.flatnonzero(~self._excluded)
+        half_step = 0.5 / self._grid.size
+        if kept.size:
+            self._lo = max(0.0, float(self._grid[kept[0]]) - half_step)
+            self._hi = min(1.0, float(self._grid[kept[-1]]) + half_step)
+        else:  # every candidate excluded (a rare miss): keep a point, never empty
+            self._lo = self._hi = self._sum / self.n
+        return self.interval()
+
 
 def confidence_sequence(
     values: Sequence[float] | np.ndarray, low: float, high: float, *, alpha: float = 0.05, method: str = "betting"

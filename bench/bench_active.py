@@ -1,6 +1,7 @@
 """Bench: ``pairing = "active"`` against round robins, on 16 synthetic players of known strength.
 
-    python bench/bench_active.py [--runs 200] [--players 16] [--step 40] [--epsilon 0.1] [--max-rounds 60]
+    python bench/bench_active.py [--runs 200] [--players 16] [--step 40] [--epsilon 0.9] [--window 8]
+        [--max-rounds 200]
 
 The players play a two-seat win/draw/loss game (payoffs -1, 0, 1): player ``i`` has a known Elo-scale strength
 ``i * step``, beats ``j`` with the Bradley–Terry probability ``1 / (1 + 10 ** ((s_j - s_i) / 400))`` and never
@@ -8,10 +9,10 @@ draws. Outcomes are drawn directly (no engine), so the schedules and rules are m
 (the records, the store) does not change which seatings are chosen.
 
 * ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff.
-* ``active``: :class:`analysis.stopping.AdaptiveStopping`, the rule that ``pairing = "active"`` drives: the first
-  round plays every seating, later rounds the complete blocks of players still in an unresolved adjacent pair,
-  until every adjacent pair is separated or tied within ``epsilon`` (anytime-valid), or ``max_rounds``; players
-  are ranked by the mean of their block means.
+* ``active``: :class:`analysis.active.ActiveRanking`, the rule that ``pairing = "active"`` drives: the first round
+  plays every seating, later rounds complete round robins of windows of at most ``window`` players chained by
+  unresolved adjacent pairs, until every adjacent pair is separated or its anytime-valid difference interval is
+  narrower than ``epsilon``, or ``max_rounds``; players are ranked by the rule's least-squares scores.
 
 A run is *accurate* when the ranking's Kendall tau to the true order is at least 0.9 and its top 4 are the true top 4
 (as a set). It prints, per schedule: the share of accurate runs, the mean matches, and (active) the share of runs
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.stopping import AdaptiveStopping, Seating
+from analysis.active import ActiveRanking
+from analysis.stopping import Seating
 
 
 def kendall_tau(order: list[int], truth: list[int]) -> float:
@@ -78,13 +80,21 @@ class ActiveRun:
 
 
 def active(
-    rng: np.random.Generator, strengths: np.ndarray, *, epsilon: float, max_rounds: int, alpha: float = 0.05
+    rng: np.random.Generator,
+    strengths: np.ndarray,
+    *,
+    epsilon: float,
+    max_rounds: int,
+    alpha: float = 0.05,
+    window: int = 8,
 ) -> ActiveRun:
     """One run of the active schedule (the rule ``pairing = "active"`` drives)."""
     n = len(strengths)
     p = _win_matrix(strengths)
     names = [f"p{i:02d}" for i in range(n)]
-    rule = AdaptiveStopping({"g": (-1.0, 1.0)}, alpha=alpha, epsilon=epsilon, initial_rounds=1, max_rounds=max_rounds)
+    rule = ActiveRanking(
+        {"g": (-1.0, 1.0)}, alpha=alpha, epsilon=epsilon, initial_rounds=1, max_rounds=max_rounds, window=window
+    )
     pairs = list(itertools.permutations(range(n), 2))
     round_number = 0
     while rule.report.reason == "running":
@@ -98,7 +108,7 @@ def active(
         rule.end_round()
         round_number += 1
     report = rule.report
-    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}
+    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}  # the least-squares scores
     order = sorted(range(n), key=lambda i: (-means[i], rng.random()))
     wrong = any(
         pair.status == "separated" and strengths[int(pair.better[2][1:])] < strengths[int(pair.worse[2][1:])]
@@ -113,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--players", type=int, default=16)
     parser.add_argument("--step", type=float, default=40.0, help="Elo-scale gap between neighbouring players")
-    parser.add_argument("--epsilon", type=float, default=0.1)
-    parser.add_argument("--max-rounds", type=int, default=60)
+    parser.add_argument("--epsilon", type=float, default=0.9, help="width of a pair interval that ends its refinement")
+    parser.add_argument("--window", type=int, default=8)
+    parser.add_argument("--max-rounds", type=int, default=200)
     parser.add_argument("--max-repeats", type=int, default=60, help="the largest round robin tried")
     args = parser.parse_args(argv)
     strengths = np.arange(args.players, dtype=float) * args.step
@@ -131,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"round robin: smallest accurate in >= 95% of {args.runs} runs: {smallest} repeats ({rr_matches} matches)")
 
     runs = [
-        active(np.random.default_rng(seed), strengths, epsilon=args.epsilon, max_rounds=args.max_rounds)
+        active(
+            np.random.default_rng(seed), strengths, epsilon=args.epsilon, max_rounds=args.max_rounds, window=args.window
+        )
         for seed in range(args.runs)
     ]
     share = sum(accurate(r.order, truth) for r in runs) / args.runs

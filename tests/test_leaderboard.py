@@ -182,7 +182,7 @@ def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeyp
     rng = random.Random(7)
     kills = 0
     while True:
-        left = rng.randint(1, 300)  # commits until the process is killed
+        left = rng.randint(1, 60)  # commits until the process is killed
 
         def played(self: Any, record: Any, _left: list[int] = [left]) -> None:  # noqa: B006
             original(self, record)

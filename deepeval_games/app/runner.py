@@ -590,9 +590,10 @@ def _spread(count: int, size: int) -> list[int]:
 _ACTIVE_EPSILON = 1e-300
 """The marker of ``pairing = "active"`` without ``until_stable``: the indifference margin is then
 :data:`ACTIVE_MARGIN` of the widest payoff range."""
-ACTIVE_MARGIN = 0.05
-"""``pairing = "active"`` without ``until_stable``: players whose mean payoffs surely differ by at most this share of
-the payoff range are tied."""
+ACTIVE_MARGIN = 0.45
+"""``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
+interval of its payoff difference is narrower than this share of the payoff range (the width at which
+``bench/bench_active.py`` ranks 16 players accurately in 95% of runs)."""
 
 
 def _stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
@@ -736,6 +737,7 @@ async def _run_adaptive(
     """``until_stable`` with ``rule = "adaptive"``: round ``r`` plays the seatings of repeat ``r`` that
     :class:`~analysis.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier rounds,
     so a resumed run replays the committed rounds (reading the store once) and continues with the same schedule."""
+    from analysis.active import ActiveRanking
     from analysis.stopping import AdaptiveStopping, Seating
     from deepeval_games.app.schedule import count_matches
     from deepeval_games.core import task
@@ -760,7 +762,9 @@ async def _run_adaptive(
             game_variant(name): (float(game.min_utility()), float(game.max_utility()))
             for name, game in runner.games.items()
         }
-        stopping = AdaptiveStopping(
+        # pairing = "active": pair-level selection (analysis.active); otherwise whole blocks of unresolved players
+        kind = ActiveRanking if spec.pairing == "active" else AdaptiveStopping
+        stopping = kind(
             bounds,
             alpha=rule.alpha,
             epsilon=rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
