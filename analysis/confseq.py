@@ -211,14 +211,14 @@ class BettingConfidenceSequence(ConfidenceSequence):
         if x.size == 0:
             return self.interval()
         t = self.n + 1 + np.arange(x.size)
-        sums = self._sum + np.cumsum(x)
+        sums = np.cumsum(np.concatenate(([self._sum], x)))[1:]  # added in the order update adds them
         means = (0.5 + sums) / (t + 1)
-        var_after = self._var_sum + np.cumsum((x - means) ** 2)
+        var_after = np.cumsum(np.concatenate(([self._var_sum], (x - means) ** 2)))[1:]
         var_before = np.concatenate(([self._var_sum], var_after[:-1]))
         bets = np.sqrt(2.0 * self._log_term / ((var_before / t) * t * np.log1p(t)))[:, None]
         diff = x[:, None] - self._grid[None, :]
-        up = self._up + np.cumsum(np.log1p(np.minimum(bets, self._cap_up) * diff), axis=0)
-        down = self._down + np.cumsum(np.log1p(-np.minimum(bets, self._cap_down) * diff), axis=0)
+        up = np.cumsum(np.vstack((self._up, np.log1p(np.minimum(bets, self._cap_up) * diff))), axis=0)[1:]
+        down = np.cumsum(np.vstack((self._down, np.log1p(-np.minimum(bets, self._cap_down) * diff))), axis=0)[1:]
         self._excluded |= (np.maximum(up, down) >= self._threshold).any(axis=0)
         self._up, self._down = up[-1].copy(), down[-1].copy()
         self._sum, self.n = float(sums[-1]), int(t[-1])
