@@ -39,8 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from analysis.confseq import ConfidenceSequence, Interval, make_sequence
-from analysis.stopping import Key, PairStatus, Seating, StoppingReport
-from deepeval_games.core.records import MatchRecord
+from analysis.stopping import Key, PairStatus, RoundFeed, Seating, StoppingReport
 
 __all__ = ["ActiveRanking"]
 
@@ -48,7 +47,7 @@ Group = tuple[str, str]
 """(game variant, role): one ranking."""
 
 
-class ActiveRanking:
+class ActiveRanking(RoundFeed):
     """The active rule of the module docstring, with the round protocol of
     :class:`~analysis.stopping.AdaptiveStopping` (``begin_round`` / ``add`` / ``end_round`` / ``report``).
 
@@ -116,26 +115,10 @@ class ActiveRanking:
         else:
             windows = self._windows
             selected = [s for s in seatings if any(w.issuperset(s.seats) for w in windows)]
-        if self.budget is not None and self.report.matches + len(selected) > self.budget:
-            self.report.reason = "budget"
+        if not self._admit(selected):
             return []
-        self._round, self._results, self._failed = selected, {}, False
-        self.report.matches += len(selected)
-        for seating in selected:
-            for key in seating.sitting():
-                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
+        self._round = selected
         return selected
-
-    def add(self, match_id: str, returns: Sequence[float]) -> None:
-        """The payoffs of a match of this round (any order; others are ignored)."""
-        self._results[match_id] = [float(x) for x in returns]
-
-    def add_record(self, record: MatchRecord) -> None:
-        """:meth:`add` for a complete record; an aborted one marks the round failed."""
-        if record.status == "complete":
-            self.add(record.match_id, record.returns)
-        else:
-            self._failed = True
 
     def end_round(self, *, failed: bool = False) -> StoppingReport:
         """Add this round's paired observations, re-rank, pick the next round's windows and decide."""

@@ -195,14 +195,7 @@ class BettingConfidenceSequence(ConfidenceSequence):
         self.n = t
         self._mean_hat = (0.5 + self._sum) / (t + 1)
         self._var_sum += (x - self._mean_hat) ** 2
-        kept = np.flatnonzero(~self._excluded)
-        half_step = 0.5 / self._grid.size
-        if kept.size:
-            self._lo = max(0.0, float(self._grid[kept[0]]) - half_step)
-            self._hi = min(1.0, float(self._grid[kept[-1]]) + half_step)
-        else:  # every candidate excluded (a rare miss): keep a point, never empty
-            self._lo = self._hi = self._sum / t
-        return self.interval()
+        return self._kept_interval()
 
     def extend(self, values: Iterable[float]) -> Interval:
         """Add several observations in order (the intervals :meth:`update` would give, computed in one pass over
@@ -223,6 +216,10 @@ class BettingConfidenceSequence(ConfidenceSequence):
         self._up, self._down = up[-1].copy(), down[-1].copy()
         self._sum, self.n = float(sums[-1]), int(t[-1])
         self._mean_hat, self._var_sum = float(means[-1]), float(var_after[-1])
+        return self._kept_interval()
+
+    def _kept_interval(self) -> Interval:
+        """The interval spanning the candidate means never excluded."""
         kept = np.flatnonzero(~self._excluded)
         half_step = 0.5 / self._grid.size
         if kept.size:

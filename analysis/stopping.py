@@ -37,7 +37,7 @@ from typing import Any
 from analysis.confseq import ConfidenceSequence, Interval, make_sequence
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["AdaptiveStopping", "Key", "PairStatus", "Seating", "StoppingReport", "format_stopping"]
+__all__ = ["AdaptiveStopping", "Key", "PairStatus", "RoundFeed", "Seating", "StoppingReport", "format_stopping"]
 
 Key = tuple[str, str, str]
 """(game variant, role, player): what the rule ranks."""
@@ -136,7 +136,40 @@ class StoppingReport:
         return max((iv.half_width for iv in chosen.values()), default=float("nan"))
 
 
-class AdaptiveStopping:
+class RoundFeed:
+    """The part of the round protocol every rule shares: the match budget, the matches of each key, and the
+    payoffs of the round being played."""
+
+    budget: int | None
+    report: StoppingReport
+    _results: dict[str, Sequence[float]]
+    _failed: bool
+
+    def _admit(self, selected: Sequence[Seating]) -> bool:
+        """Start a round of ``selected``; False (and the reason ``budget``) when it would pass the budget."""
+        if self.budget is not None and self.report.matches + len(selected) > self.budget:
+            self.report.reason = "budget"
+            return False
+        self._results, self._failed = {}, False
+        self.report.matches += len(selected)
+        for seating in selected:
+            for key in seating.sitting():
+                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
+        return True
+
+    def add(self, match_id: str, returns: Sequence[float]) -> None:
+        """The payoffs of a match of this round (any order; others are ignored)."""
+        self._results[match_id] = [float(x) for x in returns]
+
+    def add_record(self, record: MatchRecord) -> None:
+        """:meth:`add` for a complete record; an aborted one marks the round failed."""
+        if record.status == "complete":
+            self.add(record.match_id, record.returns)
+        else:
+            self._failed = True
+
+
+class AdaptiveStopping(RoundFeed):
     """The stopping rule of the module docstring, fed round by round.
 
     Use: ``selected = rule.begin_round(all_seatings_of_repeat_r)``; play ``selected``; :meth:`add` each committed
@@ -205,28 +238,10 @@ class AdaptiveStopping:
             selected = list(seatings)
         else:
             selected = [s for s in seatings if s.sitting() & self._active]
-        if self.budget is not None and self.report.matches + len(selected) > self.budget:
-            self.report.reason = "budget"
+        if not self._admit(selected):
             return []
         self._round = list(seatings)
-        self._results = {}
-        self._failed = False
-        self.report.matches += len(selected)
-        for seating in selected:
-            for key in seating.sitting():
-                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
         return selected
-
-    def add(self, match_id: str, returns: Sequence[float]) -> None:
-        """The payoffs of a match of this round (any order; others are ignored)."""
-        self._results[match_id] = [float(x) for x in returns]
-
-    def add_record(self, record: MatchRecord) -> None:
-        """:meth:`add` for a complete record; an aborted one marks the round failed."""
-        if record.status == "complete":
-            self.add(record.match_id, record.returns)
-        else:
-            self._failed = True
 
     def end_round(self, *, failed: bool = False) -> StoppingReport:
         """Score this round's complete blocks, re-rank, and decide; the report says what (``reason``)."""
