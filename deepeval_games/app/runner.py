@@ -592,8 +592,8 @@ _ACTIVE_EPSILON = 1e-300
 :data:`ACTIVE_MARGIN` of the widest payoff range."""
 ACTIVE_MARGIN = 0.45
 """``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
-interval of its payoff difference is narrower than this share of the payoff range (the width at which
-``bench/bench_active.py`` ranks 16 players accurately in 95% of runs)."""
+interval of its payoff difference is narrower than this share of the payoff range (``bench/bench_active.py``'s
+default width)."""
 
 
 def _stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
