@@ -14,6 +14,10 @@ pools the matches of that ordered pair (every MBPP task and repeat):
   (:mod:`analysis.correlation`) between the judge's programmer score and the pass rate, over the matches
   that have both.
 
+Each cell's s_P, s_R and pass rate have 95% intervals valid at any number of matches (:mod:`analysis.tables`: on the
+judge's scale, the game's payoff range, and on [0, 1]), and a judge-table cell is marked ``*`` when s_P - s_R,
+compared match by match, is resolved (its interval excludes 0). With a few matches per cell most are unresolved.
+
 Print everything for a run directory, and save the figure::
 
     deepeval-games tables code-review runs/code-review-demo --plot runs/code-review-demo/table3.png
@@ -25,10 +29,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.confseq import Interval, records_bounds
 from analysis.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables import (
     PairTable,
     agg_figure,
+    format_cell_intervals,
     format_number,
     format_pair_table,
     metric_value,
@@ -48,6 +54,7 @@ __all__ = [
     "PairCell",
     "Table3",
     "code_review_records",
+    "format_cell_intervals_table3",
     "format_correlation",
     "format_pass_rate_table",
     "format_score_table",
@@ -74,6 +81,14 @@ class PairCell:
     """Mean pass rate of the final programs (NaN when none was measured)."""
     measured: int
     """Matches with a measured pass rate."""
+    programmer_ci: Interval
+    """s_P with its 95% interval."""
+    reviewer_ci: Interval
+    """s_R with its 95% interval."""
+    difference: Interval
+    """s_P - s_R, match by match, with its 95% interval (resolved when it excludes 0)."""
+    pass_rate_ci: Interval
+    """The pass rate with its 95% interval."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,7 @@ def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None)
     ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
     """
     task = code_review_records(records)
+    scale = records_bounds(task) if task else None  # the judge's scale: the game pays its verdict
     order, pooled = pool_pairs(
         task,
         lambda r: _seats(r)[::-1],  # rows: the reviewer
@@ -139,6 +155,10 @@ def table3(records: Iterable[MatchRecord], players: Sequence[str] | None = None)
             matches=s.matches,
             pass_rate=s.means[2],
             measured=s.counts[2],
+            programmer_ci=s.interval(0, scale),
+            reviewer_ci=s.interval(1, scale),
+            difference=s.difference(0, 1, scale),
+            pass_rate_ci=s.interval(2, (0.0, 1.0)),
         )
         for key, s in pooled.items()
     }
@@ -171,6 +191,7 @@ def _grid(
     mean_labels: tuple[str, str],
     title: str,
     digits: int,
+    difference: tuple[str, Callable[[PairCell], Interval]] | None = None,
 ) -> str:
     return format_pair_table(
         table.players,
@@ -184,6 +205,7 @@ def _grid(
         matches=lambda c: c.matches,
         title=title,
         digits=digits,
+        difference=difference,
     )
 
 
@@ -197,6 +219,18 @@ def format_score_table(table: Table3, *, title: str = "", digits: int = 2) -> st
         ("mean s_R", "mean s_P"),
         title,
         digits,
+        difference=("s_P - s_R", lambda c: c.difference),
+    )
+
+
+def format_cell_intervals_table3(table: Table3, *, digits: int = 2) -> str:
+    """Every cell's s_P, s_R and pass rate with their 95% intervals, and whether s_P - s_R is resolved."""
+    return format_cell_intervals(
+        table.players,
+        table.cells,
+        lambda c: (("s_P", c.programmer_ci), ("s_R", c.reviewer_ci), ("pass", c.pass_rate_ci)),
+        difference=("s_P - s_R", lambda c: c.difference),
+        digits=digits,
     )
 
 
@@ -281,6 +315,7 @@ def print_tables(
         print(f"{variant} ({len(records)} matches)\n")
         table = table3(records, players)
         print(format_score_table(table, title="Table 3. Code Review: judge scores"))
+        print(format_cell_intervals_table3(table))
         print()
         print(format_pass_rate_table(table, title="Code Review: MBPP pass rate of the final program"))
         print()

@@ -1,10 +1,18 @@
-"""Anytime-valid confidence sequences for the mean of bounded payoffs.
+"""Confidence intervals and anytime-valid confidence sequences for the mean of bounded payoffs.
 
-A fixed-sample confidence interval (the bootstrap of :func:`analysis.scores.bootstrap_ci`) holds at one sample size
-chosen in advance. Checking it again after every batch and stopping when it looks good is optional stopping: each
-look is another chance to stop on an interval that misses the mean. A *confidence sequence* is a sequence of
-intervals that contains the mean at every sample size at once with probability at least ``1 - alpha``, so it may be
-looked at after every observation and a run may stop whenever it likes.
+Every interval the report prints comes from here, and each holds at any sample size for any distribution on a known
+range, because it is built from betting: a hypothesised mean is ruled out when a fair bet against it, sized from the
+data seen so far, multiplies its stake by ``1 / alpha`` (which a true mean allows with probability at most
+``alpha``). At the paper's 6-10 matches such intervals are wide; that is what so few matches can say.
+
+* :func:`mean_interval` (and :func:`mean_intervals`, many samples at once): the fixed-n hedged-capital interval, for
+  a sample whose size was not chosen by looking at it (Eq. 1/2, table cells, two-player means, judge audits);
+* :func:`ratio_interval`: a ratio of two means (GTBench's NRA), by inverting the same tests;
+* :class:`BettingConfidenceSequence`, :class:`ConfidenceSequence`: confidence sequences, which contain the mean at
+  every sample size at once with probability at least ``1 - alpha``, so they may be looked at after every
+  observation and a run may stop whenever it likes (:mod:`analysis.stopping`). A fixed-sample interval checked again
+  after every batch, stopping when it looks good, is optional stopping: each look is another chance to stop on an
+  interval that misses the mean.
 
 This module implements the predictable-plug-in empirical-Bernstein sequence (PrPl-EB) of Waudby-Smith and Ramdas,
 "Estimating means of bounded random variables by betting" (JRSS-B, 2023), Theorem 2, for observations in a known
@@ -45,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deepeval_games.core.errors import UnknownGameError
+from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import game_variant, load_recorded_game
 from deepeval_games.core.records import MatchRecord
 
@@ -60,6 +68,12 @@ __all__ = [
     "anytime_scores",
     "confidence_sequence",
     "make_sequence",
+    "mean_interval",
+    "mean_intervals",
+    "payoff_bounds",
+    "ratio_interval",
+    "ratio_intervals",
+    "records_bounds",
 ]
 
 _MAX_BET = 0.5
@@ -159,24 +173,105 @@ class ConfidenceSequence:
         return Interval(self.low + scale * self._lo, self.low + scale * self._hi, mean, self.n)
 
 
+class _HedgedCapital:
+    """The hedged-capital bets of the module docstring for ``rows`` independent streams at once, each against every
+    candidate mean of ``grid`` (a mean ``m`` of ``[0, 1]`` per column; a stream's own candidates per row when ``grid``
+    has a row per stream). Observations are rescaled to ``[0, 1]``.
+
+    ``horizon`` ``None``: the anytime-valid bets; a mean is excluded for good once its hedged capital
+    ``(K+ + K-) / 2`` reaches ``1 / alpha`` at any step (Ville's inequality). ``horizon`` ``n``: the bets of a fixed-n
+    interval, ``lambda_t = sqrt(2 log(2/alpha) / (n s2_{t-1}))`` (the paper's bets for a sample size fixed in
+    advance), and a mean is excluded when its capital after the n-th value reaches ``1 / alpha`` (Markov's
+    inequality): a little wider than the running maximum, and less moved by the order in which the values come."""
+
+    _CAP = 0.75
+
+    def __init__(self, rows: int, grid: np.ndarray, *, alpha: float, horizon: int | None = None) -> None:
+        self.grid = np.atleast_2d(np.asarray(grid, dtype=float))  # (1 or rows, G)
+        self.rows, self.alpha, self.horizon = rows, alpha, horizon
+        self.t = 0
+        self._log_term = math.log(2.0 / alpha)
+        self._sum = np.zeros(rows)
+        self._var_sum = np.full(rows, 0.25)  # 1/4 + sum (x_i - m_i)^2
+        self.up = np.zeros((rows, self.grid.shape[1]))  # log K+
+        self.down = np.zeros((rows, self.grid.shape[1]))  # log K-
+        self.excluded = np.zeros((rows, self.grid.shape[1]), dtype=bool)
+        self._threshold = math.log(1.0 / alpha)
+        with np.errstate(divide="ignore"):  # a candidate at 0 or 1 (a ratio's test at its end) bets without a cap
+            self._cap_up = np.minimum(self._CAP / self.grid, 1e6)
+            self._cap_down = np.minimum(self._CAP / (1.0 - self.grid), 1e6)
+
+    def advance(self, x: np.ndarray) -> None:
+        """Bet on the observations ``x`` (``rows`` x ``k``, in ``[0, 1]``, in order)."""
+        x = np.asarray(x, dtype=float).reshape(self.rows, -1)
+        k = x.shape[1]
+        # the bets of the k steps first (running sums along time), then the capital step by step, in place
+        t = self.t + np.arange(1, k + 1)
+        sums = self._sum[:, None] + np.cumsum(x, axis=1)
+        means = (0.5 + sums) / (t + 1)  # m_t, after x_t
+        var_sums = self._var_sum[:, None] + np.cumsum((x - means) ** 2, axis=1)
+        before = np.concatenate([self._var_sum[:, None], var_sums[:, :-1]], axis=1)  # 1/4 + sum up to t - 1
+        scale = (before / t) * (self.horizon if self.horizon is not None else t * np.log1p(t))  # s2_{t-1} * ...
+        bets = np.sqrt(2.0 * self._log_term / scale)
+        threshold = self._threshold + math.log(2.0)  # (K+ + K-) / 2 >= 1 / alpha
+        term = np.empty(self.up.shape)
+        for step in range(k):
+            diff = x[:, step, None] - self.grid
+            bet = bets[:, step, None]
+            np.minimum(bet, self._cap_up, out=term)
+            term *= diff
+            self.up += np.log1p(term, out=term)
+            np.minimum(bet, self._cap_down, out=term)
+            term *= diff
+            np.negative(term, out=term)
+            self.down += np.log1p(term, out=term)
+            if self.horizon is None or self.t + step + 1 >= self.horizon:
+                self.excluded |= np.logaddexp(self.up, self.down, out=term) >= threshold
+        self._sum, self._var_sum = sums[:, -1], var_sums[:, -1]
+        self.t += k
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per stream, the span of the candidate means never excluded (see :func:`_span`), in ``[0, 1]``."""
+        grid = np.broadcast_to(self.grid, self.excluded.shape)
+        return _span(self.excluded, self.capital(), grid, 0.5 / self.grid.shape[1], (0.0, 1.0))
+
+    def capital(self) -> np.ndarray:
+        """The log of the hedged capital ``(K+ + K-) / 2`` of every stream and candidate, now."""
+        return np.logaddexp(self.up, self.down) - math.log(2.0)
+
+
+def _span(
+    excluded: np.ndarray, capital: np.ndarray, grid: np.ndarray, half_step: float, limits: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, from the first to the last candidate of ``grid`` not ``excluded``, widened by ``half_step`` each side
+    and kept within ``limits``. Where every candidate was excluded (a rare miss) the one with the least ``capital``
+    stands, so an interval is never empty and never a point."""
+    kept = ~excluded
+    none = ~kept.any(axis=1)
+    kept[none, np.argmin(capital[none], axis=1)] = True
+    first = np.argmax(kept, axis=1)
+    last = kept.shape[1] - 1 - np.argmax(kept[:, ::-1], axis=1)
+    rows = np.arange(kept.shape[0])
+    return (
+        np.clip(grid[rows, first] - half_step, *limits),
+        np.clip(grid[rows, last] + half_step, *limits),
+    )
+
+
+def _grid(size: int) -> np.ndarray:
+    if size < 2:
+        raise ValueError(f"grid must be >= 2, got {size}")
+    return (np.arange(size) + 0.5) / size
+
+
 class BettingConfidenceSequence(ConfidenceSequence):
     """The hedged-capital betting confidence sequence (see the module docstring), with the interface of
     :class:`ConfidenceSequence`; ``grid`` candidate means are tested (the interval's resolution is the range divided
     by ``grid``)."""
 
-    _CAP = 0.75
-
     def __init__(self, low: float, high: float, *, alpha: float = 0.05, grid: int = 1000) -> None:
         super().__init__(low, high, alpha=alpha)
-        if grid < 2:
-            raise ValueError(f"grid must be >= 2, got {grid}")
-        self._grid = (np.arange(grid) + 0.5) / grid
-        self._up = np.zeros(grid)  # log K+
-        self._down = np.zeros(grid)  # log K-
-        self._excluded = np.zeros(grid, dtype=bool)
-        self._threshold = math.log(1.0 / alpha) + math.log(2.0)  # K+/2 or K-/2 >= 1/alpha
-        self._cap_up = np.minimum(self._CAP / self._grid, 1e6)
-        self._cap_down = np.minimum(self._CAP / (1.0 - self._grid), 1e6)
+        self._capital = _HedgedCapital(1, _grid(grid), alpha=alpha)
 
     def update(self, value: float) -> Interval:
         """Add one observation and return the interval after it.
@@ -185,48 +280,24 @@ class BettingConfidenceSequence(ConfidenceSequence):
             ValueError: the value lies outside ``[low, high]`` (the guarantee would not hold).
         """
         x = self._rescaled(value)
-        t = self.n + 1
-        bet = math.sqrt(2.0 * self._log_term / ((self._var_sum / t) * t * math.log1p(t)))
-        diff = x - self._grid
-        self._up += np.log1p(np.minimum(bet, self._cap_up) * diff)
-        self._down += np.log1p(-np.minimum(bet, self._cap_down) * diff)
-        self._excluded |= np.maximum(self._up, self._down) >= self._threshold
+        self._capital.advance(np.array([[x]]))
         self._sum += x
-        self.n = t
-        self._mean_hat = (0.5 + self._sum) / (t + 1)
-        self._var_sum += (x - self._mean_hat) ** 2
-        return self._kept_interval()
+        self.n += 1
+        low, high = self._capital.bounds()
+        self._lo, self._hi = float(low[0]), float(high[0])
+        return self.interval()
 
     def extend(self, values: Iterable[float]) -> Interval:
-        """Add several observations in order (the intervals :meth:`update` would give, computed in one pass over
-        the grid: the bets depend only on running sums, so they are all known before the wealth is updated)."""
-        x = np.array([self._rescaled(v) for v in values], dtype=float)
-        if x.size == 0:
-            return self.interval()
-        t = self.n + 1 + np.arange(x.size)
-        sums = np.cumsum(np.concatenate(([self._sum], x)))[1:]  # added in the order update adds them
-        means = (0.5 + sums) / (t + 1)
-        var_after = np.cumsum(np.concatenate(([self._var_sum], (x - means) ** 2)))[1:]
-        var_before = np.concatenate(([self._var_sum], var_after[:-1]))
-        bets = np.sqrt(2.0 * self._log_term / ((var_before / t) * t * np.log1p(t)))[:, None]
-        diff = x[:, None] - self._grid[None, :]
-        up = np.cumsum(np.vstack((self._up, np.log1p(np.minimum(bets, self._cap_up) * diff))), axis=0)[1:]
-        down = np.cumsum(np.vstack((self._down, np.log1p(-np.minimum(bets, self._cap_down) * diff))), axis=0)[1:]
-        self._excluded |= (np.maximum(up, down) >= self._threshold).any(axis=0)
-        self._up, self._down = up[-1].copy(), down[-1].copy()
-        self._sum, self.n = float(sums[-1]), int(t[-1])
-        self._mean_hat, self._var_sum = float(means[-1]), float(var_after[-1])
-        return self._kept_interval()
-
-    def _kept_interval(self) -> Interval:
-        """The interval spanning the candidate means never excluded."""
-        kept = np.flatnonzero(~self._excluded)
-        half_step = 0.5 / self._grid.size
-        if kept.size:
-            self._lo = max(0.0, float(self._grid[kept[0]]) - half_step)
-            self._hi = min(1.0, float(self._grid[kept[-1]]) + half_step)
-        else:  # every candidate excluded (a rare miss): keep a point, never empty
-            self._lo = self._hi = self._sum / self.n
+        """Add several observations in order (in blocks: the same bets as one at a time); the interval after the
+        last."""
+        x = np.array([self._rescaled(value) for value in values], dtype=float)
+        if x.size:
+            self._capital.advance(x[None, :])
+            for value in x:  # one at a time, as update adds them: the same sum to the last bit
+                self._sum += float(value)
+            self.n += int(x.size)
+            low, high = self._capital.bounds()
+            self._lo, self._hi = float(low[0]), float(high[0])
         return self.interval()
 
 
@@ -254,6 +325,162 @@ def make_sequence(method: str, low: float, high: float, *, alpha: float = 0.05) 
     if method == "bernstein":
         return ConfidenceSequence(low, high, alpha=alpha)
     raise ValueError(f"unknown confidence sequence {method!r}; use one of {', '.join(METHODS)}")
+
+
+# -- fixed-n intervals ----------------------------------------------------------------------------------------
+
+
+def _checked(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``values`` rescaled from ``[low, high]`` to ``[0, 1]``; ``ValueError`` for bad bounds or a value outside them
+    (float noise of a part in a billion is clipped)."""
+    if not (math.isfinite(low) and math.isfinite(high) and high > low):
+        raise ValueError(f"an interval needs finite bounds low < high, got [{low}, {high}]")
+    x = (np.asarray(values, dtype=float) - low) / (high - low)
+    if x.size and (not np.all(np.isfinite(x)) or x.min() < -1e-9 or x.max() > 1 + 1e-9):
+        raise ValueError(f"a value lies outside the declared range [{low}, {high}]")
+    return np.clip(x, 0.0, 1.0)
+
+
+def mean_intervals(
+    samples: np.ndarray, low: float, high: float, *, alpha: float = 0.05, grid: int = 1000, anytime: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of the mean of every row of ``samples`` (runs x n, values in ``[low, high]``) at once: the
+    hedged-capital betting interval with the bets of a fixed sample size ``n`` (or, with ``anytime``, the confidence
+    sequence of :class:`BettingConfidenceSequence` after the n-th value). Each covers its mean with probability at
+    least ``1 - alpha`` at any n for any distribution on ``[low, high]``, whatever its shape; none is ever a point.
+
+    Raises:
+        ValueError: bad bounds, or a value outside them.
+    """
+    x = _checked(np.atleast_2d(samples), low, high)
+    lo, hi = np.empty(x.shape[0]), np.empty(x.shape[0])
+    for rows in _chunks(x.shape[0], grid):
+        capital = _HedgedCapital(
+            rows.stop - rows.start, _grid(grid), alpha=alpha, horizon=None if anytime else x.shape[1]
+        )
+        capital.advance(x[rows])
+        lo[rows], hi[rows] = capital.bounds()
+    return low + (high - low) * lo, low + (high - low) * hi
+
+
+_CHUNK = 1 << 16
+"""Capital entries (streams x candidates) worked on at once: a few arrays of this size stay in the CPU's cache."""
+
+
+def _chunks(rows: int, per_row: int) -> list[slice]:
+    """``range(rows)`` in slices of about :data:`_CHUNK` entries of ``per_row`` each."""
+    step = max(1, _CHUNK // per_row)
+    return [slice(start, min(start + step, rows)) for start in range(0, rows, step)]
+
+
+def mean_interval(
+    values: Sequence[float] | np.ndarray, low: float, high: float, *, alpha: float = 0.05, grid: int = 1000
+) -> Interval:
+    """The fixed-n betting interval (:func:`mean_intervals`) of the mean of ``values``, in ``[low, high]``, at level
+    ``1 - alpha``: in the order given, which must not depend on the values (records come in the order of repetition).
+    No values: an interval of NaNs.
+
+    Raises:
+        ValueError: bad bounds, or a value outside them.
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    lo, hi = mean_intervals(data[None, :], low, high, alpha=alpha, grid=grid)
+    return Interval(float(lo[0]), float(hi[0]), float(data.mean()), int(data.size))
+
+
+def ratio_intervals(
+    numerators: np.ndarray, denominators: np.ndarray, bound: float, *, alpha: float = 0.05, grid: int = 401
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of ``E[a] / E[b]`` for every row of ``numerators`` and ``denominators`` (runs x n, pairs with
+    ``|a_t| <= b_t <= bound``, so the ratio lies in ``[-1, 1]``) at once, by inverting tests: a ratio ``r`` of the
+    grid (``grid`` points on ``[-1, 1]``) is excluded when the fixed-n betting test of ``E[a - r b] = 0`` rejects at
+    level ``alpha``. ``a - r b`` lies in ``[-(1 + r) bound, (1 - r) bound]``, with the hypothesised mean 0 at
+    ``(1 + r) / 2`` of the way up, so each test is the betting test of one mean on a known range.
+
+    Raises:
+        ValueError: ``bound`` not positive, or a pair outside ``|a| <= b <= bound``.
+    """
+    a, b = np.atleast_2d(np.asarray(numerators, dtype=float)), np.atleast_2d(np.asarray(denominators, dtype=float))
+    if not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"the bound must be positive, got {bound}")
+    if np.any(np.abs(a) > b + 1e-9 * bound) or np.any(b > bound * (1 + 1e-9)):
+        raise ValueError(f"every pair needs |a| <= b <= {bound}")
+    runs, n = a.shape
+    ratios = np.linspace(-1.0, 1.0, grid)
+    nulls = (1.0 + ratios) / 2.0  # where the hypothesised mean 0 sits in each test's range
+    lo, hi = np.empty(runs), np.empty(runs)
+    for part in _chunks(runs, grid):
+        count = part.stop - part.start
+        x = (a[part, None, :] - ratios[None, :, None] * b[part, None, :]) / (2.0 * bound) + nulls[None, :, None]
+        capital = _HedgedCapital(count * grid, np.tile(nulls, count)[:, None], alpha=alpha, horizon=n)
+        capital.advance(np.clip(x, 0.0, 1.0).reshape(count * grid, n))  # a row per (run, ratio)
+        shape = (count, grid)
+        lo[part], hi[part] = _span(
+            capital.excluded.reshape(shape),
+            capital.capital().reshape(shape),
+            np.broadcast_to(ratios, shape),
+            1.0 / (grid - 1),
+            (-1.0, 1.0),
+        )
+    return lo, hi
+
+
+def ratio_interval(
+    numerators: Sequence[float] | np.ndarray,
+    denominators: Sequence[float] | np.ndarray,
+    bound: float,
+    *,
+    alpha: float = 0.05,
+) -> Interval:
+    """:func:`ratio_intervals` of one sample of pairs ``(a_t, b_t)``, in the order given; ``mean`` is the ratio of the
+    sums (0 when every ``b`` is 0). No pairs: NaNs.
+
+    Raises:
+        ValueError: ``bound`` not positive, or a pair outside ``|a| <= b <= bound``.
+    """
+    a, b = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if a.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    lo, hi = ratio_intervals(a[None, :], b[None, :], bound, alpha=alpha)
+    total = float(b.sum())
+    return Interval(float(lo[0]), float(hi[0]), float(a.sum()) / total if total else 0.0, int(a.size))
+
+
+def payoff_bounds(game_strings: Iterable[str], *, data_dir: str | Path | None = None) -> dict[str, tuple[float, float]]:
+    """Per game variant of ``game_strings``, its payoff range: the game's min and max utility. A variant whose game
+    declares no finite range, or cannot be loaded (a record's game string that names a file outside ``data_dir``:
+    :func:`~deepeval_games.core.games.load_recorded_game`), is left out, with a logged warning: no method gives a valid
+    interval of a mean of values with no known bound from finitely many of them."""
+    bounds: dict[str, tuple[float, float]] = {}
+    seen: set[str] = set()
+    for game_string in game_strings:
+        variant = game_variant(game_string)
+        if variant in seen:
+            continue
+        seen.add(variant)
+        try:
+            game = load_recorded_game(game_string, data_dir=data_dir)
+        except DeepEvalError as exc:  # an unknown game, a file outside data_dir, its data missing
+            log.warning("no payoff range for %s (intervals left out): %s", variant, exc)
+            continue
+        low, high = float(game.min_utility()), float(game.max_utility())
+        if math.isfinite(low) and math.isfinite(high) and high > low:
+            bounds[variant] = (low, high)
+        else:
+            log.warning("%s declares no finite payoff range (intervals left out)", variant)
+    return bounds
+
+
+def records_bounds(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> tuple[float, float] | None:
+    """The payoff range of the games of ``records``: the widest of their variants' ranges; ``None`` when a variant
+    has none (or there are no records)."""
+    games = {r.game for r in records}
+    bounds = payoff_bounds(sorted(games), data_dir=data_dir)
+    if not games or len(bounds) < len({game_variant(g) for g in games}):
+        return None
+    return min(lo for lo, _ in bounds.values()), max(hi for _, hi in bounds.values())
 
 
 @dataclass(frozen=True)
@@ -291,19 +518,10 @@ def anytime_scores(
         roles = record.roles or ["player"] * len(record.seats)
         for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
             rows[(variant, role, name)].append(((record.repeat, record.game, record.match_id), float(payoff)))
-    bounds: dict[str, tuple[float, float] | None] = {}
-    for variant, game_string in games.items():
-        try:
-            game = load_recorded_game(game_string, data_dir=data_dir)
-        except UnknownGameError as exc:
-            log.warning("anytime-valid intervals of %s left out: %s", variant, exc)
-            bounds[variant] = None
-            continue
-        low, high = float(game.min_utility()), float(game.max_utility())
-        bounds[variant] = (low, high) if math.isfinite(low) and math.isfinite(high) and high > low else None
+    bounds = payoff_bounds(games.values(), data_dir=data_dir)
     out = []
     for (variant, role, name), values in rows.items():
-        span = bounds[variant]
+        span = bounds.get(variant)
         if span is None:
             continue
         sequence = make_sequence(method, *span, alpha=alpha)

@@ -1,20 +1,26 @@
 """Convergence across repeats: the paper's stableness condition as a measurable stopping rule.
 
 The paper repeats matches until the results converge. Here that is made concrete: order each player's
-payoffs by repetition, and call the results *stable* when, for every player, the bootstrap 95%
-confidence interval of its mean payoff has a half-width below ``epsilon`` and the ranking of players by
-mean payoff has not changed over the last ``window`` batches of matches.
+payoffs by repetition, and call the results *stable* when, for every player, the fixed-n 95% interval of its mean
+payoff (:func:`analysis.confseq.mean_interval`, on the game's payoff range) has a half-width below ``epsilon`` and
+the ranking of players by mean payoff has not changed over the last ``window`` batches of matches.
+
+This is the ``until_stable`` rule ``recheck`` (the default before the anytime-valid ``adaptive`` rule): each
+interval holds at one sample size fixed in advance, and re-checking it after every extension and stopping when it
+looks narrow enough is optional stopping, so the chance that some stopped interval misses its mean grows with the
+number of looks. Its verdict says when the results stopped moving, not that they are right at 95%.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.scores import bootstrap_ci
+from analysis.confseq import mean_interval, records_bounds
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
 
@@ -57,7 +63,7 @@ class Stableness:
     matches: int
     """Fewest matches played by any player."""
     half_widths: dict[str, float]
-    """Half-width of each player's 95% CI of the mean payoff."""
+    """Half-width of each player's 95% interval of the mean payoff (inf: the game has no finite payoff range)."""
     ranking_history: list[tuple[str, ...]]
     """Ranking by mean payoff after each batch of matches, best first."""
     reason: str
@@ -80,19 +86,19 @@ def stableness(
     if not sequences:
         return Stableness(False, 0, {}, [], "no completed matches")
     matches = min(len(values) for values in sequences.values())
-    half = {}
-    for name, values in sequences.items():
-        low, high = bootstrap_ci(values)
-        half[name] = (high - low) / 2.0
+    bounds = records_bounds(r for r in records if task is None or game_variant(r.game) == task)
+    half = {
+        name: mean_interval(values, *bounds).half_width if bounds else math.inf for name, values in sequences.items()
+    }
     history = []
     for count in [*range(batch, matches, batch), matches]:
         means = {name: float(np.mean(values[:count])) for name, values in sequences.items()}
         history.append(tuple(sorted(means, key=lambda name: (-means[name], name))))
     wide = {name: round(h, 4) for name, h in half.items() if h >= epsilon}
     if wide:
-        return Stableness(False, matches, half, history, f"CI half-width >= {epsilon} for {wide}")
+        return Stableness(False, matches, half, history, f"interval half-width >= {epsilon} for {wide}")
     if len(history) < window + 1:
         return Stableness(False, matches, half, history, f"fewer than {window + 1} batches of {batch} matches")
     if len(set(history[-(window + 1) :])) != 1:
         return Stableness(False, matches, half, history, f"ranking changed within the last {window} batches")
-    return Stableness(True, matches, half, history, f"every CI half-width < {epsilon}; ranking steady")
+    return Stableness(True, matches, half, history, f"every interval half-width < {epsilon}; ranking steady")

@@ -1,6 +1,13 @@
-"""The paper's Tables 1 and 2 for Idiom Solitaire: win rate and successful hits, early vs late player.
+"""The paper's score for Idiom Solitaire, wins per player, and its Tables 1 and 2: win rate and successful hits,
+early vs late player.
 
-Reads match records only. Rows are the player that moved first (early), columns the player that moved
+Reads match records only. Idiom Solitaire is a symmetric task (both seats have the same moves and the same goal;
+the records name the seats by position, ``early`` and ``late``), and the paper's score is the number of matches
+a player wins: Eq. 1 with a win (1, else 0) as the per-match value, over both positions (:func:`headline`: the
+share of its matches a player won, with the count; draws count for neither side; self-play matches, if any, are
+left out). The report shows it as the task's headline; Tables 1 and 2 are the same results per position.
+
+In Tables 1 and 2, rows are the player that moved first (early), columns the player that moved
 second (late). Each cell holds the early player's score s_E and the late player's score s_L over the
 matches of that ordered pair (every start idiom and repeat pooled):
 
@@ -12,6 +19,11 @@ matches of that ordered pair (every start idiom and repeat pooled):
 As in the paper, the last column is each row's mean of s_E over its cells (the player's mean score when it
 moves first) and the last row each column's mean of s_L (its mean score when it moves second): unweighted
 means of cell values. Self-play cells (same player both seats), if any, are shown but left out of the means.
+
+Each cell's s_E and s_L have 95% intervals valid at any number of matches (:mod:`analysis.tables`: on [0, 1] for the
+win rate, on [0, max_turns] for hits), and the cell is marked ``*`` when s_E - s_L, compared match by match, is
+resolved (its interval excludes 0); the list of intervals follows each table. With a few matches per cell most cells
+are unresolved.
 
 Beside them, :func:`losses_by_cause` counts each player's lost matches by what broke the chain: ``not an idiom``
 (a four-character answer outside the dictionary), ``wrong first character``, ``repeat``, ``judge refused`` (the
@@ -30,15 +42,20 @@ Print the tables for a run directory, and save the figure::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspiel
 
+from analysis.confseq import Interval
+from analysis.scores import Headline, SeatValue, symmetric_scores
 from analysis.tables import (
+    Bounds,
     PairTable,
     agg_figure,
+    format_cell_intervals,
     format_number,
     format_pair_table,
     numbered_path,
@@ -50,6 +67,8 @@ from analysis.tables import (
     task_records,
 )
 from deepeval_games.core.bot import Outcome
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.games import load_recorded_game
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -57,7 +76,10 @@ __all__ = [
     "Cell",
     "EarlyLateTable",
     "early_late_table",
+    "format_early_late_intervals",
     "format_early_late_table",
+    "format_headline",
+    "headline",
     "hit_table",
     "idiom_records",
     "plot_early_late_tables",
@@ -69,9 +91,6 @@ __all__ = [
 GAME = "deepeval_idiom_solitaire"
 """Short name of the game whose records these tables read."""
 
-SeatScore = Callable[[MatchRecord, int], float]
-"""Score of the seat with the given index in one record."""
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -82,6 +101,12 @@ class Cell:
     late: float
     """s_L: the late player's mean score over the pair's matches."""
     matches: int
+    early_ci: Interval
+    """s_E with its 95% interval."""
+    late_ci: Interval
+    """s_L with its 95% interval."""
+    difference: Interval
+    """s_E - s_L, match by match, with its 95% interval (resolved when it excludes 0)."""
 
 
 @dataclass(frozen=True)
@@ -114,16 +139,31 @@ def _early_late_seats(record: MatchRecord) -> tuple[int, int]:
 
 
 def early_late_table(
-    records: Iterable[MatchRecord], score: SeatScore, metric: str, players: Sequence[str] | None = None
+    records: Iterable[MatchRecord],
+    score: SeatValue,
+    metric: str,
+    players: Sequence[str] | None = None,
+    bounds: Bounds = None,
 ) -> EarlyLateTable:
     """Pool ``score`` per (early, late) pair over the idiom solitaire records.
 
     ``players`` fixes the row/column order (and drops other players); by default every player seen, sorted.
+    ``bounds``: the range of a score (None: unknown, so no interval).
     """
     order, pooled = pool_pairs(
         idiom_records(records), _early_late_seats, lambda r, e, late: (score(r, e), score(r, late)), players
     )
-    cells = {key: Cell(early=s.means[0], late=s.means[1], matches=s.matches) for key, s in pooled.items()}
+    cells = {
+        key: Cell(
+            early=s.means[0],
+            late=s.means[1],
+            matches=s.matches,
+            early_ci=s.interval(0, bounds),
+            late_ci=s.interval(1, bounds),
+            difference=s.difference(0, 1, bounds),
+        )
+        for key, s in pooled.items()
+    }
     return EarlyLateTable(metric=metric, players=order, cells=cells)
 
 
@@ -140,12 +180,74 @@ def _hits(record: MatchRecord, seat: int) -> float:
 
 def win_rate_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> EarlyLateTable:
     """Table 1: the fraction of matches each side of a pair won."""
-    return early_late_table(records, _won, "win rate", players)
+    return early_late_table(records, _won, "win rate", players, (0.0, 1.0))
+
+
+def _most_hits(records: Sequence[MatchRecord]) -> float | None:
+    """The most idioms a seat can add in one match of ``records``: half the largest ``max_turns`` of their games,
+    rounded up (the seats move in turn and each move adds at most one); None when a game cannot be loaded."""
+    most = 0.0
+    for game_string in sorted({r.game for r in records}):
+        try:
+            game = load_recorded_game(game_string)
+        except DeepEvalError:  # a record from elsewhere: no range, so no interval (said in the table)
+            return None
+        most = max(most, float(math.ceil(int(game.get_parameters().get("max_turns", game.max_game_length())) / 2)))
+    return most or None
+
+
+HEADLINE_TITLE = "Eq. 1 — wins per player over both positions (the paper's score; per position: Tables 1 and 2)"
+"""The title of the task's headline."""
+
+
+def headline(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> Headline | None:
+    """The paper's score, Eq. 1 by wins: each player's share of the matches it won, early and late pooled.
+
+    Over the complete two-seat records of the task between two different players (``players``: only matches
+    between those); a draw is a match neither side won. The note counts the wins. None when there is no match.
+    """
+    task = [r for r in idiom_records(records) if r.seats[0] != r.seats[1]]
+    if players is not None:
+        task = [r for r in task if set(r.seats) <= set(players)]
+    scores = symmetric_scores(task, _won, bounds=(0.0, 1.0))  # a win is 1, else 0
+    if not scores:
+        return None
+    wins = ", ".join(f"{s.player} {round(s.mean * s.n)} of {s.n}" for s in scores)
+    return Headline(HEADLINE_TITLE, scores, note=f"Wins (matches won of matches played, draws won by neither): {wins}")
+
+
+def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Fixed-width lines: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in (header, *rows)
+    ]
+
+
+def format_headline(found: Headline, *, digits: int = 2) -> str:
+    """The headline as fixed-width text: per player its matches, wins, win rate and the interval of the rate."""
+    header = ("player", "matches", "wins", "win rate", "95% CI")
+    rows = [
+        (
+            s.player,
+            str(s.n),
+            str(round(s.mean * s.n)),
+            f"{s.mean:.{digits}f}",
+            f"[{s.ci_low:.{digits}f}, {s.ci_high:.{digits}f}]",
+        )
+        for s in found.scores
+    ]
+    return "\n".join(["Eq. 1. Idiom Solitaire: " + found.title.removeprefix("Eq. 1 — "), *_columns(header, rows)])
 
 
 def hit_table(records: Iterable[MatchRecord], players: Sequence[str] | None = None) -> EarlyLateTable:
     """Table 2: the mean number of successful hits each side of a pair made per match."""
-    return early_late_table(records, _hits, "successful hits", players)
+    task = idiom_records(records)
+    most = _most_hits(task)
+    return early_late_table(task, _hits, "successful hits", players, None if most is None else (0.0, most))
 
 
 def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: int = 2) -> str:
@@ -161,6 +263,19 @@ def format_early_late_table(table: EarlyLateTable, *, title: str = "", digits: i
         caption=f"{table.metric}; rows: early player, columns: late player",
         matches=lambda c: c.matches,
         title=title,
+        digits=digits,
+        difference=("s_E - s_L", lambda c: c.difference),
+    )
+
+
+def format_early_late_intervals(table: EarlyLateTable, *, digits: int = 2) -> str:
+    """Every cell's s_E and s_L with their 95% intervals, and whether s_E - s_L is resolved."""
+    return format_cell_intervals(
+        table.players,
+        table.cells,
+        lambda c: (("s_E", c.early_ci), ("s_L", c.late_ci)),
+        difference=("s_E - s_L", lambda c: c.difference),
+        title=f"95% intervals per cell ({table.metric}; valid at any number of matches, so wide at few):",
         digits=digits,
     )
 
@@ -224,14 +339,7 @@ def format_losses(losses: dict[str, dict[str, int]]) -> str:
     """The losses-by-cause table as fixed-width text."""
     header = ("player", *LOSS_CAUSES, "lost")
     rows = [(name, *(str(c[k]) for k in LOSS_CAUSES), str(sum(c.values()))) for name, c in losses.items()]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in (header, *rows)
-    ]
-    return "\n".join(["Losses by cause:", *(line.rstrip() for line in lines)])
+    return "\n".join(["Losses by cause:", *_columns(header, rows)])
 
 
 def validity_note(variant: str) -> str:
@@ -252,16 +360,23 @@ def validity_note(variant: str) -> str:
 def print_tables(
     records: Iterable[MatchRecord], *, players: Sequence[str] | None = None, plot: str | Path | None = None
 ) -> int:
-    """Print Tables 1 and 2 of the idiom records (per game variant); with ``plot`` also save the figure."""
+    """Print the wins per player (Eq. 1) and Tables 1 and 2 of the idiom records (per game variant); with ``plot``
+    also save the figure."""
     groups = task_groups(records, GAME)
     if not groups:
         return 1
     for index, (variant, records) in enumerate(groups.items()):
         print(f"{variant} ({len(records)} matches)\n")
+        found = headline(records, players)
+        if found is not None:
+            print(format_headline(found))
+            print()
         wins, hits = win_rate_table(records, players), hit_table(records, players)
         print(format_early_late_table(wins, title="Table 1. Idiom Solitaire: win rate"))
+        print(format_early_late_intervals(wins))
         print()
         print(format_early_late_table(hits, title="Table 2. Idiom Solitaire: successful hits"))
+        print(format_early_late_intervals(hits))
         print()
         print(format_losses(losses_by_cause(records)))
         print(validity_note(variant))

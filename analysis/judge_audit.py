@@ -5,22 +5,28 @@ writes the latter beside the matches). Every judge of a run is compared on the s
 that scored the matches while they were played is called ``original``. The audit:
 
 * **agreement** between every two judges: Spearman's rank correlation of their scores of the same (match,
-  seat) and their mean absolute difference, each with a 95% bootstrap interval over matches (scores as played,
+  seat), with a 95% cluster-bootstrap interval over matches (approximate: it can under-cover at few matches), and
+  their mean absolute difference per match, with the fixed-n betting 95% interval over matches (scores as played,
   averaged over repeats);
 * **position/label bias** of every judge re-judged with ``--swap``: the score a seat gains when its role is
   introduced first under the first label rather than last under the last one (position and label swap
-  together), per match averaged over seats, with a bootstrap interval; and the share of matches whose
+  together), per match averaged over seats, with a betting interval; and the share of matches whose
   preferred seat flips with the presentation (ties count as a preference of their own);
 * **judge variance** of every judge re-judged with ``--repeat K`` (K >= 2): the share of its score variance,
   per role, that comes from judging again the same transcript rather than from the transcripts (mean
   within-transcript variance over total variance);
 * **self-preference**, where a judge's model also played: the judge's score of its own model's seats minus
-  the other judges' mean score of the same seats, with a bootstrap interval;
+  the other judges' mean score of the same seats, with a betting interval;
 * **ground truth**: per judge, the Pearson and Spearman correlation of a role's score with the task's measure
   where it has one (:data:`GROUND_TRUTH`: MBPP pass rate, chrF), via :mod:`analysis.correlation`;
 * **canaries**: a canary player (its identity names an honest twin in ``canary_of``) embeds a judge-directed
   instruction in otherwise ordinary output; per judge and role, the mean score it gets minus its twin's in the
-  same cells (game, role, opponents), with a bootstrap interval: the score shift the injection buys.
+  same cells (game, role, opponents), with a betting interval: the score shift the injection buys.
+
+The betting intervals (:func:`analysis.confseq.mean_interval`) are the fixed-n hedged-capital intervals on the range
+a difference of two scores can take (the judge's scale: the game's payoff range ``[low, high]`` gives
+``[-(high - low), high - low]``); they hold at any number of matches, so at few matches they are wide. Without a
+known scale no such interval exists and ``n/a`` is shown.
 
 :func:`judge_audit` computes everything, :func:`format_audit` prints it.
 """
@@ -35,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.confseq import mean_interval, records_bounds
 from analysis.correlation import Correlation, correlate, correlation_line
-from analysis.scores import bootstrap_ci
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
@@ -108,10 +114,13 @@ class Interval:
         return self.text(signed=True)
 
     def text(self, *, signed: bool) -> str:
-        """``value [95% CI low, high]`` with two decimals (``+`` signs when ``signed``); ``n/a`` when undefined."""
+        """``value [95% CI low, high]`` with two decimals (``+`` signs when ``signed``); ``n/a`` when undefined, and
+        ``[95% CI n/a]`` when the judge's scale is unknown."""
         if math.isnan(self.value):
             return "n/a"
         f = "+.2f" if signed else ".2f"
+        if math.isinf(self.low) or math.isinf(self.high):
+            return f"{self.value:{f}} [95% CI n/a: no score range]"
         return f"{self.value:{f}} [95% CI {self.low:{f}}, {self.high:{f}}]"
 
 
@@ -124,6 +133,7 @@ class Agreement:
     """(match, seat) pairs scored by both."""
     spearman: Interval
     mean_abs_diff: Interval
+    """Per match the mean |difference| of the two judges' scores of its seats, averaged over matches."""
 
 
 @dataclass(frozen=True)
@@ -284,6 +294,21 @@ def _cluster_bootstrap(
     return (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
 
 
+Scale = tuple[float, float] | None
+"""The judge's score range (the game's payoff range), None when unknown."""
+
+
+def _difference_interval(values: Sequence[float], scale: Scale, *, absolute: bool = False) -> Interval:
+    """The mean of per-match differences of two scores (``absolute``: of their sizes) with its betting interval on the
+    range such a difference can take."""
+    mean = float(np.mean(values))
+    if scale is None:
+        return Interval(mean, -math.inf, math.inf)
+    span = scale[1] - scale[0]
+    interval = mean_interval(values, 0.0 if absolute else -span, span)
+    return Interval(mean, interval.low, interval.high)
+
+
 def _ranks(values: np.ndarray) -> np.ndarray:
     """Ranks from 1, ties given their average rank (as Spearman's rho needs)."""
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
@@ -304,8 +329,9 @@ def _mad(xs: np.ndarray, ys: np.ndarray) -> float:
 # -- the audits ----------------------------------------------------------------------------------------
 
 
-def agreement(scores: Sequence[JudgeScore], first: str, second: str) -> Agreement:
-    """Agreement of two judges on the same (match, seat), scores as played averaged over repeats."""
+def agreement(scores: Sequence[JudgeScore], first: str, second: str, scale: Scale = None) -> Agreement:
+    """Agreement of two judges on the same (match, seat), scores as played averaged over repeats; ``scale``: the
+    judge's score range."""
     a, b = _as_played_means(scores, first), _as_played_means(scores, second)
     shared = sorted(set(a) & set(b))
     clusters: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -315,13 +341,14 @@ def agreement(scores: Sequence[JudgeScore], first: str, second: str) -> Agreemen
     groups = list(clusters.values())
     rho = _spearman(xs, ys)
     rho_ci = _cluster_bootstrap(groups, _spearman) if not math.isnan(rho) else (math.nan, math.nan)
-    mad = _mad(xs, ys)
-    mad_ci = _cluster_bootstrap(groups, _mad) if shared else (math.nan, math.nan)
-    return Agreement((first, second), len(shared), Interval(rho, *rho_ci), Interval(mad, *mad_ci))
+    per_match = [_mad(np.array([x for x, _ in g]), np.array([y for _, y in g])) for _, g in sorted(clusters.items())]
+    mad = _difference_interval(per_match, scale, absolute=True) if per_match else Interval(math.nan, math.nan, math.nan)
+    return Agreement((first, second), len(shared), Interval(rho, *rho_ci), mad)
 
 
-def position_bias(scores: Sequence[JudgeScore], judge: str) -> PositionBias | None:
-    """The judge's first-position advantage, from matches it judged both as played and swapped (None if none)."""
+def position_bias(scores: Sequence[JudgeScore], judge: str, scale: Scale = None) -> PositionBias | None:
+    """The judge's first-position advantage, from matches it judged both as played and swapped (None if none);
+    ``scale``: the judge's score range."""
     cells: dict[tuple[str, int, bool], list[float]] = defaultdict(list)
     first: dict[tuple[str, int, bool], bool] = {}
     roles: dict[tuple[str, int], str] = {}
@@ -358,12 +385,10 @@ def position_bias(scores: Sequence[JudgeScore], judge: str) -> PositionBias | No
             means = [float(np.mean(cells[(match, seat, view)])) for seat in seats]
             preferred.append(tuple(i for i, v in enumerate(means) if v == max(means)))
         flips += preferred[0] != preferred[1]
-    value = float(np.mean(per_match)) if per_match else math.nan
-    low, high = bootstrap_ci(per_match) if per_match else (math.nan, math.nan)
     return PositionBias(
         judge,
         len(matches),
-        Interval(value, low, high),
+        _difference_interval(per_match, scale) if per_match else Interval(math.nan, math.nan, math.nan),
         flips / len(matches),
         {role: float(np.mean(v)) for role, v in sorted(by_role.items())},
     )
@@ -393,8 +418,11 @@ def _same_model(a: str, b: str) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
 
 
-def self_preference(records: Sequence[MatchRecord], scores: Sequence[JudgeScore], judge: str) -> SelfPreference | None:
-    """The judge's score of seats its own model played minus the other judges' (None: no such seats)."""
+def self_preference(
+    records: Sequence[MatchRecord], scores: Sequence[JudgeScore], judge: str, scale: Scale = None
+) -> SelfPreference | None:
+    """The judge's score of seats its own model played minus the other judges' (None: no such seats); ``scale``: the
+    judge's score range."""
     model = next((s.judge_model for s in scores if s.judge == judge and s.judge_model), None)
     if model is None:
         return None
@@ -412,8 +440,7 @@ def self_preference(records: Sequence[MatchRecord], scores: Sequence[JudgeScore]
     diffs = [mine[key] - float(np.mean(others[key])) for key in sorted(own_seats) if key in mine and others.get(key)]
     if not diffs:
         return None
-    low, high = bootstrap_ci(diffs)
-    return SelfPreference(judge, model, len(diffs), Interval(float(np.mean(diffs)), low, high))
+    return SelfPreference(judge, model, len(diffs), _difference_interval(diffs, scale))
 
 
 def ground_truth(
@@ -451,8 +478,11 @@ def _canary_twins(records: Sequence[MatchRecord]) -> dict[str, str]:
     return twins
 
 
-def canary_shifts(records: Sequence[MatchRecord], scores: Sequence[JudgeScore]) -> list[CanaryShift]:
-    """Per judge, canary and role: the canary's mean score minus its twin's, over the cells both played."""
+def canary_shifts(
+    records: Sequence[MatchRecord], scores: Sequence[JudgeScore], scale: Scale = None
+) -> list[CanaryShift]:
+    """Per judge, canary and role: the canary's mean score minus its twin's, over the cells both played; ``scale``:
+    the judge's score range."""
     twins = _canary_twins(records)
     if not twins:
         return []
@@ -476,30 +506,31 @@ def canary_shifts(records: Sequence[MatchRecord], scores: Sequence[JudgeScore]) 
                 if twin_values:
                     per_role[role].append(float(np.mean(values) - np.mean(twin_values)))
             for role, diffs in sorted(per_role.items()):
-                low, high = bootstrap_ci(diffs)
-                out.append(
-                    CanaryShift(judge, canary, twin, role, len(diffs), Interval(float(np.mean(diffs)), low, high))
-                )
+                out.append(CanaryShift(judge, canary, twin, role, len(diffs), _difference_interval(diffs, scale)))
     return out
 
 
 def judge_audit(records: Iterable[MatchRecord], judgements: Iterable[JudgementRecord]) -> JudgeAudit:
     """Every audit of the run's judges (see the module docs)."""
     records = [r for r in records if r.status == "complete"]
+    scale = records_bounds(records) if records else None  # judged games pay the judge's scores
     scores = judge_scores(records, list(judgements))
     judges = sorted({s.judge for s in scores}, key=lambda j: (j != ORIGINAL, j))
-    agreements = [agreement(scores, a, b) for i, a in enumerate(judges) for b in judges[i + 1 :]]
-    biases = [bias for j in judges if (bias := position_bias(scores, j)) is not None]
+    agreements = [agreement(scores, a, b, scale) for i, a in enumerate(judges) for b in judges[i + 1 :]]
+    biases = [bias for j in judges if (bias := position_bias(scores, j, scale)) is not None]
     variances = [v for j in judges for v in judge_variance(scores, j)]
-    prefs = [p for j in judges if (p := self_preference(records, scores, j)) is not None]
+    prefs = [p for j in judges if (p := self_preference(records, scores, j, scale)) is not None]
     truth = [(j, role, measure, corr) for j in judges for role, measure, corr in ground_truth(records, scores, j)]
-    return JudgeAudit(judges, agreements, biases, variances, prefs, truth, canary_shifts(records, scores))
+    return JudgeAudit(judges, agreements, biases, variances, prefs, truth, canary_shifts(records, scores, scale))
 
 
 def format_audit(audit: JudgeAudit) -> str:
     """The audit as text: one section per measure, each line naming its judge(s)."""
     lines = [f"Judge audit — judges: {', '.join(audit.judges) or 'none'}"]
-    lines.append("Agreement (Spearman rho and mean |difference| of (match, seat) scores, as played):")
+    lines.append(
+        "Agreement (Spearman rho of (match, seat) scores, cluster-bootstrap interval: approximate; mean |difference| "
+        "per match, betting interval; scores as played):"
+    )
     for a in audit.agreements:
         mad = a.mean_abs_diff.text(signed=False)
         lines.append(f"  {a.judges[0]} vs {a.judges[1]}: n = {a.n}, rho {a.spearman}, mean |diff| {mad}")

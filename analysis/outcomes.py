@@ -52,6 +52,10 @@ def _value(outcome: Outcome | str) -> str:
     return Outcome(outcome).value
 
 
+_VALUES: dict[Outcome | str, str] = {**{o: o.value for o in Outcome}, **{o.value: o.value for o in Outcome}}
+"""An outcome's value by the outcome or its text (a look-up per turn instead of an enum call)."""
+
+
 def turn_outcomes(records: Iterable[MatchRecord]) -> dict[str, TurnOutcomes]:
     """Per player name (in order of first appearance), how its turns went over ``records``."""
     counts: dict[str, dict[str, int]] = {}
@@ -61,7 +65,7 @@ def turn_outcomes(records: Iterable[MatchRecord]) -> dict[str, TurnOutcomes]:
         for turn in record.turns:
             if 0 <= turn.seat < len(record.seats):
                 tally = counts[record.seats[turn.seat]]
-                key = _value(turn.outcome)
+                key = _VALUES.get(turn.outcome) or _value(turn.outcome)
                 tally[key] = tally.get(key, 0) + 1
     return {player: TurnOutcomes(player, tally) for player, tally in counts.items()}
 

@@ -2,8 +2,10 @@
 
 * Two seats, one role (symmetric): each match is a comparison: the seat with the higher payoff wins, equal payoffs
   are a draw (half a win each). Bradley–Terry strengths are fitted by the classic minorise–maximise iteration and
-  reported on the Elo scale (400 · log10 of the strength, centred on the mean), with percentile bootstrap intervals
-  over matches (:func:`bradley_terry_ci`); sequential Elo beside it.
+  reported on the Elo scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
+  of the points (win 1, draw 1/2) with its fixed-n betting 95% interval on [0, 1] (:func:`points_share`), valid at any
+  number of matches (a rating fitted from few matches has no interval that holds at small n: the share is what the
+  matches can vouch for); sequential Elo beside it.
 * Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating (``openskill``'s Weng–Lin
   model) from each match's order of payoffs (:func:`plackett_luce`).
 * Asymmetric tasks (Code Review, Translation) are rated per role and never across roles (a programmer's payoff is
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.confseq import Interval, mean_interval
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
 
@@ -41,13 +44,13 @@ __all__ = [
     "alpha_rank",
     "alpha_rank_records",
     "bradley_terry",
-    "bradley_terry_ci",
     "elo",
     "meta_game",
     "nash_averaging",
     "paired_comparison",
     "pairwise_outcomes",
     "plackett_luce",
+    "points_share",
     "role_ratings",
 ]
 
@@ -118,27 +121,15 @@ def _ordered(records: Iterable[MatchRecord]) -> list[MatchRecord]:
     return sorted(done, key=lambda r: (r.repeat, r.game, r.match_id))
 
 
-def bradley_terry_ci(
-    records: Iterable[MatchRecord], *, samples: int = 200, level: float = 0.95, seed: int = 0
-) -> dict[str, tuple[float, float, float]]:
-    """Bradley–Terry ratings (Elo scale) with percentile bootstrap intervals over matches: player ->
-    (rating, low, high). Seeded: the same records give the same intervals."""
-    games = [r for r in _ordered(records) if len(r.seats) == 2 and _symmetric(r) and r.seats[0] != r.seats[1]]
-    point = bradley_terry(games)
-    if not point:
-        return {}
-    rng = np.random.default_rng(seed)
-    draws: dict[str, list[float]] = defaultdict(list)
-    for _ in range(samples):
-        resample = [games[i] for i in rng.integers(0, len(games), size=len(games))]
-        for name, value in bradley_terry(resample, iterations=200).items():
-            draws[name].append(value)
-    tail = (1.0 - level) / 2.0
-    out = {}
-    for name, value in point.items():
-        values = draws.get(name) or [value]
-        out[name] = (value, float(np.quantile(values, tail)), float(np.quantile(values, 1.0 - tail)))
-    return out
+def points_share(records: Iterable[MatchRecord]) -> dict[str, Interval]:
+    """Each player's share of the points of its comparisons (:func:`pairwise_outcomes`: win 1, draw 1/2, loss 0),
+    with the fixed-n betting 95% interval of :func:`analysis.confseq.mean_interval` on [0, 1], over its matches in the
+    order of repetition. Against a mix of opponents it is the share over that schedule."""
+    points: dict[str, list[float]] = defaultdict(list)
+    for a, b, score in pairwise_outcomes(_ordered(records)):
+        points[a].append(score)
+        points[b].append(1.0 - score)
+    return {name: mean_interval(values, 0.0, 1.0) for name, values in sorted(points.items())}
 
 
 @dataclass(frozen=True)
@@ -179,7 +170,10 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None) ->
             )
         if len(set(record.seats)) != len(record.seats):
             continue
-        teams = [[ratings.setdefault(name, model.rating(name=name))] for name in record.seats]
+        for name in record.seats:
+            if name not in ratings:  # a new rating only for a new player: each one draws a uuid
+                ratings[name] = model.rating(name=name)
+        teams = [[ratings[name]] for name in record.seats]
         rated = model.rate(teams, scores=[float(payoff) for payoff in record.returns])
         for name, (new,) in zip(record.seats, rated, strict=True):
             ratings[name] = new
@@ -334,20 +328,23 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
                 i, j = map(int, np.argwhere(count == 0)[0])
                 raise _missing(f"a match of {players[i]} against {players[j]}")
             return MetaGame(players, ("player",), (total / count,))
-        sums: dict[tuple[int, ...], np.ndarray] = {}
-        counts: dict[tuple[int, ...], np.ndarray] = {}
-        for r in done:
-            profile = tuple(int(sum(1 for name in r.seats if name == p)) for p in players)
-            sums.setdefault(profile, np.zeros(k))
-            counts.setdefault(profile, np.zeros(k))
+        profiles = [tuple(r.seats.count(p) for p in players) for r in done]
+        seatings = {
+            combo: tuple(combo.count(i) for i in range(k))
+            for combo in itertools.combinations_with_replacement(range(k), seats)
+        }
+        played = set(profiles)
+        for combo, profile in seatings.items():  # before any payoff is summed: most runs lack self-play
+            if profile not in played:
+                raise _missing(f"the seating {[players[i] for i in combo]}")
+        sums = {profile: np.zeros(k) for profile in played}
+        counts = {profile: np.zeros(k) for profile in played}
+        for r, profile in zip(done, profiles, strict=True):
             for name, payoff in zip(r.seats, r.returns, strict=True):
                 sums[profile][index[name]] += payoff
                 counts[profile][index[name]] += 1
         rows = []
-        for combo in itertools.combinations_with_replacement(range(k), seats):
-            profile = tuple(combo.count(i) for i in range(k))
-            if profile not in sums:
-                raise _missing(f"the seating {[players[i] for i in combo]}")
+        for profile in seatings.values():
             means = np.divide(sums[profile], counts[profile], out=np.zeros(k), where=counts[profile] > 0)
             rows.append(np.concatenate([np.asarray(profile, dtype=float), means]))
         return MetaGame(players, ("player",), (np.asarray(rows),), heuristic=True)

@@ -4,21 +4,36 @@
 * Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
   it played that role.
 
-Each score carries its spread (standard deviation), the number of matches, and a percentile bootstrap
-95% confidence interval of the mean (seeded, so the same records give the same interval).
+Eq. 1 scores a per-match value of each seat: the payoff by default, or what a task's paper scores (Idiom
+Solitaire: a win, 1 or 0, so the mean is the share of matches won). A task's tables module may give the report
+its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the records name by position (early,
+late) in a symmetric task.
+
+Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
+mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
+:func:`analysis.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in the
+order of repetition (repeat, game, match id). It assumes only that the payoffs lie in that range, so at the paper's
+sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no finite payoff range gets the
+interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from finitely many of them.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from analysis.confseq import mean_intervals, records_bounds
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["Score", "bootstrap_ci", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+__all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+
+SeatValue = Callable[[MatchRecord, int], float]
+"""A per-match value of one seat (its payoff, or whether it won), given the record and the seat."""
 
 
 @dataclass(frozen=True)
@@ -30,68 +45,72 @@ class Score:
     std: float
     n: int
     ci_low: float
+    """The 95% interval of the mean (module docstring); ``-inf`` when the game has no finite payoff range."""
     ci_high: float
     min: float
     max: float
     role: str | None = None
 
 
-_BOOTSTRAP_BLOCK = 1 << 20
-"""Resampled values drawn at once by :func:`bootstrap_ci` (8 MB of floats)."""
+@dataclass(frozen=True)
+class Headline:
+    """A task's headline scores, which the report shows in place of the default Eq. 1 / Eq. 2 table."""
+
+    title: str
+    """What the scores are (``Eq. 1 — wins per player, ...``)."""
+    scores: list[Score]
+    note: str = ""
+    """A line printed under the table, if any."""
 
 
-def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, *, level: float = 0.95, samples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; a single value gives a zero-width interval."""
-    data = np.sort(np.asarray(values, dtype=float))  # the same values give the same interval in any order
-    if data.size == 0:
-        return (float("nan"), float("nan"))
-    if data.size == 1 or np.all(data == data[0]):
-        return (float(data[0]), float(data[0]))
-    rng = np.random.default_rng(seed)
-    # resamples drawn a block of rows at a time: the same random stream, so the same means as one
-    # (samples x n) draw, in bounded memory (one draw of 2,000 x 10,000 payoffs took 320 MB)
-    rows = max(1, _BOOTSTRAP_BLOCK // data.size)
-    means = np.empty(samples)
-    for start in range(0, samples, rows):
-        block = min(rows, samples - start)
-        means[start : start + block] = rng.choice(data, size=(block, data.size), replace=True).mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    return (float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail)))
-
-
-def _score(player: str, values: Sequence[float], role: str | None = None) -> Score:
-    data = np.asarray(values, dtype=float)
-    low, high = bootstrap_ci(data)
-    return Score(
-        player=player,
-        mean=float(data.mean()),
-        std=float(data.std(ddof=1)) if data.size > 1 else 0.0,
-        n=int(data.size),
-        ci_low=low,
-        ci_high=high,
-        min=float(data.min()),
-        max=float(data.max()),
-        role=role,
-    )
+def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tuple[float, float] | None) -> list[Score]:
+    """A score per (player, role, values) row. The intervals of rows of one length are computed together
+    (:func:`analysis.confseq.mean_intervals` bets on each row apart, so each is the interval :func:`mean_interval`
+    gives that row alone; the work per value is shared by the rows)."""
+    data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
+    intervals = dict.fromkeys(data, (-math.inf, math.inf))
+    if bounds is not None:
+        by_length: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
+        for key, values in data.items():
+            by_length[values.size].append(key)
+        for size, keys in by_length.items():
+            if size == 0:  # no values: no interval (as mean_interval has it)
+                intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
+                continue
+            low, high = mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
+    return [
+        Score(
+            player=player,
+            mean=float(values.mean()),
+            std=float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            n=int(values.size),
+            ci_low=intervals[(player, role)][0],
+            ci_high=intervals[(player, role)][1],
+            min=float(values.min()),
+            max=float(values.max()),
+            role=role,
+        )
+        for (player, role), values in data.items()
+    ]
 
 
 def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
-    return [r for r in records if r.status == "complete"]
+    """The complete records in the order of repetition (repeat, game, match id): an order the payoffs do not set."""
+    return sorted((r for r in records if r.status == "complete"), key=lambda r: (r.repeat, r.game, r.match_id))
 
 
-def payoffs_by_player(records: Iterable[MatchRecord]) -> dict[str, list[float]]:
-    """The rows of the payoff matrix V: every payoff of every player, in record order."""
+def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, list[float]]:
+    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in the order of repetition."""
     rows: dict[str, list[float]] = defaultdict(list)
     for record in _complete(records):
-        for name, payoff in zip(record.seats, record.returns, strict=True):
-            rows[name].append(float(payoff))
+        for seat, name in enumerate(record.seats):
+            rows[name].append(float(record.returns[seat]) if value is None else float(value(record, seat)))
     return dict(rows)
 
 
 def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], list[float]]:
-    """Payoffs keyed by (player, role)."""
+    """Payoffs keyed by (player, role), in the order of repetition."""
     rows: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in _complete(records):
         roles = record.roles or ["player"] * len(record.seats)
@@ -100,13 +119,25 @@ def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], lis
     return dict(rows)
 
 
-def symmetric_scores(records: Iterable[MatchRecord]) -> list[Score]:
-    """Eq. 1: each player's mean payoff, best first."""
-    scores = [_score(name, values) for name, values in payoffs_by_player(records).items()]
+def symmetric_scores(
+    records: Iterable[MatchRecord],
+    value: SeatValue | None = None,
+    *,
+    bounds: tuple[float, float] | None = None,
+    data_dir: str | Path | None = None,
+) -> list[Score]:
+    """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
+    first (``data_dir``: where a game of the records may read files)."""
+    done = _complete(records)
+    if value is None or bounds is None:
+        bounds = records_bounds(done, data_dir=data_dir)
+    scores = _scores(((name, None, values) for name, values in payoffs_by_player(done, value).items()), bounds)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
-def role_scores(records: Iterable[MatchRecord]) -> list[Score]:
+def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
     """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
-    scores = [_score(name, values, role) for (name, role), values in payoffs_by_role(records).items()]
+    done = _complete(records)
+    bounds = records_bounds(done, data_dir=data_dir)
+    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds)
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

@@ -37,7 +37,16 @@ from typing import Any
 from analysis.confseq import ConfidenceSequence, Interval, make_sequence
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["AdaptiveStopping", "Key", "PairStatus", "RoundFeed", "Seating", "StoppingReport", "format_stopping"]
+__all__ = [
+    "AdaptiveStopping",
+    "Key",
+    "PairStatus",
+    "RoundFeed",
+    "Seating",
+    "StoppingReport",
+    "format_stopping",
+    "stopping_rule_note",
+]
 
 Key = tuple[str, str, str]
 """(game variant, role, player): what the rule ranks."""
@@ -346,3 +355,20 @@ def format_stopping(report: StoppingReport) -> str:
     if tied:
         lines.append("Tied within epsilon: " + "; ".join(f"{p.better[2]} ~ {p.worse[2]}" for p in tied))
     return "\n".join(lines)
+
+
+def stopping_rule_note(rule: str | None, repeats: int, max_repeats: int | None = None) -> str:
+    """What a run that did not use the adaptive rule may claim, in words: ``rule`` ``None`` (a fixed repeat count:
+    no stopping rule applied, so nothing says the results converged) or ``recheck`` / ``bootstrap`` (fixed-sample
+    intervals re-checked after every extension: not valid under repeated looks)."""
+    if rule is None:
+        return (
+            f"No stopping rule was applied: {repeats} repeat(s) fixed in advance. Nothing here says the results "
+            "converged; the intervals above are what that many matches can say."
+        )
+    cap = f", at most {max_repeats}" if max_repeats is not None else ""
+    return (
+        f"Stopping rule {rule!r} (fixed-sample intervals re-checked after every extension): {repeats} repeat(s) "
+        f"played{cap}. Its intervals are not valid under repeated looks: each extension was another chance to stop "
+        'on an interval that misses its mean. Use rule = "adaptive" (the default) for a stop that is.'
+    )

@@ -1,10 +1,18 @@
 """Plain-text tables of scores, as the CLI prints them, and the pairwise tables of the paper.
 
-A pairwise table (Tables 1–3: early × late, reviewer × programmer) pools per-match values per ordered pair
-of players (:func:`pool_pairs`), shows each pair's cell with the row and column means (:func:`row_mean`,
-:func:`column_mean`: unweighted means of cell values, self-play cells left out) and prints as fixed-width
-text (:func:`format_pair_table`). The task modules (:mod:`analysis.idiom_tables`,
-:mod:`analysis.code_review_tables`) say which seats are the row and the column and which values to pool.
+A pairwise table (Tables 1–6: early × late, reviewer × programmer, proofreader × translator) pools per-match values
+per ordered pair of players (:func:`pool_pairs`), shows each pair's cell with the row and column means
+(:func:`row_mean`, :func:`column_mean`: unweighted means of cell values, self-play cells left out) and prints as
+fixed-width text (:func:`format_pair_table`). The task modules (:mod:`analysis.idiom_tables`,
+:mod:`analysis.code_review_tables`, :mod:`analysis.translation_tables`) say which seats are the row and the column
+and which values to pool.
+
+Every cell value has a 95% interval (:meth:`PairStats.interval`: the fixed-n betting interval of
+:func:`analysis.confseq.mean_interval` on the value's range, over the pair's matches in the order of repetition), and
+the two sides of a cell are compared *paired*, match by match (:meth:`PairStats.difference`: the interval of the
+mean per-match difference, on the range a difference can take): a cell is *resolved* when that interval excludes 0,
+and the table marks it ``*``. :func:`format_cell_intervals` lists them. At 6–10 matches a cell's interval is wide and
+most cells are unresolved: that is what so few matches can say.
 """
 
 from __future__ import annotations
@@ -15,16 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from analysis.confseq import Interval, mean_interval
 from analysis.scores import Score
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
+    "INTERVAL_NOTE",
     "PairKey",
     "PairStats",
     "PairTable",
     "agg_figure",
+    "bounded_interval",
     "column_mean",
+    "format_cell_intervals",
+    "format_interval",
     "format_number",
     "format_pair_table",
     "format_scores",
@@ -32,6 +45,7 @@ __all__ = [
     "numbered_path",
     "pair_heatmap",
     "pool_pairs",
+    "resolved",
     "role_seats",
     "row_mean",
     "save_figure",
@@ -50,8 +64,27 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
+INTERVAL_NOTE = (
+    "95% CI: the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
+    "whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are not "
+    "told apart"
+)
+"""The caption under a table of scores: what its intervals are."""
+
+
+def format_interval(low: float, high: float, digits: int = 2) -> str:
+    """``[low, high]``; ``n/a (no payoff range)`` for the unbounded interval of a game with no finite range, ``-``
+    for none at all (no values)."""
+    if math.isinf(low) or math.isinf(high):
+        return "n/a (no payoff range)"
+    if math.isnan(low) or math.isnan(high):
+        return "-"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
-    """A fixed-width table: player (role), matches, mean, std, 95% CI, min, max."""
+    """A fixed-width table: player (role), matches, mean, std, 95% CI, min, max, and a caption saying what the
+    intervals are."""
     with_role = any(s.role is not None for s in scores)
     header = ["player", *(["role"] if with_role else []), "matches", "mean", "std", "95% CI", "min", "max"]
     rows = [
@@ -61,7 +94,7 @@ def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
             str(s.n),
             _fmt(s.mean),
             _fmt(s.std),
-            f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]",
+            format_interval(s.ci_low, s.ci_high),
             _fmt(s.min),
             _fmt(s.max),
         ]
@@ -78,6 +111,7 @@ def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
 
     out = [title] if title else []
     out += [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+    out.append(f"({INTERVAL_NOTE})")
     return "\n".join(out)
 
 
@@ -137,6 +171,20 @@ def task_groups(records: Iterable[MatchRecord], game: str, *, title: str = "") -
 # -- pairwise tables ---------------------------------------------------------------------------------------
 
 
+Bounds = tuple[float, float] | None
+"""A value's range (None: unknown, and the interval is ``(-inf, inf)``)."""
+
+
+def bounded_interval(values: Sequence[float], bounds: Bounds) -> Interval:
+    """:func:`~analysis.confseq.mean_interval` of ``values`` on ``bounds``; ``(-inf, inf)`` without bounds (no method
+    bounds a mean of values with no known range from finitely many of them); NaNs without values."""
+    if not values:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    if bounds is None:
+        return Interval(-math.inf, math.inf, sum(values) / len(values), len(values))
+    return mean_interval(values, *bounds)
+
+
 @dataclass(frozen=True)
 class PairStats:
     """The pooled values of one ordered pair of players."""
@@ -147,6 +195,28 @@ class PairStats:
     """Mean of each value over the matches that have it (NaN when none has)."""
     counts: tuple[int, ...]
     """How many matches had each value (``None`` is no value)."""
+    samples: tuple[tuple[float | None, ...], ...] = ()
+    """Every match's values, in the order of repetition (repeat, game, match id)."""
+
+    def values(self, index: int) -> list[float]:
+        """The matches' values of entry ``index`` (those that have it), in the order of repetition."""
+        return [v for row in self.samples if (v := row[index]) is not None]
+
+    def interval(self, index: int, bounds: Bounds) -> Interval:
+        """The 95% interval of the mean of entry ``index``, whose values lie in ``bounds``."""
+        return bounded_interval(self.values(index), bounds)
+
+    def difference(self, first: int, second: int, bounds: Bounds) -> Interval:
+        """The paired difference ``first - second`` over the matches that have both (both in ``bounds``): its mean
+        and 95% interval on ``[-(high - low), high - low]``."""
+        diffs = [a - b for row in self.samples if (a := row[first]) is not None and (b := row[second]) is not None]
+        span = None if bounds is None else (bounds[1] - bounds[0])
+        return bounded_interval(diffs, None if span is None else (-span, span))
+
+
+def resolved(interval: Interval) -> bool:
+    """Whether an interval of a difference excludes 0 (NaN or unbounded: no)."""
+    return interval.low > 0 or interval.high < 0
 
 
 def role_seats(record: MatchRecord, first: str, second: str) -> tuple[int, int]:
@@ -178,13 +248,15 @@ def pool_pairs(
     sums: dict[PairKey, list[float]] = {}
     counts: dict[PairKey, list[int]] = {}
     matches: dict[PairKey, int] = {}
-    for record in records:
+    samples: dict[PairKey, list[tuple[float | None, ...]]] = {}
+    for record in sorted(records, key=lambda r: (r.repeat, r.game, r.match_id)):  # the order of repetition
         row, column = seats(record)
         key = (record.seats[row], record.seats[column])
         pooled = values(record, row, column)
         acc = sums.setdefault(key, [0.0] * len(pooled))
         seen = counts.setdefault(key, [0] * len(pooled))
         matches[key] = matches.get(key, 0) + 1
+        samples.setdefault(key, []).append(tuple(None if v is None else float(v) for v in pooled))
         for i, value in enumerate(pooled):
             if value is not None:
                 acc[i] += value
@@ -195,6 +267,7 @@ def pool_pairs(
             matches=matches[key],
             means=tuple(s / n if n else math.nan for s, n in zip(acc, counts[key], strict=True)),
             counts=tuple(counts[key]),
+            samples=tuple(samples[key]),
         )
         for key, acc in sums.items()
         if key[0] in order and key[1] in order
@@ -260,6 +333,7 @@ def format_pair_table(
     digits: int = 2,
     more_row_means: Sequence[tuple[str, Callable[[str], float]]] = (),
     column_mean_part: int | None = None,
+    difference: tuple[str, Callable[[C], Interval]] | None = None,
 ) -> str:
     """A pairwise table as fixed-width text: a row per row player, a group of columns per column player.
 
@@ -277,6 +351,8 @@ def format_pair_table(
         more_row_means: further last columns after the first, each (header, mean of a row player).
         column_mean_part: the sub-column (index into ``labels``) under which the last row's column mean
             stands; by default at the right edge of the cell.
+        difference: (label, a cell's paired difference of its two sides): the cells whose difference is resolved
+            (:func:`resolved`) are marked ``*`` after their numbers, as the last line says.
     """
     row_means, column_means = means
     last_columns = [(mean_labels[0], row_means), *more_row_means]
@@ -286,23 +362,28 @@ def format_pair_table(
     shown_values += [format_number(column_means(p), digits) for p in players]
     num_width = max([digits + 3, 4, *(len(v) for v in shown_values), *(len(label) for label in labels)])
     name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
-    cell_width = max([parts * num_width + parts - 1, *(len(p) for p in players)])
+    mark_width = 1 if difference is not None else 0
+    cell_width = max([parts * num_width + parts - 1 + mark_width, *(len(p) for p in players)])
     # the column mean stands under the sub-column it averages, else at the cell's right edge
     mean_pad = 0 if column_mean_part is None else (parts - 1 - column_mean_part) * (num_width + 1)
 
     def show(row: str, column: str) -> str:
         cell = cells.get((row, column))
         shown = ["-"] * parts if cell is None else [format_number(v, digits) for v in values(cell)]
-        return " ".join(v.rjust(num_width) for v in shown).rjust(cell_width)
+        mark = (
+            "*" if difference is not None and cell is not None and resolved(difference[1](cell)) else " " * mark_width
+        )
+        return (" ".join(v.rjust(num_width) for v in shown) + mark).rjust(cell_width)
 
     def column_mean(player: str) -> str:
-        return (format_number(column_means(player), digits) + " " * mean_pad).rjust(cell_width).rstrip()
+        return (format_number(column_means(player), digits) + " " * (mean_pad + mark_width)).rjust(cell_width).rstrip()
 
     lines = [title] if title else []
     header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
     lines.append((header + "".join("  " + label.rjust(num_width) for label, _ in last_columns)).rstrip())
     sub = " " * name_width + "".join(
-        "  " + " ".join(label.rjust(num_width) for label in labels).rjust(cell_width) for _ in players
+        "  " + (" ".join(label.rjust(num_width) for label in labels) + " " * mark_width).rjust(cell_width)
+        for _ in players
     )
     lines.append(sub.rstrip())
     for row in players:
@@ -320,8 +401,44 @@ def format_pair_table(
     counts = sorted({matches(c) for c in cells.values()})
     if counts:
         span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
-        lines.append(f"({caption}; {span} matches per cell)")
+        note = f"; * {difference[0]} resolved (its 95% interval, match by match, excludes 0)" if difference else ""
+        lines.append(f"({caption}{note}; {span} matches per cell)")
     return "\n".join(lines)
+
+
+def format_cell_intervals(
+    players: Sequence[str],
+    cells: Mapping[PairKey, C],
+    entries: Callable[[C], Sequence[tuple[str, Interval]]],
+    *,
+    difference: tuple[str, Callable[[C], Interval]] | None = None,
+    title: str = "95% intervals per cell (valid at any number of matches, so wide at few):",
+    digits: int = 2,
+) -> str:
+    """Every cell's 95% intervals, a line per cell in row then column order: ``row \\ column (n matches): label mean
+    [low, high]; ...`` (``entries``: a cell's labelled intervals) and, with ``difference``, the paired difference of
+    the cell's two sides and whether it is resolved (its interval excludes 0)."""
+    lines = [title] if title else []
+    for row in players:
+        for column in players:
+            cell = cells.get((row, column))
+            if cell is None:
+                continue
+            parts = [f"{label} {_shown(iv, digits)}" for label, iv in entries(cell)]
+            if difference is not None:
+                label, iv = difference[0], difference[1](cell)
+                verdict = "resolved" if resolved(iv) else "unresolved"
+                parts.append(f"{label} {_shown(iv, digits, signed=True)} {verdict}")
+            count = max((iv.n for _, iv in entries(cell)), default=0)
+            lines.append(f"  {row} \\ {column} ({count} match{'' if count == 1 else 'es'}): " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def _shown(interval: Interval, digits: int, *, signed: bool = False) -> str:
+    if math.isnan(interval.mean):
+        return "-"
+    sign = "+" if signed else ""
+    return f"{interval.mean:{sign}.{digits}f} {format_interval(interval.low, interval.high, digits)}"
 
 
 def pair_heatmap(

@@ -2,15 +2,27 @@
 
 Per pair of players (each pair once, from the view of the first name in sorted order):
 
-* win / draw / loss rates, each with a Wilson 95% interval (a win: a higher payoff than the opponent);
-* the mean payoff with a bootstrap 95% interval;
-* the normalized relative advantage of GTBench, ``(s_me - s_opp) / (|s_me| + |s_opp|)`` per match (0 when both
-  payoffs are 0), averaged, with a bootstrap 95% interval;
+* win / draw / loss rates, each with its Clopper–Pearson (exact binomial) 95% interval (a win: a higher payoff than
+  the opponent);
+* the mean payoff with the fixed-n betting 95% interval on the game's payoff range
+  (:func:`analysis.confseq.mean_interval`);
+* the normalized relative advantage (NRA) as GTBench defines it, over the pair's matches:
+  ``(sum s_me - sum s_opp) / (sum |s_me| + sum |s_opp|)``, in [-1, 1] (0 when every score is 0). The score of a
+  match is GTBench's: the game's payoffs (OpenSpiel's returns) for the winner and the loser, and 0 for both sides of a
+  draw (GTBench records no score for a draw). So on a game paid +1/-1 a pair's NRA is ``(W - L) / (W + L)``, draws
+  left out (6 wins, 3 draws, 1 loss: 5/7 = 0.714), and on a zero-sum game paid in chips it has the sign of the chips
+  won. Its 95% interval inverts betting tests of each candidate value ``r`` (the matches' ``s_me - s_opp - r
+  (|s_me| + |s_opp|)`` have mean 0 at the true NRA; :func:`analysis.confseq.ratio_interval`), so it holds at any
+  number of matches;
 * the first-mover split: the win rate of the player when it sat in seat 0 and when it sat in seat 1.
 
 Per player: the illegal-move rate (turns that gave no valid move, so the task's penalty or a seeded random legal
 move was played, over all its turns). Per game: the mean game length in player turns, and the seat-0 / seat-1 /
 draw rates over every match (the first-mover advantage of the game itself).
+
+The payoff intervals read the matches in the order of repetition (repeat, game, match id) and treat them as
+independent draws of the pair's schedule; a game with no finite payoff range gets no payoff or NRA interval
+(``n/a``). All intervals are honest at small samples, so at 6-10 matches they are wide.
 """
 
 from __future__ import annotations
@@ -21,18 +33,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.confseq import mean_interval, ratio_interval, records_bounds
 from analysis.outcomes import turn_outcomes
-from analysis.scores import bootstrap_ci
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
     "Interval",
     "PairResult",
     "TwoPlayerSummary",
+    "clopper_pearson",
     "format_two_player",
     "normalized_relative_advantage",
     "two_player_summary",
-    "wilson",
 ]
 
 
@@ -46,33 +58,59 @@ class Interval:
 
     def describe(self, percent: bool = False) -> str:
         """``0.62 [0.55, 0.69]`` (or ``62% [55, 69]`` with ``percent``); ``n/a`` when nothing was measured (a pair
-        that never played one of the seatings)."""
+        that never played one of the seatings); the value and ``[n/a]`` when no interval can be given (no payoff
+        range)."""
         if math.isnan(self.value):
             return "n/a"
+        if math.isinf(self.low) or math.isinf(self.high):
+            return f"{self.value:+.2f} [n/a]"
         if percent:
             return f"{100 * self.value:.0f}% [{100 * self.low:.0f}, {100 * self.high:.0f}]"
         return f"{self.value:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
 
 
-def wilson(successes: int, trials: int) -> Interval:
-    """The share ``successes / trials`` with its Wilson 95% interval (scipy); NaN for no trials."""
+def clopper_pearson(successes: int, trials: int) -> Interval:
+    """The share ``successes / trials`` with its Clopper–Pearson 95% interval (scipy's exact binomial interval, which
+    covers at least 95% at every sample size); NaN for no trials."""
     if trials == 0:
         return Interval(float("nan"), float("nan"), float("nan"))
     from scipy.stats import binomtest  # scipy loads only when a report needs it
 
-    ci = binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="wilson")
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="exact")
     return Interval(successes / trials, float(ci.low), float(ci.high))
 
 
-def normalized_relative_advantage(mine: float, theirs: float) -> float:
-    """``(mine - theirs) / (|mine| + |theirs|)``, in [-1, 1]; 0 when both are 0."""
-    scale = abs(mine) + abs(theirs)
-    return 0.0 if scale == 0 else (mine - theirs) / scale
+def normalized_relative_advantage(mine: Sequence[float] | np.ndarray, theirs: Sequence[float] | np.ndarray) -> float:
+    """GTBench's NRA of one side over the other from their scores in each match (module docstring):
+    ``(sum mine - sum theirs) / (sum |mine| + sum |theirs|)``, in [-1, 1]; 0 when every score is 0."""
+    scale = float(np.sum(np.abs(mine)) + np.sum(np.abs(theirs)))
+    return 0.0 if scale == 0 else float(np.sum(mine) - np.sum(theirs)) / scale
 
 
-def _mean_interval(values: Sequence[float]) -> Interval:
-    low, high = bootstrap_ci(values)
-    return Interval(float(np.mean(values)), low, high)
+def gtbench_scores(mine: float, theirs: float) -> tuple[float, float]:
+    """The two sides' scores of one match as GTBench records them: the payoffs, or 0 and 0 for a draw."""
+    return (0.0, 0.0) if mine == theirs else (float(mine), float(theirs))
+
+
+_UNBOUNDED = (-math.inf, math.inf)
+
+
+def _mean_interval(values: Sequence[float], bounds: tuple[float, float] | None) -> Interval:
+    if bounds is None:
+        return Interval(float(np.mean(values)), *_UNBOUNDED)
+    interval = mean_interval(values, *bounds)
+    return Interval(interval.mean, interval.low, interval.high)
+
+
+def _nra(mine: Sequence[float], theirs: Sequence[float], bounds: tuple[float, float] | None) -> Interval:
+    """GTBench's NRA of ``mine`` over ``theirs`` (per-match payoffs) with its interval (module docstring)."""
+    scores = np.array([gtbench_scores(m, t) for m, t in zip(mine, theirs, strict=True)]).reshape(-1, 2)
+    value = normalized_relative_advantage(scores[:, 0], scores[:, 1])
+    if bounds is None:
+        return Interval(value, *_UNBOUNDED)
+    largest = max(abs(bounds[0]), abs(bounds[1]))
+    interval = ratio_interval(scores[:, 0] - scores[:, 1], np.abs(scores).sum(axis=1), 2.0 * largest)
+    return Interval(value, interval.low, interval.high)
 
 
 @dataclass(frozen=True)
@@ -90,7 +128,7 @@ class PairResult:
     loss_rate: Interval
     mean_payoff: Interval
     nra: Interval
-    """Normalized relative advantage (GTBench)."""
+    """Normalized relative advantage, GTBench's (module docstring)."""
     first: Interval
     """Win rate of ``player`` when it moved first (seat 0)."""
     second: Interval
@@ -111,7 +149,8 @@ class TwoPlayerSummary:
     matches: int
 
 
-def _pair(player: str, opponent: str, records: Sequence[MatchRecord]) -> PairResult:
+def _pair(player: str, opponent: str, records: Sequence[MatchRecord], bounds: tuple[float, float] | None) -> PairResult:
+    records = sorted(records, key=lambda r: (r.repeat, r.game, r.match_id))
     mine = [r.returns[r.seats.index(player)] for r in records]
     theirs = [r.returns[r.seats.index(opponent)] for r in records]
     wins = sum(m > t for m, t in zip(mine, theirs, strict=True))
@@ -121,7 +160,7 @@ def _pair(player: str, opponent: str, records: Sequence[MatchRecord]) -> PairRes
     def won_in(seat: int) -> Interval:
         subset = [r for r in records if r.seats[seat] == player]
         won = sum(r.returns[seat] > r.returns[1 - seat] for r in subset)
-        return wilson(won, len(subset))
+        return clopper_pearson(won, len(subset))
 
     return PairResult(
         player=player,
@@ -130,11 +169,11 @@ def _pair(player: str, opponent: str, records: Sequence[MatchRecord]) -> PairRes
         wins=wins,
         draws=draws,
         losses=n - wins - draws,
-        win_rate=wilson(wins, n),
-        draw_rate=wilson(draws, n),
-        loss_rate=wilson(n - wins - draws, n),
-        mean_payoff=_mean_interval(mine),
-        nra=_mean_interval([normalized_relative_advantage(m, t) for m, t in zip(mine, theirs, strict=True)]),
+        win_rate=clopper_pearson(wins, n),
+        draw_rate=clopper_pearson(draws, n),
+        loss_rate=clopper_pearson(n - wins - draws, n),
+        mean_payoff=_mean_interval(mine, bounds),
+        nra=_nra(mine, theirs, bounds),
         first=won_in(0),
         second=won_in(1),
     )
@@ -143,11 +182,12 @@ def _pair(player: str, opponent: str, records: Sequence[MatchRecord]) -> PairRes
 def two_player_summary(records: Iterable[MatchRecord]) -> TwoPlayerSummary:
     """The metrics of complete two-seat matches of one game variant (self-play matches count for the game only)."""
     done = [r for r in records if r.status == "complete" and len(r.seats) == 2]
+    bounds = records_bounds(done) if done else None
     pairs = []
     for a, b in sorted({tuple(sorted(r.seats)) for r in done if r.seats[0] != r.seats[1]}):
-        pairs.append(_pair(a, b, [r for r in done if set(r.seats) == {a, b}]))
+        pairs.append(_pair(a, b, [r for r in done if set(r.seats) == {a, b}], bounds))
     illegal = {
-        name: wilson(tally.total - tally.valid, tally.total)
+        name: clopper_pearson(tally.total - tally.valid, tally.total)
         for name, tally in sorted(turn_outcomes(done).items())
         if tally.total
     }
@@ -158,7 +198,11 @@ def two_player_summary(records: Iterable[MatchRecord]) -> TwoPlayerSummary:
         pairs=pairs,
         illegal_rate=illegal,
         mean_length=float(np.mean(lengths)) if lengths else float("nan"),
-        seat_wins=(wilson(seat0, len(done)), wilson(seat1, len(done)), wilson(len(done) - seat0 - seat1, len(done))),
+        seat_wins=(
+            clopper_pearson(seat0, len(done)),
+            clopper_pearson(seat1, len(done)),
+            clopper_pearson(len(done) - seat0 - seat1, len(done)),
+        ),
         matches=len(done),
     )
 
@@ -185,7 +229,11 @@ def format_two_player(records: Iterable[MatchRecord]) -> str:
         for p in summary.pairs
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["Two-player metrics (95% intervals; NRA: normalized relative advantage):"]
+    lines = [
+        "Two-player metrics (95% intervals valid at any number of matches, so wide at few: rates Clopper-Pearson, "
+        "mean payoff and NRA fixed-n betting on the payoff range; NRA: GTBench's normalized relative advantage, "
+        "summed over the pair's matches, draws scored 0):"
+    ]
     lines += [
         "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
     ]

@@ -11,13 +11,15 @@ turn is none of the model's: no prompt fit its context, and the referee played a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
-__all__ = ["OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
+__all__ = ["JUDGE_NAME", "OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
 
+JUDGE_NAME = "judge"
+"""The name an LLM judge's usage is counted under."""
 OUTCOME_ORDER = tuple(outcome.value for outcome in Outcome)
 """Every turn outcome, in the order of :class:`~deepeval_games.core.bot.Outcome`."""
 
@@ -47,7 +49,24 @@ class PlayerUsage:
     tokens_out: int = 0
     reasoning_tokens: int = 0
     """The part of ``tokens_out`` the model spent on reasoning, where the provider reports it."""
+    cached_tokens: int = 0
+    """The part of ``tokens_in`` the provider read from its prompt cache (priced at its cached rate)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
     cost_usd: float = 0.0
+
+    def add(self, other: PlayerUsage) -> None:
+        """Add ``other``'s totals to these (the usage of several players, e.g. all of one model's)."""
+        self.models |= other.models
+        for key, count in other.outcomes.items():
+            self.outcomes[key] = self.outcomes.get(key, 0) + count
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def cached_share(self) -> float:
+        """:attr:`cached_tokens` over :attr:`tokens_in` (0 without prompt tokens)."""
+        return self.cached_tokens / self.tokens_in if self.tokens_in else 0.0
 
     @property
     def stand_ins(self) -> int:
@@ -66,6 +85,10 @@ class PlayerUsage:
         return self.invalid / asked if asked else 0.0
 
 
+_SUMMED = tuple(f.name for f in fields(PlayerUsage) if f.type in ("int", "float"))
+"""The fields :meth:`PlayerUsage.add` adds up."""
+
+
 def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
     """Per player name (sorted), its turns, outcomes, calls, tokens and cost; an LLM judge counts as ``judge``."""
     out: dict[str, PlayerUsage] = {}
@@ -74,7 +97,7 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             if 0 <= turn.seat < len(record.seats):
                 name = record.seats[turn.seat]
             elif turn.seat == JUDGE_SEAT and (turn.model or turn.attempts):
-                name = "judge"
+                name = JUDGE_NAME
             else:
                 continue
             usage = out.setdefault(name, PlayerUsage(name))
@@ -90,6 +113,8 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             usage.tokens_in += turn.tokens_in
             usage.tokens_out += turn.tokens_out
             usage.reasoning_tokens += turn.reasoning_tokens
+            usage.cached_tokens += turn.cached_tokens
+            usage.cache_write_tokens += turn.cache_write_tokens
             usage.cost_usd += turn.cost_usd
     return dict(sorted(out.items()))
 
@@ -101,6 +126,9 @@ USAGE_HEADER = (
     "calls",
     "retried",
     "tokens in",
+    "cached in",
+    "cached share",
+    "cache writes",
     "tokens out",
     "reasoning tokens",
     "cost USD",
@@ -119,6 +147,9 @@ def usage_rows(usage: Mapping[str, PlayerUsage]) -> list[tuple[str, ...]]:
                 str(u.calls),
                 str(u.retried),
                 str(u.tokens_in),
+                str(u.cached_tokens),
+                f"{100 * u.cached_share:.1f}%",
+                str(u.cache_write_tokens),
                 str(u.tokens_out),
                 str(u.reasoning_tokens),
                 f"{u.cost_usd:.4f}",

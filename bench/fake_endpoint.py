@@ -5,6 +5,11 @@
 after the configured latency, with a Public Goods Game move (``{"reason": "r", "coins": 3}``) reporting the requested
 model. It is a bare asyncio server (no framework): a few thousand requests a second on one core, so in the benchmarks
 the engine and the client, not the endpoint, are what is measured. No network beyond the loopback interface.
+
+With ``--prefix-cache`` a reply's usage counts the prompt (a token per 4 characters) and reports as
+``prompt_tokens_details.cached_tokens`` the prefix it shares with one of the last :data:`CACHE_DEPTH` requests, as a
+provider's prompt cache would (``tests/fake_openai_server.prompt_usage``); without it every reply reports 11 prompt
+tokens, so the benchmarks of the engine's own speed pay nothing for it.
 """
 
 from __future__ import annotations
@@ -16,12 +21,27 @@ import json
 import subprocess
 import sys
 import time
+from collections import deque
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the repository's tests package
+from tests.fake_openai_server import prompt_text, prompt_usage
 
 REPLY = '{"reason": "r", "coins": 3}'
+CACHE_DEPTH = 64
+"""Earlier requests a prompt's cached prefix is looked for in, under ``--prefix-cache``."""
 
 
-def _body(model: str) -> bytes:
+def _body(model: str, prompt: tuple[int, int] | None = None) -> bytes:
+    usage: dict[str, Any] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    if prompt is not None:
+        usage = {
+            "prompt_tokens": prompt[0],
+            "completion_tokens": 7,
+            "total_tokens": prompt[0] + 7,
+            "prompt_tokens_details": {"cached_tokens": prompt[1]},
+        }
     return json.dumps(
         {
             "id": "chatcmpl-bench",
@@ -29,12 +49,14 @@ def _body(model: str) -> bytes:
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            "usage": usage,
         }
     ).encode()
 
 
-async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency_s: float) -> None:
+async def _serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency_s: float, cache: deque[str] | None
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -45,12 +67,18 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                     length = int(value.strip())
             payload = await reader.readexactly(length) if length else b""
             try:
-                model = str(json.loads(payload).get("model", "fake-model"))
+                request = json.loads(payload)
             except ValueError:
-                model = "fake-model"
+                request = {}
+            model = str(request.get("model", "fake-model"))
+            prompt = None
+            if cache is not None:
+                text = prompt_text(request)
+                prompt = prompt_usage(text, cache)
+                cache.append(text)
             if latency_s > 0:
                 await asyncio.sleep(latency_s)
-            body = _body(model)
+            body = _body(model, prompt)
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                 + str(len(body)).encode()
@@ -65,9 +93,10 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
             writer.close()
 
 
-async def _main(latency_s: float, port: int) -> None:
+async def _main(latency_s: float, port: int, prefix_cache: bool = False) -> None:
+    cache: deque[str] | None = deque(maxlen=CACHE_DEPTH) if prefix_cache else None
     server = await asyncio.start_server(
-        lambda r, w: _serve_connection(r, w, latency_s), "127.0.0.1", port, backlog=1024
+        lambda r, w: _serve_connection(r, w, latency_s, cache), "127.0.0.1", port, backlog=1024
     )
     bound = server.sockets[0].getsockname()[1]
     print(f"PORT {bound}", flush=True)
@@ -78,8 +107,9 @@ async def _main(latency_s: float, port: int) -> None:
 class Endpoint:
     """The endpoint in a child process (a context manager): ``api_base`` to give litellm, ``latency_ms`` per reply."""
 
-    def __init__(self, latency_ms: float) -> None:
+    def __init__(self, latency_ms: float, *, prefix_cache: bool = False) -> None:
         self.latency_ms = latency_ms
+        self.prefix_cache = prefix_cache
         self.process: subprocess.Popen[str] | None = None
         self.port = 0
 
@@ -90,6 +120,8 @@ class Endpoint:
 
     def __enter__(self) -> Endpoint:
         argv = [sys.executable, str(Path(__file__).resolve()), "--latency-ms", str(self.latency_ms)]
+        if self.prefix_cache:
+            argv.append("--prefix-cache")
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -108,6 +140,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens (see above)")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_main(args.latency_ms / 1000, args.port))
+        asyncio.run(_main(args.latency_ms / 1000, args.port, args.prefix_cache))

@@ -27,6 +27,8 @@ ttt_random  random against random on tic-tac-toe: ``play_match`` ÷ OpenSpiel's 
             same games and seeds (``classical``; ``c4_random``: connect four)
 ttt_mcts    MCTS (1,000 simulations) against random, both seat orders, likewise (``c4_mcts``: connect     ≤ 1.1
             four)
+summary     the end-of-run summary (score tables, stopping note) ÷ the whole ``deepeval-games run`` of     ≤ 0.20
+            10,000 scripted PGG matches, timed inside the one command (issue 31)
 ========== ====================================================================================== =========
 
 The raw litellm sides replay the engine's own calls (messages, sampling settings, seeds) in the engine's pattern;
@@ -314,6 +316,53 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
     finally:
         runner_log.removeHandler(handler)
         runner_log.setLevel(level)
+    return figure
+
+
+# -- the end-of-run summary ------------------------------------------------------------------------------------
+
+
+def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
+    """Share of ``deepeval-games run``'s wall time spent after the matches are played: the score tables, the stopping
+    note and the closing lines that the command prints, for 10,000 scripted PGG matches."""
+    figure = Figure("summary", "end-of-run summary ÷ the whole run (CLI, 10,000 scripted PGG matches)", 0.20, True)
+    import contextlib
+    import io
+
+    from deepeval_games.app import cli as cli_module
+
+    matches = max(100, round(10000 * args.scale))
+    path = work / "summary.toml"
+    path.write_text(toml(scripted_spec(matches, "bench-summary")))
+    played: list[float] = []
+    """When ``run_experiment`` returned inside the command (the summary starts there)."""
+    run_experiment = cli_module.run_experiment
+
+    def timed(*a: Any, **k: Any) -> Any:
+        result = run_experiment(*a, **k)
+        played.append(time.perf_counter())
+        return result
+
+    cli_module.run_experiment = timed  # type: ignore[assignment]
+    try:
+        for n in range(-1, args.repeats):  # -1: warm-up (imports, the first store)
+            played.clear()
+            shown = io.StringIO()
+            start = time.perf_counter()
+            with contextlib.redirect_stdout(shown):
+                code = cli_module.main(["run", str(path), "--out", str(work / f"summary-{n}"), "--no-progress"])
+            end = time.perf_counter()
+            if code != 0 or len(played) != 1:
+                raise RuntimeError(f"deepeval-games run exited {code}: {shown.getvalue()[-2000:]}")
+            if n < 0:
+                continue
+            figure.values.append((end - played[0]) / (end - start))
+            figure.notes.append(
+                f"{matches} matches: run {end - start:.2f} s, of which playing {played[0] - start:.2f} s and the "
+                f"summary {end - played[0]:.2f} s ({len(shown.getvalue().splitlines())} lines)"
+            )
+    finally:
+        cli_module.run_experiment = run_experiment  # type: ignore[assignment]
     return figure
 
 
@@ -609,6 +658,7 @@ FIGURES: dict[str, Callable[[argparse.Namespace, Path], Figure | tuple[Figure, .
     "sandbox": fig_sandbox,
     "concurrency": fig_concurrency,
     "classical": fig_classical,
+    "summary": fig_summary,
 }
 
 

@@ -35,10 +35,17 @@ Parameters:
 * ``paragraph`` (default ``first``, the direction's first paragraph): ``<talk id>-p<k>``, the data item.
 * ``words`` (int >= 10, default 120): paragraph size in source words (see the data layer for how runs are cut).
 * ``split`` (``tst2017`` or ``tst2016``, default ``tst2017``): the IWSLT 2017 test set.
+* ``rubric`` (``extended`` or ``paper``, default ``extended``): the judge's criteria. ``paper``
+  (``preset = "paper"``): is the translation semantically true to the source, and is the proofread text more
+  accurate than the translation (the paper's two criteria); ``extended``: the translation is also judged on being
+  complete and fluent, and the proofread text on being more fluent too without losing anything of the source (this
+  project's first rubric). The default is left out of the game string, so games made before this parameter keep
+  their string and match ids; ``rubric=paper`` is a different game string, never pooled with them.
 
 Payoff bounds: ``min_utility = 0``, ``max_utility = 10``. General-sum.
 
-Version history: 1 — first version.
+Version history: 1 — first version; ``rubric`` (the paper's criteria under ``preset = "paper"``; the default
+leaves version 1 games unchanged).
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ __all__ = [
     "REPLY_TOKENS_BASE",
     "REPLY_TOKENS_PER_WORD",
     "ROLES",
+    "RUBRICS",
     "SCORE_MAX",
     "SCORE_MIN",
     "SHORT_NAME",
@@ -95,7 +103,19 @@ SHORT_NAME = "deepeval_translation"
 FIRST = "first"
 """The default ``paragraph``: the direction's first paragraph."""
 
-_DEFAULT_PARAMS: dict[str, Any] = {"pair": "de-en", "paragraph": FIRST, "words": DEFAULT_WORDS, "split": "tst2017"}
+_DEFAULT_PARAMS: dict[str, Any] = {
+    "pair": "de-en",
+    "paragraph": FIRST,
+    "words": DEFAULT_WORDS,
+    "split": "tst2017",
+    "rubric": "extended",
+}
+RUBRICS = ("extended", "paper")
+"""The judge's criteria: this project's first rubric (faithful, complete, fluent), or the paper's two criteria."""
+PRESETS: dict[str, dict[str, Any]] = {"paper": {"rubric": "paper"}, "project": {"rubric": "extended"}}
+"""Game parameters a spec's ``preset`` selects (:func:`deepeval_games.app.presets.apply_preset`): the paper's judge
+criteria, or this project's first rubric (the default, left out of the game string: the project preset's games and
+match ids are those made before the parameter)."""
 
 TRANSLATOR, PROOFREADER = 0, 1
 ROLES: tuple[str, str] = ("translator", "proofreader")
@@ -192,6 +212,8 @@ class TranslationGame(JudgedExchangeGame):
 
     game_type: pyspiel.GameType = _GAME_TYPE
     roles = ROLES
+    presets = PRESETS
+
     parameter_bounds: Mapping[str, tuple[float, float]] = {"words": (_MIN_WORDS, 10_000)}
     """What a spec may ask for, checked before the game is loaded (the task contract's hook)."""
 
@@ -226,6 +248,11 @@ class TranslationGame(JudgedExchangeGame):
         words = merged["words"]
         if isinstance(words, bool) or not isinstance(words, int) or words < _MIN_WORDS:
             raise ValueError(f"words must be a whole number >= {_MIN_WORDS}, got {words!r}")
+        if merged["rubric"] not in RUBRICS:
+            raise ValueError(f"rubric must be one of {', '.join(RUBRICS)}, got {merged['rubric']!r}")
+        self.paper_rubric = merged["rubric"] == "paper"
+        if not self.paper_rubric:  # the default stays out of the string: games made before the parameter keep their ids
+            del merged["rubric"]
         self.paragraph = paragraph_of(str(merged["pair"]), str(merged["paragraph"]), words, str(merged["split"]))
         super().__init__(self.game_type, exchange_game_info(2), merged)  # the translation, the proofread text
 
@@ -274,6 +301,7 @@ class TranslationState(JudgedExchangeState):
         self._paragraph_id = game.paragraph.paragraph_id
         self._source = game.paragraph.source
         self._languages = game.languages()
+        self._paper_rubric = game.paper_rubric
 
     def _header(self) -> str:
         return f"IWSLT 2017 {self._pair} paragraph {self._paragraph_id}"
@@ -355,17 +383,31 @@ class TranslationState(JudgedExchangeState):
         src, tgt = self._languages
         translation = quote_player_text("Translator", self.translation() or EMPTY_REPLY)
         proofread = quote_player_text("Proofreader", self.proofread() or EMPTY_REPLY)
+        points = self._criteria({TRANSLATOR: "Translator", PROOFREADER: "Proofreader"})
         return (
             f"You are an expert {src}-{tgt} translator acting as the judge of a translation game between a "
             f"translator and a proofreader. Rate each of them from {SCORE_MIN} (worst) to {SCORE_MAX} (best):\n"
-            f"1. Translator: is the translation a faithful, complete and fluent {tgt} rendering of the {src} "
-            "source?\n"
-            "2. Proofreader: is the proofread version more accurate and fluent than the translation it was "
-            "given (without losing anything of the source)?\n"
+            f"1. {points[TRANSLATOR]}\n2. {points[PROOFREADER]}\n"
             f"The {src} source (from the referee):\n{self._source}\n"
             f"The players' texts follow, each quoted between <<< and >>>. {QUOTES_ARE_WORDS}\n\n"
             f"{translation}\n\n{proofread}"
         )
+
+    def _criteria(self, who: Mapping[int, str]) -> dict[int, str]:
+        """The rubric's point for each seat, after its name in ``who``: the game's ``rubric``."""
+        src, tgt = self._languages
+        if self._paper_rubric:
+            return {
+                TRANSLATOR: f"{who[TRANSLATOR]}: is the {tgt} translation faithful to the meaning of the {src} source?",
+                PROOFREADER: f"{who[PROOFREADER]}: is the proofread version a more accurate translation than the one "
+                "it was given?",
+            }
+        return {
+            TRANSLATOR: f"{who[TRANSLATOR]}: is the translation a faithful, complete and fluent {tgt} rendering of "
+            f"the {src} source?",
+            PROOFREADER: f"{who[PROOFREADER]}: is the proofread version more accurate and fluent than the "
+            "translation it was given (without losing anything of the source)?",
+        }
 
     def judge_text_presented(self, order: list[int], labels: list[str]) -> str:
         """The judge's brief with the two roles introduced in ``order`` (seats) under ``labels`` (per seat).
@@ -375,12 +417,7 @@ class TranslationState(JudgedExchangeState):
         """
         who = self._presented(order, labels)
         src, tgt = self._languages
-        points = {
-            TRANSLATOR: f"{who[TRANSLATOR]}: is the translation a faithful, complete and fluent {tgt} rendering of "
-            f"the {src} source?",
-            PROOFREADER: f"{who[PROOFREADER]}: is the proofread version more accurate and fluent than the "
-            "translation it was given (without losing anything of the source)?",
-        }
+        points = self._criteria(who)
         texts = {
             TRANSLATOR: quote_player_text(f"{labels[TRANSLATOR]} (translator)", self.translation() or EMPTY_REPLY),
             PROOFREADER: quote_player_text(f"{labels[PROOFREADER]} (proofreader)", self.proofread() or EMPTY_REPLY),

@@ -5,13 +5,20 @@ Registered as a scorer of ``deepeval_translation``: after every match the engine
 
 * ``chrf_translation``, ``chrf_proofread`` — sacrebleu chrF (defaults: character 6-grams, beta 2) of the
   translation and of the proofread text against the reference, on the one paragraph (0..100);
-* ``bleu_translation``, ``bleu_proofread`` — sacrebleu BLEU (sentence level, effective order), tokenised
-  with ``zh`` for a Chinese target and ``13a`` otherwise (0..100);
+* ``bleu_translation``, ``bleu_proofread`` — sacrebleu BLEU at the sentence level (the paragraph scored alone,
+  with effective order), tokenised with ``zh`` for a Chinese target and ``13a`` otherwise (0..100);
 * ``chrf_gain``, ``bleu_gain`` — the proofreading gain: proofread minus translation;
+* ``bleu_stats_translation``, ``bleu_stats_proofread`` — BLEU's sufficient statistics of the text against the
+  reference, as sacrebleu counts them (:data:`BLEU_STATS`: the text's and the reference's lengths in tokens, then
+  the matching and the total n-grams for n = 1..4). Summed over matches they give corpus BLEU, the score MT work
+  reports (``sacrebleu.corpus_bleu``: one BLEU over all the texts, not a mean of sentence scores), which the
+  translation tables print (:func:`analysis.translation_tables.corpus_bleu`);
 * ``pair`` and ``paragraph`` — the direction and the paragraph id;
-* ``chrf_signature``, ``bleu_signature`` — sacrebleu's metric signatures, for reproducibility.
+* ``chrf_signature``, ``bleu_signature`` — sacrebleu's signatures of the sentence-level metrics, and
+  ``bleu_corpus_signature`` that of corpus BLEU over the statistics (no effective order), for reproducibility.
 
-An empty text scores 0. Importing this module registers the game too (it imports :mod:`game_defs.translation`).
+An empty text scores 0 (its statistics count the reference's length, as a corpus score of an empty output
+does). Importing this module registers the game too (it imports :mod:`game_defs.translation`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,21 @@ from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry import register_scorer
 from game_defs.translation import SHORT_NAME, TranslationState, paragraph_of
 
-__all__ = ["bleu", "chrf", "reference_metrics", "score_texts"]
+__all__ = ["BLEU_STATS", "bleu", "bleu_statistics", "chrf", "reference_metrics", "score_texts"]
+
+BLEU_STATS = (
+    "hyp_len",
+    "ref_len",
+    "correct_1",
+    "correct_2",
+    "correct_3",
+    "correct_4",
+    "total_1",
+    "total_2",
+    "total_3",
+    "total_4",
+)
+"""The layout of ``bleu_stats_*``: sacrebleu's segment statistics of BLEU (4-grams at most), in its order."""
 
 
 @functools.cache
@@ -43,6 +64,13 @@ def _bleu(target_lang: str) -> BLEU:
     return metric
 
 
+@functools.cache
+def _corpus_bleu(target_lang: str) -> BLEU:
+    metric = BLEU(tokenize="zh" if target_lang == "zh" else "13a")  # corpus_bleu's defaults otherwise
+    metric.corpus_score(["a"], [["a"]])  # as above: the signature names the number of references
+    return metric
+
+
 def chrf(hypothesis: str, reference: str) -> float:
     """Sentence-level chrF of one text against one reference (0 for an empty text)."""
     return float(_chrf().sentence_score(hypothesis.strip(), [reference]).score) if hypothesis.strip() else 0.0
@@ -55,6 +83,13 @@ def bleu(hypothesis: str, reference: str, target_lang: str) -> float:
     return float(_bleu(target_lang).sentence_score(hypothesis.strip(), [reference]).score)
 
 
+def bleu_statistics(hypothesis: str, reference: str, target_lang: str) -> list[int]:
+    """BLEU's sufficient statistics of one text against one reference (:data:`BLEU_STATS`), tokenised as
+    :func:`bleu` tokenises; summed over texts they give sacrebleu's corpus BLEU of those texts."""
+    score = _bleu(target_lang).sentence_score(hypothesis.strip(), [reference])
+    return [int(score.sys_len), int(score.ref_len), *map(int, score.counts), *map(int, score.totals)]
+
+
 def score_texts(translation: str, proofread: str, reference: str, target_lang: str) -> dict[str, Any]:
     """The chrF and BLEU metrics of both texts and the gains (see the module docs), without pair and paragraph."""
     metrics: dict[str, Any] = {}
@@ -63,8 +98,11 @@ def score_texts(translation: str, proofread: str, reference: str, target_lang: s
         metrics[f"{name}_translation"] = first
         metrics[f"{name}_proofread"] = second
         metrics[f"{name}_gain"] = second - first
+    metrics["bleu_stats_translation"] = bleu_statistics(translation, reference, target_lang)
+    metrics["bleu_stats_proofread"] = bleu_statistics(proofread, reference, target_lang)
     metrics["chrf_signature"] = str(_chrf().get_signature())
     metrics["bleu_signature"] = str(_bleu(target_lang).get_signature())
+    metrics["bleu_corpus_signature"] = str(_corpus_bleu(target_lang).get_signature())
     return metrics
 
 

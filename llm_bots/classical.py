@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, StateBot
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.registry import register_bot
@@ -128,7 +129,11 @@ _PLAYOUT_STEPS = 200
 
 
 def random_refusal(game: pyspiel.Game) -> str | None:
-    """Why ``random`` cannot play ``game`` (None: it can): a seeded random playout of its first moves fails."""
+    """Why ``random`` cannot play ``game`` (None: it can): the game says its legal actions are not its moves, or a
+    seeded random playout of its first moves fails."""
+    unlisted = task.unlisted_moves(game)
+    if unlisted is not None:
+        return f"random plays listed legal moves; {unlisted}"
     rng = np.random.default_rng(0)
     state = game.new_initial_state()
     try:
@@ -241,6 +246,9 @@ class RandomBot(StateBot):
         self, player_id: int, rng: np.random.Generator | None = None, *, game: pyspiel.Game | None = None
     ) -> None:
         super().__init__(player_id, rng, game=game)
+        unlisted = task.unlisted_moves(game) if game is not None else None
+        if unlisted is not None:
+            raise SpecError(f"random plays listed legal moves; {unlisted}")
         self._bot = pyspiel.make_uniform_random_bot(player_id, _seed(self.rng))
 
     def choose(self, state: pyspiel.State) -> int:
@@ -290,6 +298,11 @@ def _seeded_ismcts(
     )
 
 
+def _python_game(game: pyspiel.Game) -> bool:
+    """Whether ``game`` is written in Python (OpenSpiel's own C++ games are classes of the ``pyspiel`` module)."""
+    return type(game).__module__.split(".", 1)[0] != "pyspiel"
+
+
 @register_bot("mcts")
 class MCTSPlayer(StateBot):
     """OpenSpiel's MCTS with random rollouts; information-set MCTS on imperfect-information games."""
@@ -326,6 +339,21 @@ class MCTSPlayer(StateBot):
             state_rng = np.random.RandomState(_seed(self.rng))
             self.search = _seeded_ismcts(
                 game, state_rng, simulations=int(simulations), uct_c=float(uct_c), rollouts=int(rollouts)
+            )
+        elif _python_game(game):
+            # OpenSpiel's C++ search crashes on a game written in Python (its clones outlive their Python side):
+            # its Python search, the same algorithm, seeded from the bot's generator
+            from open_spiel.python.algorithms import mcts
+
+            self.params["search"] = "mcts-python"
+            state_rng = np.random.RandomState(_seed(self.rng))
+            self.search = mcts.MCTSBot(
+                game,
+                float(uct_c),
+                int(simulations),
+                mcts.RandomRolloutEvaluator(int(rollouts), state_rng),
+                solve=False,
+                random_state=state_rng,
             )
         else:
             evaluator = pyspiel.RandomRolloutEvaluator(int(rollouts), _seed(self.rng))
@@ -420,6 +448,39 @@ class ExactBot(StateBot):
 # -- the listing of OpenSpiel's games ----------------------------------------------------------------------------
 
 
+def family_listing() -> list[str]:
+    """Per registered game family (:func:`deepeval_games.core.games.register_game_family`: another library's
+    environments), a header, then one line per environment it finds: who can play it (an LLM seat, probed by a
+    playout; the classical bots), or why nothing can."""
+    from deepeval_games.core import task
+    from deepeval_games.core.games import game_families, load_game
+
+    lines = []
+    for family in game_families():
+        rows = family.listing()
+        lines.append(f"\n{family.description} ({family.prefix}..., {len(rows)} found):")
+        for name, refusal in rows:
+            if refusal is None:
+                try:
+                    with _quiet_stderr():
+                        game = load_game(name)
+                        playable = task.playability(game)
+                        support = classical_support(game)
+                except Exception as exc:  # an environment that fails only when played
+                    refusal = f"{type(exc).__name__}: {str(exc)[:160]}"
+            if refusal is not None:
+                lines.append(f"{name}  [refused: {refusal.splitlines()[0]}]")
+                continue
+            who = ["LLM"] if playable.ok else []
+            who += [kind for kind, reason in support.items() if reason is None and kind != "exact"]
+            why = [f"{kind}: {reason}" for kind, reason in support.items() if reason is not None and kind != "exact"]
+            if not playable.ok:
+                why.insert(0, f"LLM: {playable.reason.splitlines()[0]}")
+            lines.append(f"{name}  [playable by {', '.join(who) or 'nobody'}]")
+            lines.extend(f"    not {line}" for line in why)
+    return lines
+
+
 def openspiel_listing() -> list[str]:
     """Two lines per OpenSpiel game (not the ``deepeval_`` tasks): its parameters, whether an LLM seat can play it
     (probed by a playout, :func:`deepeval_games.core.task.playability`), and which classical bots play it.
@@ -431,7 +492,7 @@ def openspiel_listing() -> list[str]:
     lines = []
     for game_type in sorted(pyspiel.registered_games(), key=lambda t: t.short_name):
         name = game_type.short_name
-        if name.startswith("deepeval_") or name.startswith("testkit_"):
+        if name.startswith("deepeval_") or name.startswith("testkit_") or ":" in name:  # ":": a game family's
             continue
         params = ", ".join(  # a multi-line value (a grid) on one line, so every entry is two lines
             f"{k}={v}".replace("\n", "\\n") for k, v in sorted(game_type.parameter_specification.items())

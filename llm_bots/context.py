@@ -115,21 +115,14 @@ def context_window(config: ModelConfig) -> int | None:
         from llm_bots.local_server import LOCAL_N_CTX
 
         return LOCAL_N_CTX
-    return _known_window(config.model)
+    return model_info.context_window(config.model)  # remembered across runs: a cached rerun imports no litellm
 
 
-_windows: dict[str, int | None] = {}
-
-
-def _known_window(model: str) -> int | None:
-    if model not in _windows:
-        try:
-            info = model_info.litellm().get_model_info(model)
-            limit = info.get("max_input_tokens") or info.get("max_tokens")
-        except Exception:  # litellm does not know the model: no window, no check
-            limit = None
-        _windows[model] = int(limit) if isinstance(limit, int) and limit > 0 else None
-    return _windows[model]
+def surely_fits(messages: Sequence[Mapping[str, str]], room: int) -> bool:
+    """Whether ``messages`` fit ``room`` tokens without counting them: no tokenizer makes more tokens than a text
+    has UTF-8 bytes, plus a few a message for its role and framing. Only a prompt near the limit is counted."""
+    size = sum(len(m["content"].encode("utf-8", "replace")) + _PER_MESSAGE for m in messages)
+    return size + _PER_MESSAGE <= room
 
 
 async def count_tokens(config: ModelConfig, messages: Sequence[Mapping[str, str]]) -> int:

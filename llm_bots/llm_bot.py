@@ -37,6 +37,7 @@ from llm_bots.context import (
     select,
     skipped_attempt,
     smaller,
+    surely_fits,
 )
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
@@ -309,7 +310,10 @@ class LLMBot(DeepEvalBot):
                 continue
             if window is None:  # unknown window: nothing to count against (the provider says if it overflows)
                 return messages, policies[at:]
-            tokens, reserve = await count_tokens(config, messages), reply_reserve(config)
+            reserve = reply_reserve(config)
+            if surely_fits(messages, window - reserve):
+                return messages, policies[at:]
+            tokens = await count_tokens(config, messages)
             if tokens + reserve <= window:
                 return messages, policies[at:]
             turn.attempts.append(skipped_attempt(policy, tokens, reserve, window, ask))
@@ -398,6 +402,8 @@ _DECISION_FIELDS = (
     "finish_reasons",
     "reasoning_tokens",
     "reasoning",
+    "cached_tokens",
+    "cache_write_tokens",
 )
 
 
@@ -428,6 +434,8 @@ class _Exchange:
 
     __slots__ = (
         "attempts",
+        "cache_write_tokens",
+        "cached_tokens",
         "cost_usd",
         "cut_chars",
         "finish_reasons",
@@ -454,6 +462,8 @@ class _Exchange:
         self.tokens_out = 0
         self.cost_usd = 0.0
         self.reasoning_tokens = 0
+        self.cached_tokens = 0
+        self.cache_write_tokens = 0
 
     def add(self, messages: Sequence[dict[str, str]], completion: Completion, ask: int) -> None:
         """One finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its transport attempts
@@ -471,6 +481,8 @@ class _Exchange:
         self.tokens_out += completion.completion_tokens
         self.cost_usd += completion.cost_usd
         self.reasoning_tokens += completion.reasoning_tokens
+        self.cached_tokens += completion.cached_tokens
+        self.cache_write_tokens += completion.cache_write_tokens
 
     def decision(
         self, action: int | None = None, text: str = "", outcome: Outcome = Outcome.OK, error: str | None = None
@@ -498,6 +510,8 @@ class _Exchange:
                 "finish_reasons": tuple(self.finish_reasons),
                 "reasoning_tokens": self.reasoning_tokens,
                 "reasoning": tuple(self.reasoning),
+                "cached_tokens": self.cached_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
             },
         )
         return decision

@@ -158,13 +158,21 @@ params.n_threads_http = 2
 params.sampling.seed = opts["seed"]
 params.warmup = False
 params.ui = False
+import os, threading
 server = xlc.Server(params)
-sys.stdout.write(json.dumps({"address": server.listening_address}) + "\n")
-sys.stdout.flush()
 try:
+    sys.stdout.write(json.dumps({"address": server.listening_address}) + "\n")
+    sys.stdout.flush()  # BrokenPipeError when the parent died while we started
     sys.stdin.read()  # returns at EOF: the parent closed the pipe or died
+except BaseException:
+    pass
 finally:
-    del server  # the C++ destructor stops the HTTP thread and frees the model
+    # The C++ destructor stops the HTTP thread and frees the model, but it can wait forever for a main loop that
+    # never ran (a parent gone during start-up): never outlive the parent for that, and skip the interpreter's own
+    # shutdown, which would run the destructor again.
+    threading.Timer(5.0, os._exit, args=(0,)).start()
+    del server
+    os._exit(0)
 """
 
 

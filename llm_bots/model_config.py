@@ -73,6 +73,11 @@ class ModelSettings(BaseModel):
     context_tokens: Annotated[int, Field(ge=1)] | None = None
     """The model's context window in tokens; unset: litellm's model info where it knows the model. A prompt
     estimated larger (at 4 characters a token) is recorded as ``context_overflow`` without a call."""
+    cache_control: bool = False
+    """Mark each prompt's end for the provider's prompt cache (Anthropic's ``cache_control``, for ``anthropic/``
+    and Claude models): the next prompt of the seat, which repeats this one and adds to it, is then read from the
+    cache at its cached rate. Other providers cache repeated prefixes on their own (OpenAI) and ignore it.
+    Delivery only: not part of match ids, and not in the recorded prompts."""
     seed: int | None = None
     """Sampling seed for providers that accept one (dropped silently by the others); unset: one drawn from the
     match seed, so a rerun asks the same question."""
@@ -173,6 +178,7 @@ DELIVERY_SETTING_KEYS = frozenset(
         "backoff_max_s",
         "retry_after_max_s",
         "accept_model_ids",
+        "cache_control",
     }
 )
 """The :class:`ModelSettings` keys that change only how calls are delivered: never part of a match's identity."""
@@ -223,6 +229,7 @@ class ModelConfig:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     context_tokens: int | None = None
+    cache_control: bool = False
     seed: int | None = None
     top_p: float | None = None
     timeout_s: float = 60.0
@@ -270,6 +277,8 @@ class ModelConfig:
                 f"got {self.reasoning_effort!r}"
             )
         _check_int(where, "context_tokens", self.context_tokens, lo=1, optional=True)
+        if not isinstance(self.cache_control, bool):
+            raise ModelConfigError(f"{where}: cache_control must be true or false, got {self.cache_control!r}")
         _check_int(where, "seed", self.seed, lo=None, optional=True)
         _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
         _check_int(where, "max_retries", self.max_retries, lo=0)

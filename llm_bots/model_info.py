@@ -1,13 +1,13 @@
 """What litellm knows about a model string, looked up once per model and remembered across runs.
 
-Two facts are needed before any call: which provider litellm routes a model string to (an unknown string is a spec
-error, :func:`provider_error`) and whether the provider can constrain replies to a JSON schema
-(:func:`supports_json_schema`). Both come from litellm's tables, and importing litellm takes seconds. So each fact
-is computed once per model string in a process, and written to ``model-info.json`` in the user cache folder
-(``$XDG_CACHE_HOME/deepeval-games``), keyed by the installed litellm (its location and the size and time of its
-files): a later run, for instance a rerun served entirely from the model-call cache, reads the facts there and never
-imports litellm. Installing another litellm starts a new table. A file that cannot be read or written is ignored
-(the facts are then computed in each process).
+Facts needed before any call: which provider litellm routes a model string to (an unknown string is a spec
+error, :func:`provider_error`), whether the provider can constrain replies to a JSON schema
+(:func:`supports_json_schema`) and the model's context window (:func:`context_window`). All come from litellm's
+tables, and importing litellm takes seconds. So each fact is computed once per model string in a process, and
+written to ``model-info.json`` in the user cache folder (``$XDG_CACHE_HOME/deepeval-games``), keyed by the installed
+litellm (its location and the size and time of its files): a later run, for instance a rerun served entirely from the
+model-call cache, reads the facts there and never imports litellm. Installing another litellm starts a new table. A
+file that cannot be read or written is ignored (the facts are then computed in each process).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["INFO_NAME", "litellm", "provider_error", "supports_json_schema"]
+__all__ = ["INFO_NAME", "context_window", "litellm", "provider", "provider_error", "supports_json_schema"]
 
 INFO_NAME = "model-info.json"
 """The file of remembered facts, in the user cache folder."""
@@ -135,13 +135,34 @@ def _provider(model: str) -> str | None:
         return None
 
 
-_COMPUTE = {"provider_error": _provider_error, "json_schema": _json_schema, "provider": _provider}
+def _context_window(model: str) -> int | None:
+    try:
+        info = litellm().get_model_info(model)
+        limit = info.get("max_input_tokens") or info.get("max_tokens")
+    except Exception:  # litellm does not know the model: no window, no check
+        return None
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
+
+
+_COMPUTE = {
+    "provider_error": _provider_error,
+    "json_schema": _json_schema,
+    "provider": _provider,
+    "context_window": _context_window,
+}
 
 
 def provider_error(model: str) -> str | None:
     """Why litellm cannot route ``model`` (the first line of its error), or None when it can."""
     value = _fact(model, "provider_error")
     return str(value) if value is not None else None
+
+
+def context_window(model: str) -> int | None:
+    """The model's context window in tokens as litellm's model info gives it (``max_input_tokens``, else
+    ``max_tokens``); None when litellm does not know the model."""
+    value = _fact(model, "context_window")
+    return int(value) if value is not None else None
 
 
 def provider(model: str) -> str | None:

@@ -180,6 +180,10 @@ class Completion:
         reasoning: reasoning text the provider sent apart from the reply (litellm's ``reasoning_content``, also
             a leading ``<think>`` block it split off); "" when none.
         cut_chars: characters cut from `text` by the caller's maximum reply length before it was kept (0: none).
+        cached_tokens: prompt tokens the provider read from its prompt cache (``prompt_tokens_details.cached_tokens``,
+            Anthropic's ``cache_read_input_tokens``); part of `prompt_tokens`, priced by litellm at the cached rate.
+        cache_write_tokens: prompt tokens written to the provider's prompt cache where it charges for that
+            (Anthropic's ``cache_creation_input_tokens``); 0 otherwise.
     """
 
     text: str
@@ -199,6 +203,8 @@ class Completion:
     reasoning_tokens: int = 0
     reasoning: str = ""
     cut_chars: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __post_init__(self) -> None:
         # a completion read back from the call cache carries its attempts as plain mappings
@@ -548,7 +554,10 @@ def _plan_kwargs(
     """The keyword arguments of ``litellm.acompletion`` for one call from the config's call plan, in this order: model,
     messages, timeout, retries off, ``drop_params``, ``api_base``, ``api_key``, the sampling settings that are set,
     then ``response_format`` and ``mock_response`` when given."""
-    kwargs = {**plan.head, "messages": list(map(dict, messages)), **plan.tail}
+    sent = list(map(dict, messages))
+    if plan.marks_cache and sent:
+        sent[-1] = _cache_marked(sent[-1])
+    kwargs = {**plan.head, "messages": sent, **plan.tail}
     if api_key is not None:
         kwargs["api_key"] = api_key
     kwargs.update(plan.sampling)
@@ -557,6 +566,26 @@ def _plan_kwargs(
     if mock_response is not None:
         kwargs["mock_response"] = mock_response
     return kwargs
+
+
+_CACHE_MARK: Mapping[str, str] = {"type": "ephemeral"}
+
+
+def _cache_marked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its text as one content block marked for Anthropic's prompt cache (``cache_control``): the
+    prompt up to its end is cached, and the seat's next prompt, which starts with it, reads it from the cache."""
+    content = message.get("content")
+    if not isinstance(content, str):
+        return message
+    return {**message, "content": [{"type": "text", "text": content, "cache_control": dict(_CACHE_MARK)}]}
+
+
+def _marks_cache(config: ModelConfig) -> bool:
+    """Whether a call of ``config`` marks its prompt for the provider's cache: ``cache_control`` set, and an
+    Anthropic (Claude) model, the providers that cache only what is marked."""
+    if not config.cache_control:
+        return False
+    return model_info.provider(config.model) == "anthropic" or "claude" in config.model.lower()
 
 
 class _CallPlan:
@@ -574,9 +603,21 @@ class _CallPlan:
         call_limits: its limits (:func:`limits.limits_of`).
         counts_tokens: whether the model has a tokens-per-minute limit (each call's tokens are then estimated).
         guard_s: how long the asyncio guard lets a call run (litellm's timeout plus :data:`_GUARD_GRACE_S`).
+        marks_cache: whether each prompt's last message is marked for the provider's prompt cache
+            (:func:`_marks_cache`).
     """
 
-    __slots__ = ("call_limits", "config", "counts_tokens", "guard_s", "head", "limit_key", "sampling", "tail")
+    __slots__ = (
+        "call_limits",
+        "config",
+        "counts_tokens",
+        "guard_s",
+        "head",
+        "limit_key",
+        "marks_cache",
+        "sampling",
+        "tail",
+    )
     config: ModelConfig
     head: Mapping[str, Any]
     tail: dict[str, Any]
@@ -585,10 +626,12 @@ class _CallPlan:
     call_limits: limits.Limits
     counts_tokens: bool
     guard_s: float
+    marks_cache: bool
 
     def __init__(self, config: ModelConfig, fixed: _CallPlan | None = None) -> None:
         self.config = config
         self.sampling = {name: value for name, value in config.sampling_params().items() if value is not None}
+        self.marks_cache = _marks_cache(config)
         if fixed is not None:  # another config with the same endpoint, timeout and limits: its parts are shared
             self.head, self.tail, self.limit_key = fixed.head, fixed.tail, fixed.limit_key
             self.call_limits, self.counts_tokens, self.guard_s = fixed.call_limits, fixed.counts_tokens, fixed.guard_s
@@ -660,6 +703,7 @@ def _call_plan(config: ModelConfig) -> _CallPlan:
         config.tpm,
         config.adaptive_concurrency,
         config.retry_after_max_s,
+        config.cache_control,
         limits.RATE_WINDOW_S,
         _GUARD_GRACE_S,
     )
@@ -805,6 +849,8 @@ def _parse_response(
             "reasoning_tokens": _reasoning_tokens(usage),
             "reasoning": reasoning,
             "cut_chars": 0,
+            "cached_tokens": _cached_tokens(usage),
+            "cache_write_tokens": _count(usage.get("cache_creation_input_tokens")),
         }
     )
 
@@ -906,14 +952,26 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
-    """Reasoning tokens of a usage block (``completion_tokens_details.reasoning_tokens``); 0 when not reported."""
-    details = usage.get("completion_tokens_details")
-    value = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
+def _count(value: Any) -> int:
+    """A token count a usage block reported; 0 when absent or not a number."""
     try:
         return max(0, int(value or 0))
     except (TypeError, ValueError):
         return 0
+
+
+def _reasoning_tokens(usage: Mapping[str, Any]) -> int:
+    """Reasoning tokens of a usage block (``completion_tokens_details.reasoning_tokens``); 0 when not reported."""
+    details = usage.get("completion_tokens_details")
+    return _count(details.get("reasoning_tokens") if isinstance(details, Mapping) else None)
+
+
+def _cached_tokens(usage: Mapping[str, Any]) -> int:
+    """Prompt tokens read from the provider's cache: ``prompt_tokens_details.cached_tokens`` (OpenAI's, and litellm's
+    for every provider it maps), else Anthropic's ``cache_read_input_tokens``; 0 when not reported."""
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens") if isinstance(details, Mapping) else None)
+    return cached or _count(usage.get("cache_read_input_tokens"))
 
 
 def _no_response(

@@ -7,6 +7,9 @@ Each POST /v1/chat/completions takes the next `Behaviour` from a queue the test 
 requests, keeps their JSON bodies, runs in a daemon thread, and stops itself (releasing hung connections)
 when the context manager exits. ``GET /slots`` answers as llama.cpp's server does for one slot: busy while any request
 is being answered (a hung one included).
+With ``prefix_cache=True`` a reply's usage counts the prompt (:func:`prompt_usage`:
+a token per 4 characters) and reports as ``prompt_tokens_details.cached_tokens`` the part it shares with an earlier
+request, as a provider's prompt cache would.
 
     with FakeOpenAIServer() as server:
         server.script(Behaviour.rate_limited(retry_after=1), Behaviour.reply("hi"))
@@ -20,11 +23,20 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Behaviour", "FakeOpenAIServer", "first_legal_move", "last_user_message", "model_player"]
+__all__ = [
+    "Behaviour",
+    "FakeOpenAIServer",
+    "common_prefix",
+    "first_legal_move",
+    "last_user_message",
+    "model_player",
+    "prompt_text",
+    "prompt_usage",
+]
 
 DEFAULT_MODEL_ID = "fake-model"
 
@@ -119,6 +131,29 @@ class Behaviour:
         return cls(kind="empty_body")
 
 
+def prompt_text(body: dict[str, Any]) -> str:
+    """A request's messages as one string, in order (roles and contents): what a prompt cache matches on."""
+    parts = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        parts.append(f"<{message.get('role')}>{content if isinstance(content, str) else json.dumps(content)}")
+    return "".join(parts)
+
+
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two strings."""
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def prompt_usage(text: str, earlier: Iterable[str]) -> tuple[int, int]:
+    """``(prompt_tokens, cached_tokens)`` of a prompt: a token per 4 characters (rounded up), and the whole tokens
+    of the longest prefix it shares with any ``earlier`` prompt (a provider caches a prompt's prefix for the next
+    requests that start the same way)."""
+    shared = max((common_prefix(text, other) for other in earlier), default=0)
+    return -(-len(text) // 4), shared // 4
+
+
 class _Server(ThreadingHTTPServer):
     """A threading HTTP server whose listen queue holds hundreds of connections: a test that opens 256 at once must
     not see connects dropped and retried by the kernel (socketserver's default queue is 5)."""
@@ -129,8 +164,13 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """A threaded OpenAI-compatible server on a free port of 127.0.0.1. Use as a context manager."""
 
-    def __init__(self, *, default: Behaviour | None = None, max_hang_s: float = 30.0) -> None:
+    def __init__(
+        self, *, default: Behaviour | None = None, max_hang_s: float = 30.0, prefix_cache: bool = False
+    ) -> None:
         self.default = default or Behaviour.reply()
+        self.prefix_cache = prefix_cache
+        self.prompts: list[str] = []
+        """Under ``prefix_cache``: every request's :func:`prompt_text`, in order of arrival."""
         self.max_hang_s = max_hang_s
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []
@@ -260,10 +300,15 @@ FAKE_FINGERPRINT = "fp_fake_1"
 """The ``system_fingerprint`` every reply reports."""
 
 
-def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, Any]:
+def _completion_body(
+    behaviour: Behaviour, requested_model: str, prompt: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """A chat completion of ``behaviour``; ``prompt``: the ``(prompt_tokens, cached_tokens)`` its usage reports
+    (None: 11 prompt tokens, no cache figures)."""
     text = behaviour.text
     thought = text.split("</think>", 1)[0] if "<think>" in text else ""  # a reasoning model's thinking
-    return {
+    prompt_tokens = 11 if prompt is None else prompt[0]
+    body: dict[str, Any] = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -277,12 +322,15 @@ def _completion_body(behaviour: Behaviour, requested_model: str) -> dict[str, An
             }
         ],
         "usage": {
-            "prompt_tokens": 11,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": max(1, len(text) // 4),
-            "total_tokens": 11 + max(1, len(text) // 4),
+            "total_tokens": prompt_tokens + max(1, len(text) // 4),
             "completion_tokens_details": {"reasoning_tokens": len(thought) // 4},
         },
     }
+    if prompt is not None:
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": prompt[1]}
+    return body
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -329,15 +377,21 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             behaviour = server._admit(body)
             arrived = time.monotonic()
+            prompt = None
+            if server.prefix_cache:
+                text = prompt_text(body)
+                with server._lock:
+                    prompt = prompt_usage(text, server.prompts)
+                    server.prompts.append(text)
             if behaviour.respond is not None:
                 behaviour = dataclasses.replace(behaviour, text=behaviour.respond(body), respond=None)
             try:
-                self._answer(behaviour, str(body.get("model", "")), arrived)
+                self._answer(behaviour, str(body.get("model", "")), arrived, prompt)
             finally:
                 with server._lock:
                     server.in_flight -= 1
 
-        def _answer(self, behaviour: Behaviour, requested: str, arrived: float) -> None:
+        def _answer(self, behaviour: Behaviour, requested: str, arrived: float, prompt: tuple[int, int] | None) -> None:
             if behaviour.delay_s > 0:
                 server._stopping.wait(min(behaviour.delay_s, server.max_hang_s))
             if behaviour.kind == "hang":
@@ -352,7 +406,7 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 error = {"error": {"message": behaviour.error_message, "type": "fake_error", "code": None}}
                 self._send(behaviour.status, json.dumps(error).encode(), behaviour.headers)
             else:
-                body = _completion_body(behaviour, requested)
+                body = _completion_body(behaviour, requested, prompt)
                 with server._lock:
                     server.usage_log.append((arrived, int(body["usage"]["total_tokens"])))
                 self._send(200, json.dumps(body).encode(), behaviour.headers)

@@ -22,14 +22,21 @@ def test_running_means_follow_repetition_order() -> None:
     assert running_means(records) == {"a": [2.0, 3.0], "b": [0.0, 0.0]}
 
 
+PGG1 = "deepeval_public_goods(players=2,rounds=1)"  # payoffs in [0, 18]
+
+
 def test_stableness_needs_narrow_intervals_and_a_steady_ranking() -> None:
-    steady = [_record(["a", "b"], [10 + (r % 2), 5], repeat=r, match_id=str(r)) for r in range(20)]
-    check = stableness(steady, epsilon=1.0, batch=5)
+    steady = [_record(["a", "b"], [10 + (r % 2), 5], repeat=r, game=PGG1, match_id=str(r)) for r in range(20)]
+    check = stableness(steady, epsilon=2.5, batch=5)
     assert check.stable and check.matches == 20 and len(check.ranking_history) == 4
-    assert not stableness(steady, epsilon=0.1).stable  # a's interval is wider than 0.1
-    swapping = [_record(["a", "b"], [10, 5] if r < 15 else [0, 50], repeat=r, match_id=str(r)) for r in range(20)]
+    assert not stableness(steady, epsilon=1.0).stable  # 20 payoffs on [0, 18]: no interval that narrow is valid
+    swapping = [
+        _record(["a", "b"], [10, 5] if r < 15 else [0, 18], repeat=r, game=PGG1, match_id=str(r)) for r in range(20)
+    ]
     assert "ranking changed" in stableness(swapping, epsilon=100, batch=5).reason
-    assert "fewer than" in stableness(steady[:6], epsilon=5, batch=5).reason
+    assert "fewer than" in stableness(steady[:6], epsilon=50, batch=5).reason
+    unknown = stableness([_record(["a", "b"], [1, 2], repeat=r, match_id=str(r)) for r in range(20)], epsilon=50)
+    assert not unknown.stable and "inf" in unknown.reason  # no payoff range ("g"): no interval, never stable
 
 
 def test_bradley_terry_orders_by_strength_and_elo_agrees() -> None:
@@ -57,13 +64,13 @@ def _pgg_spec(**experiment) -> dict:
 
 
 def test_until_stable_adds_repeats_until_the_rule_holds(tmp_path: Path) -> None:
-    spec = parse_spec(_pgg_spec(until_stable={"epsilon": 1.5, "max_repeats": 40}))
+    spec = parse_spec(_pgg_spec(until_stable={"epsilon": 6.0, "max_repeats": 40, "rule": "recheck"}))
     result = run_experiment(spec, tmp_path / "run")
     [(variant, check)] = result.stableness.items()
     assert variant.startswith("deepeval_public_goods(") and "players=3" in variant
     assert check.stable and 4 < result.repeats <= 40
     assert result.played == len(result.records) == result.repeats
-    narrow = parse_spec(_pgg_spec(until_stable={"epsilon": 0.01, "max_repeats": 12}))
+    narrow = parse_spec(_pgg_spec(until_stable={"epsilon": 0.01, "max_repeats": 12, "rule": "bootstrap"}))  # old name
     capped = run_experiment(narrow, tmp_path / "run2")
     assert capped.repeats == 12 and not next(iter(capped.stableness.values())).stable
 

@@ -8,6 +8,7 @@ games of MCTS-1000 against random are marked ``slow``.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 import pyspiel
 import pytest
 
-from analysis.two_player import normalized_relative_advantage, two_player_summary, wilson
+from analysis.two_player import clopper_pearson, normalized_relative_advantage, two_player_summary
 from deepeval_games.app.cli import main
 from deepeval_games.app.store import Store
 from deepeval_games.core.errors import SpecError
@@ -88,7 +89,8 @@ def test_tic_tac_toe_mcts_beats_random_and_exact_never_loses(
     summary = two_player_summary(records)
     result = next(p for p in summary.pairs if (p.player, p.opponent) == ("mcts", "random"))
     assert result.wins == mcts_wins and result.win_rate.low > 0.8 and result.losses == 0
-    assert result.nra.value == pytest.approx(result.mean_payoff.value)  # payoffs +-1 or 0: NRA is the mean payoff
+    decisive = result.wins + result.losses  # GTBench's NRA on +1/-1 payoffs: (W - L) / (W + L), draws left out
+    assert result.nra.value == pytest.approx((result.wins - result.losses) / decisive)
     assert set(summary.illegal_rate) == {"mcts", "random", "exact"}
     assert all(rate.value == 0 for rate in summary.illegal_rate.values())
     assert 5 <= summary.mean_length <= 9
@@ -107,9 +109,10 @@ def test_kuhn_poker_solved_policy_beats_random(games: int, tmp_path: Path, capsy
     summary = two_player_summary(records)
     (pair,) = summary.pairs
     assert (pair.player, pair.opponent, pair.games) == ("exact", "random", games)
-    assert pair.mean_payoff.low > 0, pair.mean_payoff  # positive, its 95% CI excludes 0
     payoffs = [r.returns[r.seats.index("exact")] for r in records]
-    assert pair.mean_payoff.value == pytest.approx(float(np.mean(payoffs)))
+    assert pair.mean_payoff.value == pytest.approx(float(np.mean(payoffs))) and pair.mean_payoff.value > 0
+    assert pair.mean_payoff.low < pair.mean_payoff.value < pair.mean_payoff.high  # on the chips' range [-2, 2]
+    assert pair.nra.value > 0  # GTBench's NRA has the sign of the chips won
 
 
 @pytest.mark.parametrize(
@@ -291,6 +294,8 @@ def test_games_all_lists_openspiel_games_with_llm_and_classical_support(capsys: 
     # games only: every entry is a game's line and its parameters' line, nothing else (no bot list, no footnote)
     known = {game_type.short_name for game_type in pyspiel.registered_games()}
     body = [line for line in lines if line and not line.startswith("OpenSpiel's games")]
+    families = [i for i, line in enumerate(body) if "pettingzoo:" in line or "textarena:" in line]
+    body = body[: families[0]] if families else body  # the adapted environments follow, each with its verdict
     assert body[-1].startswith("    ") and len(body) % 2 == 0
     for name_line, params_line in zip(body[::2], body[1::2], strict=True):
         assert name_line.split("  ", 1)[0] in known and params_line.startswith("    "), name_line
@@ -362,8 +367,8 @@ def _record(
 
 
 def test_two_player_metrics_on_known_records() -> None:
-    assert normalized_relative_advantage(3, 1) == pytest.approx(0.5)
-    assert normalized_relative_advantage(-1, 1) == -1 and normalized_relative_advantage(0, 0) == 0
+    assert normalized_relative_advantage([3], [1]) == pytest.approx(0.5)
+    assert normalized_relative_advantage([-1], [1]) == -1 and normalized_relative_advantage([0], [0]) == 0
     records = [
         _record(("a", "b"), (1, -1)),  # a first, wins
         _record(("a", "b"), (1, -1)),
@@ -375,9 +380,42 @@ def test_two_player_metrics_on_known_records() -> None:
     assert (pair.wins, pair.draws, pair.losses) == (2, 1, 1)
     assert pair.first.value == 1.0 and pair.second.value == 0.0
     assert pair.mean_payoff.value == pytest.approx((1 + 1 + 0 - 2) / 4)
-    assert pair.nra.value == pytest.approx((1 + 1 + 0 - 1) / 4)
+    assert pair.nra.value == pytest.approx(0.0)  # summed first: a's +2 and -2 cancel
+    assert math.isinf(pair.nra.high) and pair.nra.describe() == "+0.00 [n/a]"  # game "g()": no payoff range
     assert summary.seat_wins[0].value == 0.75 and summary.seat_wins[2].value == 0.25
     assert summary.mean_length == pytest.approx(13 / 4)
     assert summary.illegal_rate["b"].value == pytest.approx(2 / 6) and summary.illegal_rate["a"].value == 0
-    interval = wilson(9, 10)
-    assert interval.value == 0.9 and 0.55 < interval.low < 0.6 and 0.98 < interval.high <= 1.0
+    interval = clopper_pearson(9, 10)
+    assert interval.value == 0.9 and 0.55 < interval.low < 0.56 and 0.99 < interval.high <= 1.0
+
+
+def _match(game: str, seats: tuple[str, str], returns: tuple[float, float], index: int) -> MatchRecord:
+    return MatchRecord(
+        match_id=f"m{index:03d}", game=game, seats=list(seats), roles=["player", "player"], turns=[],
+        returns=list(returns), status="complete", repeat=index // 2,
+    )  # fmt: skip
+
+
+def test_nra_is_gtbench_summed_over_the_matches_with_draws_scored_zero() -> None:
+    # 6 wins, 3 draws, 1 loss on +1/-1 payoffs: (sum of scores - theirs) / (sum of sizes) = (5 + 5) / 14 = 5/7
+    outcomes = [(1.0, -1.0)] * 6 + [(0.0, 0.0)] * 3 + [(-1.0, 1.0)]
+    order = np.random.default_rng(0).permutation(len(outcomes))
+    records = [
+        _match("tic_tac_toe", ("a", "b") if i % 2 else ("b", "a"), outcomes[k] if i % 2 else outcomes[k][::-1], i)
+        for i, k in enumerate(order)
+    ]
+    (pair,) = two_player_summary(records).pairs
+    assert (pair.wins, pair.draws, pair.losses) == (6, 3, 1)
+    assert pair.nra.value == pytest.approx(5 / 7)  # 0.714; the mean of per-match ratios was 0.5
+    assert -1.0 <= pair.nra.low < 5 / 7 < pair.nra.high <= 1.0  # 10 matches: wide, and never a point
+
+
+def test_nra_has_the_sign_of_the_chips_won() -> None:
+    # Kuhn poker, hand-made: the exact player loses 6 hands of one chip and wins 4 of two: +2 chips over 10 hands
+    hands = [(2.0, -2.0)] * 4 + [(-1.0, 1.0)] * 6
+    records = [_match("kuhn_poker", ("exact", "random"), hand, i) for i, hand in enumerate(hands)]
+    (pair,) = two_player_summary(records).pairs
+    assert pair.mean_payoff.value == pytest.approx(0.2) and pair.wins < pair.losses
+    assert pair.nra.value == pytest.approx(2 / 14) and pair.nra.value > 0  # (2 + 2) / (14 + 14)
+    assert np.mean([(m - t) / (abs(m) + abs(t)) for m, t in hands]) < 0  # the old per-match mean had the other sign
+    assert -1.0 <= pair.nra.low < pair.nra.value < pair.nra.high <= 1.0

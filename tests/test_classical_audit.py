@@ -1,6 +1,7 @@
 """Issue 9, checked end to end: both seatings of a two-player game are played under the default pairing (so the
 report's first-mover split has both halves), ``play`` confines file-naming game parameters as ``run`` does, and the
-documentation's table (docs/tasks.md) of which classical bot plays which game is what :func:`classical_support` says."""
+documentation's table (docs/tasks/openspiel.md) of which classical bot plays which game is what
+:func:`classical_support` says."""
 
 from __future__ import annotations
 
@@ -105,7 +106,12 @@ def test_a_seating_never_played_reads_n_a_in_the_report() -> None:
     text = format_two_player(records)
     assert "nan" not in text
     row = next(line for line in text.splitlines() if line.split()[:2] == ["a", "b"])
-    assert row.split()[-4:] == ["100%", "[44,", "100]", "n/a"]  # won moving first; never moved second
+    assert row.split()[-4:] == [
+        "100%",
+        "[29,",
+        "100]",
+        "n/a",
+    ]  # 3 of 3 moving first (Clopper-Pearson); never second
 
 
 # -- play confines file-naming game parameters as run does -----------------------------------------------------
@@ -150,7 +156,7 @@ def test_play_refuses_a_file_outside_its_data_folder_before_reading_it(
 
 
 def test_the_readme_table_of_classical_bots_matches_the_code(repo_root: Path) -> None:
-    readme = (repo_root / "docs" / "tasks.md").read_text(encoding="utf-8")
+    readme = (repo_root / "docs" / "tasks" / "openspiel.md").read_text(encoding="utf-8")
     header = "| game | `random` | `mcts` | `exact` |"
     assert header in readme
     rows = readme.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]  # below the |---| line

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis.confseq import METHODS, BettingConfidenceSequence, ConfidenceSequence, confidence_sequence, make_sequence
-from analysis.scores import bootstrap_ci
+from bench.bench_coverage import percentile_bootstrap as bootstrap_ci
 
 RUNS = 1000
 LENGTH = 100

@@ -1,12 +1,11 @@
 """Flat memory (issue 14, item 2): the summary ``run`` prints and ``report`` stream the store into slim records that
-share their equal parts, and the bootstrap interval draws its resamples in blocks."""
+share their equal parts."""
 
 from __future__ import annotations
 
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from deepeval_games.app.report import ReportData, load_report, slim, text_report
@@ -92,13 +91,13 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
     streamed: list[str] = []
     original = RunResult.iter_records
 
-    def counted(self: RunResult) -> object:
-        streamed.append("once")
-        return original(self)
+    def counted(self: RunResult, *, rebuild_turns: bool = True) -> object:
+        streamed.append(f"rebuild_turns={rebuild_turns}")
+        return original(self, rebuild_turns=rebuild_turns)
 
     monkeypatch.setattr(RunResult, "iter_records", counted)
     assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
-    assert streamed == ["once"]  # a scripted run reads the store once, for the scores
+    assert streamed == ["rebuild_turns=False"]  # a scripted run reads the store once, for the scores, as stored
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
@@ -108,21 +107,11 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
     assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
 
 
-def test_bootstrap_in_blocks_draws_the_interval_of_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analysis.scores as scores
+def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(run_dir: Path) -> None:
+    """``run`` reads its moves records as stored (rows, no turns rebuilt): the summary's text is the same."""
+    from deepeval_games.app.cli import score_report
 
-    values = np.random.default_rng(1).normal(size=1001)
-    data = np.sort(values)
-    means = np.random.default_rng(0).choice(data, size=(2000, data.size), replace=True).mean(axis=1)
-    one_draw = (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
-    assert scores.bootstrap_ci(values) == one_draw
-    monkeypatch.setattr(scores, "_BOOTSTRAP_BLOCK", 777)  # blocks of a row: the same stream, the same interval
-    assert scores.bootstrap_ci(values) == one_draw
-    monkeypatch.undo()
-    tracemalloc.start()
-    try:
-        scores.bootstrap_ci(np.arange(10_000.0))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 60e6, peak  # one draw of 2,000 x 10,000: 320 MB
+    with Store(run_dir, read_only=True) as store:
+        stored = list(store.records(rebuild_turns=False))
+    assert all(r.transcript == "moves" and r.moves and not r.turns for r in stored)
+    assert score_report(iter(stored)) == score_report(_full(run_dir))

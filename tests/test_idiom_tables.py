@@ -1,4 +1,5 @@
-"""Tables 1 and 2 (early/late win rate and successful hits) from match records."""
+"""The paper's idiom score (Eq. 1 by wins, both positions) and Tables 1 and 2 (early/late win rate and successful
+hits) from match records."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from analysis.idiom_tables import (
+    HEADLINE_TITLE,
     early_late_table,
+    format_early_late_intervals,
     format_early_late_table,
+    format_headline,
+    headline,
     hit_table,
     idiom_records,
     plot_early_late_tables,
@@ -18,6 +23,7 @@ from analysis.idiom_tables import (
 )
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.app.cli import main
+from deepeval_games.app.report import core_text
 from deepeval_games.core.records import MatchRecord
 
 _GAME = "deepeval_idiom_solitaire(match=exact,max_turns=50,start=一马当先)"
@@ -69,6 +75,30 @@ def test_win_rate_cells_and_means(records: list[MatchRecord]) -> None:
     assert table.late_mean("A") == pytest.approx((0.0 + 1.0) / 2)  # column A: cells (B,A), (C,A)
     assert table.early_mean("C") == 0.0  # (C,A) only; the self-play cell (C,C) is left out
     assert math.isnan(win_rate_table(records, players=["B", "C"]).early_mean("C"))  # only self-play left
+
+
+def test_the_headline_is_eq1_by_wins_over_both_positions(records: list[MatchRecord]) -> None:
+    found = headline(records)
+    assert found is not None and found.title == HEADLINE_TITLE
+    # A: won (A,B) #1, (A,C) and (C,A) as late player; lost (A,B) #2 and (B,A); drew (A,B) #3 -> 3 of 6.
+    # B: won (A,B) #2 and (B,A) as early player in seat 1 -> 2 of 4. C: 0 of 2 (its self-play match left out).
+    assert [(s.player, s.n, s.mean) for s in found.scores] == [("A", 6, 0.5), ("B", 4, 0.5), ("C", 2, 0.0)]
+    assert found.note.endswith("A 3 of 6, B 2 of 4, C 0 of 2")
+    between = headline(records, players=["A", "B"])
+    assert between is not None and [(s.player, s.n, s.mean) for s in between.scores] == [("B", 4, 0.5), ("A", 4, 0.25)]
+    assert headline(records[-1:]) is None  # no idiom match
+    lines = format_headline(found).splitlines()
+    assert lines[0].startswith("Eq. 1. Idiom Solitaire: wins per player over both positions")
+    assert lines[1].split() == ["player", "matches", "wins", "win", "rate", "95%", "CI"]
+    assert lines[2].split()[:4] == ["A", "6", "3", "0.50"]
+
+
+def test_the_report_headline_of_the_task_is_wins_per_player_not_a_score_per_position(
+    records: list[MatchRecord],
+) -> None:
+    text = core_text(r for r in records if r.game == _GAME)
+    assert HEADLINE_TITLE in text and "Wins (matches won of matches played" in text
+    assert "Eq. 2" not in text and "mean payoff per player and role" not in text
 
 
 def test_hit_cells_and_roles(records: list[MatchRecord]) -> None:
@@ -125,6 +155,7 @@ def test_command_line_on_a_run_directory(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["tables", "idiom", str(tmp_path / "run"), "--plot", str(tmp_path / "t.png")]) == 0
     out = capsys.readouterr().out
     assert "Table 1. Idiom Solitaire: win rate" in out and "Table 2. Idiom Solitaire: successful hits" in out
+    assert out.index("Eq. 1. Idiom Solitaire: wins per player") < out.index("Table 1.")  # the paper's score first
     assert "2 matches per cell" in out and (tmp_path / "t.png").exists()
     assert main(["tables", "idiom", str(tmp_path / "nothing")]) == 2  # a clear error, no traceback
     assert "no results in" in capsys.readouterr().err
@@ -136,3 +167,26 @@ def test_the_tables_say_who_decided_what_is_an_idiom() -> None:
     assert "xinhua+cedict+zdic-1 alone" in alone and "[judge]" in alone
     assert "xinhua-1, and the judge ruled" in judged
     assert "xinhua-1 alone" in validity_note("deepeval_idiom_solitaire(max_turns=4)")  # before the parameter
+
+
+def test_cells_have_intervals_and_resolved_differences_are_marked() -> None:
+    def match(i: int, early: str, late: str, early_won: bool) -> MatchRecord:
+        record = _record(early, late, (1, -1) if early_won else (-1, 1), (3, 2) if early_won else (2, 2))
+        return record.model_copy(update={"match_id": f"{early}{late}{i:02d}", "repeat": i})
+
+    records = [match(i, "A", "B", True) for i in range(12)]  # A, moving first, wins all 12: resolved
+    records += [match(i, "B", "A", i % 2 == 0) for i in range(10)]  # 5 wins, 5 losses: unresolved
+    table = win_rate_table(records)
+    ab, ba = table.cell("A", "B"), table.cell("B", "A")
+    assert ab is not None and ba is not None
+    assert ab.early_ci.mean == 1.0 and 0.5 < ab.early_ci.low < 1.0 == ab.early_ci.high
+    assert ab.difference.low > 0 and ba.difference.low < 0 < ba.difference.high
+    assert ba.early_ci.low < 0.5 < ba.early_ci.high and ba.early_ci.high - ba.early_ci.low > 0.5  # honest at 10
+    text = format_early_late_table(table)
+    row_a = next(line for line in text.splitlines() if line.startswith("A "))
+    row_b = next(line for line in text.splitlines() if line.startswith("B "))
+    assert "0.00*" in row_a and "*" not in row_b and "* s_E - s_L resolved" in text
+    listed = format_early_late_intervals(table)
+    assert "A \\ B (12 matches): s_E 1.00 [" in listed and listed.count("unresolved") == 1
+    hits = hit_table(records)
+    assert hits.cell("A", "B").early_ci.high <= 25.0  # type: ignore[union-attr]  # max_turns 50: 25 moves a seat

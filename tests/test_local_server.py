@@ -193,6 +193,34 @@ def test_server_dies_with_its_parent(how: str) -> None:
             parent.wait()
 
 
+@needs_model
+def test_a_server_whose_parent_died_during_start_up_exits() -> None:
+    # the parent is gone before the child announces its address: the write fails, and the C++ destructor (which can
+    # wait forever for a main loop that never ran) must not keep an orphaned server alive
+    opts = {
+        "path": str(local_server.resolve_local_model("local/smollm2").path),
+        "alias": "smollm2",
+        "n_ctx": 512,
+        "n_parallel": 1,
+        "n_threads": 1,
+        "seed": 0,
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", local_server._CHILD, json.dumps(opts)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        child.stdout.close()  # as a dead parent's end of the pipe: the address cannot be written
+        assert child.wait(timeout=60) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
 # -- local calls queue on this side, with a timeout sized for the reply (no model needed) ---------------------
 
 

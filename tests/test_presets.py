@@ -45,6 +45,7 @@ def _first_turn(game_string: str, d: IdiomDictionary | None = None, move: str | 
 def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None:
     paper = _spec("paper", [PGG, IDIOM, MT], ("pgg_free_rider", "pgg_free_rider"))
     pgg, idiom, mt = paper.games
+    assert mt == MT.replace(")", ",rubric=paper)")  # the paper's judge criteria: a game string of its own
     # Public Goods: the competitive goal (end with the most coins), not the absolute one
     rules, _, _ = _first_turn(pgg)
     assert "more coins than any other participant" in rules and "as many coins as possible" not in rules
@@ -57,7 +58,9 @@ def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None
     for text in ("Bonjour.", "Bonjour !"):
         state.apply_action(state.intern_utterance(state.current_player(), text))
     brief = state.judge_text()
-    assert "faithful" in brief and "more accurate" in brief
+    criteria = re.findall(r"^\d\. .*$", brief, re.MULTILINE)
+    assert len(criteria) == 2 and "faithful to the meaning" in criteria[0] and "more accurate" in criteria[1]
+    assert "complete" not in brief and "fluent" not in brief  # the project's rubric adds those (rubric=extended)
 
     # Code Review: no "over" offered in the first review (only in the follow-up), the paper's three criteria
     cr_paper = _spec("paper", [CR], ("pgg_free_rider", "pgg_free_rider")).games[0]
@@ -84,6 +87,15 @@ def test_the_paper_preset_renders_the_papers_prompts(d: IdiomDictionary) -> None
     assert "single word over" in rules and "single word over" in adapter.format_text(observe(state, 1))
     _say(state, "over")
     assert state.ended_by() == "consensus" and "Its tests:" in state.judge_text()
+    # Machine Translation: the project preset keeps the first rubric, its game strings and its match ids
+    bots = ("mt_reference_translator", "mt_identity_proofreader")
+    plans = {preset: plan_matches(_spec(preset, [MT], bots)) for preset in (None, "project", "paper")}
+    assert [(m.game, m.match_id) for m in plans["project"]] == [(m.game, m.match_id) for m in plans[None]]
+    assert "rubric" not in plans[None][0].game and "rubric=paper" in plans["paper"][0].game
+    state = load_game(MT).new_initial_state()
+    for text in ("Bonjour.", "Bonjour !"):
+        state.apply_action(state.intern_utterance(state.current_player(), text))
+    assert "faithful, complete and fluent French rendering" in state.judge_text()
 
 
 def _say(state: Any, text: str) -> None:

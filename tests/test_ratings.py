@@ -12,12 +12,12 @@ from analysis.ratings import (
     alpha_rank,
     alpha_rank_records,
     bradley_terry,
-    bradley_terry_ci,
     meta_game,
     nash_averaging,
     paired_comparison,
     pairwise_outcomes,
     plackett_luce,
+    points_share,
     role_ratings,
 )
 from deepeval_games import parse_spec, run_experiment
@@ -120,7 +120,7 @@ def test_asymmetric_tasks_are_rated_per_role_never_across_roles() -> None:
         paired_comparison(records, "w", "s", role="reviewer")
 
 
-def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> None:
+def test_bradley_terry_orders_players_and_points_shares_have_valid_intervals() -> None:
     records = []
     for i in range(12):
         records += [
@@ -130,10 +130,15 @@ def test_bradley_terry_intervals_contain_the_estimate_and_order_players() -> Non
             _record(["w", "m"], [1 if i % 4 == 0 else 0, 0], match_id=f"d{i}"),
             _record(["s", "s"], [1, 0], match_id=f"e{i}"),  # self-play: no comparison
         ]
-    ci = bradley_terry_ci(records, samples=100)
-    assert ci["s"][0] > ci["m"][0] > ci["w"][0]
-    assert all(low <= value <= high for value, low, high in ci.values())
-    assert ci == bradley_terry_ci(list(reversed(records)), samples=100)
+    rating = bradley_terry(records)
+    assert rating["s"] > rating["m"] > rating["w"]
+    shares = points_share(records)  # a draw is half a point; self-play is no comparison
+    assert (shares["s"].n, shares["m"].n, shares["w"].n) == (24, 36, 36)
+    assert shares["s"].mean == 1.0 and shares["m"].mean == pytest.approx(16.5 / 36)
+    assert shares["w"].mean == pytest.approx(7.5 / 36)
+    assert all(0.0 <= s.low < s.mean <= s.high <= 1.0 for s in shares.values() if s.mean < 1)
+    assert shares["s"].low > shares["w"].high  # 24 wins against 3 in 24: told apart at 95%
+    assert shares == points_share(list(reversed(records)))
 
 
 def test_code_review_ratings_are_reported_per_role(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

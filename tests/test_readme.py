@@ -42,7 +42,7 @@ def test_ci_runs_the_readme_install_and_test_command(repo_root: Path) -> None:
 def test_the_readme_is_short_and_points_to_the_docs(repo_root: Path) -> None:
     text = (repo_root / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 200
-    pages = re.findall(r"`docs/([\w]+\.md)`", text)
+    pages = re.findall(r"`docs/([\w/]+\.md)`", text)  # tasks/index.md: the task pages have a folder
     assert len(pages) >= 8 and all((repo_root / "docs" / page).is_file() for page in pages)
     nav = (repo_root / "mkdocs.yml").read_text(encoding="utf-8")
     assert all(f": {page}" in nav for page in pages)  # every page the README names is in the site

@@ -1,4 +1,4 @@
-"""Match records: the current schema version round-trips, and run directories of versions 1 to 4 still load and report.
+"""Match records: the current schema version round-trips, and run directories of versions 1 to 5 still load and report.
 
 The rule (deepeval_games.core.records): a change to the record bumps its version, adds a migration and a small
 checked-in run-directory fixture of the old version (``tests/fixtures/v<N>/``), loaded here.
@@ -43,7 +43,7 @@ def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -75,7 +75,7 @@ def test_the_reasked_llm_turn_keeps_its_first_prompt(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [f"v{version}/pgg_{kind}" for version in range(1, 5) for kind in ("scripted", "llm")],
+    [f"v{version}/pgg_{kind}" for version in range(1, 6) for kind in ("scripted", "llm")],
 )
 def test_report_reads_v1_run_directories(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _copy(name, tmp_path)
@@ -204,13 +204,30 @@ def test_v3_run_directories_gain_empty_finish_reasons(name: str, tmp_path: Path)
 
 @pytest.mark.parametrize("name", ["v4/pgg_scripted", "v4/pgg_llm"])
 def test_v4_run_directories_are_full_transcripts(name: str, tmp_path: Path) -> None:
-    """Every version-4 record kept its whole transcript: it reads as ``transcript = "full"``, unchanged otherwise."""
+    """Every version-4 record kept its whole transcript: it reads as ``transcript = "full"``, unchanged otherwise
+    (but for the turn fields of later versions)."""
     from deepeval_games.core.transcript import with_messages
 
+    later = ("cached_tokens", "cache_write_tokens")  # version 6
     for record, line in _migrated(name, 4, tmp_path):
         assert record.transcript == "full" and record.moves is None
         assert with_messages(record) is record  # nothing to rebuild
         data = record.to_dict()
+        data["turns"] = [{k: v for k, v in turn.items() if k not in later} for turn in data["turns"]]
         assert {k: v for k, v in data.items() if k not in ("transcript", "moves", "schema_version")} == {
             k: v for k, v in line.items() if k != "schema_version"
         }
+
+
+@pytest.mark.parametrize("name", ["v5/pgg_scripted", "v5/pgg_llm"])
+def test_v5_run_directories_gain_no_cached_tokens(name: str, tmp_path: Path) -> None:
+    """Version 5 recorded no prompt-cache figures: its turns read 0 cached and 0 cache-written tokens, the rest as
+    stored (a record stored as its moves rebuilds its turns as before)."""
+    for record, line in _migrated(name, 5, tmp_path):
+        assert record.transcript == line["transcript"]
+        assert all(t.cached_tokens == 0 and t.cache_write_tokens == 0 for t in record.turns)
+        if line["transcript"] == "full":
+            assert [t.tokens_in for t in record.turns] == [t["tokens_in"] for t in line["turns"]]
+            assert [t.raw_replies for t in record.turns] == [t["raw_replies"] for t in line["turns"]]
+        else:
+            assert len(record.turns) == len(line["moves"])

@@ -191,6 +191,10 @@ def test_html_report_of_a_fake_endpoint_run_shows_a_transcript_per_outcome(tmp_p
     assert "re-ask 1" in refusal and "reply 2 [content_filter]" in _sample_block(dom, "refusal")
     assert "[length]" in _sample_block(dom, "truncated")
     assert "(rules)" in refusal and "(observation)" in refusal  # what the seat saw: the pool's messages
+    # a round's move comes before that round's result (both carry the round's number in the pool)
+    block = _sample_block(dom, "ok")
+    move = re.search(r"<b>\[round 1\] Player", block)
+    assert move is not None and move.start() < block.index("In round 1"), "round 1's result shown before its move"
 
 
 @needs_chromium

@@ -195,3 +195,50 @@ def test_four_seat_pgg_declares_identical_players_tied(tmp_path: Path) -> None:
     statuses = {frozenset((p.better[2], p.worse[2])): p.status for p in report.pairs}
     assert statuses[frozenset(("full", "conditional"))] == "tied"
     assert "Tied within epsilon: " in format_stopping(report)
+
+
+def _toml(spec: dict[str, object]) -> str:
+    """A spec of :func:`_spec`'s shape as TOML (scalars, the ``until_stable`` table, players with params)."""
+
+    def value(v: object) -> str:
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + "}"
+        return json.dumps(v)
+
+    experiment = dict(spec["experiment"])  # type: ignore[call-overload]
+    lines = ["[experiment]", *(f"{k} = {value(v)}" for k, v in experiment.items())]
+    for player in spec["players"]:  # type: ignore[attr-defined]
+        lines += ["[[players]]", *(f"{k} = {value(v)}" for k, v in player.items())]
+    return "\n".join(lines) + "\n"
+
+
+def test_until_stable_without_a_rule_runs_the_adaptive_rule(tmp_path: Path) -> None:
+    spec = _spec(max_repeats=4)
+    del spec["experiment"]["until_stable"]["rule"]  # type: ignore[index]
+    parsed = parse_spec(spec)
+    assert parsed.until_stable is not None and parsed.until_stable.rule == "adaptive"
+    result = run_experiment(parsed, tmp_path / "run")
+    assert result.stopping is not None and not result.stableness  # the adaptive rule decided, not the recheck
+    assert (tmp_path / "run" / "stopping.json").is_file() and result.stopping.rounds <= 4
+
+
+def test_reports_say_when_no_stopping_rule_or_an_invalid_one_was_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepeval_games.app.cli import main
+
+    fixed = _spec()
+    del fixed["experiment"]["until_stable"]  # type: ignore[attr-defined]
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(_toml(fixed), encoding="utf-8")
+    assert main(["run", str(spec_path), "--out", str(tmp_path / "fixed"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "No stopping rule was applied: 2 repeat(s) fixed in advance" in out and "converged" in out
+    assert main(["report", str(tmp_path / "fixed")]) == 0
+    assert "No stopping rule was applied" in capsys.readouterr().out
+    recheck = _spec(rule="recheck", epsilon=100.0, max_repeats=2)
+    spec_path.write_text(_toml(recheck), encoding="utf-8")
+    assert main(["run", str(spec_path), "--out", str(tmp_path / "recheck"), "--no-progress"]) == 0
+    assert "not valid under repeated looks" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "recheck")]) == 0
+    assert "Stopping rule 'recheck'" in capsys.readouterr().out

@@ -26,7 +26,7 @@ from deepeval_games.app.store import JSONL_NAME, Store
 from deepeval_games.core.bot import FieldsBot, SyncBot
 from deepeval_games.core.errors import UnknownGameError
 from deepeval_games.core.games import load_game
-from deepeval_games.core.records import MatchRecord, RecordError
+from deepeval_games.core.records import SCHEMA_VERSION, MatchRecord, RecordError
 from deepeval_games.core.referee import TranscriptNotDerivable, play_match
 from deepeval_games.core.registry import make_bot, register_bot
 from deepeval_games.core.transcript import with_messages
@@ -130,6 +130,60 @@ def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
     _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
     light = slim(MatchRecord.from_json(moves.to_json()))
     assert light.moves is None and len(light.turns) == 20
+
+
+@pytest.mark.parametrize(("game_string", "bots", "params"), [CASES[0], CASES[4]])
+def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
+    game_string: str, bots: list[int], params: dict[str, Any]
+) -> None:
+    """The run summary reads moves records as stored (``rebuild_turns=False``: rows, no turns) and slims them from
+    their rows: the very slim record the rebuilt turns give, sharing its turns with theirs."""
+    from deepeval_games.app.report import slim
+
+    _, moves = _both(game_string, [PGG_BOTS[i] for i in bots], 5, params)
+    text = moves.to_json()
+    rebuilt, stored = MatchRecord.from_json(text), MatchRecord.from_json(text, rebuild_turns=False)
+    spaced = MatchRecord.from_json(json.dumps(json.loads(text), indent=1), rebuild_turns=False)  # the parsing path
+    assert rebuilt.turns and stored.turns == [] == spaced.turns and stored.moves == spaced.moves == moves.moves
+    assert slim(stored).model_dump() == slim(rebuilt).model_dump()
+    interned: dict[Any, Any] = {}
+    light = slim(rebuilt, interned)
+    for record in (stored, spaced):
+        again = slim(record, interned)
+        assert again.model_dump() == light.model_dump() and all(
+            a is b for a, b in zip(again.turns, light.turns, strict=True)
+        )
+    first: dict[Any, Any] = {}  # read as stored before any full record: the same slim turns
+    assert slim(stored, first).model_dump() == light.model_dump()
+
+
+def test_chance_rows_read_as_stored_keep_their_outcome_names() -> None:
+    """A chance row's slim turn keeps its outcome's name (a seat's is dropped): two records that differ only in a
+    chance outcome's name get different slim turns, a seat's name alone shares one."""
+    from deepeval_games.app.report import slim
+
+    def record(chance_name: str, seat_name: str) -> MatchRecord:
+        rows = [[0, -1, 1, chance_name, 0.0], [1, 0, 3, seat_name, 0.25]]
+        data = {
+            "match_id": "m",
+            "game": "g",
+            "seats": ["a"],
+            "returns": [1.0],
+            "turns": [],
+            "schema_version": SCHEMA_VERSION,
+        }
+        text = json.dumps({**data, "transcript": "moves", "moves": rows})
+        return MatchRecord.from_json(text, rebuild_turns=False)
+
+    interned: dict[Any, Any] = {}
+    heads, tails, renamed = (
+        slim(record(*names), interned) for names in [("heads", "x"), ("tails", "x"), ("heads", "y")]
+    )
+    assert [t.action_string for t in heads.turns] == ["heads", ""] and tails.turns[0].action_string == "tails"
+    assert heads.turns[0] is not tails.turns[0] and heads.turns[1] is tails.turns[1] is renamed.turns[1]
+    assert heads.turns[0] is renamed.turns[0]
+    full = MatchRecord.from_json(record("tails", "z").to_json())
+    assert full.turns and slim(full).model_dump() == tails.model_dump()
 
 
 def test_a_replay_that_fails_any_other_way_is_a_record_error(monkeypatch: pytest.MonkeyPatch) -> None:

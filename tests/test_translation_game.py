@@ -77,19 +77,25 @@ def test_controls_are_ordered_by_chrf_and_bleu_in_every_direction(pair: str) -> 
         scores = record.metrics["judge_scores"]
         assert record.returns == [float(scores["translator"]), float(scores["proofreader"])]
         assert all(isinstance(record.metrics[m], float) for m in METRICS)
+        stats = [record.metrics[f"bleu_stats_{text}"] for text in ("translation", "proofread")]
+        assert all(len(s) == 10 and all(isinstance(v, int) for v in s) for s in stats)  # corpus BLEU's counts
+        assert "eff:no" in record.metrics["bleu_corpus_signature"] and "eff:yes" in record.metrics["bleu_signature"]
     assert degraded.returns[1] < 6 < corrected.returns[1]  # the chrF judge sees the gains too
 
 
 def test_the_chinese_target_uses_the_chinese_bleu_tokenizer() -> None:
     reference = "我们如何了解自己所知的事物。"
     zh = score_texts("我们如何了解事物。", reference, reference, "zh")
-    assert zh["bleu_translation"] > 0 and "tok:zh" in zh["bleu_signature"]
+    assert zh["bleu_translation"] > 0 and "tok:zh" in zh["bleu_signature"] and "tok:zh" in zh["bleu_corpus_signature"]
     assert score_texts("我们如何了解事物。", reference, reference, "en")["bleu_translation"] == 0.0  # one "word"
     assert score_texts("", reference, reference, "zh")["chrf_translation"] == 0.0
     translation_scorer._chrf.cache_clear()  # fresh metrics: nothing scored yet
     translation_scorer._bleu.cache_clear()
+    translation_scorer._corpus_bleu.cache_clear()
     both_empty = score_texts("", "", reference, "fr")  # an empty translation proofread as empty: still signed
     assert both_empty["chrf_gain"] == 0.0 and "nrefs:1" in both_empty["chrf_signature"]
+    assert "nrefs:1" in both_empty["bleu_corpus_signature"]
+    assert both_empty["bleu_stats_translation"][:3] == [0, len(reference.split()), 0]  # the reference still counts
 
 
 def test_the_degrading_controls_delete_what_they_say() -> None:
@@ -106,6 +112,7 @@ def test_bad_parameters_and_bot_settings_are_refused() -> None:
         ("deepeval_translation(pair=en-zh,paragraph=9999-p1)", "has no talk 9999"),
         ("deepeval_translation(words=3)", "words must be"),
         ("deepeval_translation(split=tst2015)", "split must be"),
+        ("deepeval_translation(rubric=fluent)", "rubric must be"),
     ]:
         with pytest.raises(DeepEvalError, match=message):
             load_game(bad)
@@ -126,6 +133,32 @@ def test_the_game_shows_the_source_never_the_reference_and_caps_replies_by_parag
     assert game.reply_limit("translator") == REPLY_TOKENS_BASE + REPLY_TOKENS_PER_WORD * paragraph.source_words
     assert game.reply_limit("judge") is None
     assert str(load_game(str(game))) == str(game)  # the paragraph id survives OpenSpiel's game-string parser
+
+
+def test_the_rubric_parameter_selects_the_papers_two_criteria_and_the_default_keeps_the_old_game_string() -> None:
+    base = "deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)"
+    default, paper = load_game(base), load_game(base.replace(")", ",rubric=paper)"))
+    assert "rubric" not in str(default) and str(load_game(base.replace(")", ",rubric=extended)"))) == str(default)
+    assert "rubric=paper" in str(paper) and str(load_game(str(paper))) == str(paper)  # round-trips
+    briefs = {}
+    for name, game in (("extended", default), ("paper", paper)):
+        state = game.new_initial_state()
+        for text in ("Bonjour.", "Bonjour !"):
+            state.apply_action(state.intern_utterance(state.current_player(), text))
+        swapped = state.judge_text_presented([1, 0], ["B", "A"])
+        briefs[name] = (re.findall(r"^\d\. .*$", state.judge_text(), re.MULTILINE), swapped)
+    (extended, _), (criteria, swapped) = briefs["extended"], briefs["paper"]
+    assert extended == [
+        "1. Translator: is the translation a faithful, complete and fluent French rendering of the English source?",
+        "2. Proofreader: is the proofread version more accurate and fluent than the translation it was given "
+        "(without losing anything of the source)?",
+    ]
+    assert criteria == [
+        "1. Translator: is the French translation faithful to the meaning of the English source?",
+        "2. Proofreader: is the proofread version a more accurate translation than the one it was given?",
+    ]
+    assert "1. A (the proofreader): is the proofread version a more accurate translation" in swapped
+    assert "fluent" not in swapped and "complete" not in swapped  # the audit's swapped brief keeps the rubric
 
 
 def test_the_examples_games_are_the_seeded_samples_and_the_scripted_example_runs(

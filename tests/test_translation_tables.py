@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ import pytest
 
 from analysis.correlation import correlate
 from analysis.translation_tables import (
+    CORPUS_BLEU,
+    corpus_bleu,
+    format_corpus_bleu_table,
     format_metric_table,
     format_score_table,
     judge_correlations,
@@ -24,6 +28,7 @@ from analysis.translation_tables import (
 from deepeval_games.app.cli import main
 from deepeval_games.app.store import Store
 from deepeval_games.core.records import MatchRecord
+from game_defs.translation_scorer import score_texts
 
 _ROLES = ["translator", "proofreader"]
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -113,7 +118,11 @@ def test_judge_table_cells_and_means(records: list[MatchRecord]) -> None:
     assert lines[3].split() == ["A", "10.00", "10.00", "5.00", "4.00", "9.00", "6.00", "5.00"]
     assert lines[4].split() == ["B", "7.00", "8.00", "-", "-", "-", "-", "8.00"]
     assert lines[6].split() == ["mean", "s_T", "7.00", "5.00", "9.00"]
-    assert lines[7] == "(rows: proofreader, columns: translator; 1..2 matches per cell)"
+    assert lines[7] == (
+        "(rows: proofreader, columns: translator; * s_T - s_Pr resolved (its 95% interval, match by match, excludes 0);"
+        " 1..2 matches per cell)"
+    )
+    assert math.isinf(ba.translator_ci.high)  # paragraph "t1-0" is no IWSLT paragraph: no game, no judge's scale
 
 
 def test_chrf_and_bleu_grids(records: list[MatchRecord]) -> None:
@@ -126,7 +135,7 @@ def test_chrf_and_bleu_grids(records: list[MatchRecord]) -> None:
     assert table.column_mean("A", lambda c: c.metrics["chrf"].translation) == (45 + 48) / 2
     bleu = table.cell("A", "C").metrics["bleu"]  # type: ignore[union-attr]
     assert math.isnan(bleu.translation) and bleu.measured == 0
-    assert table.unmeasured == {"chrf": 0, "bleu": 1}
+    assert table.unmeasured == {"chrf": 0, "bleu": 1, CORPUS_BLEU: 6}  # hand-made records: no BLEU statistics
     assert table.row_mean("A", lambda c: c.metrics["bleu"].proofread) == 6.0  # the NaN cell left out
 
     lines = format_metric_table(table, "chrf").splitlines()
@@ -137,8 +146,81 @@ def test_chrf_and_bleu_grids(records: list[MatchRecord]) -> None:
     assert lines[3].split() == row_a
     assert lines[6].split() == ["mean", "T", "46.50", "30.00", "70.00"]
     bleu_text = format_metric_table(table, "bleu")
-    assert "BLEU of the translation" in bleu_text and "(1 match(es) without BLEU left out)" in bleu_text
+    assert "sentence BLEU of the translation" in bleu_text
+    assert "(1 match(es) without sentence BLEU left out)" in bleu_text
     assert "without chrF" not in format_metric_table(table, "chrf")
+
+
+# (translator, proofreader, paragraph, reference, translation, proofread text): texts a corpus BLEU is made of
+BLEU_TEXTS = [
+    ("A", "B", "p1", "The cat sat on the mat today.", "The cat sat on a mat.", "The cat sat on the mat today."),
+    ("A", "B", "p2", "We went to the market early.", "We go market.", "We went to the market."),
+    ("A", "B", "p3", "It is raining in the city again.", "Rain city.", "It is raining in the city."),
+    ("B", "A", "p1", "The cat sat on the mat today.", "A cat is on the mat now.", "A cat sat on the mat now."),
+    ("C", "A", "p2", "We went to the market early.", "We went to market early.", "We went to the market early."),
+    ("A", "A", "p3", "It is raining in the city again.", "Raining.", "It rains in the city."),  # self-play
+]
+
+
+def _text_record(translator: str, proofreader: str, paragraph: str, reference: str, t: str, pr: str) -> MatchRecord:
+    metrics = {"pair": "de-en", "paragraph": paragraph, **score_texts(t, pr, reference, "en")}  # what the scorer keeps
+    return MatchRecord(
+        match_id=f"{translator}-{proofreader}-{paragraph}",
+        game=f"deepeval_translation(pair=de-en,paragraph={paragraph})",
+        seats=[translator, proofreader],
+        returns=[5.0, 5.0],
+        turns=[],
+        roles=list(_ROLES),
+        metrics=metrics,
+    )
+
+
+def test_the_bleu_grid_is_sacrebleus_corpus_bleu_of_each_cell_and_each_players_texts() -> None:
+    import sacrebleu
+
+    records = [_text_record(*row) for row in BLEU_TEXTS]
+    table = translation_table(records)
+
+    def corpus(rows: Sequence[tuple[str, ...]], text: int) -> float:
+        return float(sacrebleu.corpus_bleu([r[text] for r in rows], [[r[3] for r in rows]], tokenize="13a").score)
+
+    ba = [r for r in BLEU_TEXTS if r[:2] == ("A", "B")]  # proofreader B, translator A: three paragraphs
+    cell = table.cell("B", "A")
+    assert cell is not None and cell.bleu.measured == 3
+    scores = cell.bleu.scores()
+    assert scores.translation == pytest.approx(corpus(ba, 4), abs=1e-9)
+    assert scores.proofread == pytest.approx(corpus(ba, 5), abs=1e-9)
+    assert scores.gain == pytest.approx(corpus(ba, 5) - corpus(ba, 4), abs=1e-9)
+    sentence_mean = statistics.mean(r.metrics["bleu_translation"] for r in records[:3])
+    assert abs(sentence_mean - scores.translation) > 1  # corpus BLEU is not the mean of the sentence scores
+    # translator A's texts pooled over its column (proofreaders B and C), self-play left out
+    as_translator = [r for r in BLEU_TEXTS if r[0] == "A" and r[1] != "A"]
+    assert table.translator_bleu("A").translation == pytest.approx(corpus(as_translator, 4), abs=1e-9)
+    as_proofreader = [r for r in BLEU_TEXTS if r[1] == "A" and r[0] != "A"]
+    assert table.proofreader_bleu("A").proofread == pytest.approx(corpus(as_proofreader, 5), abs=1e-9)
+    assert math.isnan(corpus_bleu(())) and corpus_bleu(records[0].metrics["bleu_stats_proofread"]) == pytest.approx(100)
+
+    text = format_corpus_bleu_table(table)
+    lines = text.splitlines()
+    assert lines[0] == f"Table 4. Machine Translation (DE-EN): {CORPUS_BLEU} of the translation and the proofread text"
+    assert lines[4].split()[1:4] == [f"{scores.translation:.2f}", f"{scores.proofread:.2f}", f"{scores.gain:.2f}"]
+    assert "sacrebleu signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
+    assert "without BLEU statistics" not in text
+    # a record made before the scorer kept the statistics is left out and counted
+    old = records[0].model_copy(update={"metrics": {k: v for k, v in records[0].metrics.items() if "stats" not in k}})
+    assert "(1 match(es) without BLEU statistics left out" in format_corpus_bleu_table(
+        translation_table([old, *records[1:]])
+    )
+
+
+def test_the_corpus_bleu_of_chinese_uses_the_chinese_tokenizer() -> None:
+    import sacrebleu
+
+    rows = [("我们如何了解自己所知的事物。", "我们如何了解事物。"), ("今天天气很好。", "今天天气好。")]
+    stats = [score_texts(hyp, hyp, ref, "zh")["bleu_stats_translation"] for ref, hyp in rows]
+    summed = [sum(column) for column in zip(*stats, strict=True)]
+    expected = sacrebleu.corpus_bleu([h for _, h in rows], [[r for r, _ in rows]], tokenize="zh").score
+    assert corpus_bleu(summed) == pytest.approx(expected, abs=1e-9) and expected > 0
 
 
 def _fisher_interval(r: float, n: int) -> tuple[float, float]:
@@ -195,6 +277,7 @@ def test_print_tables_per_direction(
 ) -> None:
     assert print_tables(records, plot=tmp_path / "t.png") == 0
     out = capsys.readouterr().out
+    assert out.index(": chrF of the") < out.index(f": {CORPUS_BLEU} of the") < out.index(": sentence BLEU of the")
     assert out.index("Table 4. Machine Translation (DE-EN)") < out.index("Table 6. Machine Translation (EN-ZH)")
     assert "deepeval_translation(pair=de-en) (6 matches)" in out
     assert out.count("Judge translator score vs chrF of the translation: n = ") == 2

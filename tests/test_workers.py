@@ -243,8 +243,8 @@ def test_adaptive_stopping_rule_runs_with_workers(tmp_path: Path, monkeypatch: p
     assert _canonical(two.records) == _canonical(one.records)
 
 
-def test_until_stable_bootstrap_rule_runs_with_workers(tmp_path: Path) -> None:
-    spec = _spec(repeats=2, until_stable={"epsilon": 0.01, "max_repeats": 4, "step": 2})
+def test_until_stable_recheck_rule_runs_with_workers(tmp_path: Path) -> None:
+    spec = _spec(repeats=2, until_stable={"epsilon": 0.01, "max_repeats": 4, "step": 2, "rule": "recheck"})
     one = run_experiment(spec, tmp_path / "one", workers=1)
     two = run_experiment(spec, tmp_path / "two", workers=2)
     assert two.repeats == one.repeats == 4 and two.played == one.played == 24

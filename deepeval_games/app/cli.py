@@ -7,7 +7,9 @@
 ``deepeval-games run SPEC --out DIR --dry-run``  print the match count and an upper estimate of calls, tokens, cost
 ``deepeval-games report DIR... [--html OUT]``  print every table of one or more run directories (and an HTML report)
 ``deepeval-games leaderboard DIR... [--task T] [--role R] [--format F]``  one table per task and role over many runs
+``deepeval-games view DIR...``              serve the HTML report on 127.0.0.1, updated while a run writes
 ``deepeval-games export DIR --format F``     write the matches (or turns) as CSV, JSON Lines or Parquet
+``deepeval-games export DIR --format inspect --out DIR``  write the runs as inspect_ai eval logs
 ``deepeval-games rejudge DIR --judge J``    re-score its judged transcripts with another judge; print the judge audit
 ``deepeval-games rejudge DIR --human``      a person scores the transcripts, blind and in random order
 ``deepeval-games play GAME [--seat N]``     play a seat yourself at the terminal, against bots or models
@@ -23,6 +25,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +51,8 @@ def _task(record: MatchRecord) -> str:
 
 
 def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
-    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones.
+    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
+    the headline the task's tables module gives (:data:`~deepeval_games.app.report.TABLES_ENTRY_POINT_GROUP`).
 
     Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
     rates (:mod:`analysis.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
@@ -96,7 +100,8 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         ray_address=args.ray_address,
     )
     epsilon = spec.until_stable.epsilon if spec.until_stable else None
-    print(score_report(result.iter_records(), epsilon=epsilon))  # streamed from the store: flat memory
+    # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
+    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
     if spec.uses_models():
         played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
@@ -105,11 +110,14 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         from analysis.stopping import format_stopping
 
         print("\n" + format_stopping(result.stopping))
-    elif spec.until_stable:
-        print(
-            f"\nRepeats played: {result.repeats} "
-            f"(stopping rule: until stable, at most {spec.until_stable.max_repeats})."
+    else:  # a fixed repeat count, or the old rule: say what the run may not claim
+        from analysis.stopping import stopping_rule_note
+
+        rule = spec.until_stable
+        note = stopping_rule_note(
+            rule.rule if rule else None, result.repeats or spec.repeats, rule.max_repeats if rule else None
         )
+        print("\n" + note)
     print(
         f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {out}, "
         f"{len(result.failed)} failed."
@@ -260,12 +268,35 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    """Serve the live HTML report until interrupted (:mod:`deepeval_games.app.view`)."""
+    from deepeval_games.app.view import ReportServer
+
+    with ReportServer(args.run_dirs, port=args.port, epsilon=args.epsilon) as server:
+        print(
+            f"the report of {', '.join(args.run_dirs)}: {server.url} (read-only; updates as matches are "
+            "committed; Ctrl-C stops)",
+            flush=True,
+        )
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("stopped")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from analysis.export import columns_for, match_row, turn_rows, write_rows
     from deepeval_games.app.report import max_seats, open_runs, player_labels, stream_records
 
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)
+    if args.format == "inspect":  # inspect_ai logs: a folder of them, one per run, task and player
+        from analysis.inspect_logs import write_inspect_logs
+
+        logs = write_inspect_logs(((run.label, record) for run, record in stream_records(runs, labels)), args.out)
+        print(f"wrote {len(logs)} inspect_ai logs to {args.out} (open them with: inspect view --log-dir {args.out})")
+        return 0
     seats = 0
     if args.level == "match":  # the widest seating fixes the seat columns before the first row is written
         seats = max_seats(runs)
@@ -387,13 +418,14 @@ def _cmd_games(args: argparse.Namespace) -> int:
         )
         print(f"{info.short_name}  ({info.long_name}; {players} players; {info.dynamics})\n    {params}")
     if args.all:  # OpenSpiel's own games: LLM-playable (probed), classical bots that play them
-        from llm_bots.classical import DEFAULT_NODE_BUDGET, openspiel_listing
+        from llm_bots.classical import DEFAULT_NODE_BUDGET, family_listing, openspiel_listing
 
         print(
             "\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout; classical: the "
             f"bots that play it, exact* only up to {DEFAULT_NODE_BUDGET} states, checked when a spec names it):"
         )
         print("\n".join(openspiel_listing()))
+        print("\n".join(family_listing()))
     return 0
 
 
@@ -465,11 +497,25 @@ def _eval_parser(sub: Any) -> None:
     ev.set_defaults(func=_cmd_eval, wait=0.0, executor=None, ray_address=None)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _run_dirs(parser: argparse.ArgumentParser) -> None:
+    """The run directories a reading command takes (one or more)."""
+    parser.add_argument("run_dirs", nargs="+", metavar="run_dir", help="a run directory (one or more)")
+
+
+def command_parser() -> argparse.ArgumentParser:
+    """The parser of every command (the docs' CLI reference is generated from it: :mod:`.reference`)."""
     parser = argparse.ArgumentParser(prog="deepeval-games", description="Evaluate LLMs by making them play games.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="play an experiment spec into a run directory")
+    run = sub.add_parser(
+        "run",
+        help="play an experiment spec into a run directory",
+        description="Plays every match of the spec not yet in the run directory, with a progress bar, then prints "
+        "the score tables. Exit 0 when every match completed, 1 when some could not be (they are listed), 2 on a bad "
+        "spec or input. With --executor ray the same matches are played on a Ray cluster, with the records, ids and "
+        "store of a local run. With --dry-run it prints the number of matches and an upper estimate of calls, tokens "
+        "and cost per model, and sends nothing.",
+    )
     run.add_argument("spec", help="experiment spec (TOML)")
     run.add_argument("--out", required=True, help="run directory (created; an existing one is resumed)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -525,26 +571,50 @@ def _parser() -> argparse.ArgumentParser:
     data.add_argument("name", nargs="?", help="with fetch: one file or one task's files (default: every file)")
     data.add_argument("--dir", metavar="DIR", help="with fetch: the data folder to fill (default: the user cache)")
     data.set_defaults(func=_cmd_data)
-    report = sub.add_parser("report", help="print every table of one or more run directories (side by side)")
-    report.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    report = sub.add_parser(
+        "report",
+        help="print every table of one or more run directories (side by side)",
+        description="With --epsilon, the stableness check too; with --plots, figures as PNG and SVG; with --html, a "
+        "browsable report folder with every transcript.",
+    )
+    _run_dirs(report)
     report.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")
-    report.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    report.add_argument(
+        "--epsilon", type=float, help="also check stableness: every 95%% interval half-width below this"
+    )
     report.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     report.set_defaults(func=_cmd_report)
     board = sub.add_parser(
         "leaderboard", help="merge the matches of run directories by player identity: one table per task and role"
     )
-    board.add_argument("run_dirs", nargs="+", metavar="run_dir")
+    _run_dirs(board)
     board.add_argument("--task", help="keep one task (a game variant, or the game's name)")
     board.add_argument("--role", help="keep one role (asymmetric tasks; symmetric ones have the role 'player')")
     board.add_argument("--format", choices=("text", "csv", "json"), default="text")
     board.add_argument("--out", metavar="FILE", help="write the table here instead of printing it")
     board.set_defaults(func=_cmd_leaderboard)
-    export = sub.add_parser("export", help="write a run's matches or turns as CSV, JSON Lines or Parquet")
-    export.add_argument("run_dirs", nargs="+", metavar="run_dir")
-    export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    view = sub.add_parser(
+        "view",
+        help="serve the HTML report on 127.0.0.1, updated while a run writes",
+        description="Serves the report read-only on http://127.0.0.1:PORT/ and updates it while a run writes the "
+        "directories. Ctrl-C stops it.",
+    )
+    _run_dirs(view)
+    view.add_argument("--port", type=int, default=7676, help="the port on 127.0.0.1 (0: any free one)")
+    view.add_argument("--epsilon", type=float, help="also check stableness: every 95%% CI half-width below this")
+    view.set_defaults(func=_cmd_view)
+    export = sub.add_parser(
+        "export", help="write a run's matches or turns as CSV, JSON Lines or Parquet, or its logs for inspect_ai"
+    )
+    _run_dirs(export)
+    export.add_argument(
+        "--format",
+        choices=("csv", "jsonl", "parquet", "inspect"),
+        default="csv",
+        help="inspect: inspect_ai eval logs (a folder of them, one per run, task and player; needs inspect-ai)",
+    )
     export.add_argument("--level", choices=("match", "turn"), default="match", help="one row per match or per turn")
-    export.add_argument("--out", required=True, help="the file to write")
+    export.add_argument("--out", required=True, help="the file to write (with --format inspect: the folder)")
     export.add_argument(
         "--raw-text",
         action="store_true",
@@ -553,9 +623,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.set_defaults(func=_cmd_export)
     rejudge = sub.add_parser(
-        "rejudge", help="re-score a run's judged transcripts with a judge (no replay); print the judge audit"
+        "rejudge",
+        help="re-score a run's judged transcripts with a judge (no replay); print the judge audit",
+        description="Stores the verdicts beside the matches. Exit 0, 1 when some judgements failed (listed), 2 on "
+        "bad input.",
     )
-    rejudge.add_argument("run_dir")
+    rejudge.add_argument("run_dir", help="the run directory")
     rejudge.add_argument(
         "--judge", help="a registered scripted judge (judge_pass_rate, ...) or a model (openai/gpt-4o)"
     )
@@ -576,15 +649,24 @@ def _parser() -> argparse.ArgumentParser:
     rejudge.add_argument("--no-cache", action="store_true", help="do not use the model-call cache (LLM judges)")
     rejudge.add_argument("--budget-usd", type=float, help="stop sending model calls past this cost")
     rejudge.set_defaults(func=_cmd_rejudge)
-    tables = sub.add_parser("tables", help="print a task's pairwise tables (the paper's Tables 1-6) of a run directory")
+    tables = sub.add_parser(
+        "tables",
+        help="print a task's pairwise tables (the paper's Tables 1-6) of a run directory",
+        description="Each task registers its tables (entry point deepeval_games.tables); --plot saves them as a "
+        "figure.",
+    )
     tables.add_argument(
         "table", choices=table_names(), help="the tables a task registers (its entry point under deepeval_games.tables)"
     )
-    tables.add_argument("run_dir")
+    tables.add_argument("run_dir", help="the run directory")
     tables.add_argument("--plot", metavar="FILE", help="save a figure of the tables (PNG, PDF, SVG ...)")
     tables.add_argument("--players", nargs="+", help="row/column order (default: every player, sorted)")
     tables.set_defaults(func=_cmd_tables)
-    play = sub.add_parser("play", help="play one seat of a game yourself, at the terminal, against bots or models")
+    play = sub.add_parser(
+        "play",
+        help="play one seat of a game yourself, at the terminal, against bots or models",
+        description="The match is recorded like any other. 'rejudge DIR --human [NAME]' lets a person judge instead.",
+    )
     play.add_argument("game", help="a game string, e.g. tic_tac_toe or 'kuhn_poker(players=3)'")
     play.add_argument("--seat", type=int, default=1, help="your seat as the players name it: 1 is Player 1 (default)")
     play.add_argument(
@@ -603,16 +685,30 @@ def _parser() -> argparse.ArgumentParser:
         help="the folder a game parameter may name a file in (efg_game(filename=...)), as [experiment] data_dir",
     )
     play.set_defaults(func=_cmd_play)
-    games = sub.add_parser("games", help="list registered tasks (--all: OpenSpiel's games too)")
+    games = sub.add_parser(
+        "games",
+        help="list registered tasks (--all: OpenSpiel's games too)",
+        description="Lists the registered tasks with their parameters and defaults; --all lists OpenSpiel's games "
+        "too, with whether an LLM can play each and which classical bots do.",
+    )
     games.add_argument(
         "--all", action="store_true", help="also list OpenSpiel's games: parameters, LLM-playable, classical bots"
     )
     games.set_defaults(func=_cmd_games)
     sub.add_parser("bots", help="list registered scripted bots").set_defaults(func=_cmd_bots)
-    schema = sub.add_parser("schema", help="print the JSON Schema of the experiment spec (draft 2020-12)")
+    schema = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of the experiment spec (draft 2020-12)",
+        description="Every key is described; any JSON Schema validator or schema-aware editor can use it on a spec.",
+    )
     schema.add_argument("--record", action="store_true", help="print the schema of a match record instead")
     schema.set_defaults(func=_cmd_schema)
-    info = sub.add_parser("sandbox-info", help="show which protection bounds the code sandbox's memory here")
+    info = sub.add_parser(
+        "sandbox-info",
+        help="show which protection bounds the code sandbox's memory here",
+        description="Shows bubblewrap, the memory mode (cgroup or seccomp fallback) and why, keyring calls and the "
+        "host budget. Exit 2 if a setting is malformed or a forced mode is unavailable.",
+    )
     info.add_argument("--memory-mode", choices=_MEMORY_MODES, help="show what this mode would give instead")
     info.set_defaults(func=_cmd_sandbox_info)
     return parser
@@ -630,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output, every error line and every log line goes through :func:`~deepeval_games.core.quoting.visible`: an ANSI
     escape or a bidirectional override in a player's name is shown as ``\\x1b`` or ``\\u202e``, never obeyed.
     """
-    args = _parser().parse_args(argv)
+    args = command_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     escape_log_lines()
     stdout = sys.stdout

@@ -19,18 +19,17 @@ model-call cache instead of a call), as the run's model runtime counted them.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from analysis.usage import JUDGE_NAME, PlayerUsage, player_usage
 from deepeval_games.app.schedule import PlannedMatch, plan_matches
 from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core import task
-from deepeval_games.core.bot import Outcome
 from deepeval_games.core.games import load_game
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
@@ -39,7 +38,6 @@ __all__ = [
     "TURN_TOKENS",
     "DryRun",
     "ModelEstimate",
-    "ModelTotals",
     "dry_run",
     "format_dry_run",
     "format_run_summary",
@@ -241,63 +239,65 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec) -> str:
     return "\n".join(lines)
 
 
-@dataclass
-class ModelTotals:
-    """What one model did over a set of matches."""
-
-    model: str
-    asks: int = 0
-    """Replies received (first asks and re-asks), cache hits included."""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    turns: int = 0
-    """Seat turns (the judge's verdicts are not seat turns)."""
-    invalid: int = 0
-    """Seat turns without a valid move of the model's own."""
-
-
-_VALID = {Outcome.OK, Outcome.REASKED}
-
-
 def run_summary(
     records: Iterable[MatchRecord], players: Sequence[PlayerSpec], judge: PlayerSpec | None = None
-) -> list[ModelTotals]:
-    """Per configured model string, the totals of ``records`` (the judge's calls count for the judge's model)."""
-    by_name = {p.name: p.model for p in players if p.model is not None}
-    judge_model = judge.model if judge is not None else None
-    totals: dict[str, ModelTotals] = {}
-    for record in records:
-        for turn in record.turns:
-            if 0 <= turn.seat < len(record.seats):
-                model = by_name.get(record.seats[turn.seat])
-            elif turn.seat == JUDGE_SEAT:
-                model = judge_model
-            else:
-                model = None
-            if model is None:
-                continue
-            t = totals.setdefault(model, ModelTotals(model))
-            t.asks += len(turn.raw_replies)
-            t.tokens_in += turn.tokens_in
-            t.tokens_out += turn.tokens_out
-            t.cost_usd += turn.cost_usd
-            if turn.seat >= 0:
-                t.turns += 1
-                t.invalid += Outcome(turn.outcome) not in _VALID
-    return sorted(totals.values(), key=lambda t: t.model)
+) -> list[PlayerUsage]:
+    """Per configured model string (:attr:`PlayerUsage.player`), the usage of the players that model plays (the
+    judge's calls count for the judge's model), as :func:`analysis.usage.player_usage` counts it: a stand-in for a
+    prompt that fit no context is not the model's invalid move."""
+    model_of = {p.name: p.model for p in players if p.model is not None}
+    if judge is not None and judge.model is not None:
+        model_of[JUDGE_NAME] = judge.model
+    totals: dict[str, PlayerUsage] = {}
+    for name, usage in player_usage(records).items():
+        model = model_of.get(name)
+        if model is not None:
+            totals.setdefault(model, PlayerUsage(model)).add(usage)
+    return sorted(totals.values(), key=lambda t: t.player)
 
 
-def format_run_summary(totals: Sequence[ModelTotals], sent: Mapping[str, int], cache_hits: Mapping[str, int]) -> str:
-    """One line per model: replies, tokens, cost, invalid-turn share, calls sent and cache hits."""
+def cache_saving(model: str, cached_tokens: int) -> float | None:
+    """What reading ``cached_tokens`` prompt tokens from the provider's cache saved against the full input price
+    (litellm's ``input_cost_per_token`` less its ``cache_read_input_token_cost``); None where either is unknown."""
+    try:
+        info = _litellm().get_model_info(model)
+    except Exception:
+        return None
+    full, cached = info.get("input_cost_per_token"), info.get("cache_read_input_token_cost")
+    if not full or cached is None:
+        return None
+    return cached_tokens * (float(full) - float(cached))
+
+
+def _cached_part(t: PlayerUsage) -> str:
+    """``" (N cached, S%)"``: the prompt tokens read from the provider's cache; "" when none were reported."""
+    if not t.cached_tokens:
+        return ""
+    writes = f", {t.cache_write_tokens:,} written" if t.cache_write_tokens else ""
+    return f" ({t.cached_tokens:,} cached, {100 * t.cached_tokens / max(1, t.tokens_in):.1f}%{writes})"
+
+
+def _cost_part(t: PlayerUsage) -> str:
+    """The cost, and where tokens came from the provider's cache what pricing them at the cached rate saved."""
+    if not t.cached_tokens:
+        return f"${t.cost_usd:.4f}"
+    saved = cache_saving(t.player, t.cached_tokens)
+    rate = "cached tokens at the cached rate" + (f", ${saved:.4f} saved" if saved is not None else ", rate unknown")
+    return f"${t.cost_usd:.4f} ({rate})"
+
+
+def format_run_summary(totals: Sequence[PlayerUsage], sent: Mapping[str, int], cache_hits: Mapping[str, int]) -> str:
+    """One line per model: replies, tokens (the share the provider's prompt cache served), cost (those tokens at
+    the cached rate), invalid-turn share, calls sent and cache hits."""
     if not totals:
         return "Run summary: no model calls (scripted players only)."
     lines = ["Run summary (matches played now):"]
     for t in totals:
-        share = t.invalid / t.turns if t.turns else math.nan
+        asked = t.turns - t.stand_ins
+        stand_ins = f", {t.stand_ins} stand-ins (no prompt fit)" if t.stand_ins else ""
         lines.append(
-            f"  {t.model}: {sent.get(t.model, 0)} calls, {cache_hits.get(t.model, 0)} cache hits, "
-            f"{t.tokens_in:,} tokens in, {t.tokens_out:,} tokens out, ${t.cost_usd:.4f}, "
-            f"invalid turns {'-' if math.isnan(share) else f'{100 * share:.1f}%'} ({t.invalid} of {t.turns})"
+            f"  {t.player}: {sent.get(t.player, 0)} calls, {cache_hits.get(t.player, 0)} cache hits, "
+            f"{t.tokens_in:,} tokens in{_cached_part(t)}, {t.tokens_out:,} tokens out, {_cost_part(t)}, "
+            f"invalid turns {f'{100 * t.invalid_share:.1f}%' if asked else '-'} ({t.invalid} of {asked}){stand_ins}"
         )
     return "\n".join(lines)

@@ -202,8 +202,13 @@ class HtmlReport:
         self.chunks += 1
         self._pending = []
 
-    def finish(self, data: ReportData, *, epsilon: float | None, title: str) -> Path:
-        """Write the last chunk, the index and ``index.html``; returns the page's path."""
+    def finish(self, data: ReportData, *, epsilon: float | None, title: str, live: str | None = None) -> Path:
+        """Write the last chunk, the index and ``index.html``; returns the page's path.
+
+        ``live``: the page is served by ``deepeval-games view`` (:mod:`deepeval_games.app.view`) and this is the
+        version stamp of the stores it shows: the page asks its server for the stamp now and then and, when it
+        changed, swaps in the new tables, figures and match index without reloading.
+        """
         self._flush()
         meta = {
             "variants": self.variants,
@@ -215,7 +220,8 @@ class HtmlReport:
             f"DG_INDEX({_script_json(meta)},{_script_json(self.index)});\n", encoding="utf-8"
         )
         page = self.out / "index.html"
-        page.write_text(_page(data, epsilon=epsilon, title=title, matches=len(self.index)), encoding="utf-8")
+        text = _page(data, epsilon=epsilon, title=title, matches=len(self.index), live=live)
+        page.write_text(text, encoding="utf-8")
         return page
 
 
@@ -255,7 +261,7 @@ def _blocks_html(blocks: Sequence[Block]) -> str:
     return "\n".join(_figure_html(b) if b.kind == "figure" else _table_html(b) for b in blocks)
 
 
-def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int) -> str:
+def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int, live: str | None = None) -> str:
     variant_parts: dict[str, list[str]] = {v: [] for v in data.variants}
     wide: list[str] = []
     for sec, variant, blocks in render_blocks(data, epsilon=epsilon, figures=True):
@@ -281,6 +287,9 @@ def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int) 
     runs = ", ".join(html.escape(r.label) for r in data.runs)
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return _TEMPLATE.format(
+        live_meta="" if live is None else f'<meta name="dg-live" content="{html.escape(live)}">\n',
+        connect="" if live is None else " connect-src 'self';",
+        live_note="" if live is None else " · live: updates while the run writes",
         title=html.escape(title),
         css=_CSS,
         script=_SCRIPT,
@@ -293,9 +302,15 @@ def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int) 
 
 
 def write_html_report(
-    run_dirs: Sequence[str | Path], out: str | Path, *, epsilon: float | None = None, chunk: int = CHUNK
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    epsilon: float | None = None,
+    chunk: int = CHUNK,
+    live: str | None = None,
 ) -> Path:
-    """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``.
+    """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``. ``live``: see
+    :meth:`HtmlReport.finish`.
 
     Raises:
         DeepEvalError: a run directory without results, or ``out`` cannot be written (a file, no permission).
@@ -317,20 +332,23 @@ def write_html_report(
     if writer is None:
         writer = HtmlReport(folder, chunk)
     title = "deepeval-games report: " + ", ".join(r.label for r in data.runs)
-    return writer.finish(data, epsilon=epsilon, title=title)
+    return writer.finish(data, epsilon=epsilon, title=title, live=live)
 
 
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self' 'unsafe-inline' file:; \
-style-src 'unsafe-inline'; img-src data:">
+{live_meta}<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self' 'unsafe-inline' \
+file:; style-src 'unsafe-inline'; img-src data:;{connect}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{css}</style></head>
 <body>
-<header><h1>{title}</h1><p>Runs: {runs} · {matches} matches · generated {generated}</p>
+<header id="report-head"><h1>{title}</h1><p>Runs: {runs} · <span id="match-total">{matches}</span> matches · \
+generated {generated}{live_note}</p>
 <nav><ol>{toc}</ol></nav></header>
 <main>
+<div id="report-body">
 {body}
+</div>
 <section id="matches"><h2>Matches and transcripts</h2>
 <div id="samples-bar">Examples: one match per turn outcome <span id="samples-links"></span>
 <button id="show-samples" type="button">show them all</button></div>
@@ -378,6 +396,9 @@ figure{margin:8px 0}figure svg{max-width:100%;height:auto}
 _SCRIPT = r"""
 (function(){
 var META=window.DG_META, INDEX=window.DG_ROWS||[], PAGE=50, page=0, shown=[], chunks={}, waiting={};
+// served by `deepeval-games view`: the stores' version stamp, asked for again to pick up new matches
+var LIVE=document.querySelector('meta[name="dg-live"]'), STAMP=LIVE?LIVE.content:null;
+function fresh(path){return STAMP===null?path:path+'?v='+encodeURIComponent(STAMP);}
 function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls;
   if(text!==undefined&&text!==null) e.textContent=String(text); return e;}
 function pad(n){return ('00000'+n).slice(-5);}
@@ -385,24 +406,31 @@ window.DG_CHUNK=function(n, list){chunks[n]=list; (waiting[n]||[]).forEach(funct
 function withMatch(i, cb){var n=Math.floor(i/META.chunk);
   if(chunks[n]){cb(chunks[n][i%META.chunk]); return;}
   var first=!waiting[n]||!waiting[n].length; (waiting[n]=waiting[n]||[]).push(function(list){cb(list[i%META.chunk]);});
-  if(first){var s=document.createElement('script'); s.src='data/chunk-'+pad(n)+'.js'; document.body.appendChild(s);}}
+  if(first){var s=document.createElement('script'); s.src=fresh('data/chunk-'+pad(n)+'.js');
+    document.body.appendChild(s);}}
 function option(sel, value, label){var o=el('option', '', label); o.value=value; sel.appendChild(o);}
-function setup(){
-  var task=document.getElementById('f-task'), player=document.getElementById('f-player'),
-      seat=document.getElementById('f-seat'), outcome=document.getElementById('f-outcome');
-  META.variants.forEach(function(v,i){option(task, String(i), v);});
-  var names={}, seats=0;
+function fill(id, items){  // the filter's choices, again after the index changed; the choice made is kept
+  var sel=document.getElementById(id), keep=sel.value;
+  while(sel.options.length>1) sel.remove(1);
+  items.forEach(function(it){option(sel, it[0], it[1]);}); sel.value=keep; if(sel.value!==keep) sel.value='';}
+function choices(){
+  fill('f-task', META.variants.map(function(v,i){return [String(i), v];}));
+  var names={}, seats=0, seatItems=[];
   INDEX.forEach(function(r){r[3].forEach(function(n){names[n]=1;}); seats=Math.max(seats,r[3].length);});
-  Object.keys(names).sort().forEach(function(n){option(player, n, n);});
-  for(var s=0;s<seats;s++) option(seat, String(s), 'seat '+s+' (Player '+(s+1)+')');
-  META.outcomes.forEach(function(o){option(outcome, o, o);});
+  fill('f-player', Object.keys(names).sort().map(function(n){return [n, n];}));
+  for(var s=0;s<seats;s++) seatItems.push([String(s), 'seat '+s+' (Player '+(s+1)+')']);
+  fill('f-seat', seatItems);
+  fill('f-outcome', META.outcomes.map(function(o){return [o, o];}));
+  var links=document.getElementById('samples-links'); links.textContent='';
+  Object.keys(META.samples).forEach(function(o){var a=el('a', 'o-'+o, o); a.href='#'; a.style.marginRight='8px';
+    a.onclick=function(e){e.preventDefault(); open(META.samples[o]);}; links.appendChild(a);});
+}
+function setup(){
+  choices();
   ['f-task','f-player','f-seat','f-outcome','f-item'].forEach(function(id){
     document.getElementById(id).addEventListener('input', function(){page=0; filter();});});
   document.getElementById('prev').onclick=function(){if(page>0){page--; list();}};
   document.getElementById('next').onclick=function(){if((page+1)*PAGE<shown.length){page++; list();}};
-  var links=document.getElementById('samples-links');
-  Object.keys(META.samples).forEach(function(o){var a=el('a', 'o-'+o, o); a.href='#'; a.style.marginRight='8px';
-    a.onclick=function(e){e.preventDefault(); open(META.samples[o]);}; links.appendChild(a);});
   document.getElementById('show-samples').onclick=showSamples;
   // a link can carry filters: index.html#player=NAME&seat=0&outcome=invalid&item=start%3D...&task=VARIANT
   var hash=location.hash.slice(1);
@@ -453,9 +481,15 @@ function render(m, view){
   sel.value=view===undefined?'all':String(view); box.appendChild(sel);
   var body=el('div','turns'); box.appendChild(body);
   function draw(){body.textContent=''; var v=sel.value, mi=0;
-    var items=[]; m.messages.forEach(function(x,k){items.push({r:x.r, k:0, n:k, msg:x});});
-    m.turns.forEach(function(t,k){items.push({r:t.r, k:1, n:k, turn:t});});
-    items.sort(function(a,b){return a.r-b.r||a.k-b.k||a.n-b.n;});
+    // a turn stands where its move entered the pool (after what the seat was told, before the round's result);
+    // a turn with no move in the pool (a judge's, a stand-in's) after the messages of its round
+    var items=[], moves={}, last={};
+    m.messages.forEach(function(x,k){items.push({p:k, n:0, msg:x}); last[x.r]=k;
+      if(x.k==='move'&&x.f>=0){var key=x.r+':'+x.f; (moves[key]=moves[key]||[]).push(k);}});
+    m.turns.forEach(function(t,k){var slot=(moves[t.r+':'+t.s]||[]).shift(), p=slot;
+      if(p===undefined){p=-1; Object.keys(last).forEach(function(r){if(+r<=t.r&&last[r]>p) p=last[r];}); p+=0.5;}
+      items.push({p:p, n:k+1, turn:t});});
+    items.sort(function(a,b){return a.p-b.p||a.n-b.n;});
     items.forEach(function(it){
       if(it.msg){var x=it.msg; if(x.k==='move'&&x.f>=0) return;  // the seat's own move: shown by its turn
         if(v!=='all'&&x.to.indexOf(+v)<0) return;
@@ -488,7 +522,29 @@ function showSamples(){var area=document.getElementById('samples-area'); area.te
   Object.keys(META.samples).forEach(function(o){var i=META.samples[o], slot=el('div','sample'); slot.dataset.sample=o;
     slot.appendChild(el('h3','', 'Example of '+o)); area.appendChild(slot);
     withMatch(i, function(m){var box=render(m); box.dataset.sampleOutcome=o; slot.appendChild(box);});});}
+// live: a new stamp brings the new page's tables and figures (swapped in place) and its match index (the filters,
+// the page of the list and the open transcript stay)
+function refresh(){
+  return fetch('index.html', {cache: 'no-store'}).then(function(r){return r.text();}).then(function(text){
+    var doc=new DOMParser().parseFromString(text, 'text/html'), stamp=doc.querySelector('meta[name="dg-live"]');
+    if(!stamp||stamp.content===STAMP) return;
+    STAMP=stamp.content;
+    ['report-head', 'report-body'].forEach(function(id){var mine=document.getElementById(id),
+      theirs=doc.getElementById(id); if(mine&&theirs) mine.innerHTML=theirs.innerHTML;});
+    return new Promise(function(done){var s=document.createElement('script'); s.src=fresh('data/index.js');
+      s.onload=s.onerror=function(){s.remove(); done();}; document.body.appendChild(s);});});
+}
+function poll(){
+  fetch('version.json', {cache: 'no-store'}).then(function(r){return r.json();})
+    .then(function(v){if(v.version!==STAMP) return refresh();})
+    .catch(function(){}).then(function(){setTimeout(poll, 1000);});
+}
 if(META){setup();}
 else{document.getElementById('f-count').textContent='the match index (data/index.js) did not load';}
+if(LIVE){
+  window.DG_INDEX=function(meta, rows){var first=!META; META=meta; INDEX=rows; chunks={};
+    if(first) setup(); else {choices(); filter();}};
+  setTimeout(poll, 1000);
+}
 })();
 """

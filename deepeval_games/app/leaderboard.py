@@ -170,7 +170,8 @@ def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[st
         table = ratings.role_ratings(records).get(role, {})
         return "Bradley-Terry per role (Elo scale)", {k: (v, None, None) for k, v in table.items()}
     if all(len(r.seats) == 2 for r in records):
-        return "Bradley-Terry (Elo scale)", dict(ratings.bradley_terry_ci(records))
+        # no Bradley-Terry interval holds at small n: the table's valid intervals are the mean payoff's
+        return "Bradley-Terry (Elo scale)", {k: (v, None, None) for k, v in ratings.bradley_terry(records).items()}
     rated = ratings.plackett_luce(records)
     return "Plackett-Luce (mu, +-1.96 sigma)", {
         k: (r.mu, r.mu - 1.96 * r.sigma, r.mu + 1.96 * r.sigma) for k, r in rated.items()

@@ -29,14 +29,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import game_variant
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.plugins import load_entry_points
-from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.records import MatchRecord, MoveRow, TurnRecord, turns_of_moves
+
+if TYPE_CHECKING:
+    from analysis.scores import Headline
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -67,8 +70,10 @@ log = logging.getLogger(__name__)
 TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
 """Each task lists its tables module under this entry point group, by the name ``deepeval-games tables`` takes: a
 module with ``GAME`` (the game's short name) and ``print_tables(records, *, players=None, plot=None)``, printing the
-task's pairwise tables, figures and reference points. The built-in tasks register theirs as an outside package
-does (``setup.cfg``); the report names none of them."""
+task's pairwise tables, figures and reference points. A module may also define ``headline(records)``, returning an
+:class:`analysis.scores.Headline` (or None): the task's headline score, which the report shows in place of the
+default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it).
+The built-in tasks register theirs as an outside package does (``setup.cfg``); the report names none of them."""
 
 
 class TaskTables(Protocol):
@@ -147,16 +152,27 @@ def max_seats(runs: Sequence[RunSource]) -> int:
     return max((len(seats) for run in runs for seats, _ in _seatings(run)), default=0)
 
 
-def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
-    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
+def _spec_source(run: RunSource) -> dict[str, Any] | None:
+    """The spec a run directory was started with (its store's ``meta``), or None when it has none readable."""
     from deepeval_games.app.pool import stored_spec_text
 
+    text = stored_spec_text(run.path)
+    try:
+        source = json.loads(text) if text else None
+    except (ValueError, TypeError):
+        return None
+    return source if isinstance(source, dict) else None
+
+
+def _until_stable(source: dict[str, Any] | None) -> Any:
+    experiment = source.get("experiment") if source else None
+    return experiment.get("until_stable") if isinstance(experiment, dict) else None
+
+
+def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
+    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
     for run in runs:
-        text = stored_spec_text(run.path)
-        try:
-            rule = json.loads(text)["experiment"]["until_stable"] if text else None
-        except (ValueError, KeyError, TypeError):
-            rule = None
+        rule = _until_stable(_spec_source(run))
         if isinstance(rule, dict) and isinstance(rule.get("epsilon"), (int, float)):
             return float(rule["epsilon"])
     return None
@@ -212,20 +228,62 @@ Interned = dict[Any, Any]
 
 
 def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
-    """The fields of a slim turn, as a key under which equal turns share one object; None when it has attempts."""
+    """The fields ``turn`` keeps once slim (:func:`slim`: a seat's texts emptied), as a key under which equal slim
+    turns share one object; None when it has attempts. Read from the full turn, so a turn already interned is
+    found without a copy being made."""
     if turn.attempts:
         return None
+    seat_turn = turn.seat >= 0
     return (
-        turn.index, turn.round, turn.seat, turn.action, turn.action_string, turn.text, turn.outcome,
-        tuple(turn.raw_replies), turn.retries, turn.model, turn.tokens_in, turn.tokens_out, turn.cost_usd,
-        turn.error, tuple(turn.cut_chars), tuple(turn.finish_reasons), turn.reasoning_tokens,
+        turn.index, turn.round, turn.seat, turn.action, "" if seat_turn else turn.action_string,
+        "" if seat_turn else turn.text, turn.outcome,
+        len(turn.raw_replies) if seat_turn else tuple(turn.raw_replies), turn.retries, turn.model,
+        turn.tokens_in, turn.tokens_out, turn.cost_usd, turn.error, tuple(turn.cut_chars),
+        tuple(turn.finish_reasons), turn.reasoning_tokens, turn.cached_tokens, turn.cache_write_tokens,
     )  # fmt: skip
 
 
-def _shared(interned: Interned, value: Any) -> Any:
-    """One object for every equal ``value`` (a JSON-like list or dict) of a report."""
-    key = ("json", json.dumps(value, sort_keys=True, default=str))
-    return interned.setdefault(key, value)
+def _shared(interned: Interned, value: dict[str, Any]) -> dict[str, Any]:
+    """One object for every equal player entry (a JSON-like dict) of a report."""
+    if all(type(item) is str for item in value.values()):  # names only (a scripted bot): no JSON text needed
+        key: tuple[str, Any] = ("names", tuple(sorted(value.items())))
+    else:
+        key = ("json", json.dumps(value, sort_keys=True, default=str))
+    return cast("dict[str, Any]", interned.setdefault(key, value))
+
+
+def _strings(interned: Interned, value: list[str]) -> list[str]:
+    """One object for every equal list of strings (seats, roles) of a report."""
+    return cast("list[str]", interned.setdefault(("strings", tuple(value)), value))
+
+
+def _slim_turn(turn: TurnRecord, interned: Interned | None) -> TurnRecord:
+    """``turn`` without the texts of :func:`slim` (the interned copy when there is one)."""
+    key = _turn_key(turn) if interned is not None else None
+    if key is not None and interned is not None and key in interned:  # most turns of a large run: no copy
+        return cast(TurnRecord, interned[key])
+    update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
+    if turn.seat >= 0:
+        update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
+    light = turn.model_copy(update=update)
+    return light if key is None or interned is None else cast(TurnRecord, interned.setdefault(key, light))
+
+
+def _slim_rows(moves: Sequence[MoveRow], interned: Interned) -> list[TurnRecord]:
+    """The slim turns of a ``moves`` record's rows (:data:`~deepeval_games.core.records.MOVE_ROW`). A row's slim
+    turn is set by its place, round, seat and action (and a chance outcome's name: a seat's name and latency are
+    dropped), so rows seen before are looked up; the record's turns are rebuilt only when a row is new."""
+    keys = [
+        ("row", index, round_, seat, action, name if seat < 0 else "")
+        for index, (round_, seat, action, name, _) in enumerate(moves)
+    ]
+    try:
+        return [interned[key] for key in keys]
+    except KeyError:  # a row not seen yet
+        for key, turn in zip(keys, turns_of_moves(moves), strict=True):
+            if key not in interned:
+                interned[key] = _slim_turn(turn, interned)
+        return [interned[key] for key in keys]
 
 
 def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
@@ -235,21 +293,18 @@ def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
 
     With ``interned`` (one dict per report, empty at first) equal slim turns, seat lists, role lists and player
     entries are one shared object, so a report of many matches of few distinct moves stays small: sections only
-    read records, never change them.
+    read records, never change them. A ``moves`` record read as stored (``rebuild_turns=False``: its rows, no turns)
+    gets the slim turns of its rows.
     """
-    turns = []
-    for turn in record.turns:
-        update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
-        if turn.seat >= 0:
-            update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
-        light = turn.model_copy(update=update)
-        key = _turn_key(light) if interned is not None else None
-        turns.append(light if key is None or interned is None else interned.setdefault(key, light))
-    update = {"turns": turns, "messages": [], "moves": None}  # a moves record's rows: its turns are rebuilt
+    if record.moves is not None and not record.turns:
+        turns = _slim_rows(record.moves, {} if interned is None else interned)
+    else:
+        turns = [_slim_turn(turn, interned) for turn in record.turns]
+    update: dict[str, Any] = {"turns": turns, "messages": [], "moves": None}  # slim turns stand for the rows
     if interned is not None:
         update.update(
-            seats=_shared(interned, record.seats),
-            roles=_shared(interned, record.roles),
+            seats=_strings(interned, record.seats),
+            roles=_strings(interned, record.roles),
             players=[_shared(interned, p) for p in record.players],
             game=interned.setdefault(("game", record.game), record.game),
         )
@@ -333,12 +388,30 @@ def variant_title(variant: str, records: Sequence[MatchRecord]) -> str:
     return games[0] if len(games) == 1 else f"{variant} ({len(games)} data items pooled)"
 
 
+def _task_tables_modules(variant: str) -> list[tuple[str, TaskTables]]:
+    """The registered tables modules of the variant's task, with their names."""
+    task = variant.split("(", 1)[0]
+    return [(name, module) for name in table_names() if task == (module := table_module(name)).GAME]
+
+
+def _headline(ctx: ReportContext) -> Headline | None:
+    """The task's own headline score from its tables module, or None (the default Eq. 1 / Eq. 2 table)."""
+    for _, module in _task_tables_modules(ctx.variant):
+        found = getattr(module, "headline", None)
+        if callable(found):
+            return cast("Headline | None", found(ctx.records))
+    return None
+
+
 @section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
     from analysis.scores import role_scores, symmetric_scores
-    from analysis.tables import format_scores
+    from analysis.tables import format_interval, format_scores
 
-    if _symmetric(ctx.records):
+    headline, note = _headline(ctx), ""
+    if headline is not None:
+        scores, title, note = headline.scores, headline.title, headline.note
+    elif _symmetric(ctx.records):
         scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
     else:
         scores, title = role_scores(ctx.records), "Eq. 2 — mean payoff per player and role"
@@ -353,13 +426,14 @@ def _scores(ctx: ReportContext) -> list[Block]:
             str(s.n),
             f"{s.mean:.2f}",
             f"{s.std:.2f}",
-            f"[{s.ci_low:.2f}, {s.ci_high:.2f}]",
+            format_interval(s.ci_low, s.ci_high),
             f"{s.min:.2f}",
             f"{s.max:.2f}",
         )
         for s in scores
     )
-    return [Block("scores", title, text=format_scores(scores, title=title), header=header, rows=rows)]
+    text = format_scores(scores, title=title) + (f"\n{note}" if note else "")
+    return [Block("scores", title, text=text, header=header, rows=rows)]
 
 
 @section("anytime", "Anytime-valid intervals")
@@ -415,13 +489,17 @@ def _ratings(ctx: ReportContext) -> list[Block]:
             title = "Bradley–Terry rating per role (Elo scale)"
             blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
     elif all(len(r.seats) == 2 for r in done):
-        with_ci = sorted(ratings.bradley_terry_ci(done).items(), key=lambda item: -item[1][0])
-        text = "Bradley–Terry rating (Elo scale): " + ", ".join(
-            f"{p} {v:+.0f} [{lo:+.0f}, {hi:+.0f}]" for p, (v, lo, hi) in with_ci
+        points = ratings.points_share(done)
+        rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
+        shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
+        text = "Bradley–Terry rating (Elo scale; points share with its 95% interval): " + ", ".join(
+            f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
         )
-        rows = tuple((p, f"{v:+.0f}", f"[{lo:+.0f}, {hi:+.0f}]") for p, (v, lo, hi) in with_ci)
+        rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
         title = "Bradley–Terry rating (Elo scale)"
-        blocks.append(Block("ratings", title, text=text, header=("player", "rating", "95% interval"), rows=rows))
+        blocks.append(
+            Block("ratings", title, text=text, header=("player", "rating", "points share [95% interval]"), rows=rows)
+        )
     else:
         pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
         text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
@@ -457,9 +535,12 @@ def _stableness(ctx: ReportContext) -> list[Block]:
         return []
     check = stableness(ctx.records, epsilon=ctx.epsilon)
     verdict = "stable" if check.stable else "not yet stable"
-    text = f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason}"
+    text = (
+        f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason} (a fixed-sample check: looked at again "
+        "after more matches it is not valid under repeated looks)"
+    )
     rows = tuple((name, f"{half:.3f}") for name, half in sorted(check.half_widths.items()))
-    return [Block("stableness", text, text=text, header=("player", "95% CI half-width"), rows=rows)]
+    return [Block("stableness", text, text=text, header=("player", "95% interval half-width"), rows=rows)]
 
 
 @section("turn_outcomes", "Turn outcomes", core=True)
@@ -506,12 +587,8 @@ def _context_use(ctx: ReportContext) -> list[Block]:
 @section("task_tables", "The paper's tables")
 def _task_tables(ctx: ReportContext) -> list[Block]:
     """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""
-    task = ctx.variant.split("(", 1)[0]
     blocks = []
-    for name in table_names():
-        module = table_module(name)
-        if task != module.GAME:
-            continue
+    for name, module in _task_tables_modules(ctx.variant):
         with tempfile.TemporaryDirectory() as tmp:
             plot = Path(tmp) / "tables.svg" if ctx.figures else None
             out = io.StringIO()
@@ -592,24 +669,54 @@ def _aborted(ctx: ReportContext) -> list[Block]:
     return [Block("aborted", title, text=text, header=("run", "kind", "attempts", "matches"), rows=tuple(rows))]
 
 
-@section("stopping", "Adaptive stopping rule", scope="report")
+@section("stopping", "Stopping rule", scope="report")
 def _stopping(ctx: ReportContext) -> list[Block]:
-    """What stopped each run played under ``until_stable`` with ``rule = "adaptive"`` (its ``stopping.json``)."""
-    from analysis.stopping import StoppingReport, format_stopping
+    """Per run, what stopped it: under the adaptive rule its ``stopping.json`` (what stopped the run, matches per
+    player, what is unresolved); under the old ``recheck`` rule that its intervals are not valid under repeated
+    looks; with a fixed repeat count that no stopping rule was applied (so nothing claims the results converged)."""
+    from analysis.stopping import StoppingReport, format_stopping, stopping_rule_note
 
     blocks = []
     for run in ctx.runs:
         path = run.path / "stopping.json"
-        if not path.is_file():
+        if path.is_file():
+            try:
+                report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+                continue
+            text = f"{run.label}: " + format_stopping(report)
+            blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))
             continue
-        try:
-            report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+        source = _spec_source(run)
+        if source is None:
             continue
-        text = f"{run.label}: " + format_stopping(report)
-        blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))
+        rule = _until_stable(source)
+        rule = rule if isinstance(rule, dict) else None
+        if rule is None:
+            note = stopping_rule_note(None, int(source.get("experiment", {}).get("repeats", 1)))
+        elif rule.get("rule", "adaptive") == "adaptive":
+            note = (
+                "the adaptive stopping rule's report (stopping.json) is missing: the run was stopped before the rule "
+                "decided, or was played before the adaptive rule became the default (then by the old 'recheck' "
+                "rule, whose intervals are not valid under repeated looks)."
+            )
+        else:
+            note = stopping_rule_note(str(rule["rule"]), _played_repeats(run), int(rule.get("max_repeats", 50)))
+        blocks.append(Block("stopping", f"Stopping rule ({run.label})", text=f"{run.label}: {note}"))
     return blocks
+
+
+def _played_repeats(run: RunSource) -> int:
+    """The repeats a run's committed matches reach (its largest repeat number plus one)."""
+    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+    try:
+        (top,) = db.execute("SELECT MAX(json_extract(record, '$.repeat')) FROM matches").fetchone()
+    except sqlite3.Error:
+        top = None
+    finally:
+        db.close()
+    return int(top) + 1 if top is not None else 0
 
 
 @section("judge_audit", "Judge audit", scope="report")

@@ -97,13 +97,14 @@ class RunResult:
         runner keeps no finished record; :meth:`iter_records` streams them instead)."""
         return list(self.iter_records())
 
-    def iter_records(self) -> Iterator[MatchRecord]:
-        """The run's committed records streamed from the store in commit order, one at a time."""
+    def iter_records(self, *, rebuild_turns: bool = True) -> Iterator[MatchRecord]:
+        """The run's committed records streamed from the store in commit order, one at a time
+        (``rebuild_turns``: see :meth:`MatchRecord.from_json`)."""
         if not self.match_ids:
             return
         store = Store(self.run_dir, read_only=True)
         try:
-            for record in store.records():
+            for record in store.records(rebuild_turns=rebuild_turns):
                 if record.match_id in self.match_ids:
                     yield record
         finally:

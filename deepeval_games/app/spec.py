@@ -142,22 +142,24 @@ def _spec_error(message: str) -> PydanticCustomError:
 class StoppingRule(BaseModel):
     """``[experiment.until_stable]``: add repeats until the stableness condition holds.
 
-    ``rule = "bootstrap"`` (the default, kept for old specs) extends every seating by ``step`` repeats until every
-    bootstrap CI half-width is below ``epsilon`` and the ranking is steady; re-checking a fixed-sample interval after
-    every extension is optional stopping, so its error rate grows with each look. ``rule = "adaptive"``
-    (:mod:`analysis.stopping`) is valid at every look: anytime-valid confidence sequences per player, per role and
-    per game variant; after the first ``repeats`` rounds only the seatings of players whose ranks are unresolved are
-    repeated, in complete blocks; it stops when every adjacent pair is separated or tied within ``epsilon``, when
-    ``budget_matches`` would be passed, or after ``max_repeats`` rounds.
+    ``rule = "adaptive"`` (the default; :mod:`analysis.stopping`) is valid at every look: anytime-valid confidence
+    sequences per player, per role and per game variant; after the first ``repeats`` rounds only the seatings of
+    players whose ranks are unresolved are repeated, in complete blocks; it stops when every adjacent pair is
+    separated or tied within ``epsilon``, when ``budget_matches`` would be passed, or after ``max_repeats`` rounds.
+    ``rule = "recheck"`` (the default until the adaptive rule took its place; ``"bootstrap"`` is its old name, kept
+    for old specs) extends every seating by ``step`` repeats until every fixed-sample 95% interval's half-width is
+    below ``epsilon`` and the ranking is steady; re-checking a fixed-sample interval after every extension is
+    optional stopping, so its error rate grows with each look, and its report says so.
     """
 
     model_config = _TABLE
 
     epsilon: float = Field(gt=0)
-    """Required. ``bootstrap``: every player's 95% CI half-width of the mean payoff must fall below this.
-    ``adaptive``: the indifference margin: adjacent players whose means surely differ by at most this are tied."""
-    rule: Literal["bootstrap", "adaptive"] = "bootstrap"
-    """``bootstrap`` (uniform extensions, not valid under repeated looks) or ``adaptive`` (anytime-valid)."""
+    """Required. ``adaptive``: the indifference margin: adjacent players whose means surely differ by at most this
+    are tied. ``recheck``: every player's 95% interval half-width of the mean payoff must fall below this."""
+    rule: Literal["adaptive", "recheck", "bootstrap"] = "adaptive"
+    """``adaptive`` (anytime-valid, the default) or ``recheck`` (uniform extensions, not valid under repeated looks;
+    ``bootstrap`` is the same rule under its old name)."""
     alpha: float = Field(default=0.05, gt=0, lt=1)
     """``adaptive``: the chance that a ranking of one variant and role separates two players in the wrong order."""
     budget_matches: int | None = Field(default=None, ge=1)
@@ -235,13 +237,17 @@ class ExperimentTable(BaseModel):
     """How many times each seating is played (seats are re-drawn each repeat). Not part of the spec hash:
     raising it and rerunning into the same directory adds matches."""
     seed: int = Field(default=0, ge=0)
-    """The experiment seed: match seeds and seatings derive from it."""
+    """The experiment seed: seat orders, chance nodes and every bot's random generator derive from it and the match.
+    The same seed gives identical records."""
     pairing: Literal["auto", "permute", "round_robin", "combinations", "self_play", "fixed", "active"] = "auto"
     """How players are seated: ``permute``, ``round_robin``, ``combinations``, ``self_play`` (seating with
     replacement, for α-Rank's meta-game), ``fixed`` (the players sit in the order the spec lists them, as
     ``deepeval-games play`` seats a person), ``active`` (the seatings of ``round_robin`` / ``combinations``, repeated
     only for players whose rank is unresolved, stopped by the anytime-valid rule of ``until_stable``'s ``adaptive``
-    rule) or ``auto`` (see the README)."""
+    rule) or ``auto``: ``round_robin`` for a two-seat game with a first mover (both seats in one role, moving in
+    turn), so both seatings are played every repeat; otherwise ``permute`` when the players fill the seats exactly
+    (a fresh random order every repeat), else ``round_robin`` for two seats and ``combinations`` (every set of
+    players that fills the seats, in a random order each repeat) for more."""
     preset: Literal["paper", "project"] | None = None
     """A set of documented choices in every task (:mod:`deepeval_games.app.presets`, ``docs/paper_choices.md``):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
@@ -257,10 +263,12 @@ class ExperimentTable(BaseModel):
     max_concurrency: int = Field(default=8, ge=1)
     """Matches played at once. Run setting: not part of the spec hash."""
     max_match_attempts: int = Field(default=3, ge=1)
-    """Attempts of a match whose model infrastructure fails before it is given up. Run setting."""
+    """Attempts of a match whose model infrastructure fails (timeouts, 429, 5xx) before it is given up; such a
+    match is rescheduled, never scored as a loss. Run setting."""
     workers: Literal["auto"] | Annotated[int, Field(ge=1)] = "auto"
     """Processes that play the matches (:mod:`deepeval_games.app.executors`): a number, or ``"auto"`` (one per core
-    for a run of many LLM matches, else one; see the README). Run setting: not part of the spec hash."""
+    for a run of many LLM matches, else one). ``run --workers`` overrides it. Run setting: not part of the spec
+    hash."""
     executor: Literal["local", "ray"] = "local"
     """Where the matches are played: ``local`` (this process, or ``workers`` processes of this machine) or ``ray``
     (actors on a Ray cluster, :mod:`deepeval_games.app.ray_executor`; needs ``pip install "deepeval-games[ray]"``).
@@ -281,7 +289,8 @@ class ExperimentTable(BaseModel):
     explicitly (at most 5,000,000). Run setting."""
     data_dir: Name | None = None
     """The folder that game parameters naming files (``efg_game(filename=...)``, ``nfg_game``, any parameter
-    that is a path) may read from. Without it, no game parameter may name a file."""
+    that is a path) may read from. Without it, no game parameter may name a file. Links and ``..`` are resolved
+    before the check; game strings read back from a run directory's records get the same check."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
     extends: Annotated[list[Name], Field(strict=False)] = Field(default_factory=list)
@@ -398,7 +407,7 @@ class HumanPlayer(BaseModel):
     """A ``[[players]]`` entry played by a person at the terminal (``human = true``, the same as ``bot = "human"``).
 
     A run with a human seat plays its matches one at a time, with no model-call cache and no time limit for the
-    person (see the README, "Humans at the table")."""
+    person."""
 
     model_config = _TABLE
 

@@ -388,6 +388,15 @@ class Store:
         self.flush()
         return {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
 
+    def stamp(self) -> str:
+        """A short text that changes whenever a match or a judgement reaches the database (rows are never
+        removed, so their counts and last sequence numbers tell): how ``deepeval-games view`` notices a commit."""
+        self.flush()
+        matches = self._db.execute("SELECT count(*), coalesce(max(seq), 0) FROM matches").fetchone()
+        judged = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='judgements'").fetchone()
+        judgements = self._db.execute("SELECT count(*) FROM judgements").fetchone()[0] if judged else 0
+        return f"{matches[0]}.{matches[1]}.{judgements}"
+
     def commit(self, record: MatchRecord) -> bool:
         """Store a finished match once; returns False if its id was already stored.
 
@@ -573,8 +582,9 @@ class Store:
         """Every failed attempt as (match_id, kind, error)."""
         return list(self._db.execute("SELECT match_id, kind, error FROM attempts ORDER BY id"))
 
-    def records(self) -> Iterator[MatchRecord]:
-        """Every committed match, in commit order, migrated to the current record version and validated.
+    def records(self, *, rebuild_turns: bool = True) -> Iterator[MatchRecord]:
+        """Every committed match, in commit order, migrated to the current record version and validated
+        (``rebuild_turns``: see :meth:`MatchRecord.from_json`).
 
         Raises:
             RecordError: a stored record is of a newer version than this code, or does not validate.
@@ -582,7 +592,7 @@ class Store:
         self.flush()
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
-                yield MatchRecord.from_json(text)
+                yield MatchRecord.from_json(text, rebuild_turns=rebuild_turns)
             except RecordError as exc:
                 raise RecordError(f"{self.run_dir}: {exc}") from exc
 

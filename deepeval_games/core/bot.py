@@ -184,6 +184,11 @@ class Decision:
     """Completion tokens the model spent on reasoning over the turn's asks (where the provider reports them)."""
     reasoning: tuple[str, ...] = ()
     """Per ask, the reasoning text the provider sent apart from the reply ("" when none)."""
+    cached_tokens: int = 0
+    """Prompt tokens of the turn's asks the provider read from its prompt cache (included in ``tokens_in``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens of the turn's asks the provider wrote to its prompt cache, where it charges for that
+    (Anthropic's ``cache_creation_input_tokens``)."""
 
     @classmethod
     def move(cls, action: int | None, text: str = "") -> Decision:
@@ -223,6 +228,8 @@ class Decision:
             and self.tokens_out == 0
             and self.cost_usd == 0.0
             and self.reasoning_tokens == 0
+            and self.cached_tokens == 0
+            and self.cache_write_tokens == 0
         )
 
     def exchange(self) -> dict[str, Any]:
@@ -242,6 +249,8 @@ class Decision:
             "finish_reasons": list(self.finish_reasons),
             "reasoning_tokens": self.reasoning_tokens,
             "reasoning": list(self.reasoning),
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
         }
 
 

@@ -6,7 +6,7 @@ import difflib
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,18 @@ __all__ = [
     "MAX_DISTINCT_ACTIONS",
     "MAX_MATCH_BYTES",
     "MAX_MATCH_MOVES",
+    "GameFamily",
     "GameInfo",
     "MatchSize",
     "check_file_parameters",
     "check_match_size",
     "check_parameters",
+    "game_families",
     "game_variant",
     "load_game",
     "load_recorded_game",
     "match_size",
+    "register_game_family",
     "registered_games",
 ]
 
@@ -77,6 +80,51 @@ def registered_games() -> list[GameInfo]:
     return sorted(infos, key=lambda info: info.short_name)
 
 
+@dataclass(frozen=True)
+class GameFamily:
+    """Games named ``<prefix><id>`` that a package adapts on demand (another library's environments), registered
+    with :func:`register_game_family` when its entry point loads: the core names no such library.
+
+    :func:`load_game` asks the family to register a name it does not know yet; ``deepeval-games games --all`` lists
+    what :attr:`listing` finds."""
+
+    prefix: str
+    """The start of every name of the family, ending in ``:`` (``pettingzoo:``)."""
+    register: Callable[[str], None]
+    """Register the pyspiel game of a whole name (prefix included); raise ValueError saying why it cannot."""
+    listing: Callable[[], list[tuple[str, str | None]]]
+    """Every game the family finds installed: (name, why it cannot be played; None when it can)."""
+    description: str = ""
+
+
+_FAMILIES: dict[str, GameFamily] = {}
+
+
+def register_game_family(family: GameFamily) -> None:
+    """Make :func:`load_game` resolve names that start with ``family.prefix`` through ``family``."""
+    if not family.prefix.endswith(":"):
+        raise ValueError(f"a game family's prefix ends in ':', got {family.prefix!r}")
+    _FAMILIES[family.prefix] = family
+
+
+def game_families() -> list[GameFamily]:
+    """Every registered game family (their packages' entry points loaded), by prefix."""
+    _ensure_registered()
+    return [_FAMILIES[prefix] for prefix in sorted(_FAMILIES)]
+
+
+def _resolve_family(name: str) -> None:
+    """Have the family of ``name`` register it (nothing for a name of no family or one registered already)."""
+    prefix = name.split(":", 1)[0] + ":" if ":" in name else ""
+    family = _FAMILIES.get(prefix)
+    if family is None or name in {t.short_name for t in pyspiel.registered_games()}:
+        return
+    try:
+        family.register(name)
+    except (ValueError, ImportError) as exc:
+        raise UnknownGameError(f"cannot load {name!r}: {exc}") from exc
+
+
 def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> pyspiel.Game:
     """``pyspiel.load_game`` with the tasks registered and a clear :class:`UnknownGameError` on failure.
 
@@ -87,11 +135,15 @@ def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> p
     """
     _ensure_registered()
     name = game_string.split("(", 1)[0].strip()
+    _resolve_family(name)
     types = {game_type.short_name: game_type for game_type in pyspiel.registered_games()}
     if name not in types:
         ours = sorted(k for k in types if k.startswith(PREFIX))
         close = difflib.get_close_matches(name, ours, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
+        if ":" in name:
+            known = ", ".join(_FAMILIES) or "none"
+            hint = f" No installed package adapts {name.split(':', 1)[0]!r} games (game families: {known})."
         raise UnknownGameError(f"unknown game {name!r}.{hint} Registered tasks: {', '.join(ours)}.")
     where = f"{game_string!r} with {dict(overrides)}" if overrides else repr(game_string)
     try:
@@ -215,6 +267,7 @@ def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) 
     return load_game(game_string)
 
 
+@functools.lru_cache(maxsize=4096)  # a report asks once per record, and a run's records share a few game strings
 def game_variant(game_string: str) -> str:
     """The game string without its data-item parameters: matches of one variant are pooled in tables."""
     params = pyspiel.game_parameters_from_string(game_string)

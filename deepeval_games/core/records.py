@@ -32,6 +32,8 @@ History:
   and no messages. Reading the record rebuilds its turns from the rows (:meth:`MatchRecord.from_dict`,
   :meth:`MatchRecord.from_json`); :func:`deepeval_games.core.transcript.with_messages` rebuilds its message pool by
   replaying the moves. Older records are ``transcript = "full"``, as every record was.
+* 6 — ``TurnRecord.cached_tokens`` and ``cache_write_tokens``: the turn's prompt tokens the provider read from (and
+  wrote to) its prompt cache, as it reported them; older records read 0 (not reported).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ __all__ = [
     "turns_of_moves",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The version of the records this code writes."""
 _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
@@ -143,6 +145,12 @@ class TurnRecord(BaseModel):
     reasoning: list[str] = Field(default_factory=list)
     """Per ask, the reasoning text the provider sent apart from the reply ("" when none). Reasoning written into
     the reply itself (``<think>...</think>``) stays in ``raw_replies``; neither is ever read as the move."""
+    cached_tokens: int = 0
+    """Prompt tokens of the turn's asks the provider read from its prompt cache (included in ``tokens_in``, and
+    priced in ``cost_usd`` at the cached rate where litellm knows it); 0 when none or not reported."""
+    cache_write_tokens: int = 0
+    """Prompt tokens of the turn's asks the provider wrote to its prompt cache, where it reports and charges for
+    that (Anthropic's ``cache_creation_input_tokens``)."""
 
 
 class MatchRecord(BaseModel):
@@ -235,11 +243,14 @@ class MatchRecord(BaseModel):
         return cls._validated(migrate(data))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> MatchRecord:
+    def from_json(cls, text: str | bytes, *, rebuild_turns: bool = True) -> MatchRecord:
         """A record from its JSON text (a line of ``matches.jsonl``, a row of the store): :meth:`from_dict` of the
         parsed text. A record of this version written by :meth:`to_json` is validated from the text in one pass by
         pydantic's own parser (about half the time of parsing, then validating); any other text (an older version,
         other spacing, text pydantic's parser refuses) takes the path of :meth:`from_dict`, migrations included.
+
+        ``rebuild_turns`` False: a ``moves`` record stored without turns is given as stored, its rows in ``moves``
+        and ``turns`` empty (for a reader of the rows alone, such as the report's slim records).
 
         Raises:
             RecordError: the record is of a newer version than this code, or does not validate.
@@ -252,15 +263,15 @@ class MatchRecord(BaseModel):
                 pass  # the full path below says what is wrong
             else:
                 if record.schema_version == SCHEMA_VERSION:
-                    if record.moves is not None and not record.turns:
+                    if rebuild_turns and record.moves is not None and not record.turns:
                         record.turns = turns_of_moves(record.moves)
                     return record
-        return cls.from_dict(json.loads(text))
+        return cls._validated(migrate(json.loads(text)), rebuild_turns=rebuild_turns)
 
     @classmethod
-    def _validated(cls, data: dict[str, Any]) -> MatchRecord:
+    def _validated(cls, data: dict[str, Any], *, rebuild_turns: bool = True) -> MatchRecord:
         moves = data.get("moves")
-        if moves is not None and not data.get("turns") and isinstance(moves, list):
+        if rebuild_turns and moves is not None and not data.get("turns") and isinstance(moves, list):
             try:
                 data = {**data, "turns": turn_dicts_of_moves(moves)}
             except (TypeError, ValueError) as exc:
@@ -357,12 +368,20 @@ def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "transcript": "full", "moves": None}
 
 
+def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Turns gain ``cached_tokens`` and ``cache_write_tokens``: version 5 kept neither (0: not reported). A record
+    stored as its moves has no turns to change (they are rebuilt when it is read)."""
+    turns = [{**turn, "cached_tokens": 0, "cache_write_tokens": 0} for turn in data.get("turns", [])]
+    return {**data, "turns": turns}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
     (2, _v2_to_v3),
     (3, _v3_to_v4),
     (4, _v4_to_v5),
+    (5, _v5_to_v6),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

@@ -27,6 +27,9 @@ hook                                without it
 ``default_study() -> Study``        ``deepeval-games eval`` plays the :class:`Study` registered for the
                                     game with :func:`register_study` (a package may register one for
                                     any game, e.g. classical opponents), else it refuses the game
+``unlisted_moves() -> str | None``  None: ``legal_actions`` lists a seat's moves, so a random player can
+                                    draw among them; a text: why it does not (moves are free text that
+                                    it names only in part, or not at all), and ``random`` is refused
 ``parameter_bounds: Mapping``       only the limits every game gets (:func:`deepeval_games.core.games.load_game`:
                                     OpenSpiel's player counts, and an estimate of a match's length and
                                     memory); with it, parameter name -> ``(lowest, highest)`` allowed,
@@ -111,6 +114,7 @@ __all__ = [
     "rules_text",
     "seat_roles",
     "state_hooks",
+    "unlisted_moves",
 ]
 
 
@@ -147,6 +151,10 @@ class TaskGame(Protocol):
 
     def default_study(self) -> Study:
         """What ``deepeval-games eval`` plays on this task: games, preset, baselines, stopping rule, judge."""
+        ...
+
+    def unlisted_moves(self) -> str | None:
+        """Why ``legal_actions`` does not list the seats' moves (None: it does)."""
         ...
 
 
@@ -316,6 +324,15 @@ def rules_text(game: pyspiel.Game) -> str:
     if card is not None:
         return card
     return f"You are playing {game.get_type().long_name} ({game})."
+
+
+def unlisted_moves(game: pyspiel.Game) -> str | None:
+    """Why the game's ``legal_actions`` are not its moves, so that a random player cannot play it (None: they are)."""
+    hook = getattr(game, "unlisted_moves", None)
+    if not callable(hook):
+        return None
+    reason = hook()
+    return None if reason is None else str(reason)
 
 
 def seat_roles(game: pyspiel.Game) -> list[str]:

@@ -1,0 +1,123 @@
+"""What the TextArena and PettingZoo adapters share: a live environment that copies rebuild by replay.
+
+Neither library's environments form a history tree, so an adapted state keeps what made it (the seed drawn at its
+chance node and the moves played since) and a live environment built from them. OpenSpiel copies a Python state by
+deep-copying its attributes (``clone``) and serializes it by pickling them: :class:`ReplayedEnv` takes part in both
+by dropping the live environment, so every copy rebuilds its own from the seed and the moves, the way a finished
+match is replayed from its record. An environment that does not replay to the same place is refused when its game
+is registered (:func:`replays_alike`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import pyspiel
+
+from deepeval_games.core.observer import TextObserver
+
+__all__ = ["ReplayedEnv", "SeatObserver", "game_type", "replays_alike", "seat_observer", "seed_count", "seed_outcomes"]
+
+Env = TypeVar("Env")
+
+
+class ReplayedEnv(Generic[Env]):
+    """A live environment, rebuilt on first use after a copy: a deep copy or a pickle carries no environment."""
+
+    __slots__ = ("env",)
+
+    def __init__(self, env: Env | None = None) -> None:
+        self.env = env
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReplayedEnv[Env]:
+        return ReplayedEnv()
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (ReplayedEnv, ())
+
+    def get(self, build: Callable[[], Env]) -> Env:
+        """The live environment, built (replayed) by ``build`` when this holder has none."""
+        if self.env is None:
+            self.env = build()
+        return self.env
+
+
+def replays_alike(trace: Callable[[int], Sequence[Any]], seeds: Sequence[int] = (0, 1)) -> str | None:
+    """Why an environment cannot be replayed (None: it can): ``trace(seed)`` plays a fixed line of moves from
+    ``seed`` and returns what the seats were shown; the same seed must give the same trace twice."""
+    for seed in seeds:
+        first, second = trace(seed), trace(seed)
+        if first != second:
+            where = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), len(first))
+            return f"it is not deterministic: the same seed ({seed}) gave two different plays (from step {where})"
+    return None
+
+
+def game_type(
+    short_name: str,
+    long_name: str,
+    *,
+    players: int,
+    simultaneous: bool,
+    chance: bool,
+    perfect_information: bool,
+    zero_sum: bool,
+    parameters: dict[str, Any] | None = None,
+) -> pyspiel.GameType:
+    """The OpenSpiel game type of an adapted environment (strings only: its seats are shown text)."""
+    kind = pyspiel.GameType
+    return kind(
+        short_name=short_name,
+        long_name=long_name,
+        dynamics=kind.Dynamics.SIMULTANEOUS if simultaneous else kind.Dynamics.SEQUENTIAL,
+        chance_mode=kind.ChanceMode.EXPLICIT_STOCHASTIC if chance else kind.ChanceMode.DETERMINISTIC,
+        information=kind.Information.PERFECT_INFORMATION
+        if perfect_information
+        else kind.Information.IMPERFECT_INFORMATION,
+        utility=kind.Utility.ZERO_SUM if zero_sum else kind.Utility.GENERAL_SUM,
+        reward_model=kind.RewardModel.TERMINAL,
+        max_num_players=players,
+        min_num_players=players,
+        provides_information_state_string=False,
+        provides_information_state_tensor=False,
+        provides_observation_string=True,
+        provides_observation_tensor=False,
+        provides_factored_observation_string=False,
+        parameter_specification=parameters or {},
+    )
+
+
+def seed_count(params: dict[str, Any], seeded: bool, default: int) -> int:
+    """Seeds the chance node chooses among (``seeds=`` in the game string; 0 for an environment without one)."""
+    if not seeded:
+        return 0
+    seeds = int(params.get("seeds", default))
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    return seeds
+
+
+def seed_outcomes(seeds: int) -> list[tuple[int, float]]:
+    """The chance node's outcomes: every seed, equally likely."""
+    return [(seed, 1.0 / seeds) for seed in range(seeds)]
+
+
+class SeatObserver(TextObserver):
+    """The seats' own view of an adapted state (its ``seat_view(seat)``)."""
+
+    def string_from(self, state: Any, player: int) -> str:
+        """The seat's view."""
+        return str(state.seat_view(player))
+
+
+def seat_observer(
+    iig_obs_type: pyspiel.IIGObservationType | None, params: Any, *, typed: bool, what: str
+) -> SeatObserver:
+    """The observer of an adapted game. Other observation types than the seats' own only where ``typed`` (a game of
+    perfect information, where every view is public): the libraries do not say which part of a view is private."""
+    if iig_obs_type is not None and not typed:
+        seat_type = iig_obs_type.public_info and iig_obs_type.private_info == pyspiel.PrivateInfoType.SINGLE_PLAYER
+        if not seat_type or iig_obs_type.perfect_recall:
+            raise ValueError(f"{what} gives only each seat's own view")
+    return SeatObserver(iig_obs_type, params)

@@ -1,0 +1,152 @@
+"""TextArena environments played as OpenSpiel games (``textarena:<EnvId>``, game_defs/arena_textarena.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pyspiel
+import pytest
+
+pytest.importorskip("textarena")
+
+import game_defs.arena_textarena as arena  # noqa: F401  (the entry point's module: registers the family)
+from deepeval_games.app.runner import run_experiment
+from deepeval_games.core import task
+from deepeval_games.core.errors import SpecError, UnknownGameError
+from deepeval_games.core.games import load_game
+from deepeval_games.core.testing import check_game
+from llm_bots.classical import RandomBot, random_refusal
+
+PLAYABLE = [
+    "Alquerque-v0",
+    "Battleship-v0",
+    "Breakthrough-v0",
+    "Briscola-v0",
+    "Chopsticks-v0",
+    "ColonelBlotto-v0",
+    "ConnectFour-v0",
+    "Crusade-v0",
+    "GameOfPureStrategy-v0",
+    "GermanWhist-v0",
+    "Golf-v0",
+    "HighSociety-v0",
+    "IndianPoker-v0",
+    "IteratedMatchingPennies-v0",
+    "IteratedRockPaperScissors-v0",
+    "KuhnPoker-v0",
+    "LiarsDice-v0",
+    "Nim-v0",
+    "Othello-v0",
+    "PigDice-v0",
+    "SimpleNegotiation-v0",
+    "SimpleTak-v0",
+    "Stratego-v0",
+    "TicTacToe-v0",
+]
+"""Two-player environments that pass the kit (26 of TextArena 0.7.4's base environments do; these are the fast)."""
+NAMED = ["KuhnPoker-v0", "TicTacToe-v0", "IndianPoker-v0", "PigDice-v0", "ColonelBlotto-v0", "Crusade-v0"]
+"""Environments that name their legal moves: ``random`` plays them."""
+
+
+@pytest.mark.parametrize("env_id", PLAYABLE)
+def test_two_player_environments_pass_the_conformance_kit(env_id: str) -> None:
+    report = check_game(f"textarena:{env_id}", playouts=2)
+    assert report.ok and report.checks["serialize"] >= 2
+
+
+def _random_playout(game: pyspiel.Game, seed: int) -> pyspiel.State:
+    rng = np.random.default_rng(seed)
+    state = game.new_initial_state()
+    while not state.is_terminal():
+        if state.is_chance_node():
+            state.apply_action(int(rng.integers(len(state.chance_outcomes()))))
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    return state
+
+
+@pytest.mark.parametrize("env_id", NAMED)
+def test_random_plays_the_named_moves_to_the_end_and_a_copy_replays_it(env_id: str) -> None:
+    game = load_game(f"textarena:{env_id}")
+    assert random_refusal(game) is None
+    state = _random_playout(game, 3)
+    assert sorted(state.returns()) in ([-1.0, 1.0], [0.0, 0.0])
+    copy = state.clone()
+    assert list(copy.returns()) == list(state.returns()) and str(copy) == str(state)
+    assert all("invalid" not in state.observation_string(seat).lower() for seat in (0, 1))
+
+
+def test_random_is_refused_where_moves_are_free_text() -> None:
+    game = load_game("textarena:SimpleNegotiation-v0")
+    reason = task.unlisted_moves(game)
+    assert reason is not None and "does not name its legal moves" in reason
+    assert random_refusal(game) is not None
+    with pytest.raises(SpecError, match="random plays listed legal moves"):
+        RandomBot(0, np.random.default_rng(0), game=game)
+
+
+@pytest.mark.parametrize(
+    "env_id, why", [("Debate-v0", "needs the network"), ("SpellingBee-v0", "needs the network"), ("Sudoku-v0", "two")]
+)
+def test_environments_that_cannot_be_adapted_are_refused_with_the_reason(env_id: str, why: str) -> None:
+    with pytest.raises(UnknownGameError, match=why):
+        load_game(f"textarena:{env_id}")
+
+
+def test_each_match_draws_from_its_own_generator() -> None:
+    game = load_game("textarena:KuhnPoker-v0")
+    random.seed(1234)
+    expected = [random.random() for _ in range(3)]
+    random.seed(1234)
+    first, second = game.new_initial_state(), game.new_initial_state()
+    first.apply_action(5)
+    second.apply_action(5)
+    alone = _random_playout(game, 9)
+    for state in (first, second):  # interleaved matches from one seed see the same deal as each other
+        state.apply_action(state.legal_actions()[0])
+    assert first.observation_string(1) == second.observation_string(1)
+    assert str(alone)  # played between them
+    assert [random.random() for _ in range(3)] == expected  # the global generator was never drawn from
+
+
+def test_a_finished_match_replays_from_its_record(tmp_path: Path) -> None:
+    spec = {
+        "experiment": {"name": "replay", "game": "textarena:KuhnPoker-v0", "repeats": 1},
+        "players": [{"name": "a", "bot": "random"}, {"name": "b", "bot": "random"}],
+    }
+    result = run_experiment(spec, tmp_path / "run")
+    assert result.played == 2 and not result.failed
+    for record in result.records:
+        state = load_game(record.game).new_initial_state()
+        for turn in record.turns:
+            if turn.seat < 0:
+                state.apply_action(turn.action)
+            else:
+                state.apply_action(task.intern_utterance(state, turn.seat, turn.action_string))
+        assert state.is_terminal()
+        assert list(state.returns()) == list(record.returns)
+        assert sorted(record.returns) == [-1.0, 1.0]
+
+
+def test_rules_come_from_the_environment() -> None:
+    rules = task.rules_text(load_game("textarena:KuhnPoker-v0"))
+    assert "Kuhn Poker" in rules and "[bet]" in rules
+
+
+@pytest.mark.slow
+def test_games_all_lists_the_environments_with_their_verdicts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import game_defs.arena_pettingzoo  # noqa: F401  (both families, as their entry points register them)
+    import llm_bots.classical
+    from deepeval_games.app.cli import main
+
+    monkeypatch.setattr(llm_bots.classical, "openspiel_listing", lambda: [])  # OpenSpiel's own: tested elsewhere
+    assert main(["games", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "textarena:KuhnPoker-v0  [playable by LLM, random]" in out
+    assert "textarena:SimpleNegotiation-v0  [playable by LLM]" in out
+    assert "textarena:Debate-v0  [refused: it needs the network" in out
+    assert "pettingzoo:classic.connect_four_v3  [playable by LLM, random, mcts]" in out
