@@ -1,18 +1,20 @@
 """Bench: ``pairing = "active"`` against round robins, on 16 synthetic players of known strength.
 
-    python bench/bench_active.py [--runs 200] [--players 16] [--step 40] [--epsilon 0.9] [--window 8]
-        [--max-rounds 200]
+    python -m bench.bench_active [--runs 200] [--players 16] [--step 40] [--epsilon 2.4] [--top 4]
+        [--top-epsilon 1.1] [--max-rounds 400] [--rr R]
 
 The players play a two-seat win/draw/loss game (payoffs -1, 0, 1): player ``i`` has a known Elo-scale strength
 ``i * step``, beats ``j`` with the Bradley–Terry probability ``1 / (1 + 10 ** ((s_j - s_i) / 400))`` and never
 draws. Outcomes are drawn directly (no engine), so the schedules and rules are measured alone; what the runner adds
 (the records, the store) does not change which seatings are chosen.
 
-* ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff.
+* ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff (in a complete,
+  balanced round robin the Bradley–Terry fit orders players by their totals, so this is its best ranking too).
 * ``active``: :class:`analysis.active.ActiveRanking`, the rule that ``pairing = "active"`` drives: the first round
-  plays every seating, later rounds complete round robins of windows of at most ``window`` players chained by
-  unresolved adjacent pairs, until every adjacent pair is separated or its anytime-valid difference interval is
-  narrower than ``epsilon``, or ``max_rounds``; players are ranked by the rule's least-squares scores.
+  plays every seating, later rounds play each unresolved adjacent pair of the current Bradley–Terry order in both
+  seat orders, until every adjacent pair is separated or its anytime-valid head-to-head interval is narrower than
+  ``epsilon`` (``top_epsilon`` at the boundary of the top ``top``), or ``max_rounds``; players are ranked by the
+  rule's Bradley–Terry scores.
 
 A run is *accurate* when the ranking's Kendall tau to the true order is at least 0.9 and its top 4 are the true top 4
 (as a set). It prints, per schedule: the share of accurate runs, the mean matches, and (active) the share of runs
@@ -86,14 +88,21 @@ def active(
     epsilon: float,
     max_rounds: int,
     alpha: float = 0.05,
-    window: int = 8,
+    top: int | None = None,
+    top_epsilon: float | None = None,
 ) -> ActiveRun:
     """One run of the active schedule (the rule ``pairing = "active"`` drives)."""
     n = len(strengths)
     p = _win_matrix(strengths)
     names = [f"p{i:02d}" for i in range(n)]
     rule = ActiveRanking(
-        {"g": (-1.0, 1.0)}, alpha=alpha, epsilon=epsilon, initial_rounds=1, max_rounds=max_rounds, window=window
+        {"g": (-1.0, 1.0)},
+        alpha=alpha,
+        epsilon=epsilon,
+        initial_rounds=1,
+        max_rounds=max_rounds,
+        top=top,
+        top_epsilon=top_epsilon,
     )
     pairs = list(itertools.permutations(range(n), 2))
     round_number = 0
@@ -123,16 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--players", type=int, default=16)
     parser.add_argument("--step", type=float, default=40.0, help="Elo-scale gap between neighbouring players")
-    parser.add_argument("--epsilon", type=float, default=0.9, help="width of a pair interval that ends its refinement")
-    parser.add_argument("--window", type=int, default=8)
-    parser.add_argument("--max-rounds", type=int, default=200)
+    parser.add_argument("--epsilon", type=float, default=2.4, help="width of a pair interval that ends its refinement")
+    parser.add_argument("--max-rounds", type=int, default=400)
+    parser.add_argument("--top", type=int, default=4, help="the top-k boundary resolved to --top-epsilon (0: none)")
+    parser.add_argument("--top-epsilon", type=float, default=1.1)
+    parser.add_argument("--rr", type=int, default=0, help="skip the round robin search and take this many repeats")
     parser.add_argument("--max-repeats", type=int, default=60, help="the largest round robin tried")
     args = parser.parse_args(argv)
     strengths = np.arange(args.players, dtype=float) * args.step
     truth = sorted(range(args.players), key=lambda i: -strengths[i])
 
-    smallest = None
-    for repeats in range(1, args.max_repeats + 1):
+    smallest = args.rr or None
+    for repeats in range(1, 0 if args.rr else args.max_repeats + 1):
         rng = np.random.default_rng(1_000_000 + repeats)
         hits = sum(accurate(round_robin(rng, strengths, repeats)[0], truth) for _ in range(args.runs))
         if hits / args.runs >= 0.95:
@@ -143,7 +154,12 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = [
         active(
-            np.random.default_rng(seed), strengths, epsilon=args.epsilon, max_rounds=args.max_rounds, window=args.window
+            np.random.default_rng(seed),
+            strengths,
+            epsilon=args.epsilon,
+            max_rounds=args.max_rounds,
+            top=args.top or None,
+            top_epsilon=args.top_epsilon,
         )
         for seed in range(args.runs)
     ]

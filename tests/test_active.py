@@ -43,7 +43,7 @@ def test_paired_observations_rank_and_separate_clear_differences() -> None:
 def test_later_rounds_play_complete_windows_of_unresolved_pairs_only() -> None:
     # two close pairs far apart: after the first round only the seatings inside each close pair are worth playing
     strengths = {"a": 0.0, "b": 10.0, "c": 2000.0, "d": 2010.0, "e": 4000.0}
-    rule = ActiveRanking({"g": (-1.0, 1.0)}, epsilon=0.01, max_rounds=40, window=3)
+    rule = ActiveRanking({"g": (-1.0, 1.0)}, epsilon=0.01, max_rounds=40)
     chosen = _play(rule, strengths, np.random.default_rng(2), 40)
     assert len(chosen[0]) == 20  # the first round: every seating
     for ids in chosen[1:]:
@@ -87,9 +87,40 @@ def test_three_seat_games_pair_by_the_same_players_in_other_seat_orders() -> Non
     assert {p.status for p in rule.report.pairs} == {"separated"}
 
 
+def test_the_top_boundary_is_resolved_finer_and_the_rest_as_before() -> None:
+    strengths = {"a": 0.0, "b": 40.0, "c": 80.0, "d": 120.0, "e": 160.0}
+    plain = ActiveRanking({"g": (-1.0, 1.0)}, epsilon=2.4, max_rounds=400)
+    _play(plain, strengths, np.random.default_rng(5), 400)
+    top = ActiveRanking({"g": (-1.0, 1.0)}, epsilon=2.4, max_rounds=400, top=2, top_epsilon=1.2)
+    _play(top, strengths, np.random.default_rng(5), 400)
+    assert plain.report.reason == top.report.reason == "resolved"
+    assert top.report.matches > plain.report.matches + 100  # the boundary pair plays on
+    boundary = top.report.pairs[1]  # second and third of the final order
+    assert boundary.status in {"separated", "tied"}
+    assert {boundary.better[2], boundary.worse[2]} <= {"b", "c", "d"}
+    assert len(top.report.intervals) == 5
+
+
+def test_the_bradley_terry_order_is_not_skewed_by_who_met_whom() -> None:
+    # b met only the strongest (and lost), c only the weakest (and won): by mean payoff c would look better; the fit,
+    # which knows whom each met, puts b above c
+    rule = ActiveRanking({"g": (-1.0, 1.0)}, epsilon=0.5)
+    rule.begin_round(_round(0, ["a", "b", "c", "d"]))
+    results = {("a", "b"): 0.6, ("c", "d"): 0.6, ("a", "d"): 0.8}
+    for (x, y), share in results.items():  # share: x's payoff share against y, the same in both seat orders
+        payoff = 2.0 * share - 1.0
+        rule.add(f"0-{x}-{y}", (payoff, -payoff))
+        rule.add(f"0-{y}-{x}", (-payoff, payoff))
+    rule.end_round()  # the seatings without a result were not played
+    scores = {key[2]: iv.mean for key, iv in rule.report.intervals.items()}
+    assert sorted(scores, key=lambda k: -scores[k]) == ["a", "b", "c", "d"]
+
+
 def test_bad_parameters_are_refused() -> None:
     with pytest.raises(ValueError):
-        ActiveRanking({"g": (0.0, 1.0)}, window=1)
+        ActiveRanking({"g": (0.0, 1.0)}, top=0)
+    with pytest.raises(ValueError):
+        ActiveRanking({"g": (0.0, 1.0)}, top_epsilon=-1.0)
     with pytest.raises(ValueError):
         ActiveRanking({"g": (0.0, 1.0)}, method="normal")
     with pytest.raises(ValueError):

@@ -591,10 +591,10 @@ def _spread(count: int, size: int) -> list[int]:
 _ACTIVE_EPSILON = 1e-300
 """The marker of ``pairing = "active"`` without ``until_stable``: the indifference margin is then
 :data:`ACTIVE_MARGIN` of the widest payoff range."""
-ACTIVE_MARGIN = 0.45
+ACTIVE_MARGIN = 1.2
 """``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
-interval of its payoff difference is narrower than this share of the payoff range (``bench/bench_active.py``'s
-default width)."""
+interval of its payoff difference (which spans twice the payoff range) is narrower than this multiple of the payoff
+range: ``bench/bench_active.py``'s ``epsilon`` (2.4 on payoffs in [-1, 1])."""
 
 
 def _stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
@@ -764,16 +764,20 @@ async def _run_adaptive(
             for name, game in runner.games.items()
         }
         # pairing = "active": pair-level selection (analysis.active); otherwise whole blocks of unresolved players
-        kind = ActiveRanking if spec.pairing == "active" else AdaptiveStopping
-        stopping = kind(
-            bounds,
-            alpha=rule.alpha,
-            epsilon=rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
-            initial_rounds=spec.repeats,
-            max_rounds=max(rule.max_repeats, spec.repeats),
-            budget=rule.budget_matches,
-            method=rule.sequence,
-        )
+        settings: dict[str, Any] = {
+            "alpha": rule.alpha,
+            "epsilon": rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
+            "initial_rounds": spec.repeats,
+            "max_rounds": max(rule.max_repeats, spec.repeats),
+            "budget": rule.budget_matches,
+            "method": rule.sequence,
+        }
+        if spec.pairing == "active":
+            stopping: ActiveRanking | AdaptiveStopping = ActiveRanking(
+                bounds, top=rule.top, top_epsilon=rule.top_epsilon, **settings
+            )
+        else:
+            stopping = AdaptiveStopping(bounds, **settings)
         limit = count_matches(spec, repeats=max(rule.max_repeats, spec.repeats))
         manifest = RunManifest(out_dir, spec, runner.games.values(), limit)
         manifest.start()
