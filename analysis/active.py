@@ -44,6 +44,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,12 +63,9 @@ class ActiveRanking(RoundFeed):
 
     Args:
         bounds: each game variant's payoff range.
-        alpha: error level of all pair intervals of one ranking together.
-        epsilon: indifference margin: an adjacent pair whose difference interval is narrower is resolved.
-        initial_rounds: rounds that play every seating.
-        max_rounds: the most rounds.
-        budget: the most matches in all (None: no limit but ``max_rounds``).
-        method: the confidence sequence (``betting`` or ``bernstein``).
+        settings: ``alpha`` (the error level of all pair intervals of one ranking together), ``epsilon`` (an
+            adjacent pair whose difference interval is narrower is resolved), ``initial_rounds``, ``max_rounds``,
+            ``budget`` and ``method``, as :class:`~analysis.stopping.AdaptiveStopping` takes them.
         top: resolve the order at the boundary of the top ``top`` keys of each ranking more finely (None: no such
             boundary).
         top_epsilon: the width at that boundary (default ``epsilon / 2``).
@@ -80,27 +78,17 @@ class ActiveRanking(RoundFeed):
         self,
         bounds: Mapping[str, tuple[float, float]],
         *,
-        alpha: float = 0.05,
-        epsilon: float = 0.0,
-        initial_rounds: int = 1,
-        max_rounds: int = 50,
-        budget: int | None = None,
-        method: str = "betting",
         top: int | None = None,
         top_epsilon: float | None = None,
+        **settings: Any,
     ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if epsilon < 0 or (top_epsilon is not None and top_epsilon < 0):
-            raise ValueError("epsilon and top_epsilon must be >= 0")
-        if initial_rounds < 1 or max_rounds < 1 or (budget is not None and budget < 1) or (top is not None and top < 1):
-            raise ValueError("initial_rounds, max_rounds, budget and top must be >= 1")
-        make_sequence(method, 0.0, 1.0)  # an unknown method fails here
-        self.bounds, self.method = dict(bounds), method
-        self.alpha, self.epsilon = float(alpha), float(epsilon)
-        self.initial_rounds, self.max_rounds, self.budget = initial_rounds, max_rounds, budget
+        if (top is not None and top < 1) or (top_epsilon is not None and top_epsilon < 0):
+            raise ValueError("top must be >= 1 and top_epsilon >= 0")
+        super().__init__(bounds, **settings)
         self.top = top
         self.top_epsilon = self.epsilon / 2 if top_epsilon is None else float(top_epsilon)
+
+    def _setup(self) -> None:
         self._members: dict[Group, set[Key]] = defaultdict(set)
         self._pairs: dict[tuple[Key, Key], ConfidenceSequence] = {}  # (a, b) with a < b: the sequence of a - b
         self._sums: dict[tuple[Key, Key], list[float]] = {}  # [sum of a - b, observations]
@@ -108,10 +96,6 @@ class ActiveRanking(RoundFeed):
         self._shares: dict[tuple[Key, Key], list[float]] = {}  # (a, b), a < b: [a's shares against b, meetings]
         self._meet: set[Group] = set()  # rankings whose players can sit in one match (head-to-head pairs)
         self._seats = 2  # the most seats of a game seen (a block needs one player more for a paired observation)
-        self._round: list[Seating] = []
-        self._results: dict[str, Sequence[float]] = {}
-        self._failed = False
-        self.report = StoppingReport()
 
     # -- the round protocol ----------------------------------------------------------------------------------
 

@@ -146,13 +146,37 @@ class StoppingReport:
 
 
 class RoundFeed:
-    """The part of the round protocol every rule shares: the match budget, the matches of each key, and the
-    payoffs of the round being played."""
+    """The part of the round protocol every rule shares: its settings, the match budget, the matches of each key,
+    and the payoffs of the round being played (the arguments: :class:`AdaptiveStopping`)."""
 
-    budget: int | None
-    report: StoppingReport
-    _results: dict[str, Sequence[float]]
-    _failed: bool
+    def __init__(
+        self,
+        bounds: Mapping[str, tuple[float, float]],
+        *,
+        alpha: float = 0.05,
+        epsilon: float = 0.0,
+        initial_rounds: int = 1,
+        max_rounds: int = 50,
+        budget: int | None = None,
+        method: str = "betting",
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if epsilon < 0 or initial_rounds < 1 or max_rounds < 1 or (budget is not None and budget < 1):
+            raise ValueError("epsilon must be >= 0; initial_rounds, max_rounds and budget >= 1")
+        make_sequence(method, 0.0, 1.0)  # an unknown method fails here
+        self.method = method
+        self.bounds = dict(bounds)
+        self.alpha, self.epsilon = float(alpha), float(epsilon)
+        self.initial_rounds, self.max_rounds, self.budget = initial_rounds, max_rounds, budget
+        self._round: list[Seating] = []
+        self._results: dict[str, Sequence[float]] = {}
+        self._failed = False
+        self.report = StoppingReport()
+        self._setup()
+
+    def _setup(self) -> None:
+        """The rule's own state (called at the end of ``__init__``)."""
 
     def _admit(self, selected: Sequence[Seating]) -> bool:
         """Start a round of ``selected``; False (and the reason ``budget``) when it would pass the budget."""
@@ -197,33 +221,10 @@ class AdaptiveStopping(RoundFeed):
         ValueError: a bad parameter.
     """
 
-    def __init__(
-        self,
-        bounds: Mapping[str, tuple[float, float]],
-        *,
-        alpha: float = 0.05,
-        epsilon: float = 0.0,
-        initial_rounds: int = 1,
-        max_rounds: int = 50,
-        budget: int | None = None,
-        method: str = "betting",
-    ) -> None:
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if epsilon < 0 or initial_rounds < 1 or max_rounds < 1 or (budget is not None and budget < 1):
-            raise ValueError("epsilon must be >= 0; initial_rounds, max_rounds and budget >= 1")
-        make_sequence(method, 0.0, 1.0)  # an unknown method fails here
-        self.method = method
-        self.bounds = dict(bounds)
-        self.alpha, self.epsilon = float(alpha), float(epsilon)
-        self.initial_rounds, self.max_rounds, self.budget = initial_rounds, max_rounds, budget
+    def _setup(self) -> None:
         self._sequences: dict[Key, ConfidenceSequence] = {}
         self._group_sizes: dict[tuple[str, str], int] = {}
         self._active: set[Key] | None = None  # None: everything (the initial rounds)
-        self._round: list[Seating] = []
-        self._results: dict[str, Sequence[float]] = {}
-        self._failed = False
-        self.report = StoppingReport()
 
     @property
     def active(self) -> set[Key] | None:
