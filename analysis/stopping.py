@@ -41,6 +41,7 @@ __all__ = [
     "AdaptiveStopping",
     "Key",
     "PairStatus",
+    "RoundFeed",
     "Seating",
     "StoppingReport",
     "format_stopping",
@@ -144,24 +145,9 @@ class StoppingReport:
         return max((iv.half_width for iv in chosen.values()), default=float("nan"))
 
 
-class AdaptiveStopping:
-    """The stopping rule of the module docstring, fed round by round.
-
-    Use: ``selected = rule.begin_round(all_seatings_of_repeat_r)``; play ``selected``; :meth:`add` each committed
-    result; ``report = rule.end_round()``; continue while ``report.reason == "running"``.
-
-    Args:
-        bounds: each game variant's payoff range (the game's min and max utility, or the judge's scale).
-        alpha: error level of the whole ranking of one variant and role.
-        epsilon: indifference margin: adjacent keys whose means surely differ by at most this count as tied.
-        initial_rounds: rounds that play every seating before the rule selects.
-        max_rounds: the most rounds.
-        budget: the most matches in all (None: no limit but ``max_rounds``).
-        method: the confidence sequence: ``betting`` (hedged capital, the default) or ``bernstein`` (PrPl-EB).
-
-    Raises:
-        ValueError: a bad parameter.
-    """
+class RoundFeed:
+    """The part of the round protocol every rule shares: its settings, the match budget, the matches of each key,
+    and the payoffs of the round being played (the arguments: :class:`AdaptiveStopping`)."""
 
     def __init__(
         self,
@@ -183,13 +169,62 @@ class AdaptiveStopping:
         self.bounds = dict(bounds)
         self.alpha, self.epsilon = float(alpha), float(epsilon)
         self.initial_rounds, self.max_rounds, self.budget = initial_rounds, max_rounds, budget
-        self._sequences: dict[Key, ConfidenceSequence] = {}
-        self._group_sizes: dict[tuple[str, str], int] = {}
-        self._active: set[Key] | None = None  # None: everything (the initial rounds)
         self._round: list[Seating] = []
         self._results: dict[str, Sequence[float]] = {}
         self._failed = False
         self.report = StoppingReport()
+        self._setup()
+
+    def _setup(self) -> None:
+        """The rule's own state (called at the end of ``__init__``)."""
+
+    def _admit(self, selected: Sequence[Seating]) -> bool:
+        """Start a round of ``selected``; False (and the reason ``budget``) when it would pass the budget."""
+        if self.budget is not None and self.report.matches + len(selected) > self.budget:
+            self.report.reason = "budget"
+            return False
+        self._results, self._failed = {}, False
+        self.report.matches += len(selected)
+        for seating in selected:
+            for key in seating.sitting():
+                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
+        return True
+
+    def add(self, match_id: str, returns: Sequence[float]) -> None:
+        """The payoffs of a match of this round (any order; others are ignored)."""
+        self._results[match_id] = [float(x) for x in returns]
+
+    def add_record(self, record: MatchRecord) -> None:
+        """:meth:`add` for a complete record; an aborted one marks the round failed."""
+        if record.status == "complete":
+            self.add(record.match_id, record.returns)
+        else:
+            self._failed = True
+
+
+class AdaptiveStopping(RoundFeed):
+    """The stopping rule of the module docstring, fed round by round.
+
+    Use: ``selected = rule.begin_round(all_seatings_of_repeat_r)``; play ``selected``; :meth:`add` each committed
+    result; ``report = rule.end_round()``; continue while ``report.reason == "running"``.
+
+    Args:
+        bounds: each game variant's payoff range (the game's min and max utility, or the judge's scale).
+        alpha: error level of the whole ranking of one variant and role.
+        epsilon: indifference margin: adjacent keys whose means surely differ by at most this count as tied.
+        initial_rounds: rounds that play every seating before the rule selects.
+        max_rounds: the most rounds.
+        budget: the most matches in all (None: no limit but ``max_rounds``).
+        method: the confidence sequence: ``betting`` (hedged capital, the default) or ``bernstein`` (PrPl-EB).
+
+    Raises:
+        ValueError: a bad parameter.
+    """
+
+    def _setup(self) -> None:
+        self._sequences: dict[Key, ConfidenceSequence] = {}
+        self._group_sizes: dict[tuple[str, str], int] = {}
+        self._active: set[Key] | None = None  # None: everything (the initial rounds)
 
     @property
     def active(self) -> set[Key] | None:
@@ -213,28 +248,10 @@ class AdaptiveStopping:
             selected = list(seatings)
         else:
             selected = [s for s in seatings if s.sitting() & self._active]
-        if self.budget is not None and self.report.matches + len(selected) > self.budget:
-            self.report.reason = "budget"
+        if not self._admit(selected):
             return []
         self._round = list(seatings)
-        self._results = {}
-        self._failed = False
-        self.report.matches += len(selected)
-        for seating in selected:
-            for key in seating.sitting():
-                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
         return selected
-
-    def add(self, match_id: str, returns: Sequence[float]) -> None:
-        """The payoffs of a match of this round (any order; others are ignored)."""
-        self._results[match_id] = [float(x) for x in returns]
-
-    def add_record(self, record: MatchRecord) -> None:
-        """:meth:`add` for a complete record; an aborted one marks the round failed."""
-        if record.status == "complete":
-            self.add(record.match_id, record.returns)
-        else:
-            self._failed = True
 
     def end_round(self, *, failed: bool = False) -> StoppingReport:
         """Score this round's complete blocks, re-rank, and decide; the report says what (``reason``)."""

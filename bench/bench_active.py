@@ -1,17 +1,20 @@
 """Bench: ``pairing = "active"`` against round robins, on 16 synthetic players of known strength.
 
-    python bench/bench_active.py [--runs 200] [--players 16] [--step 40] [--epsilon 0.1] [--max-rounds 60]
+    python -m bench.bench_active [--runs 200] [--players 16] [--step 40] [--epsilon 2.4] [--top 4]
+        [--top-epsilon 1.1] [--max-rounds 400] [--rr R]
 
 The players play a two-seat win/draw/loss game (payoffs -1, 0, 1): player ``i`` has a known Elo-scale strength
 ``i * step``, beats ``j`` with the Bradley–Terry probability ``1 / (1 + 10 ** ((s_j - s_i) / 400))`` and never
 draws. Outcomes are drawn directly (no engine), so the schedules and rules are measured alone; what the runner adds
 (the records, the store) does not change which seatings are chosen.
 
-* ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff.
-* ``active``: :class:`analysis.stopping.AdaptiveStopping`, the rule that ``pairing = "active"`` drives: the first
-  round plays every seating, later rounds the complete blocks of players still in an unresolved adjacent pair,
-  until every adjacent pair is separated or tied within ``epsilon`` (anytime-valid), or ``max_rounds``; players
-  are ranked by the mean of their block means.
+* ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff (in a complete,
+  balanced round robin the Bradley–Terry fit orders players by their totals, so this is its best ranking too).
+* ``active``: :class:`analysis.active.ActiveRanking`, the rule that ``pairing = "active"`` drives: the first round
+  plays every seating, later rounds play each unresolved adjacent pair of the current Bradley–Terry order in both
+  seat orders, until every adjacent pair is separated or its anytime-valid head-to-head interval is narrower than
+  ``epsilon`` (``top_epsilon`` at the boundary of the top ``top``), or ``max_rounds``; players are ranked by the
+  rule's Bradley–Terry scores.
 
 A run is *accurate* when the ranking's Kendall tau to the true order is at least 0.9 and its top 4 are the true top 4
 (as a set). It prints, per schedule: the share of accurate runs, the mean matches, and (active) the share of runs
@@ -29,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.stopping import AdaptiveStopping, Seating
+from analysis.active import ActiveRanking
+from analysis.stopping import Seating
 
 
 def kendall_tau(order: list[int], truth: list[int]) -> float:
@@ -78,13 +82,28 @@ class ActiveRun:
 
 
 def active(
-    rng: np.random.Generator, strengths: np.ndarray, *, epsilon: float, max_rounds: int, alpha: float = 0.05
+    rng: np.random.Generator,
+    strengths: np.ndarray,
+    *,
+    epsilon: float,
+    max_rounds: int,
+    alpha: float = 0.05,
+    top: int | None = None,
+    top_epsilon: float | None = None,
 ) -> ActiveRun:
     """One run of the active schedule (the rule ``pairing = "active"`` drives)."""
     n = len(strengths)
     p = _win_matrix(strengths)
     names = [f"p{i:02d}" for i in range(n)]
-    rule = AdaptiveStopping({"g": (-1.0, 1.0)}, alpha=alpha, epsilon=epsilon, initial_rounds=1, max_rounds=max_rounds)
+    rule = ActiveRanking(
+        {"g": (-1.0, 1.0)},
+        alpha=alpha,
+        epsilon=epsilon,
+        initial_rounds=1,
+        max_rounds=max_rounds,
+        top=top,
+        top_epsilon=top_epsilon,
+    )
     pairs = list(itertools.permutations(range(n), 2))
     round_number = 0
     while rule.report.reason == "running":
@@ -98,7 +117,7 @@ def active(
         rule.end_round()
         round_number += 1
     report = rule.report
-    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}
+    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}  # the least-squares scores
     order = sorted(range(n), key=lambda i: (-means[i], rng.random()))
     wrong = any(
         pair.status == "separated" and strengths[int(pair.better[2][1:])] < strengths[int(pair.worse[2][1:])]
@@ -113,15 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--players", type=int, default=16)
     parser.add_argument("--step", type=float, default=40.0, help="Elo-scale gap between neighbouring players")
-    parser.add_argument("--epsilon", type=float, default=0.1)
-    parser.add_argument("--max-rounds", type=int, default=60)
+    parser.add_argument("--epsilon", type=float, default=2.4, help="width of a pair interval that ends its refinement")
+    parser.add_argument("--max-rounds", type=int, default=400)
+    parser.add_argument("--top", type=int, default=4, help="the top-k boundary resolved to --top-epsilon (0: none)")
+    parser.add_argument("--top-epsilon", type=float, default=1.1)
+    parser.add_argument("--rr", type=int, default=0, help="skip the round robin search and take this many repeats")
     parser.add_argument("--max-repeats", type=int, default=60, help="the largest round robin tried")
     args = parser.parse_args(argv)
     strengths = np.arange(args.players, dtype=float) * args.step
     truth = sorted(range(args.players), key=lambda i: -strengths[i])
 
-    smallest = None
-    for repeats in range(1, args.max_repeats + 1):
+    smallest = args.rr or None
+    for repeats in range(1, 0 if args.rr else args.max_repeats + 1):
         rng = np.random.default_rng(1_000_000 + repeats)
         hits = sum(accurate(round_robin(rng, strengths, repeats)[0], truth) for _ in range(args.runs))
         if hits / args.runs >= 0.95:
@@ -131,7 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"round robin: smallest accurate in >= 95% of {args.runs} runs: {smallest} repeats ({rr_matches} matches)")
 
     runs = [
-        active(np.random.default_rng(seed), strengths, epsilon=args.epsilon, max_rounds=args.max_rounds)
+        active(
+            np.random.default_rng(seed),
+            strengths,
+            epsilon=args.epsilon,
+            max_rounds=args.max_rounds,
+            top=args.top or None,
+            top_epsilon=args.top_epsilon,
+        )
         for seed in range(args.runs)
     ]
     share = sum(accurate(r.order, truth) for r in runs) / args.runs

@@ -182,7 +182,7 @@ def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeyp
     rng = random.Random(7)
     kills = 0
     while True:
-        left = rng.randint(1, 300)  # commits until the process is killed
+        left = rng.randint(1, 60)  # commits until the process is killed
 
         def played(self: Any, record: Any, _left: list[int] = [left]) -> None:  # noqa: B006
             original(self, record)
@@ -217,6 +217,14 @@ def test_active_pairing_checks_its_rule_and_defaults() -> None:
                 "players": [PLAYERS["r1"], PLAYERS["r2"]],
             }
         )
+    with pytest.raises(SpecError, match="top and top_epsilon are used with"):
+        parse_spec(
+            {
+                "experiment": {"game": "tic_tac_toe", "until_stable": {"epsilon": 0.1, "top": 4}},
+                "players": [PLAYERS["r1"], PLAYERS["r2"]],
+            }
+        )
+    assert _active(epsilon=0.5, top=2, top_epsilon=0.2).experiment.until_stable is not None
     plan = plan_matches(_active())
     assert len(plan) == 12  # the first round: every seating, both seat orders
 
@@ -233,3 +241,22 @@ def test_bench_active_measures_what_it_says() -> None:
     run = active(np.random.default_rng(0), strengths, epsilon=0.2, max_rounds=40)
     assert run.order == [0, 1, 2] and not run.wrong and run.matches % 2 == 0
     assert round_robin(np.random.default_rng(0), strengths, 3)[1] == 3 * 3 * 2
+
+
+def test_active_top_boundary_reaches_the_rule(tmp_path: Path) -> None:
+    players = [
+        {"name": "random-1", "bot": "pgg_random"},
+        {"name": "random-2", "bot": "pgg_random"},
+        {"name": "full", "bot": "pgg_full_contributor"},
+    ]
+
+    def stopped(name: str, **top: Any) -> Any:
+        rule = {"epsilon": 10.0, "max_repeats": 300, **top}
+        experiment = {"name": "t", "game": ACTIVE_GAME, "seed": 5, "pairing": "active", "until_stable": rule}
+        result = run_experiment(parse_spec({"experiment": experiment, "players": players}), tmp_path / name, workers=1)
+        assert result.stopping is not None and result.stopping.reason == "resolved"
+        return result.stopping
+
+    plain, top = stopped("plain"), stopped("top", top=1, top_epsilon=4.0)
+    assert top.matches > plain.matches  # the two random players, tied at the top, are resolved to the finer width
+    assert {top.pairs[0].better[2], top.pairs[0].worse[2]} == {"random-1", "random-2"}

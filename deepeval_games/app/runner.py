@@ -591,9 +591,10 @@ def _spread(count: int, size: int) -> list[int]:
 _ACTIVE_EPSILON = 1e-300
 """The marker of ``pairing = "active"`` without ``until_stable``: the indifference margin is then
 :data:`ACTIVE_MARGIN` of the widest payoff range."""
-ACTIVE_MARGIN = 0.05
-"""``pairing = "active"`` without ``until_stable``: players whose mean payoffs surely differ by at most this share of
-the payoff range are tied."""
+ACTIVE_MARGIN = 1.2
+"""``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
+interval of its payoff difference (which spans twice the payoff range) is narrower than this multiple of the payoff
+range: ``bench/bench_active.py``'s ``epsilon`` (2.4 on payoffs in [-1, 1])."""
 
 
 def _stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
@@ -737,6 +738,7 @@ async def _run_adaptive(
     """``until_stable`` with ``rule = "adaptive"``: round ``r`` plays the seatings of repeat ``r`` that
     :class:`~analysis.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier rounds,
     so a resumed run replays the committed rounds (reading the store once) and continues with the same schedule."""
+    from analysis.active import ActiveRanking
     from analysis.stopping import AdaptiveStopping, Seating
     from deepeval_games.app.schedule import count_matches
     from deepeval_games.core import task
@@ -761,15 +763,21 @@ async def _run_adaptive(
             game_variant(name): (float(game.min_utility()), float(game.max_utility()))
             for name, game in runner.games.items()
         }
-        stopping = AdaptiveStopping(
-            bounds,
-            alpha=rule.alpha,
-            epsilon=rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
-            initial_rounds=spec.repeats,
-            max_rounds=max(rule.max_repeats, spec.repeats),
-            budget=rule.budget_matches,
-            method=rule.sequence,
-        )
+        # pairing = "active": pair-level selection (analysis.active); otherwise whole blocks of unresolved players
+        settings: dict[str, Any] = {
+            "alpha": rule.alpha,
+            "epsilon": rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
+            "initial_rounds": spec.repeats,
+            "max_rounds": max(rule.max_repeats, spec.repeats),
+            "budget": rule.budget_matches,
+            "method": rule.sequence,
+        }
+        if spec.pairing == "active":
+            stopping: ActiveRanking | AdaptiveStopping = ActiveRanking(
+                bounds, top=rule.top, top_epsilon=rule.top_epsilon, **settings
+            )
+        else:
+            stopping = AdaptiveStopping(bounds, **settings)
         limit = count_matches(spec, repeats=max(rule.max_repeats, spec.repeats))
         manifest = RunManifest(out_dir, spec, runner.games.values(), limit)
         manifest.start()

@@ -18,8 +18,9 @@ Pairing policies (``[experiment] pairing``):
 * ``fixed`` — the spec lists exactly as many players as the game has seats, and they sit in the order listed,
   every repeat (``deepeval-games play`` seats a person so: ``--seat 1`` is ``Player 1``);
 * ``active`` — the seatings of ``round_robin`` (two seats) or ``combinations`` (more), but a repeat after the first
-  ``repeats`` plays only the complete blocks of players whose rank is still unresolved, and the run stops by the
-  anytime-valid rule (:mod:`analysis.stopping`; the runner drives it, a pure function of the committed records);
+  ``repeats`` plays only complete round robins of windows of players whose adjacent order is still open, and the
+  run stops by the anytime-valid rule (:mod:`analysis.active`; the runner drives it, a pure function of the
+  committed records);
 * ``auto`` (default) — ``round_robin`` for a two-seat game with a first mover (sequential, both seats in one
   role: tic_tac_toe, kuhn_poker; not a game whose seats are roles), so that both seatings of every pair
   are played every repeat and the report shows what moving first is worth; otherwise ``permute`` when the players

@@ -174,6 +174,12 @@ class StoppingRule(BaseModel):
     """Matches per player between two ranking checkpoints."""
     window: int = Field(default=2, ge=1)
     """Checkpoints over which the ranking must stay the same."""
+    top: int | None = Field(default=None, ge=1)
+    """``pairing = "active"`` only: the boundary of the top ``top`` players of each ranking (who is in the top k) is
+    resolved to ``top_epsilon`` instead of ``epsilon``, as a leaderboard is read from its top (none by default)."""
+    top_epsilon: float | None = Field(default=None, gt=0)
+    """``pairing = "active"`` with ``top``: the width at which the pair at the top-``top`` boundary counts as tied
+    (default ``epsilon / 2``)."""
 
 
 class SweepRange(BaseModel):
@@ -338,6 +344,8 @@ class ExperimentTable(BaseModel):
                 '[experiment] pairing = "active" stops by the anytime-valid rule: [experiment.until_stable] rule '
                 'must be "adaptive" (or leave until_stable out for its defaults)'
             )
+        if rule is not None and self.pairing != "active" and (rule.top is not None or rule.top_epsilon is not None):
+            raise _spec_error('[experiment.until_stable] top and top_epsilon are used with pairing = "active" only')
         return self
 
     @model_validator(mode="after")
