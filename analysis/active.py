@@ -286,7 +286,6 @@ class ActiveRanking(RoundFeed):
             keys = sorted(self._members[group])
             scores = self._scores(keys)
             order = [keys[i] for i in sorted(range(len(keys)), key=lambda i: (-scores[i], keys[i][2]))]
-            widths: dict[Key, float] = defaultdict(float)
             for position, (better, worse) in enumerate(itertools.pairwise(order)):
                 iv = self._interval(better, worse)
                 margin = self.top_epsilon if self.top is not None and position == self.top - 1 else self.epsilon
@@ -300,14 +299,16 @@ class ActiveRanking(RoundFeed):
                     status = "unresolved"
                     unresolved.add((better, worse))
                     blocks.append({k[2] for k in _padded(order[position : position + 2], order, size)})
-                if iv is not None:
-                    for key in (better, worse):
-                        widths[key] = max(widths[key], iv.half_width)
-                pairs.append(PairStatus(better, worse, status))
+                if (
+                    iv is not None and iv.high < 0
+                ):  # better and worse were swapped: the interval of the swapped difference
+                    iv = Interval(-iv.high, -iv.low, -iv.mean, iv.n)
+                pairs.append(PairStatus(better, worse, status, iv))
             counts = self._shares if group in self._meet else self._sums
             n = {k: int(sum(v[1] for p, v in counts.items() if k in p)) for k in keys}
             for key, score in zip(keys, scores, strict=True):
-                intervals[key] = Interval(float(score) - widths[key], float(score) + widths[key], float(score), n[key])
+                # the fit's score (its own scale: no interval of it is claimed); the pairs carry the intervals
+                intervals[key] = Interval(float(score), float(score), float(score), n[key])
         self._blocks = blocks
         self.report.intervals, self.report.pairs = intervals, pairs
         return unresolved

@@ -75,6 +75,9 @@ class PairStatus:
     worse: Key
     status: str
     """``separated``, ``tied`` or ``unresolved``."""
+    difference: Interval | None = None
+    """The anytime-valid interval of ``better``'s payoff minus ``worse``'s where the rule decides by pair intervals
+    (active matchmaking); None where it compares the keys' own intervals."""
 
 
 @dataclass
@@ -117,7 +120,19 @@ class StoppingReport:
                 }
                 for key, interval in sorted(self.intervals.items())
             ],
-            "pairs": [{"better": list(p.better), "worse": list(p.worse), "status": p.status} for p in self.pairs],
+            "pairs": [
+                {
+                    "better": list(p.better),
+                    "worse": list(p.worse),
+                    "status": p.status,
+                    **(
+                        {"difference": [getattr(p.difference, f) for f in ("low", "high", "mean", "n")]}
+                        if p.difference
+                        else {}
+                    ),
+                }
+                for p in self.pairs
+            ],
         }
 
     @classmethod
@@ -136,7 +151,15 @@ class StoppingReport:
                 key(k["key"]): Interval(float(k["low"]), float(k["high"]), float(k["mean"]), int(k["n"]))
                 for k in data["keys"]
             },
-            pairs=[PairStatus(key(p["better"]), key(p["worse"]), str(p["status"])) for p in data["pairs"]],
+            pairs=[
+                PairStatus(
+                    key(p["better"]),
+                    key(p["worse"]),
+                    str(p["status"]),
+                    _interval(p["difference"]) if "difference" in p else None,
+                )
+                for p in data["pairs"]
+            ],
         )
 
     def max_half_width(self, keys: Iterable[Key] | None = None) -> float:
@@ -327,6 +350,18 @@ class AdaptiveStopping(RoundFeed):
         self.report.intervals, self.report.pairs = intervals, pairs
 
 
+def _interval(values: Sequence[Any]) -> Interval:
+    """The interval :meth:`StoppingReport.to_dict` wrote as ``[low, high, mean, n]``."""
+    return Interval(float(values[0]), float(values[1]), float(values[2]), int(values[3]))
+
+
+def _gap(pair: PairStatus) -> str:
+    """``"  minus NAME: [low, high] status"``: a pair's difference interval, where it has one."""
+    if pair.difference is None:
+        return ""
+    return f"  minus {pair.worse[2]}: [{pair.difference.low:.3f}, {pair.difference.high:.3f}] {pair.status}"
+
+
 def format_stopping(report: StoppingReport) -> str:
     """The report in words: what stopped the run, matches per player, each ranking with its intervals, and what was
     left unresolved."""
@@ -343,11 +378,18 @@ def format_stopping(report: StoppingReport) -> str:
         by_group[(key[0], key[1])].append(key)
     for (variant, role), keys in sorted(by_group.items()):
         lines.append(f"{variant}" + (f" [{role}]" if role != "player" else ""))
+        by_pairs = {p.better: p for p in report.pairs if p.difference is not None}
         for key in sorted(keys, key=lambda k: -report.intervals[k].mean):
             iv = report.intervals[key]
+            matches = report.matches_per_key.get(key, 0)
+            if by_pairs:  # ranked by a fit, decided by pair intervals: the fit's score, then the gap to the next
+                pair = by_pairs.get(key)
+                gap = "" if pair is None else _gap(pair)
+                lines.append(f"  {key[2]:<24} score {iv.mean:8.3f}  matches {matches}{gap}")
+                continue
             lines.append(
                 f"  {key[2]:<24} mean {iv.mean:8.3f}  interval [{iv.low:.3f}, {iv.high:.3f}]  "
-                f"blocks {iv.n:3d}  matches {report.matches_per_key.get(key, 0)}"
+                f"blocks {iv.n:3d}  matches {matches}"
             )
     unresolved = report.unresolved
     if unresolved:
