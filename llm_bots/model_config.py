@@ -189,7 +189,7 @@ DELIVERY_SETTING_KEYS = frozenset(
 )
 """The :class:`ModelSettings` keys that change only how calls are delivered: never part of a match's identity."""
 
-ABSENT_WHEN_UNSET = frozenset({"context", "context_window_rounds"})
+ABSENT_WHEN_UNSET = frozenset({"context", "context_window_rounds", "stop"})
 """Settings left out of the effective settings while unset, so that adding them kept every earlier match id."""
 
 
