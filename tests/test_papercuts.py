@@ -18,7 +18,6 @@ from deepeval_games.app.spec import parse_spec
 from deepeval_games.core.bot import Outcome, observe
 from deepeval_games.core.games import load_game
 from llm_bots.human import HumanBot, Terminal, _numbered_move
-from llm_bots.local_server import local_model_available
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,17 +95,3 @@ def test_the_demo_spec_lets_the_local_model_finish_its_answer() -> None:
     spec = tomllib.loads((REPO / "examples" / "pgg_local_model.toml").read_text(encoding="utf-8"))
     model = next(p for p in spec["players"] if p.get("model") == "local/smollm2")
     assert model.get("max_tokens", 512) >= 256  # 96 cut a third of its answers (finish_reason "length")
-
-
-@pytest.mark.local_model
-@pytest.mark.skipif(local_model_available("local/smollm2") is not None, reason="the local model is not installed")
-def test_the_demo_completes_with_no_cut_off_turn(tmp_path: Path) -> None:
-    # the README's first command, as a newcomer runs it (no model-call cache to replay): every reply ends by itself
-    data = tomllib.loads((REPO / "examples" / "pgg_local_model.toml").read_text(encoding="utf-8"))
-    data["experiment"]["cache"] = False
-    spec = parse_spec(data)
-    result = run_experiment(spec, tmp_path / "run")
-    assert not result.failed and result.played == 3
-    turns = [t for r in result.records for t in r.turns if t.model]
-    assert len(turns) == 15 and all(reason == "stop" for t in turns for reason in t.finish_reasons)
-    assert all(t.outcome in (Outcome.OK, Outcome.REASKED) for t in turns)
