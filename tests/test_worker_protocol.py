@@ -164,8 +164,10 @@ def test_from_json_reads_what_from_dict_reads(monkeypatch: pytest.MonkeyPatch) -
     special.returns = [float("inf"), float("-inf")]
     special.metrics = {"nan": float("nan"), "big": 2**70, "tiny": 5e-324, "text": 'é \u2028 \\ "'}
     slow: list[str] = []
-    original = MatchRecord.from_dict.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(MatchRecord, "from_dict", classmethod(lambda cls, d: (slow.append("x"), original(cls, d))[1]))
+    original = MatchRecord._validated.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        MatchRecord, "_validated", classmethod(lambda cls, d, **kw: (slow.append("x"), original(cls, d, **kw))[1])
+    )
     for record in [*records, special]:
         text = record.to_json()
         read = MatchRecord.from_json(text)
