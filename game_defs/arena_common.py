@@ -17,9 +17,21 @@ import pyspiel
 
 from deepeval_games.core.observer import TextObserver
 
-__all__ = ["ReplayedEnv", "SeatObserver", "game_type", "replays_alike", "seat_observer", "seed_count", "seed_outcomes"]
+__all__ = [
+    "DEFAULT_SEEDS",
+    "ReplayedEnv",
+    "SeatObserver",
+    "game_type",
+    "replays_alike",
+    "seat_observer",
+    "seed_count",
+    "seed_outcomes",
+]
 
 Env = TypeVar("Env")
+
+DEFAULT_SEEDS = 1024
+"""Seeds the chance node of a seeded environment chooses among (``seeds=`` in the game string overrides it)."""
 
 
 class ReplayedEnv(Generic[Env]):
@@ -88,11 +100,11 @@ def game_type(
     )
 
 
-def seed_count(params: dict[str, Any], seeded: bool, default: int) -> int:
+def seed_count(params: dict[str, Any], seeded: bool) -> int:
     """Seeds the chance node chooses among (``seeds=`` in the game string; 0 for an environment without one)."""
     if not seeded:
         return 0
-    seeds = int(params.get("seeds", default))
+    seeds = int(params.get("seeds", DEFAULT_SEEDS))
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     return seeds

@@ -31,6 +31,7 @@ import pyspiel
 
 from deepeval_games.core.games import GameFamily, register_game_family
 from game_defs.arena_common import (
+    DEFAULT_SEEDS,
     ReplayedEnv,
     SeatObserver,
     game_type,
@@ -43,8 +44,6 @@ from game_defs.arena_common import (
 __all__ = ["PREFIX", "PettingZooGame", "PettingZooState", "listing", "register"]
 
 PREFIX = "pettingzoo:"
-DEFAULT_SEEDS = 1024
-"""Seeds the chance node of a seeded environment chooses among (``seeds=`` overrides it)."""
 _PROBE_STEPS = 40
 """Moves of the fixed line played to find whether an environment depends on its seed and replays alike."""
 _DEFAULT_LENGTH = 10_000
@@ -269,7 +268,7 @@ class PettingZooGame(pyspiel.Game):
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         params = dict(params or {})
-        self.seeds = seed_count(params, self.facts.seeded, DEFAULT_SEEDS)
+        self.seeds = seed_count(params, self.facts.seeded)
         low, high = self.known.utility
         super().__init__(
             self.game_type,

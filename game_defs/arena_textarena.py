@@ -48,6 +48,7 @@ import pyspiel
 from deepeval_games.core.games import GameFamily, register_game_family
 from deepeval_games.core.message_pool import seat_label
 from game_defs.arena_common import (
+    DEFAULT_SEEDS,
     ReplayedEnv,
     SeatObserver,
     game_type,
@@ -60,8 +61,6 @@ from game_defs.arena_common import (
 __all__ = ["PREFIX", "TextArenaGame", "TextArenaState", "listing", "register"]
 
 PREFIX = "textarena:"
-DEFAULT_SEEDS = 1024
-"""Seeds the chance node of a seeded environment chooses among (``seeds=`` overrides it)."""
 _DEFAULT_TURNS = 100
 """Turns of an environment that sets no ``max_turns`` (a match is cut there as a draw)."""
 _POOL_PER_MOVE = 64
@@ -262,7 +261,7 @@ class TextArenaGame(pyspiel.Game):
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         params = dict(params or {})
-        self.seeds = seed_count(params, self.facts.seeded, DEFAULT_SEEDS)
+        self.seeds = seed_count(params, self.facts.seeded)
         self.max_moves = 2 * self.facts.turns + 2  # an invalid move is asked again, once, by TextArena
         super().__init__(
             self.game_type,
