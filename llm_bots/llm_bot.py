@@ -39,6 +39,7 @@ from llm_bots.context import (
     smaller,
     surely_fits,
 )
+from llm_bots.local_grammar import bounded_schema
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport import Budget, Completion, complete, supports_json_schema
@@ -203,12 +204,16 @@ class LLMBot(DeepEvalBot):
                 identity["context_window_rounds"] = self.window_rounds
         return identity
 
-    def _response_format(self, observation: Observation) -> Mapping[str, Any] | None:
-        """The turn's JSON schema when the model is held to one (not made again once the model is known not to be)."""
+    def _response_format(self, observation: Observation, config: ModelConfig | None = None) -> Mapping[str, Any] | None:
+        """The turn's JSON schema when the model is held to one (not made again once the model is known not to be).
+        For a local model, with the turn's settings ``config``, its free strings are bounded to fit the reply cap
+        (:func:`llm_bots.local_grammar.bounded_schema`)."""
         mode = self.settings.json_mode
         if mode == "off" or self._json_schema is False:
             return None
         schema = self.adapter.response_schema(observation)
+        if schema is not None and config is not None and config.is_local:
+            schema = bounded_schema(schema, config.max_tokens)
         if schema is None or mode == "on":
             return schema
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm (once a bot)
@@ -327,8 +332,8 @@ class LLMBot(DeepEvalBot):
         self.history.append({"role": "user", "content": self.turn_message(observation)})
         start = len(self.history)
         turn = _Exchange()
-        response_format = self._response_format(observation)
         config = self.turn_config(observation)
+        response_format = self._response_format(observation, config)
         policies = smaller(self.policy)
         refused: list[dict[str, str]] | None = None
         error = "no reply"

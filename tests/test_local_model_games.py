@@ -90,3 +90,21 @@ def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path
         if record.metrics["broken_by"] == seat and record.metrics["break_reason"] == "not_an_idiom":
             assert turns[-1].action == invalid
         assert record.metrics["hits"] is not None
+
+
+def test_the_demo_runs_uncached_with_every_reply_ended_by_the_model(tmp_path: Path) -> None:
+    """The README's demo (examples/pgg_local_model.toml), one match with no model-call cache: no ask is cut off at
+    the cap. SmolLM2-135M loops inside its JSON ``reason`` in about half of its turns; its schema's bound
+    (llm_bots/local_grammar.py) closes the string, so each reply ends by itself with the model's own amount."""
+    from deepeval_games import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "examples" / "pgg_local_model.toml")
+    spec = spec.model_copy(update={"experiment": spec.experiment.model_copy(update={"cache": False, "repeats": 1})})
+    result = run_experiment(spec, tmp_path / "run")
+    assert not result.failed, result.failed
+    [record] = result.records
+    turns = [t for t in record.turns if t.seat == record.seats.index("smollm2")]
+    assert len(turns) == 5
+    for turn in turns:
+        assert turn.finish_reasons and "length" not in turn.finish_reasons, turn.raw_replies
+        assert turn.outcome in ("ok", "reasked"), turn.raw_replies
