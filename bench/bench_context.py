@@ -8,9 +8,13 @@ cached tokens):
 
 1. **Prompt-cache share, Public Goods Game.** A 5-round PGG with one LLM seat (and three scripted ones): for each of
    the seat's calls, the share of its prompt that repeats the previous call's prompt from the start (the longest
-   common prefix of the two requests' messages, in characters), averaged over calls 2-5, and the cached share the
-   endpoint reported. Goal under ``full``: >= 80% (the chat only grows: every prompt starts with the one before).
-   ``window`` and ``state`` are shown as measured: they rebuild the turn's message, so only the rules repeat.
+   common prefix of the two requests' messages), in tokens (litellm's ``gpt-4o-mini`` count) and in characters,
+   averaged over calls 2-5, and the cached share the endpoint reported. Goal under ``full``, in tokens, on the
+   engine's default game: >= 80%; the game ``eval`` plays (mode 2, the paper preset) is shown beside it. Under
+   ``full`` the chat only grows (every prompt starts with the whole one before), so a call's share is the previous
+   prompt's length over its own: what each round adds (the seat's reply, the round's news and the next question,
+   all pinned texts) sets it, not the engine. ``window`` and ``state`` are shown as measured: they rebuild the
+   turn's message, so only the rules repeat.
 2. **Prompt tokens per LLM move, breakthrough and connect four.** A fixed move sequence (a seeded random playout of
    ``--plies`` plies, the same for every policy) is played by two LLM seats whose replies name the sequence's next
    move; each move's prompt tokens (litellm's count for ``gpt-4o-mini``) are printed per policy. Growth: under
@@ -50,6 +54,10 @@ from tests.fake_openai_server import (
 )
 
 POLICIES = ("full", "window", "state")
+PGG = "deepeval_public_goods(players=4,rounds=5)"
+"""The engine's default PGG (mode 1, a JSON answer)."""
+PGG_PAPER = "deepeval_public_goods(players=4,rounds=5,endowment=10,alpha=1.6,mode=2,unusable=reformat,feedback=paper,answer=free)"
+"""The game ``eval deepeval_public_goods`` plays (the task's default study: mode 2, the paper preset)."""
 WINDOW_ROUNDS = 4
 GOAL_SHARE = 0.80
 GOAL_GROWTH = 1.2
@@ -80,14 +88,15 @@ def _play(game: str, players: list[dict[str, Any]]) -> Any:
     return record
 
 
-def pgg_cache_share(policy: str) -> tuple[list[float], list[float], list[float]]:
+def pgg_cache_share(policy: str, game: str = PGG) -> tuple[list[float], list[float], list[float], list[float]]:
     """Per call of the LLM seat: the share of its prompt repeating the previous call's, the share of the previous
-    prompt it repeats (1.0: nothing rewritten, the whole previous prompt is a cacheable prefix), and the cached share
-    the endpoint reported."""
+    prompt it repeats (1.0: nothing rewritten, the whole previous prompt is a cacheable prefix), the cached share
+    the endpoint reported (a token per 4 characters), and the first share in tokens (litellm's ``gpt-4o-mini``
+    count of the shared prefix over the prompt's)."""
     with _endpoint(Behaviour.reply('{"reason": "r", "coins": 3}')) as server:
         llm = model_player("llm", server, context=policy, context_window_rounds=2)
         scripted = [{"name": n, "bot": n} for n in ("pgg_free_rider", "pgg_full_contributor", "pgg_random")]
-        record = _play("deepeval_public_goods(players=4,rounds=5)", [llm, *scripted])
+        record = _play(game, [llm, *scripted])
         texts = [prompt_text(body) for body in server.requests]
     seat = record.seats.index("llm")
     turns = [t for t in record.turns if t.seat == seat]
@@ -95,7 +104,12 @@ def pgg_cache_share(policy: str) -> tuple[list[float], list[float], list[float]]
     repeats = [common_prefix(before, after) / len(after) for before, after in pairs]
     kept = [common_prefix(before, after) / len(before) for before, after in pairs]
     reported = [t.cached_tokens / t.tokens_in for t in turns]
-    return repeats, kept, reported
+    count = litellm().token_counter
+    tokens = [
+        count(model="gpt-4o-mini", text=before[: common_prefix(before, after)]) / count(model="gpt-4o-mini", text=after)
+        for before, after in pairs
+    ]
+    return repeats, kept, reported, tokens
 
 
 def fixed_sequence(game: str, plies: int, seed: int = 0) -> list[str]:
@@ -143,17 +157,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = True
 
     print("1. Public Goods Game, 4 seats, 5 rounds, one LLM seat: prompt repeating the previous call's prefix")
-    for policy in POLICIES:
-        repeats, kept, reported = pgg_cache_share(policy)
-        mean = float(np.mean(repeats[:4]))  # calls 2-5
-        verdict = ""
-        if policy == "full":
-            verdict = " (goal >= 80%: " + ("met)" if mean >= GOAL_SHARE else "MISSED)")
-            ok &= mean >= GOAL_SHARE
-        shares = ", ".join(f"{100 * r:.0f}%" for r in repeats)
-        cached = ", ".join(f"{100 * r:.0f}%" for r in reported[1:])
-        print(f"  {policy:6s} calls 2-5: {100 * mean:.1f}%{verdict}  [per call {shares}; cached reported {cached}]")
-        print(f"         the previous prompt repeated: {100 * float(np.mean(kept[:4])):.1f}% of it")
+    print("   (goal >= 80% of the prompt's tokens under full, the engine's default game; the eval study's shown too)")
+    for game, label in ((PGG, "default game"), (PGG_PAPER, "eval's game (mode 2, paper preset)")):
+        print(f"  {label}: {game}")
+        for policy in POLICIES:
+            repeats, kept, reported, tokens = pgg_cache_share(policy, game)
+            mean, mean_tokens = float(np.mean(repeats[:4])), float(np.mean(tokens[:4]))  # calls 2-5
+            verdict = ""
+            if policy == "full" and game == PGG:
+                verdict = " (goal >= 80%: " + ("met)" if mean_tokens >= GOAL_SHARE else "MISSED)")
+                ok &= mean_tokens >= GOAL_SHARE
+            shares = ", ".join(f"{100 * r:.0f}%" for r in repeats)
+            cached = ", ".join(f"{100 * r:.0f}%" for r in reported[1:])
+            print(
+                f"    {policy:6s} calls 2-5: {100 * mean_tokens:.1f}% of the tokens{verdict}, {100 * mean:.1f}% of the "
+                f"characters  [per call {shares}; cached reported {cached}]"
+            )
+            print(f"           the previous prompt repeated: {100 * float(np.mean(kept[:4])):.1f}% of it")
 
     print(f"\n2. Prompt tokens per LLM move on a fixed {args.plies}-ply sequence (litellm's gpt-4o-mini count)")
     lo, hi = 2 * WINDOW_ROUNDS + 2, 2 * WINDOW_ROUNDS + 10
