@@ -56,7 +56,10 @@ from tests.fake_openai_server import (
 POLICIES = ("full", "window", "state")
 PGG = "deepeval_public_goods(players=4,rounds=5)"
 """The engine's default PGG (mode 1, a JSON answer)."""
-PGG_PAPER = "deepeval_public_goods(players=4,rounds=5,endowment=10,alpha=1.6,mode=2,unusable=reformat,feedback=paper,answer=free)"
+PGG_PAPER = (
+    "deepeval_public_goods(players=4,rounds=5,endowment=10,alpha=1.6,mode=2,"
+    "unusable=reformat,feedback=paper,answer=free)"
+)
 """The game ``eval deepeval_public_goods`` plays (the task's default study: mode 2, the paper preset)."""
 WINDOW_ROUNDS = 4
 GOAL_SHARE = 0.80

@@ -142,7 +142,19 @@ def test_eval_plays_resumes_and_prints_the_tables(
 def test_the_estimate_counts_no_more_matches_than_the_budget() -> None:
     from deepeval_games.app.estimate import dry_run
 
-    spec = plan_study("tic_tac_toe", ["openai/gpt-4o", "openai/gpt-4o-mini"], max_matches=6).spec()
+    # two models, random and MCTS: 12 seatings a round; a budget of 18 allows the first round and part of a second
+    spec = plan_study("tic_tac_toe", ["openai/gpt-4o", "openai/gpt-4o-mini"], max_matches=18).spec()
     result = dry_run(spec)
-    assert result.to_play == 6 and result.planned > 6
-    assert sum(m.matches for m in result.models) == 12  # the costliest matches: a model in both seats
+    assert result.to_play == 18 and result.planned > 18
+    assert sum(m.matches for m in result.models) == 36  # the costliest matches: a model in both seats
+
+
+def test_a_budget_below_one_round_is_an_error_before_anything_is_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tic_tac_toe with a model, random and MCTS: 6 seatings a round; --max-matches 4 would have played nothing."""
+    argv = ["eval", "tic_tac_toe", "--model", "openai/gpt-4o", "--max-matches", "4", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "budget_matches = 4 (eval's --max-matches) is below one round of every seating (6 matches)" in err
+    assert "set it to at least 6" in err and not (tmp_path / "run").exists()

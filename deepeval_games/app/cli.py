@@ -488,7 +488,12 @@ def _eval_parser(sub: Any) -> None:
         help="an opponent instead of the task's baselines: a bot or a model (repeatable)",
     )
     ev.add_argument("--judge", metavar="J", help="the judge of a judged task: a scripted judge or a model")
-    ev.add_argument("--max-matches", type=int, metavar="N", help="the stopping rule's budget of matches")
+    ev.add_argument(
+        "--max-matches",
+        type=int,
+        metavar="N",
+        help="the stopping rule's budget of matches (whole rounds: at least one round of every seating)",
+    )
     ev.add_argument("--budget", type=float, metavar="USD", help="stop sending model calls past this cost")
     ev.add_argument("--out", metavar="DIR", help="run directory (default runs/eval-<task>-<hash>; resumed)")
     ev.add_argument("--print-spec", action="store_true", help="print the spec (TOML for 'run') instead of playing")

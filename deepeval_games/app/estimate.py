@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.usage import JUDGE_NAME, PlayerUsage, player_usage
-from deepeval_games.app.schedule import PlannedMatch, plan_matches
+from deepeval_games.app.schedule import PlannedMatch, check_round_budget, plan_matches
 from deepeval_games.app.spec import ExperimentSpec, PlayerSpec
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core import task
@@ -175,8 +175,13 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
 
     Under the adaptive stopping rule with a match budget, at most that many matches are played: the bound counts
     the costliest ones (by calls) among those ``max_repeats`` rounds would hold.
+
+    Raises:
+        SpecError: a match budget below one round (:func:`~deepeval_games.app.schedule.check_round_budget`), or a
+            plan that cannot be made (as ``run`` would).
     """
     rule = spec.until_stable
+    check_round_budget(spec, rule)  # as run would refuse it
     if rule is not None:
         spec = spec.with_experiment(repeats=max(spec.repeats, rule.max_repeats))
     plan = plan_matches(spec)

@@ -45,7 +45,13 @@ from deepeval_games.app.executors import (
 from deepeval_games.app.manifest import RunManifest
 from deepeval_games.app.match_play import MatchPlayer, build_player, open_runtime
 from deepeval_games.app.pool import with_pool
-from deepeval_games.app.schedule import PlannedMatch, check_plan_size, count_matches, plan_matches
+from deepeval_games.app.schedule import (
+    PlannedMatch,
+    check_plan_size,
+    check_round_budget,
+    count_matches,
+    plan_matches,
+)
 from deepeval_games.app.spec import ExperimentSpec, StoppingRule, as_spec
 from deepeval_games.app.store import RunLock, Store
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
@@ -405,6 +411,7 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     rule = _stopping_rule(spec)
     if rule is not None:
         check_plan_size(spec, repeats=max(spec.repeats, rule.max_repeats))
+        check_round_budget(spec, rule)
     plan = plan_matches(spec)
     _Runner(spec, None, False, None).validate(plan)
     return plan

@@ -41,12 +41,12 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.app.pool import pool_names, with_pool
-from deepeval_games.app.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, SweepRange
+from deepeval_games.app.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, StoppingRule, SweepRange
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.games import check_file_parameters, load_game
 
-__all__ = ["PlannedMatch", "check_plan_size", "count_matches", "plan_matches", "stable_hash"]
+__all__ = ["PlannedMatch", "check_plan_size", "check_round_budget", "count_matches", "plan_matches", "stable_hash"]
 
 
 def _canonical_json(value: object) -> str:
@@ -221,6 +221,24 @@ def check_plan_size(spec: ExperimentSpec, *, repeats: int | None = None) -> int:
     if count > spec.experiment.max_matches:
         raise _too_many(spec, count, repeats)
     return count
+
+
+def check_round_budget(spec: ExperimentSpec, rule: StoppingRule | None) -> None:
+    """The adaptive stopping rule plays whole rounds and starts none that would pass its match budget: a budget
+    below one round of every seating would play nothing at all, so it is an error before the run, not an empty run.
+
+    Raises:
+        SpecError: ``rule`` is adaptive and its ``budget_matches`` is below one round.
+    """
+    if rule is None or rule.rule != "adaptive" or rule.budget_matches is None:
+        return
+    first = len(plan_matches(spec, only_repeat=0))  # the round the rule plays first (a pool's new seatings only)
+    if rule.budget_matches < first:
+        raise SpecError(
+            f"[experiment.until_stable] budget_matches = {rule.budget_matches} (eval's --max-matches) is below one "
+            f"round of every seating ({first} matches), the least the stopping rule plays: no match would be played; "
+            f"set it to at least {first}"
+        )
 
 
 def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> list[PlannedMatch]:
