@@ -129,11 +129,15 @@ def test_eval_plays_resumes_and_prints_the_tables(
         ]
         assert main(argv) == 0
         first = capsys.readouterr().out
+        sent = server.request_count
         assert main(argv) == 0
         again = capsys.readouterr().out
     assert "Players: fake-model (openai/fake-model), random (random)" in first
     assert "Stopping: anytime-valid (adaptive)" in first and "Eq. 1" in first and "Stopping rule: stopped" in first
     assert "played now" in first and "0 played now" in again  # the same command resumes: nothing replayed
+    [usage] = [line for line in first.splitlines() if line.startswith("  openai/fake-model: ") and "cache hits" in line]
+    calls = int(usage.split(": ", 1)[1].split(" calls")[0])
+    assert calls == sent > 0  # the run summary counts the calls the adaptive run sent (it said 0)
     with sqlite3.connect(tmp_path / "run" / "results.sqlite") as db:
         played = db.execute("select count(*) from matches").fetchone()[0]
     assert 4 <= played <= 8

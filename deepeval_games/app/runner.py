@@ -822,6 +822,7 @@ async def _run_adaptive(
             _finish_manifest(manifest, status, runtime, result)
         if runtime is not None:
             result.model_calls = runtime.calls
+            result.calls_by_model, result.cache_hits = dict(runtime.sent), dict(runtime.hits)
         result.repeats = stopping.report.rounds
         result.stopping = stopping.report
         target = Path(out_dir) / STOPPING_FILE  # for 'report': what stopped the run, written whole or not at all
