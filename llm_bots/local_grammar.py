@@ -33,30 +33,35 @@ _STRING_KEYWORDS = ("maxLength", "enum", "const", "pattern", "format")
 """A string schema with any of these is already bounded (or shaped) by its author and is left as it is."""
 
 
-def _walk(node: Any, strings: list[dict[str, Any]], properties: list[int]) -> None:
-    """Collect the free string schemas under ``node`` and count its properties."""
+def _walk(node: Any, strings: list[dict[str, Any]], reserve: list[int]) -> None:
+    """Collect the free string schemas under ``node``, adding to ``reserve`` the tokens its other parts may take:
+    :data:`RESERVE_TOKENS_PER_PROPERTY` a property, and the longest value of an ``enum`` (a move's name), a
+    character a token."""
     if isinstance(node, list):
         for item in node:
-            _walk(item, strings, properties)
+            _walk(item, strings, reserve)
         return
     if not isinstance(node, dict):
         return
     if node.get("type") == "string" and not any(key in node for key in _STRING_KEYWORDS):
         strings.append(node)
+    if isinstance(node.get("enum"), list):
+        reserve[0] += max((len(str(value)) for value in node["enum"]), default=0)
     props = node.get("properties")
     if isinstance(props, dict):
-        properties[0] += len(props)
+        reserve[0] += RESERVE_TOKENS_PER_PROPERTY * len(props)
     for key, value in node.items():
         if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            _walk(list(value.values()), strings, properties)
+            _walk(list(value.values()), strings, reserve)
         elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
-            _walk(value, strings, properties)
+            _walk(value, strings, reserve)
 
 
 def bounded_schema(response_format: Mapping[str, Any] | None, max_tokens: int | None) -> Mapping[str, Any] | None:
     """``response_format`` (an OpenAI-style ``{"type": "json_schema", "json_schema": {"schema": ...}}``) with a
     ``maxLength`` on each free string, sharing ``max_tokens`` less the object's reserve (:data:`RESERVE_TOKENS`,
-    :data:`RESERVE_TOKENS_PER_PROPERTY`) equally, one character a token. Returned unchanged (the same object) when
+    :data:`RESERVE_TOKENS_PER_PROPERTY` a property, the longest name of each ``enum``) equally, one character a
+    token. Returned unchanged (the same object) when
     there is no cap, no schema, no free string, or too little room for one (:data:`MIN_STRING_CHARS`); never
     modifies its argument."""
     if response_format is None or not max_tokens:
@@ -66,11 +71,11 @@ def bounded_schema(response_format: Mapping[str, Any] | None, max_tokens: int | 
         return response_format
     bounded = copy.deepcopy(dict(response_format))
     strings: list[dict[str, Any]] = []
-    properties = [0]
-    _walk(bounded["json_schema"]["schema"], strings, properties)
+    reserve = [RESERVE_TOKENS]
+    _walk(bounded["json_schema"]["schema"], strings, reserve)
     if not strings:
         return response_format
-    room = max_tokens - RESERVE_TOKENS - RESERVE_TOKENS_PER_PROPERTY * properties[0]
+    room = max_tokens - reserve[0]
     share = room // len(strings)
     if share < MIN_STRING_CHARS:
         return response_format

@@ -117,3 +117,20 @@ def test_a_rambling_local_model_still_ends_its_json_reply_itself() -> None:
     assert completion.finish_reason == "stop" and completion.completion_tokens < cap
     answer = json.loads(completion.text)
     assert len(answer["reason"]) <= bound and 0 <= answer["coins"] <= 10
+
+
+def test_a_moves_longest_name_is_kept_out_of_the_message_bound() -> None:
+    """A combined turn (a message and a move named from an enum): the message leaves room for the longest name."""
+    names = ["accept", "offer 10 of 100 to the other player"]
+    combined = {
+        "type": "json_schema",
+        "json_schema": {
+            "schema": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}, "move": {"type": "string", "enum": names}},
+            }
+        },
+    }
+    bounded = bounded_schema(combined, 200)
+    assert props(bounded)["message"]["maxLength"] == 200 - RESERVE_TOKENS - 2 * RESERVE_TOKENS_PER_PROPERTY - 35
+    assert "maxLength" not in props(bounded)["move"]
