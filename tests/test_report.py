@@ -380,21 +380,30 @@ def test_figures_whole_number_axes_roles_and_win_draw_loss(example_runs: dict[st
     assert figure_svg(curves).startswith("<svg")
 
 
+@pytest.mark.parametrize("rule", ["recheck", "adaptive"])
 def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rule: str
 ) -> None:
+    """Under ``recheck`` the runs' epsilon is the half-width target of the fixed-sample verdict; under ``adaptive``
+    it is the tie margin, the rule reports itself, and no fixed-sample verdict is added unless asked for."""
+    from deepeval_games.app.study import spec_toml
+
     spec = {
         "experiment": {
             "name": "stable",
             "game": "deepeval_public_goods(players=2,rounds=1)",
             "repeats": 2,
-            "until_stable": {"epsilon": 100.0, "max_repeats": 2},
+            "until_stable": {"epsilon": 100.0, "max_repeats": 2, "rule": rule},
         },
         "players": [{"name": "a", "bot": "pgg_free_rider"}, {"name": "b", "bot": "pgg_full_contributor"}],
     }
     run_experiment(spec, tmp_path / "run")
     assert main(["report", str(tmp_path / "run")]) == 0
-    assert "Stableness (epsilon=100.0)" in capsys.readouterr().out
+    assert ("Stableness (epsilon=100.0)" in capsys.readouterr().out) is (rule == "recheck")
+    path = tmp_path / "spec.toml"  # what run prints at the end follows the same rule
+    path.write_text(spec_toml(spec), encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert ("Stableness (epsilon=100.0)" in capsys.readouterr().out) is (rule == "recheck")
     assert main(["report", str(tmp_path / "run"), "--epsilon", "0.5"]) == 0
     assert "Stableness (epsilon=0.5)" in capsys.readouterr().out
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from deepeval_games.app.report import table_module, table_names
 from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.spec import ExperimentSpec, load_spec
+from deepeval_games.app.spec import RECHECK_RULES, ExperimentSpec, load_spec
 from deepeval_games.app.store import DB_NAME, Store, committed_ids
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.games import game_variant, registered_games
@@ -99,7 +99,8 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         executor=args.executor,
         ray_address=args.ray_address,
     )
-    epsilon = spec.until_stable.epsilon if spec.until_stable else None
+    rule = spec.until_stable  # a half-width target under recheck; under adaptive a margin, and the rule reports itself
+    epsilon = rule.epsilon if rule is not None and rule.rule in RECHECK_RULES else None
     # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
     print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
     if spec.uses_models():

@@ -31,6 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from deepeval_games.app.spec import RECHECK_RULES
 from deepeval_games.app.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.games import game_variant
@@ -170,10 +171,15 @@ def _until_stable(source: dict[str, Any] | None) -> Any:
 
 
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
-    """The ``until_stable`` epsilon of the first run whose spec has one (the stableness verdict's default)."""
+    """The ``until_stable`` epsilon of the first run whose spec has one under the ``recheck`` rule (the stableness
+    verdict's default: there it is the half-width every interval must fall below). Under the ``adaptive`` rule (the
+    default) epsilon is the margin within which two players are tied, and the rule's own report says whether the run
+    is settled: no fixed-sample verdict is added."""
     for run in runs:
         rule = _until_stable(_spec_source(run))
-        if isinstance(rule, dict) and isinstance(rule.get("epsilon"), (int, float)):
+        if not isinstance(rule, dict) or rule.get("rule", "adaptive") not in RECHECK_RULES:
+            continue
+        if isinstance(rule.get("epsilon"), (int, float)):
             return float(rule["epsilon"])
     return None
 

@@ -55,6 +55,7 @@ __all__ = [
     "DELIVERY_KEYS",
     "HUMAN_BOT",
     "PAIRINGS",
+    "RECHECK_RULES",
     "BotJudge",
     "BotPlayer",
     "ExperimentSpec",
@@ -137,6 +138,11 @@ def _spec_error(message: str) -> PydanticCustomError:
 
 
 # -- the [experiment] table ------------------------------------------------------------------------------
+
+
+RECHECK_RULES = ("recheck", "bootstrap")
+"""The ``until_stable`` rules whose ``epsilon`` is a half-width target (the fixed-sample stableness check); under
+``adaptive`` it is the margin within which two players are tied."""
 
 
 class StoppingRule(BaseModel):
