@@ -241,6 +241,11 @@ _PLAIN_CHANCE = TurnRecord.model_construct(
 """A chance outcome as pydantic records its fields set: the place and the outcome, the rest at their defaults."""
 
 
+def _invalid(decision: Decision, reason: str) -> Decision:
+    """``decision`` marked invalid, with the reason."""
+    return replace(decision, outcome=Outcome.INVALID, error=reason)
+
+
 _NO_MOVE = Decision.move(None)  # a chance outcome's: no seat decided it
 
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
@@ -444,17 +449,14 @@ class _Match:
             if free_text and answered and hooks.intern_utterance is not None:
                 return int(hooks.intern_utterance(seat, decision.text)), decision
             if answered:
-                decision = replace(
-                    decision, outcome=Outcome.INVALID, error="free-text answer where a move was expected"
-                )
+                decision = _invalid(decision, "free-text answer where a move was expected")
             return self.penalty(seat, legal, free_text, decision)
         if free_text:
             return int(action), decision
         penalty = None if hooks.penalty_action is None else int(hooks.penalty_action(seat))
         if decision.outcome is not Outcome.OK and action == penalty:
             return int(action), decision
-        invalid = replace(decision, outcome=Outcome.INVALID, error=f"illegal action {action}")
-        return self.penalty(seat, legal, free_text, invalid)
+        return self.penalty(seat, legal, free_text, _invalid(decision, f"illegal action {action}"))
 
     def penalty(self, seat: int, legal: tuple[int, ...], free_text: bool, decision: Decision) -> tuple[int, Decision]:
         """The task's penalty move; without one, a seeded uniformly random legal move (the turn stays invalid)."""
