@@ -273,8 +273,7 @@ class ActiveRanking(RoundFeed):
         if (a, b) in self._pairs:
             return self._pairs[(a, b)].interval()
         if (b, a) in self._pairs:
-            iv = self._pairs[(b, a)].interval()
-            return Interval(-iv.high, -iv.low, -iv.mean, iv.n)
+            return _negated(self._pairs[(b, a)].interval())
         return None
 
     def _rank(self) -> set[tuple[Key, Key]]:
@@ -291,18 +290,14 @@ class ActiveRanking(RoundFeed):
                 margin = self.top_epsilon if self.top is not None and position == self.top - 1 else self.epsilon
                 if iv is not None and (iv.low > 0 or iv.high < 0):
                     status = "separated"
-                    if iv.high < 0:  # the interval overrules the fit
-                        better, worse = worse, better
+                    if iv.high < 0:  # the interval overrules the fit: the pair swapped, and its difference with it
+                        better, worse, iv = worse, better, _negated(iv)
                 elif iv is not None and iv.high - iv.low <= margin:
                     status = "tied"
                 else:
                     status = "unresolved"
                     unresolved.add((better, worse))
                     blocks.append({k[2] for k in _padded(order[position : position + 2], order, size)})
-                if (
-                    iv is not None and iv.high < 0
-                ):  # better and worse were swapped: the interval of the swapped difference
-                    iv = Interval(-iv.high, -iv.low, -iv.mean, iv.n)
                 pairs.append(PairStatus(better, worse, status, iv))
             counts = self._shares if group in self._meet else self._sums
             n = {k: int(sum(v[1] for p, v in counts.items() if k in p)) for k in keys}
@@ -316,6 +311,11 @@ class ActiveRanking(RoundFeed):
 
 _PRIOR = 0.01
 """The precision of the Bradley–Terry fit's normal prior on each score (logit scale): a weak pull towards 0."""
+
+
+def _negated(iv: Interval) -> Interval:
+    """The interval of ``b - a`` from that of ``a - b``."""
+    return Interval(-iv.high, -iv.low, -iv.mean, iv.n)
 
 
 def _payoff(s: Seating, key: Key, results: Mapping[str, Sequence[float]]) -> float:
