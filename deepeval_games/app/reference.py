@@ -157,12 +157,17 @@ def _anchor(name: str) -> str:
     return "spec-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def _rows(node: dict[str, Any], defs: dict[str, Any], keys: list[str]) -> Iterator[str]:
+TypeOf = Callable[[dict[str, Any], dict[str, Any]], str]
+"""A property's type in words (:func:`_type` for the spec, :func:`_record_type` for records)."""
+
+
+def _rows(node: dict[str, Any], defs: dict[str, Any], keys: list[str], type_of: TypeOf | None = None) -> Iterator[str]:
+    """A table row per key of ``keys``: name, type (``type_of``, default :func:`_type`), default, description."""
     required = set(node.get("required", ()))
     for key in keys:
         prop = node["properties"][key]
         description = _markdown(str(prop.get("description", "")))
-        yield f"| `{key}` | {_type(prop, defs)} | {_default(prop, key in required)} | {description} |"
+        yield f"| `{key}` | {(type_of or _type)(prop, defs)} | {_default(prop, key in required)} | {description} |"
 
 
 def _section(name: str, defs: dict[str, Any], same_as: str | None = None) -> str:
@@ -306,10 +311,7 @@ def _record_type(node: dict[str, Any], defs: dict[str, Any]) -> str:
 def _record_section(name: str, node: dict[str, Any], defs: dict[str, Any]) -> str:
     lines = [f"### `{name}` {{#{_record_anchor(name)}}}", "", _paragraphs(str(node.get("description", ""))), ""]
     lines += ["| field | type | default | description |", "| --- | --- | --- | --- |"]
-    required = set(node.get("required", ()))
-    for key, prop in node.get("properties", {}).items():
-        description = _markdown(str(prop.get("description", "")))
-        lines.append(f"| `{key}` | {_record_type(prop, defs)} | {_default(prop, key in required)} | {description} |")
+    lines += _rows(node, defs, list(node.get("properties", {})), _record_type)
     return "\n".join(lines)
 
 
