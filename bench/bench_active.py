@@ -117,7 +117,7 @@ def active(
         rule.end_round()
         round_number += 1
     report = rule.report
-    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}  # the least-squares scores
+    means = {int(key[2][1:]): iv.mean for key, iv in report.intervals.items()}  # the Bradley–Terry scores
     order = sorted(range(n), key=lambda i: (-means[i], rng.random()))
     wrong = any(
         pair.status == "separated" and strengths[int(pair.better[2][1:])] < strengths[int(pair.worse[2][1:])]

@@ -61,9 +61,8 @@ def bounded_schema(response_format: Mapping[str, Any] | None, max_tokens: int | 
     """``response_format`` (an OpenAI-style ``{"type": "json_schema", "json_schema": {"schema": ...}}``) with a
     ``maxLength`` on each free string, sharing ``max_tokens`` less the object's reserve (:data:`RESERVE_TOKENS`,
     :data:`RESERVE_TOKENS_PER_PROPERTY` a property, the longest name of each ``enum``) equally, one character a
-    token. Returned unchanged (the same object) when
-    there is no cap, no schema, no free string, or too little room for one (:data:`MIN_STRING_CHARS`); never
-    modifies its argument."""
+    token. Returned unchanged (the same object) when there is no cap, no schema, no free string, or too little room
+    for one (:data:`MIN_STRING_CHARS`); never modifies its argument."""
     if response_format is None or not max_tokens:
         return response_format
     spec = response_format.get("json_schema")

@@ -114,7 +114,6 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
     else:  # a fixed repeat count, or the old rule: say what the run may not claim
         from analysis.stopping import stopping_rule_note
 
-        rule = spec.until_stable
         note = stopping_rule_note(
             rule.rule if rule else None, result.repeats or spec.repeats, rule.max_repeats if rule else None
         )
