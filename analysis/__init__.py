@@ -3,8 +3,8 @@
 Reads match records only (from a run directory's store or ``matches.jsonl``), never plays.
 """
 
-from analysis.confseq import mean_interval
-from analysis.scores import Score, role_scores, symmetric_scores
-from analysis.tables import format_scores
+from analysis.stats.confseq import mean_interval
+from analysis.tables.payoffs import format_scores
+from analysis.tables.scores import Score, role_scores, symmetric_scores
 
 __all__ = ["Score", "format_scores", "mean_interval", "role_scores", "symmetric_scores"]

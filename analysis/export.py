@@ -28,9 +28,9 @@ import pyspiel
 
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.games import DATA_ITEM_PARAMETERS, game_variant
 from deepeval_games.core.quoting import visible
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord
+from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, game_variant
 
 __all__ = [
     "FORMATS",

@@ -26,8 +26,8 @@ from typing import Any
 
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord, TurnRecord
+from deepeval_games.core.registry.games import game_variant
 from deepeval_games.core.transcript import with_messages
 
 __all__ = ["SCORES", "player_model", "sample_scores", "seat_messages", "write_inspect_logs"]

@@ -18,12 +18,13 @@ that scored the matches while they were played is called ``original``. The audit
 * **self-preference**, where a judge's model also played: the judge's score of its own model's seats minus
   the other judges' mean score of the same seats, with a betting interval;
 * **ground truth**: per judge, the Pearson and Spearman correlation of a role's score with the task's measure
-  where it has one (:data:`GROUND_TRUTH`: MBPP pass rate, chrF), via :mod:`analysis.correlation`;
+  where it has one (:data:`GROUND_TRUTH`: MBPP pass rate, chrF), via :mod:`analysis.stats.correlation`;
 * **canaries**: a canary player (its identity names an honest twin in ``canary_of``) embeds a judge-directed
   instruction in otherwise ordinary output; per judge and role, the mean score it gets minus its twin's in the
   same cells (game, role, opponents), with a betting interval: the score shift the injection buys.
 
-The betting intervals (:func:`analysis.confseq.mean_interval`) are the fixed-n hedged-capital intervals on the range
+The betting intervals (:func:`analysis.stats.confseq.mean_interval`) are the fixed-n hedged-capital intervals on the
+range
 a difference of two scores can take (the judge's scale: the game's payoff range ``[low, high]`` gives
 ``[-(high - low), high - low]``); they hold at any number of matches, so at few matches they are wide. Without a
 known scale no such interval exists and ``n/a`` is shown.
@@ -41,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.confseq import mean_interval, records_bounds
-from analysis.correlation import Correlation, correlate, correlation_line
+from analysis.stats.confseq import mean_interval, records_bounds
+from analysis.stats.correlation import Correlation, correlate, correlation_line
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 

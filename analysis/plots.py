@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
-from analysis.tables import save_figure
+from analysis.tables.payoffs import save_figure
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [

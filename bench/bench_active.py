@@ -10,7 +10,7 @@ draws. Outcomes are drawn directly (no engine), so the schedules and rules are m
 
 * ``round robin, R repeats``: every ordered pair plays R times; players are ranked by mean payoff (in a complete,
   balanced round robin the Bradley–Terry fit orders players by their totals, so this is its best ranking too).
-* ``active``: :class:`analysis.active.ActiveRanking`, the rule that ``pairing = "active"`` drives: the first round
+* ``active``: :class:`analysis.stats.active.ActiveRanking`, the rule that ``pairing = "active"`` drives: the first round
   plays every seating, later rounds play each unresolved adjacent pair of the current Bradley–Terry order in both
   seat orders, until every adjacent pair is separated or its anytime-valid head-to-head interval is narrower than
   ``epsilon`` (``top_epsilon`` at the boundary of the top ``top``), or ``max_rounds``; players are ranked by the
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.active import ActiveRanking
-from analysis.stopping import Seating
+from analysis.stats.active import ActiveRanking
+from analysis.stats.stopping import Seating
 
 
 def kendall_tau(order: list[int], truth: list[int]) -> float:

@@ -8,7 +8,8 @@ its fastest play counts (both sides alike): on a shared machine one preemption o
 otherwise outweigh the whole OpenSpiel side of a figure (200 random connect_four games take it about 6 ms).
 
 * ``mcts``: OpenSpiel's C++ ``pyspiel.MCTSBot`` (1,000 simulations, random rollouts) against ``random``, the seats
-  swapped match by match. Engine side: the ``mcts`` bot (:class:`llm_bots.classical.MCTSPlayer`) and the ``random``
+  swapped match by match. Engine side: the ``mcts`` bot (:class:`llm_bots.players.classical.MCTSPlayer`) and the
+  ``random``
   bot through :func:`deepeval_games.core.referee.play_match`, which records every turn. OpenSpiel side:
   ``pyspiel.MCTSBot`` and ``pyspiel.make_uniform_random_bot`` built with the same seeds, played by
   ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. Target: engine within 1.1x.
@@ -45,9 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from open_spiel.python.algorithms.evaluate_bots import evaluate_bots
 
 from deepeval_games.core.bot import DeepEvalBot
-from deepeval_games.core.games import load_game
 from deepeval_games.core.referee import play_match
-from llm_bots.classical import MCTSPlayer, RandomBot
+from deepeval_games.core.registry.games import load_game
+from llm_bots.players.classical import MCTSPlayer, RandomBot
 
 TARGETS = {"mcts": 1.1, "random": 3.0}
 SIMULATIONS = 1000

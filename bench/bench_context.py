@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.core.games import load_game
+from deepeval_games.core.registry.games import load_game
 from llm_bots.model_info import litellm
 from tests.fake_openai_server import (
     Behaviour,

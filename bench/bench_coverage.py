@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from analysis.confseq import mean_intervals, ratio_intervals  # noqa: E402
+from analysis.stats.confseq import mean_intervals, ratio_intervals  # noqa: E402
 
 LOW, HIGH = -2.0, 6.0
 """The payoff range of the measurement (zero inside, so a match can be won, drawn or lost)."""
@@ -85,7 +85,7 @@ def true_values(name: str) -> tuple[float, float]:
 
 def percentile_bootstrap(values: np.ndarray, samples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """The report's interval before this measurement: a percentile bootstrap of the mean (seeded, the values sorted,
-    2,000 resamples, a point when all values are equal), as ``analysis.scores.bootstrap_ci`` computed it."""
+    2,000 resamples, a point when all values are equal), as ``analysis.tables.scores.bootstrap_ci`` computed it."""
     data = np.sort(np.asarray(values, dtype=float))
     if data.size == 1 or np.all(data == data[0]):
         return float(data[0]), float(data[0])

@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary  # noqa: E402
-from game_defs.datasets.zh_text import is_cjk  # noqa: E402
+from game_defs.idiom_solitaire.dictionary_versions import DEFAULT_DICTIONARY, DICTIONARIES, load_dictionary  # noqa: E402
+from game_defs.idiom_solitaire.zh_text import is_cjk  # noqa: E402
 
 IDIOM_TARGET = 0.96
 """The least share of common idioms the default dictionary accepts (issue 29)."""

@@ -4,7 +4,7 @@ Run on demand (not a test): ``python bench/bench_report.py [--matches N] [--keep
 from the scripted Idiom Solitaire example (``examples/idiom_scripted.toml``, 180 real matches with up to 50 turns
 each), its records committed again under fresh match ids until the store holds N matches. Then it times
 
-* ``deepeval-games report RUN --html OUT`` (in process: :func:`deepeval_games.app.html_report.write_html_report`),
+* ``deepeval-games report RUN --html OUT`` (in process: :func:`deepeval_games.app.reports.html.write_html_report`),
   against a target of 30 s, with the peak memory of the process;
 * opening ``OUT/index.html#samples`` in headless Chromium until its scripts have run (the match list filled in,
   one transcript per outcome loaded from the chunk files), against a target of 5 s.
@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deepeval_games import run_experiment
-from deepeval_games.app.html_report import write_html_report
-from deepeval_games.app.store import Store
+from deepeval_games.app.reports.html import write_html_report
+from deepeval_games.app.storage.store import Store
 from tests.chromium import chromium_binary, visit
 
 REPORT_TARGET_S = 30.0

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from game_defs.sandbox import MEMORY_MODE_ENV, bubblewrap_usable, run_tests
-from game_defs.sandbox.bwrap import interpreter
-from game_defs.sandbox.protection import select
+from deepeval_games.infra.sandbox import MEMORY_MODE_ENV, bubblewrap_usable, run_tests
+from deepeval_games.infra.sandbox.bwrap import interpreter
+from deepeval_games.infra.sandbox.protection import select
 
 Record = dict[str, object]
 TIMEOUT_S = 30.0  # task 123 alone needs a few CPU seconds; both sides get the same limit

@@ -8,7 +8,7 @@ What it measures, side by side on the same data:
    whose ``noise`` parameter sets how often they invest at random, every pair of players in each repeat. The true
    mean of every player is the mean over the pool, known exactly.
 2. Each seeded run draws its rounds from the pool (a whole repeat at a time, with replacement, so the pool is the
-   population) and runs :class:`analysis.stopping.AdaptiveStopping` until it stops. A run is *wrong* when it
+   population) and runs :class:`analysis.stats.stopping.AdaptiveStopping` until it stops. A run is *wrong* when it
    separates two players in the wrong order.
 3. On the same draws, uniform repeats (every seating every round) run until every player's confidence sequence is as
    narrow as the adaptive run needed for its hardest pair (the widest half-width among the players still active in
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.confseq import make_sequence
-from analysis.stopping import AdaptiveStopping, Seating
+from analysis.stats.confseq import make_sequence
+from analysis.stats.stopping import AdaptiveStopping, Seating
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.core.games import game_variant, load_game
+from deepeval_games.core.registry.games import game_variant, load_game
 
 GAME = "deepeval_public_goods(players=2,alpha=1.2,mode=1)"
 CALM = (

@@ -254,7 +254,7 @@ def bare_loop(matches: int) -> float:
     """Seconds for ``matches`` PGG matches in plain pyspiel: fixed moves plus every seat's observation each round."""
     import pyspiel
 
-    from deepeval_games.core.games import load_game
+    from deepeval_games.core.registry.games import load_game
 
     game = load_game(PGG)
     n = game.num_players()
@@ -286,7 +286,7 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
     decisions: list[str] = []  # how "auto" chose to play the run (the runner logs its probe's verdict)
     handler = logging.Handler()
     handler.emit = lambda record: decisions.append(record.getMessage())  # type: ignore[method-assign]
-    runner_log = logging.getLogger("deepeval_games.app.runner")
+    runner_log = logging.getLogger("deepeval_games.app.execution.runner")
     runner_log.addHandler(handler)
     level = runner_log.level
     runner_log.setLevel(logging.INFO)
@@ -329,7 +329,7 @@ def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
     import contextlib
     import io
 
-    from deepeval_games.app import cli as cli_module
+    from deepeval_games.app.commands import cli as cli_module
 
     matches = max(100, round(10000 * args.scale))
     path = work / "summary.toml"
@@ -385,7 +385,7 @@ CHILD = (
     + """
 import sys, time
 start = time.perf_counter()
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 code = main(sys.argv[2:])
 wall = time.perf_counter() - start
 print(f"BENCH wall={wall:.4f} maxrss_kb={peak_kb()} "
@@ -502,7 +502,7 @@ def fig_sandbox(args: argparse.Namespace, work: Path) -> Figure:
     figure = Figure("sandbox", "sandboxed MBPP ÷ plain subprocess per program", 2.0, True, required=False)
     try:
         from bench import bench_sandbox
-        from game_defs.sandbox import bubblewrap_usable
+        from deepeval_games.infra.sandbox import bubblewrap_usable
     except Exception as exc:  # pragma: no cover - depends on the machine
         figure.skipped = f"sandbox not importable ({exc})"
         return figure

@@ -9,11 +9,10 @@ Two subpackages, so that a file's path tells its layer:
   players; its names exported here (``run_experiment``, ``load_spec``, ...) are imported on first use, so importing
   the core never imports the layers above it.
 
-The modules' old paths (``deepeval_games.core.task``, ``deepeval_games.app.runner``, ...) still import, with a
+The modules' old paths (``deepeval_games.core.task``, ``deepeval_games.app.execution.runner``, ...) still import, with a
 :class:`DeprecationWarning`.
 """
 
-import sys
 from typing import TYPE_CHECKING
 
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation, Outcome, SyncBot, observe
@@ -27,16 +26,16 @@ from deepeval_games.core.errors import (
     UnknownBotError,
     UnknownGameError,
 )
-from deepeval_games.core.games import load_game, registered_games
 from deepeval_games.core.message_pool import Message, MessagePool
-from deepeval_games.core.plugins import MovedModules, lazy_names
 from deepeval_games.core.records import MatchRecord, TurnRecord
 from deepeval_games.core.referee import play_match
-from deepeval_games.core.registry import make_bot, register_bot, register_scorer, registered_bots
+from deepeval_games.core.registry.bots import make_bot, register_bot, register_scorer, registered_bots
+from deepeval_games.core.registry.entry_points import lazy_names
+from deepeval_games.core.registry.games import load_game, registered_games
 
 if TYPE_CHECKING:
-    from deepeval_games.app.runner import RunResult, run_experiment, run_experiment_async
-    from deepeval_games.app.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
+    from deepeval_games.app.execution.runner import RunResult, run_experiment, run_experiment_async
+    from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
 
 __version__ = "0.1.0"
 
@@ -76,22 +75,13 @@ __all__ = [
 ]
 
 _APPLICATION = {
-    "RunResult": "deepeval_games.app.runner",
-    "run_experiment": "deepeval_games.app.runner",
-    "run_experiment_async": "deepeval_games.app.runner",
-    "ExperimentSpec": "deepeval_games.app.spec",
-    "PlayerSpec": "deepeval_games.app.spec",
-    "load_spec": "deepeval_games.app.spec",
-    "parse_spec": "deepeval_games.app.spec",
+    "RunResult": "deepeval_games.app.execution.runner",
+    "run_experiment": "deepeval_games.app.execution.runner",
+    "run_experiment_async": "deepeval_games.app.execution.runner",
+    "ExperimentSpec": "deepeval_games.app.spec.spec",
+    "PlayerSpec": "deepeval_games.app.spec.spec",
+    "load_spec": "deepeval_games.app.spec.spec",
+    "parse_spec": "deepeval_games.app.spec.spec",
 }
-
-_CORE_MODULES = "task message_pool quoting errors bot records observer plugins referee registry games judgements"
-_CORE_MODULES += " transcript testing"
-_APP_MODULES = "cli html_report report estimate rejudge play runner ray_executor executors fork_server match_worker"
-_APP_MODULES += " match_play schedule manifest store spec presets"
-_MOVED = {f"{__name__}.{name}": f"{__name__}.core.{name}" for name in _CORE_MODULES.split()}
-_MOVED |= {f"{__name__}.{name}": f"{__name__}.app.{name}" for name in _APP_MODULES.split()}
-if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(MovedModules(_MOVED))
 
 __getattr__ = lazy_names(__name__, _APPLICATION)  # the application layer's names, imported on first use

@@ -2,6 +2,6 @@
 
 import sys
 
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
 """MkDocs hook (``hooks:`` in ``mkdocs.yml``): the reference pages are generated at build time, offline.
 
 A page's ``<!-- reference: spec -->`` and ``<!-- reference: cli -->`` lines become the spec reference (from the
-spec's JSON Schema) and the command-line reference (from the parser): :mod:`deepeval_games.app.reference`.
+spec's JSON Schema) and the command-line reference (from the parser): :mod:`deepeval_games.app.commands.reference`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,6 @@ def on_config(config: Any) -> Any:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """The page with its reference markers replaced."""
-    from deepeval_games.app.reference import render_markers
+    from deepeval_games.app.commands.reference import render_markers
 
     return render_markers(markdown)

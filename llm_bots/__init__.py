@@ -3,13 +3,13 @@
 The built-in scripted bots, judges and task adapters register through the entry points in ``setup.cfg``
 (``deepeval_games.bots``, ``deepeval_games.adapters``), like any outside package's; importing this package
 imports none of them. The names below are imported on first use: :class:`LLMBot` and the model runtime need
-litellm, which is slow to import and is loaded only through :mod:`llm_bots.transport` (which first tells it
+litellm, which is slow to import and is loaded only through :mod:`llm_bots.transport.call` (which first tells it
 to use its bundled model price list rather than fetch one from the internet).
 """
 
 from typing import TYPE_CHECKING
 
-from deepeval_games.core.plugins import lazy_names
+from deepeval_games.core.registry.entry_points import lazy_names
 
 if TYPE_CHECKING:
     from llm_bots.adapters import GenericAdapter, Parsed, TaskAdapter, adapter_for, register_adapter

@@ -112,7 +112,7 @@ def context_window(config: ModelConfig) -> int | None:
     if config.context_tokens is not None:
         return config.context_tokens
     if config.is_local:
-        from llm_bots.local_server import LOCAL_N_CTX
+        from llm_bots.local.server import LOCAL_N_CTX
 
         return LOCAL_N_CTX
     return model_info.context_window(config.model)  # remembered across runs: a cached rerun imports no litellm
@@ -151,7 +151,7 @@ def _post(url: str, body: Mapping[str, Any]) -> Any:
 
 def _local_count(config: ModelConfig, messages: Sequence[Mapping[str, str]]) -> int | None:
     """The local server's count of the prompt as it templates it; None if the server cannot tell."""
-    from llm_bots.local_server import get_shared_server
+    from llm_bots.local.server import get_shared_server
 
     try:
         server = get_shared_server(config.model, seed=config.seed)

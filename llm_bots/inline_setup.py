@@ -15,7 +15,7 @@ whose set-up may do I/O (Vertex AI and Bedrock fetch credentials, Azure AD token
 credential refresh never stalls the other matches. The set-up is recognised by its shape: ``ctx.run`` of a partial of
 ``litellm.main.completion``. A litellm whose ``acompletion`` hands over anything else simply keeps the thread.
 
-The transport (:mod:`llm_bots.transport`) installs it on the loop of its first call and names the models whose
+The transport (:mod:`llm_bots.transport.call`) installs it on the loop of its first call and names the models whose
 provider is in :data:`INLINE_PROVIDERS`. ``DEEPEVAL_GAMES_INLINE_SETUP=0`` turns it off (every set-up on a thread, as
 litellm does by itself). A loop whose default executor is not asyncio's plain thread pool (one the program chose) is
 left as it is.

@@ -26,7 +26,6 @@ from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observat
 from deepeval_games.core.errors import SpecError
 from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
-from llm_bots.call_cache import CallCache, call_key
 from llm_bots.context import (
     DEFAULT_WINDOW_ROUNDS,
     POLICIES,
@@ -39,11 +38,12 @@ from llm_bots.context import (
     smaller,
     surely_fits,
 )
-from llm_bots.local_grammar import bounded_schema
-from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
+from llm_bots.local.grammar import bounded_schema
+from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, LOCAL_PREFIX, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
-from llm_bots.transport import Budget, Completion, complete, supports_json_schema
-from llm_bots.transport import Outcome as CallOutcome
+from llm_bots.transport.call import Budget, Completion, complete, supports_json_schema
+from llm_bots.transport.call import Outcome as CallOutcome
+from llm_bots.transport.call_cache import CallCache, call_key
 from llm_bots.turns import safe_parse, turn_message
 
 __all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_bot"]
@@ -134,7 +134,7 @@ class ModelRuntime:
             gc_policy.release()
         if self.cache is not None:
             self.cache.close()
-        local = sys.modules.get("llm_bots.local_server")  # imported only if a local model was used
+        local = sys.modules.get("llm_bots.local.server")  # imported only if a local model was used
         if local is not None:
             local.shutdown_all()
 
@@ -207,7 +207,7 @@ class LLMBot(DeepEvalBot):
     def _response_format(self, observation: Observation, config: ModelConfig | None = None) -> Mapping[str, Any] | None:
         """The turn's JSON schema when the model is held to one (not made again once the model is known not to be).
         For a local model, with the turn's settings ``config``, its free strings are bounded to fit the reply cap
-        (:func:`llm_bots.local_grammar.bounded_schema`)."""
+        (:func:`llm_bots.local.grammar.bounded_schema`)."""
         mode = self.settings.json_mode
         if mode == "off" or self._json_schema is False:
             return None
@@ -530,7 +530,7 @@ def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[st
 
 def check_model_string(model: str) -> None:
     """A clear error for a model string litellm cannot route."""
-    if model.startswith("local/"):
+    if model.startswith(LOCAL_PREFIX):
         return
     error = model_info.provider_error(model)  # looked up once per model string (and remembered across runs)
     if error is not None:

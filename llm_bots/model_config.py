@@ -2,7 +2,7 @@
 
 A `ModelConfig` is what a `[[players]]` entry with a `model` key (or the `[judge]` table) of an experiment
 spec becomes. It never holds an API key: `api_key_env` names the environment variable that holds the key, and
-the key is read at call time by `llm_bots.transport`.
+the key is read at call time by `llm_bots.transport.call`.
 """
 
 from __future__ import annotations

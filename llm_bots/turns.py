@@ -1,6 +1,6 @@
 """What a text seat is shown each turn, and how its answer is read: shared by model and human seats.
 
-A seat played through text (an :class:`~llm_bots.llm_bot.LLMBot`, a :class:`~llm_bots.human.HumanBot`)
+A seat played through text (an :class:`~llm_bots.llm_bot.LLMBot`, a :class:`~llm_bots.players.human.HumanBot`)
 is shown, each turn, the pool messages the referee delivered since its last turn (the referee's verbatim,
 another seat's quoted) followed by the task's answer format (:func:`turn_message`); its answer is read by
 the task adapter, and a parser that fails is an invalid answer, never a crash (:func:`safe_parse`).

@@ -12,7 +12,7 @@ import pyspiel
 
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.observer import TextObserver
-from game_defs.public_goods import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
+from game_defs.public_goods.game import PublicGoodsGame, PublicGoodsObserver, PublicGoodsState
 
 
 def renamed_type(base: pyspiel.GameType, short_name: str, **changes: Any) -> pyspiel.GameType:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from game_defs.datasets.idioms import IdiomDictionary, load_idioms
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary, load_idioms
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"

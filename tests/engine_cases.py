@@ -30,7 +30,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import Decision, DeepEvalBot, Observation, load_game, make_bot, play_match
-from deepeval_games.core.registry import scorers_for
+from deepeval_games.core.registry.bots import scorers_for
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "engine_records.jsonl"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from game_defs.datasets.idioms import IdiomDictionary
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary
 
 
 def idiom_id(d: IdiomDictionary, text: str) -> int:

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import pytest
 
-from llm_bots.local_server import local_model_available
+from llm_bots.local.server import local_model_available
 
 Test = TypeVar("Test", bound=Callable[..., object])
 

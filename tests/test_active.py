@@ -1,4 +1,4 @@
-"""The active rule (analysis.active): paired observations, pair-level selection in complete blocks, its stop."""
+"""The active rule (analysis.stats.active): paired observations, pair-level selection in complete blocks, its stop."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from analysis.active import ActiveRanking
-from analysis.stopping import Seating, StoppingReport, format_stopping
+from analysis.stats.active import ActiveRanking
+from analysis.stats.stopping import Seating, StoppingReport, format_stopping
 
 
 def _round(r: int, names: list[str]) -> list[Seating]:
@@ -140,7 +140,7 @@ def test_bad_parameters_are_refused() -> None:
 
 
 def test_the_betting_sequence_extends_in_one_pass_as_it_updates_one_by_one() -> None:
-    from analysis.confseq import BettingConfidenceSequence
+    from analysis.stats.confseq import BettingConfidenceSequence
 
     rng = np.random.default_rng(4)
     one, many = BettingConfidenceSequence(-2.0, 2.0, alpha=0.01), BettingConfidenceSequence(-2.0, 2.0, alpha=0.01)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.convergence import running_means, stableness
-from analysis.ratings import bradley_terry, elo
+from analysis.stats.convergence import running_means, stableness
+from analysis.stats.ratings import bradley_terry, elo
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 from deepeval_games.core.records import MatchRecord
 
 
@@ -97,7 +97,7 @@ def test_report_prints_ratings_stableness_and_writes_plots(tmp_path: Path, capsy
 
 
 def test_tables_pool_data_items_but_never_different_games(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deepeval_games.core.games import game_variant
+    from deepeval_games.core.registry.games import game_variant
 
     assert game_variant("deepeval_code_review(max_rounds=3,task_id=12)") == "deepeval_code_review(max_rounds=3)"
     spec = {

@@ -1,4 +1,4 @@
-"""PettingZoo environments played as OpenSpiel games (``pettingzoo:<module>``, game_defs/arena_pettingzoo.py)."""
+"""PettingZoo environments played as OpenSpiel games (``pettingzoo:<module>``, game_defs/arena/pettingzoo.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("pettingzoo")
 pytest.importorskip("pygame")  # PettingZoo's classic games import it (the [arena] extra installs it)
 
-import game_defs.arena_pettingzoo  # noqa: F401  (the entry point's module: registers the family)
+import game_defs.arena.pettingzoo  # noqa: F401  (the entry point's module: registers the family)
 from deepeval_games.core.errors import UnknownGameError
-from deepeval_games.core.games import game_families, load_game
+from deepeval_games.core.registry.games import game_families, load_game
 from deepeval_games.core.testing import check_game
-from llm_bots.classical import MCTSPlayer, RandomBot
+from llm_bots.players.classical import MCTSPlayer, RandomBot
 
 CONNECT_FOUR = "pettingzoo:classic.connect_four_v3"
 

@@ -1,4 +1,4 @@
-"""TextArena environments played as OpenSpiel games (``textarena:<EnvId>``, game_defs/arena_textarena.py)."""
+"""TextArena environments played as OpenSpiel games (``textarena:<EnvId>``, game_defs/arena/textarena.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("textarena")
 
-import game_defs.arena_textarena as arena  # noqa: F401  (the entry point's module: registers the family)
-from deepeval_games.app.runner import run_experiment
+import game_defs.arena.textarena as arena  # noqa: F401  (the entry point's module: registers the family)
+from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownGameError
-from deepeval_games.core.games import load_game
+from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game
-from llm_bots.classical import RandomBot, random_refusal
+from llm_bots.players.classical import RandomBot, random_refusal
 
 PLAYABLE = [
     "Alquerque-v0",
@@ -162,11 +162,13 @@ def test_llm_seats_are_asked_for_the_bracketed_move_on_one_line() -> None:
 def test_games_all_lists_the_environments_with_their_verdicts(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import game_defs.arena_pettingzoo  # noqa: F401  (both families, as their entry points register them)
-    import llm_bots.classical
-    from deepeval_games.app.cli import main
+    import game_defs.arena.pettingzoo  # noqa: F401  (both families, as their entry points register them)
+    import llm_bots.players.classical
+    from deepeval_games.app.commands.cli import main
 
-    monkeypatch.setattr(llm_bots.classical, "openspiel_listing", lambda: [])  # OpenSpiel's own: tested elsewhere
+    monkeypatch.setattr(
+        llm_bots.players.classical, "openspiel_listing", lambda: []
+    )  # OpenSpiel's own: tested elsewhere
     assert main(["games", "--all"]) == 0
     out = capsys.readouterr().out
     assert "textarena:KuhnPoker-v0  [playable by LLM, random]" in out

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.app import runner
-from deepeval_games.app.runner import _probe, _spread
-from deepeval_games.app.schedule import PlannedMatch
+from deepeval_games.app.execution import runner
+from deepeval_games.app.execution.runner import _probe, _spread
+from deepeval_games.app.spec.schedule import PlannedMatch
 
 
 def _plan(games: dict[str, int]) -> list[PlannedMatch]:

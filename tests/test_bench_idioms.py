@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench import bench_idioms
-from game_defs.datasets.idiom_versions import DEFAULT_DICTIONARY
+from game_defs.idiom_solitaire.dictionary_versions import DEFAULT_DICTIONARY
 
 JIEBA_LINES = [
     "一马当先 30 i",  # an idiom both sources call one

@@ -16,15 +16,22 @@ import numpy as np
 import pyspiel
 import pytest
 
-from analysis.two_player import clopper_pearson, normalized_relative_advantage, two_player_summary
-from deepeval_games.app.cli import main
-from deepeval_games.app.store import Store
+from analysis.tables.two_player import clopper_pearson, normalized_relative_advantage, two_player_summary
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import SpecError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import MatchRecord, TurnRecord
-from deepeval_games.core.registry import make_bot
-from llm_bots.classical import ExactBot, MCTSPlayer, classical_support, count_states, exact_refusal, mcts_refusal
-from llm_bots.local_server import local_model_available
+from deepeval_games.core.registry.bots import make_bot
+from deepeval_games.core.registry.games import load_game
+from llm_bots.local.server import local_model_available
+from llm_bots.players.classical import (
+    ExactBot,
+    MCTSPlayer,
+    classical_support,
+    count_states,
+    exact_refusal,
+    mcts_refusal,
+)
 
 
 def _spec(tmp_path: Path, game: str, players: dict[str, str], *, repeats: int, seed: int = 0) -> Path:

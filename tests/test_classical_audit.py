@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from analysis.two_player import format_two_player
-from deepeval_games.app import schedule
-from deepeval_games.app.cli import main
-from deepeval_games.app.play import play_spec
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.spec import parse_spec
-from deepeval_games.app.store import Store
+from analysis.tables.two_player import format_two_player
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.commands.play import play_spec
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec import schedule
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.spec.spec import parse_spec
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import UnknownGameError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import MatchRecord
-from llm_bots.classical import classical_support
+from deepeval_games.core.registry.games import load_game
+from llm_bots.players.classical import classical_support
 
 
 def _spec(game: str, *, repeats: int, pairing: str = "auto", players: tuple[str, ...] = ("a", "b")) -> dict:
@@ -184,7 +184,7 @@ def test_the_readme_table_of_classical_bots_matches_the_code(repo_root: Path) ->
 
 
 def test_the_study_spec_plays_every_pair_in_both_seatings_on_the_three_games(repo_root: Path) -> None:
-    from deepeval_games.app.spec import load_spec
+    from deepeval_games.app.spec.spec import load_spec
 
     spec = load_spec(repo_root / "examples" / "classical_baselines.toml")
     assert {p.name: p.kind for p in spec.players} == {"smollm2": "model", "mcts": "bot", "random": "bot"}

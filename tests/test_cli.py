@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 
 
 def _write(tmp_path: Path, text: str) -> str:

@@ -9,10 +9,10 @@ import pytest
 
 from deepeval_games import load_game, observe
 from deepeval_games.core.testing import check_game, openspiel_random_sim_test
-from game_defs.code_review import EMPTY, CodeReviewState, is_over
+from game_defs.code_review.game import EMPTY, CodeReviewState, is_over
 from game_defs.verdicts import decode_scores, encode_scores, verdict_count
 from llm_bots.adapters import adapter_for
-from llm_bots.adapters.code_review import extract_code
+from llm_bots.code_review.adapter import extract_code
 from llm_bots.judge import parse_verdict
 from llm_bots.parsing import QUOTE_CLOSE, QUOTE_OPEN
 

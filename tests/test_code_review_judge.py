@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from deepeval_games import SpecError, load_game, parse_spec, play_match, run_experiment
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec
-from deepeval_games.core.registry import scorers_for
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec
+from deepeval_games.core.registry.bots import scorers_for
 from llm_bots.judge import JudgeError
 from llm_bots.parsing import QUOTE_CLOSE, QUOTE_OPEN
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec
-from deepeval_games.core.registry import scorers_for
-from game_defs.sandbox import bubblewrap_usable
-from llm_bots.local_server import local_model_available
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec
+from deepeval_games.core.registry.bots import scorers_for
+from deepeval_games.infra.sandbox import bubblewrap_usable
+from llm_bots.local.server import local_model_available
 
 _REASON = local_model_available("local/smollm2")
 pytestmark = [

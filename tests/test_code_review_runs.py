@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from analysis import role_scores
-from analysis.code_review_tables import (
+from analysis.tables.code_review import (
     format_pass_rate_table,
     format_score_table,
     judge_pass_rate_correlation,
@@ -17,8 +17,8 @@ from analysis.code_review_tables import (
     table3,
 )
 from deepeval_games import SpecError, parse_spec, run_experiment
-from game_defs import code_review_scorer
-from game_defs.sandbox import UNSAFE_ENV, SandboxUnavailable, TestReport, TestResult, bubblewrap_usable
+from deepeval_games.infra.sandbox import UNSAFE_ENV, SandboxUnavailable, TestReport, TestResult, bubblewrap_usable
+from game_defs.code_review import scorer as code_review_scorer
 
 needs_sandbox = pytest.mark.skipif(not bubblewrap_usable(), reason="bubblewrap cannot create sandboxes here")
 TASKS = [11, 17, 42]

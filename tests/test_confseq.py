@@ -8,7 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.confseq import METHODS, BettingConfidenceSequence, ConfidenceSequence, confidence_sequence, make_sequence
+from analysis.stats.confseq import (
+    METHODS,
+    BettingConfidenceSequence,
+    ConfidenceSequence,
+    confidence_sequence,
+    make_sequence,
+)
 from bench.bench_coverage import percentile_bootstrap as bootstrap_ci
 
 RUNS = 1000
@@ -87,9 +93,9 @@ def test_bad_input_is_refused_clearly() -> None:
 def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from analysis.confseq import anytime_scores
-    from deepeval_games.app.cli import main
-    from deepeval_games.app.store import Store
+    from analysis.stats.confseq import anytime_scores
+    from deepeval_games.app.commands.cli import main
+    from deepeval_games.app.storage.store import Store
     from deepeval_games.core.records import MatchRecord
 
     pgg = "deepeval_public_goods(alpha=1.6,endowment=10,goal=most,mode=1,players=2,rounds=1)"  # payoffs in [0, 18]

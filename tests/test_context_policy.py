@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from analysis.context_use import context_use, format_context_use, turn_policy
-from analysis.usage import player_usage
+from analysis.tables.context_use import context_use, format_context_use, turn_policy
+from analysis.tables.usage import player_usage
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.core.records import MatchRecord
 from llm_bots.context import count_tokens
 from llm_bots.model_config import ModelConfig

@@ -59,13 +59,13 @@ def test_no_module_under_deepeval_games_names_a_task() -> None:
         for info in pkgutil.walk_packages(deepeval_games.__path__, prefix="deepeval_games.")
         if not info.name.endswith(("ray_executor", "__main__"))  # Ray is an optional extra
     ]
-    assert {"deepeval_games.core.referee", "deepeval_games.app.report", "deepeval_games.app.cli"} <= {
+    assert {"deepeval_games.core.referee", "deepeval_games.app.reports.report", "deepeval_games.app.commands.cli"} <= {
         m.__name__ for m in modules
     }
     named = []
     for module in modules:
         source = Path(module.__file__ or "").read_text(encoding="utf-8")
         named += [f"{module.__name__}: {m.group(0)!r}" for m in TASK_NAMES.finditer(source)]
-    ray_source = (REPO / "deepeval_games" / "app" / "ray_executor.py").read_text(encoding="utf-8")
+    ray_source = (REPO / "deepeval_games" / "app" / "execution" / "ray_executor.py").read_text(encoding="utf-8")
     named += [f"ray_executor: {m.group(0)!r}" for m in TASK_NAMES.finditer(ray_source)]
     assert named == [], "the core names a task (register it through an entry point instead):\n" + "\n".join(named)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.confseq import mean_interval, ratio_interval
+from analysis.stats.confseq import mean_interval, ratio_interval
 from bench import bench_coverage
 
 RUNS = 1000

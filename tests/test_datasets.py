@@ -19,15 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from game_defs.datasets import _files, mbpp
-from game_defs.datasets._files import (
+from game_defs import data_files as _files
+from game_defs.code_review import mbpp
+from game_defs.code_review.mbpp import SPLITS, load_mbpp, load_sanitized_mbpp, split_of
+from game_defs.data_files import (
     CANONICAL_URLS,
     EXPECTED_SHA256,
     DatasetError,
     iwslt2017_relpath,
     resolve_data_file,
 )
-from game_defs.datasets.mbpp import SPLITS, load_mbpp, load_sanitized_mbpp, split_of
 
 _REPO = Path(__file__).resolve().parents[1]
 _DATA = Path(os.environ.get("DEEPEVAL_GAMES_DATA") or _REPO.parent / "shared" / "data")

@@ -1,4 +1,5 @@
-"""The generated reference pages (``docs/hooks.py`` → :mod:`deepeval_games.app.reference`) list every spec key of the
+"""The generated reference pages (``docs/hooks.py`` → :mod:`deepeval_games.app.commands.reference`) list every spec key
+of the
 JSON Schema and every command and option of the parser, and the pages ask for them."""
 
 from __future__ import annotations
@@ -8,16 +9,16 @@ import importlib.util
 import re
 from pathlib import Path
 
-from deepeval_games.app import spec as spec_models
-from deepeval_games.app.cli import command_parser
-from deepeval_games.app.reference import (
+from deepeval_games.app.commands.cli import command_parser
+from deepeval_games.app.commands.reference import (
     cli_reference,
     record_reference,
     record_versions,
     render_markers,
     spec_reference,
 )
-from deepeval_games.app.spec import spec_json_schema
+from deepeval_games.app.spec import spec as spec_models
+from deepeval_games.app.spec.spec import spec_json_schema
 from deepeval_games.core import records
 from deepeval_games.core.bot import CallAttempt
 

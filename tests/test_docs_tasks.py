@@ -11,11 +11,11 @@ import pyspiel
 import pytest
 
 from deepeval_games.core.task import Study
-from game_defs.code_review import CodeReviewGame
-from game_defs.idiom_solitaire import IdiomSolitaireGame
+from game_defs.code_review.game import CodeReviewGame
+from game_defs.idiom_solitaire.game import IdiomSolitaireGame
 from game_defs.openspiel_games import classical_study
-from game_defs.public_goods import PublicGoodsGame
-from game_defs.translation import TranslationGame
+from game_defs.public_goods.game import PublicGoodsGame
+from game_defs.translation.game import TranslationGame
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("seats and roles", "score", "the paper's result", "data", "`eval`'s default study", "paper choices")

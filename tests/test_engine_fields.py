@@ -16,7 +16,13 @@ import pytest
 
 from deepeval_games import Decision, Observation, load_game, play_match
 from deepeval_games.core.bot import DeepEvalBot, FieldsBot, SyncBot, reads_fields_only
-from llm_bots.scripted_pgg import ConditionalCooperator, FreeRider, FullContributor, GrimTrigger, RandomInvestor
+from llm_bots.public_goods.scripted import (
+    ConditionalCooperator,
+    FreeRider,
+    FullContributor,
+    GrimTrigger,
+    RandomInvestor,
+)
 
 PGG1 = "deepeval_public_goods(players=4,rounds=5,mode=1,alpha=1.6)"
 PGG2 = "deepeval_public_goods(players=4,rounds=5,mode=2,alpha=1.6)"

@@ -19,7 +19,7 @@ from deepeval_games import Decision, Observation, load_game, make_bot, play_matc
 from deepeval_games.core.bot import DeepEvalBot, StateBot, SyncBot, answers_at_once, make_observation, observe
 from deepeval_games.core.message_pool import REFEREE, Message, MessagePool
 from deepeval_games.core.records import TurnRecord
-from llm_bots.classical import MCTSPlayer, RandomBot
+from llm_bots.players.classical import MCTSPlayer, RandomBot
 
 
 def test_decision_move_is_the_same_decision() -> None:

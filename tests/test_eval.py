@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 import tomllib
 
-from deepeval_games.app.cli import main
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.spec import load_spec, parse_spec
-from deepeval_games.app.study import JUDGE_ENV, plan_study, spec_toml
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.commands.study import JUDGE_ENV, plan_study, spec_toml
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.spec.spec import load_spec, parse_spec
 from deepeval_games.core.errors import DeepEvalError
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move
 
@@ -144,7 +144,7 @@ def test_eval_plays_resumes_and_prints_the_tables(
 
 
 def test_the_estimate_counts_no_more_matches_than_the_budget() -> None:
-    from deepeval_games.app.estimate import dry_run
+    from deepeval_games.app.reports.estimate import dry_run
 
     # two models, random and MCTS: 12 seatings a round; a budget of 18 allows the first round and part of a second
     spec = plan_study("tic_tac_toe", ["openai/gpt-4o", "openai/gpt-4o-mini"], max_matches=18).spec()

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from deepeval_games import load_spec, parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.store import Store
-from deepeval_games.core.games import load_game
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.storage.store import Store
+from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game, openspiel_random_sim_test
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message
 

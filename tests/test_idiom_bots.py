@@ -21,12 +21,12 @@ from deepeval_games import (
     run_experiment,
 )
 from deepeval_games.core.records import MatchRecord
-from game_defs.datasets.idiom_versions import load_dictionary
-from game_defs.datasets.idioms import IdiomDictionary, load_idioms
-from game_defs.idiom_starts import playable_start_ids, sample_start_idioms, sweep_toml_line
-from llm_bots.adapters.idiom_solitaire import IdiomSolitaireAdapter, parse_idiom
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary, load_idioms
+from game_defs.idiom_solitaire.dictionary_versions import load_dictionary
+from game_defs.idiom_solitaire.starts import playable_start_ids, sample_start_idioms, sweep_toml_line
+from llm_bots.idiom_solitaire.adapter import IdiomSolitaireAdapter, parse_idiom
+from llm_bots.idiom_solitaire.scripted import known_vocabulary, opponent_replies, valid_replies
 from llm_bots.llm_bot import make_llm_bot
-from llm_bots.scripted_idiom import known_vocabulary, opponent_replies, valid_replies
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "idiom_scripted.toml"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import UnknownGameError, load_game
-from game_defs.datasets import data_sources
-from game_defs.datasets.idiom_versions import (
+from game_defs.data_files import data_sources
+from game_defs.idiom_solitaire.dictionary import load_idioms
+from game_defs.idiom_solitaire.dictionary_versions import (
     DEFAULT_DICTIONARY,
     cedict_idioms,
     dictionary_info,
@@ -19,8 +20,7 @@ from game_defs.datasets.idiom_versions import (
     main,
     zdic_idioms,
 )
-from game_defs.datasets.idioms import load_idioms
-from game_defs.idiom_solitaire import reply_to_action
+from game_defs.idiom_solitaire.game import reply_to_action
 
 NOT_IDIOMS = ("百货商店", "泡沫塑料", "中华民国")  # four-character CC-CEDICT words without the (idiom) tag
 

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.idiom_tables import format_losses, losses_by_cause
+from analysis.tables.idiom_solitaire import format_losses, losses_by_cause
 from deepeval_games import Decision, DeepEvalBot, Observation, SpecError, UnknownGameError, load_game, play_match
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
-from game_defs.idiom_solitaire import JUDGE_REFUSED, NOT_AN_IDIOM, WRONG_FIRST_CHAR, dictionary
+from game_defs.idiom_solitaire.game import JUDGE_REFUSED, NOT_AN_IDIOM, WRONG_FIRST_CHAR, dictionary
 from llm_bots.judge import IdiomListJudge, check_judge
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
@@ -143,7 +143,7 @@ def _params(entry: dict[str, Any]) -> dict[str, Any]:
 def test_a_spec_with_a_scripted_judge_runs_and_the_table_counts_judge_refusals(tmp_path: Any, capsys: Any) -> None:
     """End to end through the runner: phrasebook players, judge_idiom_list; `tables idiom` counts the refusals."""
     from deepeval_games import run_experiment
-    from deepeval_games.app.cli import main
+    from deepeval_games.app.commands.cli import main
 
     spec = {
         "experiment": {
@@ -175,7 +175,7 @@ def test_a_spec_with_a_scripted_judge_runs_and_the_table_counts_judge_refusals(t
 @pytest.mark.parametrize("bot", ["idiom_dictionary", "idiom_strategic", "idiom_limited"])
 def test_scripted_players_continue_after_an_accepted_answer(bot: str) -> None:
     from deepeval_games.core.bot import observe
-    from deepeval_games.core.registry import make_bot
+    from deepeval_games.core.registry.bots import make_bot
 
     game = load_game(f"deepeval_idiom_solitaire(start=孤立寡与,{JUDGED})")
     state = game.new_initial_state()

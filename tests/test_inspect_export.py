@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import run_experiment
-from deepeval_games.app.cli import main
+from deepeval_games.app.commands.cli import main
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,6 +80,6 @@ def test_inspect_export_without_inspect_ai_says_what_to_install(
 
 
 def test_inspect_ai_is_imported_only_when_logs_are_written() -> None:
-    code = "import sys, deepeval_games.app.cli, analysis.inspect_logs; print('inspect_ai' in sys.modules)"
+    code = "import sys, deepeval_games.app.commands.cli, analysis.inspect_logs; print('inspect_ai' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

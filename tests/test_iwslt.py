@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from game_defs.datasets import EXPECTED_SHA256, DatasetError
-from game_defs.datasets.iwslt import (
+from game_defs.data_files import EXPECTED_SHA256, DatasetError
+from game_defs.translation.iwslt import (
     PAIRS,
     Talk,
     build_paragraphs,

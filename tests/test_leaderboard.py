@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.app.cli import main
-from deepeval_games.app.leaderboard import build_leaderboard, format_leaderboard
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.spec import ExperimentSpec, parse_spec
-from deepeval_games.app.store import Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.reports.leaderboard import build_leaderboard, format_leaderboard
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import SpecError
 
 PLAYERS: dict[str, dict[str, Any]] = {
@@ -176,7 +176,7 @@ def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeyp
         by_repeat[record.repeat] = by_repeat.get(record.repeat, 0) + 1
     assert by_repeat[0] == 12 and min(by_repeat.values()) < 12  # later rounds leave resolved players out
 
-    from deepeval_games.app import runner
+    from deepeval_games.app.execution import runner
 
     original = runner._RecordingRunner.played
     rng = random.Random(7)

@@ -2,7 +2,7 @@
 Retry-After pauses for the whole model, a swappable limiter, and litellm's connection pool sized to the limits.
 
 Every figure is counted at a local fake endpoint (``tests/fake_openai_server.py``), with the rate window shortened
-from a minute to one second (``llm_bots.limits.RATE_WINDOW_S``) so the tests stay fast.
+from a minute to one second (``llm_bots.transport.limits.RATE_WINDOW_S``) so the tests stay fast.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.app.spec import parse_spec
+from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.core.errors import SpecError
-from llm_bots import limits
-from llm_bots.limits import Grant, Limiter, Limits, LocalLimiter, get_limiter, limit_key, set_limiter
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings
-from llm_bots.transport import complete, estimate_tokens
+from llm_bots.transport import limits
+from llm_bots.transport.call import complete, estimate_tokens
+from llm_bots.transport.limits import Grant, Limiter, Limits, LocalLimiter, get_limiter, limit_key, set_limiter
 from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config
 
 KEY_ENV = TRANSPORT_KEY_ENV

@@ -121,7 +121,7 @@ def test_infrastructure_failures_reschedule_and_change_nothing(tmp_path: Path) -
     assert not flaky.failed and flaky.played == 3
     canonical = {r.match_id: r.canonical() for r in clean.records}
     assert {r.match_id: r.canonical() for r in flaky.records} == canonical
-    from deepeval_games.app.store import Store
+    from deepeval_games.app.storage.store import Store
 
     with Store(tmp_path / "b" / "run") as store:
         kinds = [kind for _, kind, _ in store.attempts()]

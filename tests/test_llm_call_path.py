@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from deepeval_games.core.bot import CallAttempt
 from deepeval_games.core.errors import SpecError
-from llm_bots import transport
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
+from llm_bots.transport import call as transport
 
 
 def _response(**message: Any) -> Any:
@@ -175,7 +175,7 @@ def test_the_call_plans_are_bounded() -> None:
 
 
 def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.core.games import load_game
+    from deepeval_games.core.registry.games import load_game
     from llm_bots import llm_bot
     from llm_bots.adapters import adapter_for
 

@@ -13,12 +13,13 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepeval_games.core.bot import CallAttempt, Decision, Outcome
-from llm_bots import limits, transport
-from llm_bots.limits import Grant, Limits, LocalLimiter
 from llm_bots.llm_bot import _Exchange
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
 from llm_bots.prompts import PromptError, load_prompts
+from llm_bots.transport import call as transport
+from llm_bots.transport import limits
+from llm_bots.transport.limits import Grant, Limits, LocalLimiter
 
 # -- reading a reply's usage without pydantic's serializer
 

@@ -1,4 +1,4 @@
-"""A local model's JSON schema is bounded so the reply it constrains ends within its cap (llm_bots.local_grammar).
+"""A local model's JSON schema is bounded so the reply it constrains ends within its cap (llm_bots.local.grammar).
 
 The unit tests run everywhere; the `local_model` test asks the real SmolLM2-135M to ramble and finds the reply
 complete JSON, ended by the model (finish_reason ``stop``), its string no longer than the bound.
@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.core.games import load_game
-from llm_bots import llm_bot, local_server
+from deepeval_games.core.registry.games import load_game
+from llm_bots import llm_bot
 from llm_bots.adapters import adapter_for
 from llm_bots.judge.schema import verdict_response_format
-from llm_bots.local_grammar import (
+from llm_bots.local import server as local_server
+from llm_bots.local.grammar import (
     MIN_STRING_CHARS,
     RESERVE_TOKENS,
     RESERVE_TOKENS_PER_PROPERTY,
     bounded_schema,
 )
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport import Outcome, complete
+from llm_bots.transport.call import Outcome, complete
 from tests.test_local_server import needs_model
 
 PGG = "deepeval_public_goods(players=4,rounds=5,mode=2,alpha=1.6)"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import load_game, parse_spec, run_experiment
-from game_defs.idiom_solitaire import reply_to_action
-from llm_bots.local_server import local_model_available
+from game_defs.idiom_solitaire.game import reply_to_action
+from llm_bots.local.server import local_model_available
 
 _REASON = local_model_available("local/smollm2")
 pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
@@ -60,7 +60,7 @@ def test_real_model_plays_a_full_public_goods_game(tmp_path: Path) -> None:
         else:
             assert turn.action_string == "forfeit" and turn.error
     assert record.players[seat]["model"] == "local/smollm2"
-    from llm_bots import local_server
+    from llm_bots.local import server as local_server
 
     assert not local_server._SHARED and not any(s.running for s in local_server._LIVE)  # stopped with the run
 
@@ -95,7 +95,7 @@ def test_real_model_plays_idiom_solitaire_with_invalid_replies_recorded(tmp_path
 def test_the_demo_runs_uncached_with_every_reply_ended_by_the_model(tmp_path: Path) -> None:
     """The README's demo (examples/pgg_local_model.toml), one match with no model-call cache: no ask is cut off at
     the cap. SmolLM2-135M loops inside its JSON ``reason`` in about half of its turns; its schema's bound
-    (llm_bots/local_grammar.py) closes the string, so each reply ends by itself with the model's own amount."""
+    (llm_bots/local/grammar.py) closes the string, so each reply ends by itself with the model's own amount."""
     from deepeval_games import load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "examples" / "pgg_local_model.toml")

@@ -23,15 +23,15 @@ from typing import Any, TypeVar
 
 import pytest
 
-from llm_bots import local_server
-from llm_bots.local_server import (
+from llm_bots.local import server as local_server
+from llm_bots.local.server import (
     LocalModelError,
     LocalModelServer,
     local_model_available,
     resolve_local_model,
 )
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport import FatalModelError, Outcome, complete
+from llm_bots.transport.call import FatalModelError, Outcome, complete
 
 MISSING = local_model_available("local/smollm2")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -161,7 +161,7 @@ def test_async_context_manager() -> None:
 _CHILD_RUN = textwrap.dedent(
     """
     import os, signal, sys, time
-    from llm_bots.local_server import get_shared_server
+    from llm_bots.local.server import get_shared_server
     server = get_shared_server("local/smollm2")
     print(server.port, server.pid, flush=True)
     if sys.argv[1] == "ctrl-c":

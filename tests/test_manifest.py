@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.manifest import MANIFEST_NAME, read_manifest
+from deepeval_games.app.spec.manifest import MANIFEST_NAME, read_manifest
 from deepeval_games.core.errors import DeepEvalError
-from game_defs.datasets import EXPECTED_SHA256, data_sources
-from game_defs.datasets.idioms import IdiomDictionary
+from game_defs.data_files import EXPECTED_SHA256, data_sources
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary
 from tests.fake_openai_server import FAKE_FINGERPRINT, Behaviour, FakeOpenAIServer, model_player
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def test_a_model_run_records_prompt_hashes_settings_and_what_the_provider_report
     assert not result.failed
     entry = read_manifest(tmp_path / "run")["runs"][0]
     prompts = entry["prompts"]
-    path = ROOT / "llm_bots" / "prompts" / "public_goods.toml"
+    path = ROOT / "llm_bots" / "public_goods" / "prompts.toml"
     assert prompts["public_goods"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert prompts["public_goods"]["version"].startswith("public_goods-") and "generic" in prompts
     (model,) = entry["models"]

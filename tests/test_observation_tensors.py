@@ -10,7 +10,7 @@ import pyspiel
 import pytest
 import shimmy
 
-from deepeval_games.core.games import load_game
+from deepeval_games.core.registry.games import load_game
 
 
 @pytest.mark.parametrize(

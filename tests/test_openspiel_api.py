@@ -23,8 +23,8 @@ from open_spiel.integration_tests import api_test
 from open_spiel.python.observation import make_observation
 
 import tests.broken_games  # noqa: F401  (registers the testkit_ games)
-from deepeval_games.core.games import load_game, registered_games
 from deepeval_games.core.observer import TextObserver
+from deepeval_games.core.registry.games import load_game, registered_games
 
 _VARIANTS = [
     "deepeval_public_goods(players=3,mode=2,rounds=2)",

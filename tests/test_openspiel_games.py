@@ -15,17 +15,17 @@ import pyspiel
 import pytest
 
 import game_defs.openspiel_games  # noqa: F401  (rules cards, OpenSpiel's Python games)
-from analysis.outcomes import format_turn_outcomes, turn_outcomes
-from deepeval_games.app.cli import main
-from deepeval_games.app.store import Store
+from analysis.tables.outcomes import format_turn_outcomes, turn_outcomes
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.core.errors import SpecError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import MatchRecord, TurnRecord
 from deepeval_games.core.referee import play_match
+from deepeval_games.core.registry.games import load_game
 from llm_bots.adapters import GenericAdapter, adapter_for
-from llm_bots.local_server import local_model_available
+from llm_bots.local.server import local_model_available
 from tests import broken_games
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move
 
@@ -330,7 +330,7 @@ def test_the_local_model_plays_openspiel_games_from_the_example(
                 assert turn.action_string in names
             state.apply_action(turn.action)
         assert state.is_terminal() and list(state.returns()) == record.returns
-    from llm_bots import local_server
+    from llm_bots.local import server as local_server
 
     assert not local_server._SHARED and not any(s.running for s in local_server._LIVE)  # stopped with the run
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from deepeval_games.core import task
-from game_defs.code_review import CodeReviewGame
-from game_defs.idiom_solitaire import IdiomSolitaireGame
-from game_defs.public_goods import PublicGoodsGame
-from game_defs.translation import TranslationGame
+from game_defs.code_review.game import CodeReviewGame
+from game_defs.idiom_solitaire.game import IdiomSolitaireGame
+from game_defs.public_goods.game import PublicGoodsGame
+from game_defs.translation.game import TranslationGame
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "paper_choices.md").read_text(encoding="utf-8")
@@ -57,5 +57,5 @@ def test_every_row_has_the_four_cells_and_every_difference_a_switch_cell() -> No
 
 def test_the_files_the_page_names_exist() -> None:
     paths = set(re.findall(r"`((?:[a-z_]+/)+[\w.]*)`", PAGE))
-    assert "deepeval_games/app/presets.py" in paths
+    assert "deepeval_games/app/spec/presets.py" in paths
     assert [p for p in sorted(paths) if not (ROOT / p).exists()] == []

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import load_spec, parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.schedule import plan_matches
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "examples" / "paper"

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from deepeval_games.app.cli import main
-from deepeval_games.app.html_report import for_people, transcript_json
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.spec import parse_spec
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.reports.html import for_people, transcript_json
+from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.core.bot import Outcome, observe
-from deepeval_games.core.games import load_game
-from llm_bots.human import HumanBot, Terminal, _numbered_move
+from deepeval_games.core.registry.games import load_game
+from llm_bots.players.human import HumanBot, Terminal, _numbered_move
 
 REPO = Path(__file__).resolve().parents[1]
 

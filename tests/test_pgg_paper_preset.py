@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import load_game, parse_spec, run_experiment
-from deepeval_games.app.presets import apply_preset
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.spec.presets import apply_preset
+from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.core.bot import observe
 from llm_bots.adapters import adapter_for
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from deepeval_games import load_game, observe
 from deepeval_games.core.bot import Observation
 from llm_bots.adapters import adapter_for
-from llm_bots.adapters.public_goods import reformat_coins
-from llm_bots.pgg_reading import read_amount
 from llm_bots.prompts import load_prompts
+from llm_bots.public_goods.adapter import reformat_coins
+from llm_bots.public_goods.reading import read_amount
 
 AMBIGUOUS, NONE, NOT_WHOLE, OUT = "ambiguous", "no_amount", "not_whole", "out_of_range"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pgg_reference import print_tables, reference_points
+from analysis.tables.public_goods import print_tables, reference_points
 from deepeval_games import parse_spec, run_experiment
 
 POPULATION = {
@@ -71,8 +71,8 @@ def test_curves_are_drawn_and_printed(records: list, tmp_path: Path, capsys: pyt
 def test_tables_command_and_report_show_the_reference_points(
     records: list, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.app.cli import main
-    from deepeval_games.app.store import Store
+    from deepeval_games.app.commands.cli import main
+    from deepeval_games.app.storage.store import Store
     from deepeval_games.core.records import MatchRecord
 
     run = tmp_path / "run"

@@ -33,9 +33,9 @@ from deepeval_games import load_game, parse_spec, run_experiment
 from deepeval_games.core.message_pool import REFEREE, seat_label
 from deepeval_games.core.quoting import quote_player_text
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
-from game_defs.datasets.idioms import load_idioms
+from game_defs.idiom_solitaire.dictionary import load_idioms
+from llm_bots.idiom_solitaire.scripted import valid_replies
 from llm_bots.prompts import PromptSet, load_prompts
-from llm_bots.scripted_idiom import valid_replies
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")

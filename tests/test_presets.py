@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from deepeval_games import SpecError, load_game, parse_spec
-from deepeval_games.app.presets import apply_preset, preset_parameters
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.spec.presets import apply_preset, preset_parameters
+from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.core.bot import observe
-from game_defs.datasets.idioms import IdiomDictionary
+from game_defs.idiom_solitaire.dictionary import IdiomDictionary
 from llm_bots.adapters import adapter_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from analysis.usage import format_usage, player_usage
+from analysis.tables.usage import format_usage, player_usage
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.estimate import cache_saving
-from llm_bots import transport
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.reports.estimate import cache_saving
 from llm_bots.model_config import ModelConfig, effective_settings
+from llm_bots.transport import call as transport
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player, prompt_text, prompt_usage
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")
@@ -130,8 +130,8 @@ def test_anthropic_cache_reads_and_writes_are_read_from_the_usage_block() -> Non
 
 
 def test_the_run_summary_counts_a_model_once_per_model_and_no_stand_in_as_its_invalid_move() -> None:
-    from deepeval_games.app.estimate import format_run_summary, run_summary
-    from deepeval_games.app.spec import PlayerSpec
+    from deepeval_games.app.reports.estimate import format_run_summary, run_summary
+    from deepeval_games.app.spec.spec import PlayerSpec
     from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, TurnRecord
 
     def turn(seat: int, outcome: str, tokens: int) -> TurnRecord:

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from deepeval_games import load_game, observe
 from llm_bots.adapters import adapter_for
-from llm_bots.adapters.public_goods import parse_coins
 from llm_bots.parsing import QUOTE_CLOSE, QUOTE_OPEN, json_objects, quote_player_text
 from llm_bots.prompts import PromptError, PromptSet, available_prompt_sets, load_prompts, validate_all
+from llm_bots.public_goods.adapter import parse_coins
 
 
 def test_every_prompt_file_is_valid_and_versioned() -> None:

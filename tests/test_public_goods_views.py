@@ -13,8 +13,8 @@ import pyspiel
 import pytest
 
 from deepeval_games import load_game
-from game_defs import public_goods
-from game_defs.public_goods import _format_coins
+from game_defs.public_goods import game as public_goods
+from game_defs.public_goods.game import _format_coins
 
 
 def _coins(value: float) -> str:

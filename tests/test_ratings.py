@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.ratings import (
+from analysis.stats.ratings import (
     MetaGame,
     alpha_rank,
     alpha_rank_records,
@@ -21,7 +21,7 @@ from analysis.ratings import (
     role_ratings,
 )
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.schedule import count_matches, plan_matches
+from deepeval_games.app.spec.schedule import count_matches, plan_matches
 from deepeval_games.core.records import MatchRecord
 
 PGG = "deepeval_public_goods(players=4,mode=1,alpha=1.6)"
@@ -142,8 +142,8 @@ def test_bradley_terry_orders_players_and_points_shares_have_valid_intervals() -
 
 
 def test_code_review_ratings_are_reported_per_role(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deepeval_games.app.cli import main
-    from game_defs.sandbox import bubblewrap_usable
+    from deepeval_games.app.commands.cli import main
+    from deepeval_games.infra.sandbox import bubblewrap_usable
 
     if not bubblewrap_usable():
         pytest.skip("bubblewrap cannot create sandboxes here")

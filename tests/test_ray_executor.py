@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.ray_executor import RAY_INSTALL_HINT, forwarded_env
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.ray_executor import RAY_INSTALL_HINT, forwarded_env
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.errors import FatalRunError, SpecError
 from tests.conftest import FAKE_KEY_ENV
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
@@ -239,7 +239,10 @@ def _write_spec(tmp_path: Path, extra: str = "") -> Path:
 def test_executor_ray_without_ray_installed_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocked = "import sys; sys.modules['ray'] = None; import deepeval_games.app.cli, deepeval_games.app.ray_executor"
+    blocked = (
+        "import sys; sys.modules['ray'] = None; "
+        "import deepeval_games.app.commands.cli, deepeval_games.app.execution.ray_executor"
+    )
     subprocess.run([sys.executable, "-c", blocked], check=True, timeout=120)  # the project imports without Ray
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as if it were not installed
     out = tmp_path / "run"

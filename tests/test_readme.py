@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from deepeval_games import load_spec
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.spec.schedule import plan_matches
 
 
 def _setup_commands(repo_root: Path) -> list[str]:
@@ -50,7 +50,7 @@ def test_the_readme_is_short_and_points_to_the_docs(repo_root: Path) -> None:
 
 
 def test_the_readme_eval_example_builds_a_spec(repo_root: Path) -> None:
-    from deepeval_games.app.study import plan_study
+    from deepeval_games.app.commands.study import plan_study
 
     text = (repo_root / "README.md").read_text(encoding="utf-8")
     command = re.search(r"deepeval-games eval (\S+) --model (\S+)", text)

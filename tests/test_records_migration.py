@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games.app.cli import main
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import MIGRATIONS, SCHEMA_VERSION, MatchRecord, RecordError, TurnRecord, migrate
 
@@ -154,7 +154,7 @@ def test_invalid_records_and_versions_are_clear_errors() -> None:
 
 @pytest.mark.usefixtures("fake_provider_key")
 def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
-    from deepeval_games.app.runner import run_experiment
+    from deepeval_games.app.execution.runner import run_experiment
     from tests.fake_openai_server import Behaviour, FakeOpenAIServer
 
     good = '{"reason": "r", "coins": 3}'

@@ -14,8 +14,8 @@ import pytest
 
 from analysis.judge_audit import ORIGINAL, format_audit, judge_audit, judge_scores, self_preference
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.rejudge import (
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.rejudge import (
     JudgeSource,
     Presentation,
     RejudgeError,
@@ -23,12 +23,12 @@ from deepeval_games.app.rejudge import (
     rejudge,
     replay_to_verdict,
 )
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.errors import SpecError, UnknownBotError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, TurnRecord
-from game_defs.sandbox import bubblewrap_usable
+from deepeval_games.core.registry.games import load_game
+from deepeval_games.infra.sandbox import bubblewrap_usable
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
 
 needs_sandbox = pytest.mark.skipif(not bubblewrap_usable(), reason="bubblewrap cannot create sandboxes here")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.store import JSONL_NAME
-from deepeval_games.core.games import load_game
+from deepeval_games.app.storage.store import JSONL_NAME
+from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.task import max_reply_chars
 from tests.fake_openai_server import (
     PGG_WITH_MODEL,

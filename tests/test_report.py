@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from deepeval_games import run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.html_report import RETRIED, write_html_report
-from deepeval_games.app.store import Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.reports.html import RETRIED, write_html_report
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.bot import CallAttempt
-from deepeval_games.core.games import game_variant
 from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry.games import game_variant
 from tests.chromium import chromium_binary, visit
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
@@ -37,7 +37,7 @@ needs_chromium = pytest.mark.skipif(
 
 
 def _bubblewrap() -> bool:
-    from game_defs.sandbox import bubblewrap_usable
+    from deepeval_games.infra.sandbox import bubblewrap_usable
 
     return bool(bubblewrap_usable())
 
@@ -386,7 +386,7 @@ def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
 ) -> None:
     """Under ``recheck`` the runs' epsilon is the half-width target of the fixed-sample verdict; under ``adaptive``
     it is the tie margin, the rule reports itself, and no fixed-sample verdict is added unless asked for."""
-    from deepeval_games.app.study import spec_toml
+    from deepeval_games.app.commands.study import spec_toml
 
     spec = {
         "experiment": {
@@ -409,8 +409,8 @@ def test_the_stableness_verdict_defaults_to_the_runs_own_epsilon(
 
 
 def test_a_model_without_a_price_is_said_so_not_counted_as_free() -> None:
-    from deepeval_games.app.estimate import DryRun, ModelEstimate, format_dry_run
-    from deepeval_games.app.spec import parse_spec
+    from deepeval_games.app.reports.estimate import DryRun, ModelEstimate, format_dry_run
+    from deepeval_games.app.spec.spec import parse_spec
 
     spec = parse_spec(
         {
@@ -451,7 +451,7 @@ def test_the_match_list_filters_by_task_player_seat_outcome_and_data_item(
 def test_a_new_analysis_adds_its_section_in_one_place(
     example_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.app import report
+    from deepeval_games.app.reports import report
 
     @report.section("longest", "Longest match")
     def _longest(ctx: report.ReportContext) -> list[report.Block]:
@@ -476,7 +476,7 @@ def test_a_new_analysis_adds_its_section_in_one_place(
 
 
 def _local_reason() -> str | None:
-    from llm_bots.local_server import local_model_available
+    from llm_bots.local.server import local_model_available
 
     return local_model_available("local/smollm2")
 
@@ -488,7 +488,7 @@ def test_html_report_of_the_local_model_example(tmp_path: Path) -> None:
     reason = _local_reason()
     if reason is not None:
         pytest.skip(reason)
-    from deepeval_games.app.spec import load_spec
+    from deepeval_games.app.spec.spec import load_spec
 
     spec = load_spec(EXAMPLES / "pgg_local_model.toml")  # one match of one round: a real model's page
     spec = spec.with_experiment(repeats=1, game=spec.games[0].replace(")", ",rounds=1)"))

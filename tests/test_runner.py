@@ -20,8 +20,8 @@ from deepeval_games import (
     register_bot,
     run_experiment,
 )
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.store import DB_NAME, JSONL_NAME
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME
 
 
 @register_bot("test_flaky_free_rider")
@@ -149,7 +149,7 @@ def test_infrastructure_failures_are_rescheduled_not_scored(tmp_path: Path) -> N
     flaky = run_experiment(_spec(players, repeats=5, max_match_attempts=5, max_concurrency=1), tmp_path / "flaky")
     assert not flaky.failed and flaky.played == 5
     assert {r.match_id: r.canonical() for r in flaky.records} == {r.match_id: r.canonical() for r in clean.records}
-    from deepeval_games.app.store import Store
+    from deepeval_games.app.storage.store import Store
 
     with Store(tmp_path / "flaky") as store:
         attempts = store.attempts()

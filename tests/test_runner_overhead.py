@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.store import Store
-from deepeval_games.core import registry
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import migrate
+from deepeval_games.core.registry import bots as registry
 from deepeval_games.core.transcript import with_messages
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "runner_records.jsonl"
@@ -70,7 +70,7 @@ def _records(name: str, out: Path) -> list[dict[str, Any]]:
 
 
 def test_a_seat_generator_is_its_spawned_child() -> None:
-    from deepeval_games.app.match_play import seat_rng
+    from deepeval_games.app.execution.match_play import seat_rng
 
     for seed in (0, 1, 7, 2**40 + 3, 2**63 - 1):
         children = np.random.SeedSequence(seed).spawn(5)
@@ -119,8 +119,8 @@ if __name__ == "__main__" and "--write" in sys.argv:
 def test_plans_are_those_planned_before() -> None:
     """Identities per player and seat and the permutation hash per group are computed once per game now; the plans
     (ids, seatings, seeds) are those the planner made per match before (digests taken then)."""
-    from deepeval_games.app.schedule import plan_matches
-    from deepeval_games.app.spec import parse_spec
+    from deepeval_games.app.spec.schedule import plan_matches
+    from deepeval_games.app.spec.spec import parse_spec
 
     game = "deepeval_public_goods(players=4,rounds=5)"
     scripted = {"experiment": {"game": game, "repeats": 2000, "max_matches": 2000}, "players": [*map(_bot, PGG)]}

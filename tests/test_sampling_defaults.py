@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from analysis.usage import format_usage, player_usage
+from analysis.tables.usage import format_usage, player_usage
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.schedule import plan_matches
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.core.bot import Outcome
 from llm_bots.model_config import DEFAULT_MAX_TOKENS, ModelSettings
 from llm_bots.parsing import strip_reasoning
@@ -103,9 +103,9 @@ def test_a_reasoning_models_thinking_stays_out_of_a_translation() -> None:
     import numpy as np
 
     from deepeval_games import load_game, play_match
-    from deepeval_games.app.runner import build_player
-    from deepeval_games.app.spec import PlayerSpec
-    from deepeval_games.core.registry import scorers_for
+    from deepeval_games.app.execution.runner import build_player
+    from deepeval_games.app.spec.spec import PlayerSpec
+    from deepeval_games.core.registry.bots import scorers_for
 
     game = load_game("deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)")
     reply = "<think>The user wants French; keep it short.</think>\nBonjour."

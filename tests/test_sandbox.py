@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from game_defs import sandbox
-from game_defs.sandbox import (
+from deepeval_games.infra import sandbox
+from deepeval_games.infra.sandbox import (
     MEMORY_MODE_ENV,
     SandboxLimits,
     SandboxUnavailable,
@@ -425,7 +425,7 @@ def test_without_bubblewrap_it_refuses_unless_unsafe(
     monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(SandboxUnavailable, match="not installed"):
         run_tests("def f():\n    return 1\n", ["assert f() == 1"])
-    with caplog.at_level(logging.WARNING, logger="game_defs.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="deepeval_games.infra.sandbox"):
         report = run_tests("def f():\n    return 1\n", ["assert f() == 1", "assert f() == 2"], unsafe=True)
     assert report.status == "failed" and [t.status for t in report.tests] == ["passed", "failed"]
     assert "WITHOUT a sandbox" in caplog.text

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from game_defs import sandbox
-from game_defs.sandbox import (
+from deepeval_games.infra import sandbox
+from deepeval_games.infra.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
     bwrap,
@@ -354,7 +354,7 @@ def hoard(n_procs, pipes_each):
 @needs_bwrap
 def test_pipe_buffer_hoard_from_four_processes(mode: str) -> None:
     """Pipes grown to 1 MiB hold what no rlimit counts; the fallback keeps them at 64 KiB, so what stays is bounded
-    by the open-file and process limits (the module docs of game_defs.sandbox.seccomp count it)."""
+    by the open-file and process limits (the module docs of deepeval_games.infra.sandbox.seccomp count it)."""
     report = hostile_measured(PIPE_HOARD, "assert hoard(4, 28) == 1", mode)
     assert report.protection == mode and report.status == "failed", report
     if mode == "seccomp":
@@ -473,7 +473,7 @@ def test_a_later_program_cannot_read_what_an_earlier_one_wrote(mode: str) -> Non
 @needs_bwrap
 def test_the_judge_and_the_scorer_see_the_same_program() -> None:
     """A program that behaves one way the first time and another the next cannot tell the two runs apart."""
-    from game_defs.code_review_scorer import run_program, score_program
+    from game_defs.code_review.scorer import run_program, score_program
 
     two_faced = RESIDUE + "def answer():\n    return 1 if keyring()[0] or traces() else 2\n"
     tests = ["assert answer() == 2"]
@@ -603,7 +603,7 @@ def test_sandbox_info_shows_the_active_protection(monkeypatch: pytest.MonkeyPatc
 def test_cli_sandbox_info_and_run_setting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from deepeval_games.app.cli import main
+    from deepeval_games.app.commands.cli import main
 
     monkeypatch.delenv(protection.MEMORY_MODE_ENV, raising=False)
     main(["sandbox-info", "--memory-mode", "seccomp"])
@@ -664,7 +664,7 @@ import json, sys, types
 package = types.ModuleType("game_defs")  # the sandbox needs only the standard library: skip game_defs/__init__
 package.__path__ = [sys.argv[1] + "/game_defs"]
 sys.modules["game_defs"] = package
-from game_defs.sandbox import SandboxLimits, run_tests
+from deepeval_games.infra.sandbox import SandboxLimits, run_tests
 limits = SandboxLimits(memory_bytes=int(sys.argv[2]), max_processes=6)
 out = {}
 for name, code in json.loads(sys.stdin.read()).items():

@@ -81,7 +81,7 @@ def test_each_interval_is_its_players_own_when_rows_are_computed_together() -> N
     """Players with as many matches share one pass of the interval's bets; each interval is still the one
     ``mean_interval`` gives that player's payoffs alone, whatever the others scored (a and b play every match of a
     cycle of four, c three of them and d one: two players share a pass, two are alone)."""
-    from analysis.confseq import mean_interval
+    from analysis.stats.confseq import mean_interval
 
     seatings = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "d"]]
     records = [

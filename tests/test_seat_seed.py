@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import llm_bots  # noqa: F401  (registers the scripted bots)
-from deepeval_games.app.match_play import seat_rng
+from deepeval_games.app.execution.match_play import seat_rng
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
-from deepeval_games.core.games import load_game
-from deepeval_games.core.registry import bot_factory
+from deepeval_games.core.registry.bots import bot_factory
+from deepeval_games.core.registry.games import load_game
 
 PGG = "deepeval_public_goods(players=4,mode=1)"
 
@@ -49,7 +49,7 @@ class _ReadsItsArgument(DeepEvalBot):
 
 
 def test_a_bot_that_does_not_take_seat_seeds_is_given_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.core import registry
+    from deepeval_games.core.registry import bots as registry
 
     entry = registry.BotEntry("test_reads_rng_argument", _ReadsItsArgument, (), "")
     monkeypatch.setitem(registry._BOTS, entry.name, entry)

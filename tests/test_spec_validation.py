@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepeval_games import DeepEvalError, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.spec import load_spec
-from deepeval_games.app.store import DB_NAME, JSONL_NAME
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.spec import load_spec
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME
 from tests.conftest import PGG_SCRIPTED_PLAYERS
 
 PGG = 'game = "deepeval_public_goods(players=4,rounds=2,mode=1,alpha=1.6)"'
@@ -246,11 +246,11 @@ def test_files_named_by_game_parameters_stay_inside_the_data_folder(tmp_path: Pa
 
 def test_records_naming_files_are_loaded_only_from_a_named_data_folder(tmp_path: Path, caplog: Any) -> None:
     """A run directory may come from anyone: its records' game strings get the spec's file check when read back."""
-    from analysis.confseq import anytime_scores
-    from analysis.exploitability import empirical_exploitability
-    from deepeval_games.app.rejudge import judge_source, rejudge
+    from analysis.stats.confseq import anytime_scores
+    from analysis.stats.exploitability import empirical_exploitability
+    from deepeval_games.app.execution.rejudge import judge_source, rejudge
     from deepeval_games.core.errors import UnknownGameError
-    from deepeval_games.core.games import load_recorded_game
+    from deepeval_games.core.registry.games import load_recorded_game
 
     data = tmp_path / "data"
     data.mkdir()
@@ -275,7 +275,7 @@ def test_records_naming_files_are_loaded_only_from_a_named_data_folder(tmp_path:
 
 
 def test_chess_positions_with_slashes_are_not_files() -> None:
-    from deepeval_games.core.games import check_file_parameters
+    from deepeval_games.core.registry.games import check_file_parameters
 
     check_file_parameters("chess(fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1)")
 
@@ -437,7 +437,7 @@ def test_refused_inputs_exit_2_fast_leave_nothing_and_a_valid_spec_then_runs(
 
 
 def test_a_cache_path_is_a_database_an_empty_file_or_a_new_file(tmp_path: Path) -> None:
-    from llm_bots.call_cache import CallCache, cache_path_problem
+    from llm_bots.transport.call_cache import CallCache, cache_path_problem
 
     empty = tmp_path / "empty.sqlite"
     empty.touch()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from deepeval_games.core.bot import observe
-from deepeval_games.core.games import load_game
 from deepeval_games.core.message_pool import MessagePool
+from deepeval_games.core.registry.games import load_game
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,8 @@ def test_observations_name_actions_from_the_state_without_copying_it(monkeypatch
 
 
 def test_cost_is_litellm_own_and_never_priced_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_bots import model_info, transport
+    from llm_bots import model_info
+    from llm_bots.transport import call as transport
 
     def priced_again(**_: Any) -> float:
         raise AssertionError("completion_cost called again")
@@ -84,7 +85,7 @@ def test_model_facts_are_looked_up_once_and_remembered_across_processes(
 
 _RUN = """
 import json, sys
-from deepeval_games.app.runner import run_experiment
+from deepeval_games.app.execution.runner import run_experiment
 result = run_experiment(json.loads(sys.argv[1]), sys.argv[2])
 print(json.dumps({"litellm": "litellm" in sys.modules, "calls": result.model_calls, "played": result.played,
                   "records": len(result.records)}))
@@ -121,8 +122,8 @@ def test_a_rerun_served_from_the_cache_never_imports_litellm(tmp_path: Path) -> 
 
 
 def test_the_runner_keeps_no_records_and_reads_them_from_the_store(tmp_path: Path) -> None:
-    from deepeval_games.app.runner import run_experiment
-    from deepeval_games.app.store import Store
+    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.storage.store import Store
 
     bots = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
     spec = {
@@ -150,9 +151,9 @@ in them are older still: the game strings gained ``goal`` since; see tests/fixtu
 def test_match_ids_are_unchanged_and_a_run_resumes(name: str, tmp_path: Path) -> None:
     import sqlite3
 
-    from deepeval_games.app.runner import run_experiment
-    from deepeval_games.app.schedule import plan_matches
-    from deepeval_games.app.spec import parse_spec
+    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.spec.schedule import plan_matches
+    from deepeval_games.app.spec.spec import parse_spec
 
     with sqlite3.connect(ROOT / "tests" / "fixtures" / name / "results.sqlite") as db:
         spec = json.loads(db.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()[0])
@@ -163,8 +164,8 @@ def test_match_ids_are_unchanged_and_a_run_resumes(name: str, tmp_path: Path) ->
 
 
 def test_llm_match_ids_are_unchanged() -> None:
-    from deepeval_games.app.schedule import plan_matches
-    from deepeval_games.app.spec import parse_spec
+    from deepeval_games.app.spec.schedule import plan_matches
+    from deepeval_games.app.spec.spec import parse_spec
 
     llm = {"name": "llm", "model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "max_tokens": 64}
     spec = {
@@ -176,8 +177,8 @@ def test_llm_match_ids_are_unchanged() -> None:
 
 def test_cache_keys_are_unchanged() -> None:
     """Keys computed by the code before issue 14 (a rerun of an older run replays from its cache)."""
-    from llm_bots.call_cache import call_key
     from llm_bots.model_config import ModelConfig
+    from llm_bots.transport.call_cache import call_key
 
     config = ModelConfig.from_mapping(
         {"model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "temperature": 0.0, "seed": 7}

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.stopping import AdaptiveStopping, Seating, StoppingReport, format_stopping
+from analysis.stats.stopping import AdaptiveStopping, Seating, StoppingReport, format_stopping
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.core.errors import SpecError
 
@@ -152,7 +152,7 @@ def test_bench_meets_its_targets_on_real_pgg_matches(tmp_path: Path) -> None:
 
 
 def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deepeval_games.app.cli import main
+    from deepeval_games.app.commands.cli import main
 
     assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
@@ -164,7 +164,7 @@ def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: 
 
 
 def test_the_old_bootstrap_check_no_longer_pools_roles() -> None:
-    from analysis.convergence import payoff_sequences
+    from analysis.stats.convergence import payoff_sequences
     from deepeval_games.core.records import MatchRecord
 
     records = [
@@ -225,7 +225,7 @@ def test_until_stable_without_a_rule_runs_the_adaptive_rule(tmp_path: Path) -> N
 def test_reports_say_when_no_stopping_rule_or_an_invalid_one_was_applied(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.app.cli import main
+    from deepeval_games.app.commands.cli import main
 
     fixed = _spec()
     del fixed["experiment"]["until_stable"]  # type: ignore[attr-defined]

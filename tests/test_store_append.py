@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deepeval_games.app.store import JSONL_NAME, Store
+from deepeval_games.app.storage.store import JSONL_NAME, Store
 
 TEXT = '{"match_id":"%s","payload":"%s"}'
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import DeepEvalError
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +35,8 @@ def _spec(repeats: int) -> dict[str, Any]:
 
 _CHILD = """
 import json, sys, time
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.store import Store
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.storage.store import Store
 
 Store.flush_interval_s, Store.batch_max = float(sys.argv[3]), int(sys.argv[4])
 commit_json = Store.commit_json

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import DeepEvalError
-from deepeval_games.app.cli import main
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, LOCK_NAME, RunLock, RunLockedError, Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, LOCK_NAME, RunLock, RunLockedError, Store
 from tests.conftest import PGG_SCRIPTED_PLAYERS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_may_wait(tmp_path: Pat
     holder = _child(
         "-c",
         "import sys, time\n"
-        "from deepeval_games.app.store import RunLock\n"
+        "from deepeval_games.app.storage.store import RunLock\n"
         f"lock = RunLock({str(out)!r}).acquire()\n"
         "print('held', flush=True)\n"
         "time.sleep(float(sys.argv[1]))\n",
@@ -136,7 +136,8 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     out = tmp_path / "run"
     holder = _child(
         "-c",
-        f"from deepeval_games.app.store import Store\ns = Store({str(out)!r})\nprint('held', flush=True)\ninput()\n",
+        "from deepeval_games.app.storage.store import Store\n"
+        f"s = Store({str(out)!r})\nprint('held', flush=True)\ninput()\n",
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     with pytest.raises(RunLockedError):
@@ -158,7 +159,9 @@ def test_the_lock_nests_within_one_process_and_is_released_by_the_last_holder(tm
         assert outer.held
         assert json.loads((out / LOCK_NAME).read_text())["pid"] == os.getpid()
     assert (out / LOCK_NAME).read_text() == ""  # released: no holder named any more
-    probe = _child("-c", f"from deepeval_games.app.store import Store\nStore({str(out)!r}).close()\nprint('ok')")
+    probe = _child(
+        "-c", f"from deepeval_games.app.storage.store import Store\nStore({str(out)!r}).close()\nprint('ok')"
+    )
     assert probe.communicate(timeout=60)[0].strip() == "ok"
 
 

@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("textarena")
 
-import game_defs.arena_textarena  # noqa: F401  (the entry point's module: registers the family)
+import game_defs.arena.textarena  # noqa: F401  (the entry point's module: registers the family)
 from deepeval_games import load_game
-from deepeval_games.app.cli import main
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.spec import load_spec
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec.spec import load_spec
 from deepeval_games.core.testing import check_game
-from llm_bots.classical import random_refusal
+from llm_bots.players.classical import random_refusal
 from tests.study_marks import local_model_study
 
 SPECS = ("textarena_local.toml", "textarena_local_random.toml")

@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.app.html_report import transcript_json
-from deepeval_games.app.runner import run_experiment
-from deepeval_games.app.spec import parse_spec
-from deepeval_games.app.store import JSONL_NAME, Store
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.reports.html import transcript_json
+from deepeval_games.app.spec.spec import parse_spec
+from deepeval_games.app.storage.store import JSONL_NAME, Store
 from deepeval_games.core.bot import FieldsBot, SyncBot
 from deepeval_games.core.errors import UnknownGameError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import SCHEMA_VERSION, MatchRecord, RecordError
 from deepeval_games.core.referee import TranscriptNotDerivable, play_match
-from deepeval_games.core.registry import make_bot, register_bot
+from deepeval_games.core.registry.bots import make_bot, register_bot
+from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.transcript import with_messages
 
 PGG_BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random", "pgg_grim_trigger")
@@ -125,7 +125,7 @@ def test_a_moves_record_read_back_is_written_as_it_was_stored(tmp_path: Path) ->
 
 
 def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
-    from deepeval_games.app.report import slim
+    from deepeval_games.app.reports.report import slim
 
     _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
     light = slim(MatchRecord.from_json(moves.to_json()))
@@ -138,7 +138,7 @@ def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
 ) -> None:
     """The run summary reads moves records as stored (``rebuild_turns=False``: rows, no turns) and slims them from
     their rows: the very slim record the rebuilt turns give, sharing its turns with theirs."""
-    from deepeval_games.app.report import slim
+    from deepeval_games.app.reports.report import slim
 
     _, moves = _both(game_string, [PGG_BOTS[i] for i in bots], 5, params)
     text = moves.to_json()
@@ -160,7 +160,7 @@ def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
 def test_chance_rows_read_as_stored_keep_their_outcome_names() -> None:
     """A chance row's slim turn keeps its outcome's name (a seat's is dropped): two records that differ only in a
     chance outcome's name get different slim turns, a seat's name alone shares one."""
-    from deepeval_games.app.report import slim
+    from deepeval_games.app.reports.report import slim
 
     def record(chance_name: str, seat_name: str) -> MatchRecord:
         rows = [[0, -1, 1, chance_name, 0.0], [1, 0, 3, seat_name, 0.25]]
@@ -292,7 +292,7 @@ def test_the_html_report_shows_a_moves_record_with_its_replayed_messages(caplog:
     shown = transcript_json(MatchRecord.from_json(moves.to_json()), "run")
     assert shown["messages"] == transcript_json(full, "run")["messages"] and shown["messages"]
     broken = moves.model_copy(update={"game": "deepeval_no_such_game()"})
-    with caplog.at_level(logging.WARNING, logger="deepeval_games.app.html_report"):
+    with caplog.at_level(logging.WARNING, logger="deepeval_games.app.reports.html"):
         assert transcript_json(broken, "run")["messages"] == []
     assert "shown without messages" in caplog.text
 

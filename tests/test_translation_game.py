@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match, run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec, load_spec
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec, load_spec
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
-from deepeval_games.core.registry import scorers_for
-from game_defs import translation_scorer
-from game_defs.datasets.iwslt import load_iwslt2017
-from game_defs.translation import REPLY_TOKENS_BASE, REPLY_TOKENS_PER_WORD, sample_games
-from game_defs.translation_scorer import score_texts
-from llm_bots.scripted_translation import drop_sentences, drop_words
+from deepeval_games.core.registry.bots import scorers_for
+from game_defs.translation import scorer as translation_scorer
+from game_defs.translation.game import REPLY_TOKENS_BASE, REPLY_TOKENS_PER_WORD, sample_games
+from game_defs.translation.iwslt import load_iwslt2017
+from game_defs.translation.scorer import score_texts
+from llm_bots.translation.scripted import drop_sentences, drop_words
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec
 from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN
 from deepeval_games.core.records import MatchRecord
-from deepeval_games.core.registry import scorers_for
-from llm_bots.adapters.translation import extract_text
+from deepeval_games.core.registry.bots import scorers_for
+from llm_bots.translation.adapter import extract_text
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
 
 GAME = "deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)"

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.app.runner import build_player
-from deepeval_games.app.spec import PlayerSpec
+from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.spec import PlayerSpec
 from deepeval_games.core.records import MatchRecord
-from deepeval_games.core.registry import scorers_for
-from game_defs.translation import sample_games
-from llm_bots.local_server import local_model_available
+from deepeval_games.core.registry.bots import scorers_for
+from game_defs.translation.game import sample_games
+from llm_bots.local.server import local_model_available
 
 _REASON = local_model_available("local/smollm2")
 pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]

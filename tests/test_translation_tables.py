@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from analysis.correlation import correlate
-from analysis.translation_tables import (
+from analysis.stats.correlation import correlate
+from analysis.tables.translation import (
     CORPUS_BLEU,
     corpus_bleu,
     format_corpus_bleu_table,
@@ -25,10 +25,10 @@ from analysis.translation_tables import (
     translation_groups,
     translation_table,
 )
-from deepeval_games.app.cli import main
-from deepeval_games.app.store import Store
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
-from game_defs.translation_scorer import score_texts
+from game_defs.translation.scorer import score_texts
 
 _ROLES = ["translator", "proofreader"]
 _PNG = b"\x89PNG\r\n\x1a\n"

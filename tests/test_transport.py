@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_bots.model_config import ModelConfig, ModelConfigError
-from llm_bots.transport import (
+from llm_bots.transport.call import (
     Budget,
     BudgetExceeded,
     ErrorKind,
@@ -242,7 +242,7 @@ def test_mock_response_needs_no_network(no_network: None) -> None:
 
 
 def test_mock_exception_is_classified(no_network: None) -> None:
-    import litellm  # after llm_bots.transport, which keeps litellm from fetching its price map online
+    import litellm  # after llm_bots.transport.call, which keeps litellm from fetching its price map online
 
     config = ModelConfig("openai/gpt-4o", max_retries=1, backoff_base_s=0.0)
     error = litellm.RateLimitError("slow down", llm_provider="openai", model="gpt-4o")
@@ -343,7 +343,7 @@ def test_errors_fit_the_runner() -> None:
 
 def test_retry_after_is_read_from_litellm_provider_headers() -> None:
     """Providers outside the OpenAI SDK (Anthropic, ...) carry the real headers in litellm_response_headers."""
-    from llm_bots.transport import _retry_after_s
+    from llm_bots.transport.call import _retry_after_s
 
     error = Exception("429 from the provider")
     error.response = None  # type: ignore[attr-defined]

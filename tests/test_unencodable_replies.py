@@ -17,7 +17,7 @@ import pytest
 
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.core.quoting import REPLACEMENT, valid_text
-from llm_bots import transport
+from llm_bots.transport import call as transport
 from tests.fake_openai_server import (
     TRANSPORT_KEY_ENV,
     Behaviour,

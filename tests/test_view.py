@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import run_experiment
-from deepeval_games.app.cli import main
-from deepeval_games.app.html_report import write_html_report
-from deepeval_games.app.store import Store
-from deepeval_games.app.view import ReportServer
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.reports.html import write_html_report
+from deepeval_games.app.reports.view import ReportServer
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 from tests.chromium import LivePage, chromium_binary
 

@@ -40,4 +40,8 @@ def test_the_wheel_marks_every_package_typed(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for package in ("deepeval_games", "game_defs", "llm_bots", "analysis"):
         assert f"{package}/py.typed" in names, sorted(n for n in names if n.endswith("py.typed"))
-    assert {"deepeval_games/core/referee.py", "deepeval_games/app/cli.py", "deepeval_games/core/task.py"} <= names
+    assert {
+        "deepeval_games/core/referee.py",
+        "deepeval_games/app/commands/cli.py",
+        "deepeval_games/core/task.py",
+    } <= names

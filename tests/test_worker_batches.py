@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.executors import ProcessExecutor
-from deepeval_games.app.match_worker import RowReader, RowWriter
-from deepeval_games.app.schedule import plan_matches
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.execution.executors import ProcessExecutor
+from deepeval_games.app.execution.match_worker import RowReader, RowWriter
+from deepeval_games.app.spec.schedule import plan_matches
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from tests.worker_io import read_line, slow_driver, worker_in_thread
 
 PGG = "deepeval_public_goods(players=2,rounds=3,mode=1,alpha=1.6)"
@@ -140,7 +140,7 @@ class _Bar:
 
 
 def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app import runner
+    from deepeval_games.app.execution import runner
 
     spec = _spec(30, max_concurrency=5)  # 30 matches, at most 5 in flight
     one = run_experiment(spec, tmp_path / "one", workers=1)
@@ -188,7 +188,7 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
 
 
 def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app import runner
+    from deepeval_games.app.execution import runner
 
     seen: list[str] = []
 
@@ -256,7 +256,7 @@ def test_a_worker_plays_a_batch_of_rows_and_answers_a_bad_row_with_an_error() ->
 
 
 def test_a_worker_writes_parts_in_order_waiting_for_room() -> None:
-    from deepeval_games.app.fork_server import _write_parts
+    from deepeval_games.app.execution.fork_server import _write_parts
 
     ours, theirs = socket.socketpair()
     theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)

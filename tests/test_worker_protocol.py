@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.match_worker import encode_planned
-from deepeval_games.app.schedule import _identity, _seatings, plan_matches, stable_hash
-from deepeval_games.app.store import JSONL_NAME, Store
+from deepeval_games.app.execution.match_worker import encode_planned
+from deepeval_games.app.spec.schedule import _identity, _seatings, plan_matches, stable_hash
+from deepeval_games.app.storage.store import JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 from tests.worker_io import read_exactly, read_line, slow_driver, worker_in_thread
 
@@ -117,7 +117,7 @@ def test_match_ids_are_the_hash_of_the_whole_key() -> None:
             ],
         }
     )
-    from deepeval_games.core.games import load_game
+    from deepeval_games.core.registry.games import load_game
 
     game = load_game("tic_tac_toe")
     expected = []
@@ -199,7 +199,7 @@ def test_from_json_refuses_what_from_dict_refuses() -> None:
 
 
 def test_the_write_ahead_log_is_checkpointed_along_the_way(tmp_path: Path) -> None:
-    from deepeval_games.app.store import WAL_CHECKPOINT_BYTES
+    from deepeval_games.app.storage.store import WAL_CHECKPOINT_BYTES
 
     record = _fixture_records()[0]
     text = record.to_json()
@@ -268,7 +268,7 @@ def _stream() -> tuple[bytes, list[tuple[str, Any]]]:
 def test_the_driver_reads_messages_split_anywhere(seed: int) -> None:
     import random
 
-    from deepeval_games.app.executors import _Channel, _Process
+    from deepeval_games.app.execution.executors import _Channel, _Process
 
     data, expected = _stream()
     recorder = _Recorder()
@@ -284,7 +284,7 @@ def test_the_driver_reads_messages_split_anywhere(seed: int) -> None:
 
 
 def test_a_worker_that_breaks_the_framing_is_dropped() -> None:
-    from deepeval_games.app.executors import _Channel, _Process
+    from deepeval_games.app.execution.executors import _Channel, _Process
 
     recorder = _Recorder()
     process = _Process(0, 1)

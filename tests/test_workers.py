@@ -22,9 +22,9 @@ import pytest
 
 import tests.worker_bots  # registers the bots below in this process too
 from deepeval_games import FatalRunError, parse_spec, run_experiment
-from deepeval_games.app import executors
-from deepeval_games.app.executors import AUTO_MIN_MATCHES, probe_matches, resolve_workers, workers_after_probe
-from deepeval_games.app.store import DB_NAME, JSONL_NAME, Store
+from deepeval_games.app.execution import executors
+from deepeval_games.app.execution.executors import AUTO_MIN_MATCHES, probe_matches, resolve_workers, workers_after_probe
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player
 from tests.worker_io import slow_driver
@@ -142,7 +142,7 @@ def test_a_run_done_before_its_fork_server_answers_is_not_held_by_the_fork(monke
 def test_a_fork_server_that_never_forked_is_killed_on_close_not_awaited() -> None:
     """Closing a fork server that has not forked a worker yet (it may still be importing) kills it; one that has
     forked stops by itself when its socket closes."""
-    from deepeval_games.app.fork_server import _ForkServer
+    from deepeval_games.app.execution.fork_server import _ForkServer
 
     idle = _ForkServer(False)
     idle.close()
@@ -161,7 +161,7 @@ def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     spec = _spec(repeats=4, max_concurrency=4)  # 24 matches
     one = run_experiment(spec, tmp_path / "one", workers=1)
     caplog.set_level(logging.INFO, logger="deepeval_games")
-    from deepeval_games.app import runner
+    from deepeval_games.app.execution import runner
 
     monkeypatch.setattr(runner, "AUTO_PROBE_S", 60.0)  # a slow machine still probes the 12 matches
     monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly

@@ -15,7 +15,7 @@ from typing import Any
 
 def serve_in_thread(sock: socket.socket) -> threading.Thread:
     """Run a worker process's loop (``fork_server._serve``) on ``sock`` in a daemon thread of this process."""
-    from deepeval_games.app import fork_server
+    from deepeval_games.app.execution import fork_server
 
     def main() -> None:
         async def serve() -> None:
@@ -78,8 +78,8 @@ def slow_driver(monkeypatch: Any, after: int = 1, timeout_s: float = 30.0) -> tu
     workers are up (at most ``timeout_s``), so that a worker surely takes a share of even a small run (a driver that
     plays too plays on while its workers start, and then sends them matches). Returns the ids of the matches the
     driver played and of those sent to a worker, in order."""
-    from deepeval_games.app.executors import ProcessExecutor
-    from deepeval_games.app.match_play import MatchPlayer
+    from deepeval_games.app.execution.executors import ProcessExecutor
+    from deepeval_games.app.execution.match_play import MatchPlayer
 
     here: list[str] = []
     theirs: list[str] = []

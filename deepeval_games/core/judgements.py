@@ -2,7 +2,8 @@
 
 ``deepeval-games rejudge`` re-scores a run's transcripts with a judge (the same or another, a scripted bot, an
 LLM, later a person) without replaying play, and stores each verdict as a :class:`JudgementRecord` in a table of
-its own in the run directory's store (:meth:`~deepeval_games.app.store.Store.commit_judgement`). The match records
+its own in the run directory's store (:meth:`~deepeval_games.app.storage.store.Store.commit_judgement`). The match
+records
 are never changed: the original verdict stays in the match's turns and returns. The judge audits of
 :mod:`analysis.judge_audit` read these records beside the match records.
 

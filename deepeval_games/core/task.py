@@ -23,14 +23,15 @@ hook                                without it
                                     the player's setting is smaller or unset (None: nothing for that
                                     role)
 ``presets: Mapping``                a spec's ``preset`` leaves the game as it is; with it, preset name
-                                    -> game parameters it selects (:mod:`deepeval_games.app.presets`)
+                                    -> game parameters it selects (:mod:`deepeval_games.app.spec.presets`)
 ``default_study() -> Study``        ``deepeval-games eval`` plays the :class:`Study` registered for the
                                     game with :func:`register_study` (a package may register one for
                                     any game, e.g. classical opponents), else it refuses the game
 ``unlisted_moves() -> str | None``  None: ``legal_actions`` lists a seat's moves, so a random player can
                                     draw among them; a text: why it does not (moves are free text that
                                     it names only in part, or not at all), and ``random`` is refused
-``parameter_bounds: Mapping``       only the limits every game gets (:func:`deepeval_games.core.games.load_game`:
+``parameter_bounds: Mapping``       only the limits every game gets
+(:func:`deepeval_games.core.registry.games.load_game`:
                                     OpenSpiel's player counts, and an estimate of a match's length and
                                     memory); with it, parameter name -> ``(lowest, highest)`` allowed,
                                     checked before the game is loaded with the parameters asked for

@@ -56,8 +56,8 @@ from open_spiel.python.observation import make_observation
 
 from deepeval_games.core import task
 from deepeval_games.core.errors import ConformanceError
-from deepeval_games.core.games import load_game
 from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.registry.games import load_game
 
 __all__ = ["ConformanceReport", "check_game", "openspiel_random_sim_test"]
 

@@ -15,9 +15,9 @@ from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any
 
 from deepeval_games.core.bot import FieldsBot
-from deepeval_games.core.games import load_game
 from deepeval_games.core.records import CHANCE_SEAT, MatchRecord, RecordError, turns_of_moves
 from deepeval_games.core.referee import play_match
+from deepeval_games.core.registry.games import load_game
 
 __all__ = ["with_messages"]
 

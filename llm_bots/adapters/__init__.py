@@ -31,7 +31,7 @@ from deepeval_games.core import task
 from deepeval_games.core.bot import Observation
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.message_pool import seat_label
-from deepeval_games.core.plugins import load_entry_points
+from deepeval_games.core.registry.entry_points import load_entry_points
 from llm_bots.parsing import json_objects, normalize
 from llm_bots.prompts import PromptSet, load_prompt_file, load_prompts
 
@@ -90,11 +90,12 @@ class Parsed:
 class TaskAdapter:
     """Base class: the answer texts of one task and the parser of its replies.
 
-    The prompt file is ``llm_bots/prompts/<task>.toml`` or, when ``prompt_path`` is set, that file.
+    The prompt file is the built-in set ``task`` (:func:`~llm_bots.prompts.load_prompts`) or, when ``prompt_path``
+    is set, that file.
     """
 
     task: str = ""
-    """Name of a built-in prompt file (``llm_bots/prompts/<task>.toml``)."""
+    """Name of a built-in prompt set (``llm_bots/<task>/prompts.toml``, or ``llm_bots/prompts/<task>.toml``)."""
     prompt_path: Path | None = None
     """A prompt file anywhere (a task's own, beside its game); overrides ``task``."""
     context_policy: str = "full"

@@ -35,7 +35,7 @@ unless ``allow_player_model = true`` is set in ``[judge]``, which logs a warning
 judge's model and settings, the players' models), so this package never reads an experiment spec.
 
 **Scripted judges** (for tests and baselines): ``judge_fixed`` (fixed scores for every seat; any judged
-game); the code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review`. Two flawed ones
+game); the code-review ``judge_pass_rate`` lives in :mod:`llm_bots.code_review.scripted`. Two flawed ones
 calibrate the judge audits: ``judge_position_biased`` (favours the role presented first) and ``judge_gullible``
 (obeys a judge-directed instruction such as :data:`JUDGE_INJECTION`, which the canary players embed).
 ``judge_idiom_list`` rules in Idiom Solitaire's referee mode (``validity=dictionary+judge``, a one-role verdict

@@ -1,6 +1,6 @@
 """Scripted judges, for tests and baselines: ``judge_fixed`` here, and the decision any scripted judge returns.
 
-The code-review ``judge_pass_rate`` lives in :mod:`llm_bots.scripted_code_review`. Two deliberately flawed
+The code-review ``judge_pass_rate`` lives in :mod:`llm_bots.code_review.scripted`. Two deliberately flawed
 judges calibrate the judge audits (``deepeval-games rejudge``): ``judge_position_biased`` favours the role
 presented first (and may add noise, for the judge-variance audit); ``judge_gullible`` obeys a judge-directed
 instruction in a player's text (what the canary players embed, :data:`JUDGE_INJECTION`).
@@ -19,7 +19,7 @@ import pyspiel
 
 from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
-from deepeval_games.core.registry import register_bot
+from deepeval_games.core.registry.bots import register_bot
 from game_defs.verdicts import encode_scores
 from llm_bots.judge.verdict import Verdict, role_labels
 

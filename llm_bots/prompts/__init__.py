@@ -2,8 +2,9 @@
 
 A task's rules are not here: the referee broadcasts them (they are the game's) and an LLM seat reads them
 from the message pool. A prompt file holds only what the LLM players add: per role, the answer ``format``
-appended to every turn's message and the ``reask`` text sent after an unusable reply. Built-in prompt
-files live in this package; a task's own file may live anywhere, beside its game
+appended to every turn's message and the ``reask`` text sent after an unusable reply. A built-in task's prompt
+file lives beside its adapter (``llm_bots/<task>/prompts.toml``); the prompts every game shares (the generic
+adapter's, the judge's, a person's) live in this package. An outside task's file may live anywhere, beside its game
 (:func:`load_prompt_file`, the game's ``prompt_file()`` hook).
 
 A template uses ``$name`` / ``${name}`` placeholders (:class:`string.Template`), so JSON braces need no
@@ -28,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PromptError", "PromptSet", "available_prompt_sets", "load_prompt_file", "load_prompts", "validate_all"]
+__all__ = [
+    "PromptError",
+    "PromptSet",
+    "available_prompt_sets",
+    "load_prompt_file",
+    "load_prompts",
+    "prompt_file_path",
+    "validate_all",
+]
 
 
 class PromptError(ValueError):
@@ -114,18 +124,35 @@ def _compiled(text: str) -> tuple[string.Template, frozenset[str]]:
     return string.Template(text), frozenset(_placeholders(text))
 
 
+def _prompt_files() -> dict[str, Traversable]:
+    """Every built-in prompt file by its set's name: this package's ``<name>.toml`` and ``<task>/prompts.toml``
+    beside each built-in task's adapter."""
+    here = resources.files(__name__)
+    files = {p.name[:-5]: p for p in here.iterdir() if p.name.endswith(".toml")}
+    for folder in resources.files(__name__.rpartition(".")[0]).iterdir():
+        path = folder / "prompts.toml"
+        if folder.is_dir() and path.is_file():
+            files[folder.name] = path
+    return files
+
+
+def prompt_file_path(task: str) -> Path:
+    """Where the built-in prompt set ``task`` is read from (a run's manifest records its sha256)."""
+    path = _prompt_files().get(task)
+    if path is None:
+        raise PromptError(f"no prompt file for task {task!r}; available: {', '.join(available_prompt_sets())}")
+    return Path(str(path))
+
+
 def available_prompt_sets() -> list[str]:
     """Task names that have a prompt file."""
-    return sorted(p.name[:-5] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+    return sorted(_prompt_files())
 
 
 @cache
 def load_prompts(task: str) -> PromptSet:
-    """Load and validate ``llm_bots/prompts/<task>.toml``."""
-    path = resources.files(__name__) / f"{task}.toml"
-    if not path.is_file():
-        raise PromptError(f"no prompt file for task {task!r}; available: {', '.join(available_prompt_sets())}")
-    return _parse(task, path.read_text(encoding="utf-8"))
+    """Load and validate a built-in prompt set: ``llm_bots/<task>/prompts.toml`` or ``llm_bots/prompts/<task>.toml``."""
+    return _parse(task, prompt_file_path(task).read_text(encoding="utf-8"))
 
 
 @cache

@@ -16,7 +16,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
-from deepeval_games.core.registry import register_bot
+from deepeval_games.core.registry.bots import register_bot
 from deepeval_ultimatum.game import ACCEPT, REJECT, SHORT_NAME, UltimatumFields
 
 __all__ = ["FairBot", "GreedyBot"]

@@ -1,0 +1,417 @@
+"""An adaptive, anytime-valid stopping rule: repeat matches only where the ranking is still unresolved.
+
+The rule ranks *keys*: a player in one role of one game variant (data items pooled, other parameters never; one
+role ``player`` for symmetric games, so an asymmetric task is ranked per role and never across roles). It plays
+rounds; round ``r`` plays repeat ``r`` of the schedule:
+
+1. The first ``initial_rounds`` rounds play every seating.
+2. Afterwards a round plays only the seatings that include an *active* key (a player in a role still unresolved),
+   in **complete blocks**: a key's block in round ``r`` is every seating of repeat ``r`` in which the player sits
+   in that role, so when a key is active it meets every opponent mix of the schedule, never a skewed one.
+3. After a round, each key whose block is complete adds **one observation**, the mean of its payoffs over the
+   block, to its anytime-valid confidence sequence (:class:`~analysis.stats.confseq.ConfidenceSequence`, on the game's
+   payoff range, at level ``alpha / keys in its ranking``, so every sequence of a ranking covers at once with
+   probability at least ``1 - alpha``; the hedged-capital betting sequence by default). Block means are
+   independent and identically distributed across rounds,
+   and the sequences stay valid whatever rounds a key skips, since which rounds a key plays depends only on
+   earlier rounds.
+4. Within each ranking (variant and role), keys are ordered by their mean; two adjacent keys are **separated**
+   when their intervals do not overlap, and **tied** when both intervals fit in a span of ``epsilon`` (their means
+   then differ by at most ``epsilon``). A key is active while a pair it belongs to is neither.
+5. The run stops when no key is active (``resolved``), before a round that would pass the match ``budget``
+   (``budget``), after ``max_rounds`` rounds (``max_rounds``), or when a round's matches failed (``failed``).
+
+Every decision is a pure function of the planned seatings and the payoffs of earlier rounds, so a killed run
+replays its committed rounds to the same decisions and resumes with the same schedule, on any executor.
+Statistics stream: a round keeps only the payoffs of its own matches until its blocks are scored.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.stats.confseq import ConfidenceSequence, Interval, make_sequence
+from deepeval_games.core.records import MatchRecord
+
+__all__ = [
+    "AdaptiveStopping",
+    "Key",
+    "PairStatus",
+    "RoundFeed",
+    "Seating",
+    "StoppingReport",
+    "format_stopping",
+    "stopping_rule_note",
+]
+
+Key = tuple[str, str, str]
+"""(game variant, role, player): what the rule ranks."""
+
+
+@dataclass(frozen=True)
+class Seating:
+    """One planned match of a round, as the rule needs it."""
+
+    match_id: str
+    variant: str
+    """The game variant (:func:`~deepeval_games.core.registry.games.game_variant`): data items pooled."""
+    seats: tuple[str, ...]
+    roles: tuple[str, ...]
+
+    def sitting(self) -> set[Key]:
+        """The keys that sit in this match."""
+        return {(self.variant, role, name) for name, role in zip(self.seats, self.roles, strict=True)}
+
+
+@dataclass(frozen=True)
+class PairStatus:
+    """Two adjacent keys of a ranking (``better`` has the higher mean) and how they stand."""
+
+    better: Key
+    worse: Key
+    status: str
+    """``separated``, ``tied`` or ``unresolved``."""
+    difference: Interval | None = None
+    """The anytime-valid interval of ``better``'s payoff minus ``worse``'s where the rule decides by pair intervals
+    (active matchmaking); None where it compares the keys' own intervals."""
+
+
+@dataclass
+class StoppingReport:
+    """What the rule decided: why the run stopped, how much each key played, what is left unresolved."""
+
+    reason: str = "running"
+    """``resolved``, ``budget``, ``max_rounds``, ``failed`` (or ``running`` before a decision to stop)."""
+    rounds: int = 0
+    matches: int = 0
+    """Matches played by the rounds so far."""
+    matches_per_key: dict[Key, int] = field(default_factory=dict)
+    """Matches in which each key sat."""
+    intervals: dict[Key, Interval] = field(default_factory=dict)
+    """Each key's confidence interval (of its block means) at the end."""
+    pairs: list[PairStatus] = field(default_factory=list)
+    """Adjacent pairs of every ranking, best first."""
+
+    @property
+    def stable(self) -> bool:
+        """Whether every ranking was resolved."""
+        return self.reason == "resolved"
+
+    @property
+    def unresolved(self) -> list[PairStatus]:
+        """The adjacent pairs left neither separated nor tied."""
+        return [p for p in self.pairs if p.status == "unresolved"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (``stopping.json`` in a run directory); :meth:`from_dict` reads it back."""
+        return {
+            "reason": self.reason,
+            "rounds": self.rounds,
+            "matches": self.matches,
+            "keys": [
+                {
+                    "key": list(key),
+                    "matches": self.matches_per_key.get(key, 0),
+                    **{f: getattr(interval, f) for f in ("low", "high", "mean", "n")},
+                }
+                for key, interval in sorted(self.intervals.items())
+            ],
+            "pairs": [
+                {
+                    "better": list(p.better),
+                    "worse": list(p.worse),
+                    "status": p.status,
+                    **(
+                        {"difference": [getattr(p.difference, f) for f in ("low", "high", "mean", "n")]}
+                        if p.difference
+                        else {}
+                    ),
+                }
+                for p in self.pairs
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoppingReport:
+        """The report :meth:`to_dict` wrote."""
+
+        def key(value: Sequence[str]) -> Key:
+            return (str(value[0]), str(value[1]), str(value[2]))
+
+        return cls(
+            reason=str(data["reason"]),
+            rounds=int(data["rounds"]),
+            matches=int(data["matches"]),
+            matches_per_key={key(k["key"]): int(k["matches"]) for k in data["keys"]},
+            intervals={
+                key(k["key"]): Interval(float(k["low"]), float(k["high"]), float(k["mean"]), int(k["n"]))
+                for k in data["keys"]
+            },
+            pairs=[
+                PairStatus(
+                    key(p["better"]),
+                    key(p["worse"]),
+                    str(p["status"]),
+                    _interval(p["difference"]) if "difference" in p else None,
+                )
+                for p in data["pairs"]
+            ],
+        )
+
+    def max_half_width(self, keys: Iterable[Key] | None = None) -> float:
+        """The widest half-width among ``keys`` (default: every key)."""
+        chosen = self.intervals if keys is None else {k: self.intervals[k] for k in keys}
+        return max((iv.half_width for iv in chosen.values()), default=float("nan"))
+
+
+class RoundFeed:
+    """The part of the round protocol every rule shares: its settings, the match budget, the matches of each key,
+    and the payoffs of the round being played (the arguments: :class:`AdaptiveStopping`)."""
+
+    def __init__(
+        self,
+        bounds: Mapping[str, tuple[float, float]],
+        *,
+        alpha: float = 0.05,
+        epsilon: float = 0.0,
+        initial_rounds: int = 1,
+        max_rounds: int = 50,
+        budget: int | None = None,
+        method: str = "betting",
+    ) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if epsilon < 0 or initial_rounds < 1 or max_rounds < 1 or (budget is not None and budget < 1):
+            raise ValueError("epsilon must be >= 0; initial_rounds, max_rounds and budget >= 1")
+        make_sequence(method, 0.0, 1.0)  # an unknown method fails here
+        self.method = method
+        self.bounds = dict(bounds)
+        self.alpha, self.epsilon = float(alpha), float(epsilon)
+        self.initial_rounds, self.max_rounds, self.budget = initial_rounds, max_rounds, budget
+        self._round: list[Seating] = []
+        self._results: dict[str, Sequence[float]] = {}
+        self._failed = False
+        self.report = StoppingReport()
+        self._setup()
+
+    def _setup(self) -> None:
+        """The rule's own state (called at the end of ``__init__``)."""
+
+    def _admit(self, selected: Sequence[Seating]) -> bool:
+        """Start a round of ``selected``; False (and the reason ``budget``) when it would pass the budget."""
+        if self.budget is not None and self.report.matches + len(selected) > self.budget:
+            self.report.reason = "budget"
+            return False
+        self._results, self._failed = {}, False
+        self.report.matches += len(selected)
+        for seating in selected:
+            for key in seating.sitting():
+                self.report.matches_per_key[key] = self.report.matches_per_key.get(key, 0) + 1
+        return True
+
+    def add(self, match_id: str, returns: Sequence[float]) -> None:
+        """The payoffs of a match of this round (any order; others are ignored)."""
+        self._results[match_id] = [float(x) for x in returns]
+
+    def add_record(self, record: MatchRecord) -> None:
+        """:meth:`add` for a complete record; an aborted one marks the round failed."""
+        if record.status == "complete":
+            self.add(record.match_id, record.returns)
+        else:
+            self._failed = True
+
+
+class AdaptiveStopping(RoundFeed):
+    """The stopping rule of the module docstring, fed round by round.
+
+    Use: ``selected = rule.begin_round(all_seatings_of_repeat_r)``; play ``selected``; :meth:`add` each committed
+    result; ``report = rule.end_round()``; continue while ``report.reason == "running"``.
+
+    Args:
+        bounds: each game variant's payoff range (the game's min and max utility, or the judge's scale).
+        alpha: error level of the whole ranking of one variant and role.
+        epsilon: indifference margin: adjacent keys whose means surely differ by at most this count as tied.
+        initial_rounds: rounds that play every seating before the rule selects.
+        max_rounds: the most rounds.
+        budget: the most matches in all (None: no limit but ``max_rounds``).
+        method: the confidence sequence: ``betting`` (hedged capital, the default) or ``bernstein`` (PrPl-EB).
+
+    Raises:
+        ValueError: a bad parameter.
+    """
+
+    def _setup(self) -> None:
+        self._sequences: dict[Key, ConfidenceSequence] = {}
+        self._group_sizes: dict[tuple[str, str], int] = {}
+        self._active: set[Key] | None = None  # None: everything (the initial rounds)
+
+    @property
+    def active(self) -> set[Key] | None:
+        """The keys still unresolved after the last round (None before the first round is scored)."""
+        return None if self._active is None else set(self._active)
+
+    # -- the round protocol ----------------------------------------------------------------------------------
+
+    def begin_round(self, seatings: Sequence[Seating]) -> list[Seating]:
+        """Given every seating of this round's repeat, the ones to play (in the given order). Returns an empty list
+        and sets the report's reason when the budget does not allow the round.
+
+        Raises:
+            ValueError: a variant without bounds.
+        """
+        for seating in seatings:
+            if seating.variant not in self.bounds:
+                raise ValueError(f"no payoff bounds for {seating.variant}")
+        self._register(seatings)
+        if self._active is None or self.report.rounds < self.initial_rounds:
+            selected = list(seatings)
+        else:
+            selected = [s for s in seatings if s.sitting() & self._active]
+        if not self._admit(selected):
+            return []
+        self._round = list(seatings)
+        return selected
+
+    def end_round(self, *, failed: bool = False) -> StoppingReport:
+        """Score this round's complete blocks, re-rank, and decide; the report says what (``reason``)."""
+        blocks: dict[Key, list[str]] = defaultdict(list)
+        for seating in self._round:
+            for key in seating.sitting():
+                blocks[key].append(seating.match_id)
+        by_id = {s.match_id: s for s in self._round}
+        for key in sorted(blocks):
+            ids = blocks[key]
+            if not all(i in self._results for i in ids):
+                continue
+            _, role, name = key
+            values = []
+            for i in ids:
+                seating = by_id[i]
+                mine = [
+                    payoff
+                    for seat_name, seat_role, payoff in zip(seating.seats, seating.roles, self._results[i], strict=True)
+                    if seat_name == name and seat_role == role
+                ]
+                values.append(sum(mine) / len(mine))
+            self._sequence(key).update(sum(values) / len(values))
+        self._round, self._results = [], {}
+        self.report.rounds += 1
+        self._rank()
+        if failed or self._failed:
+            self.report.reason = "failed"
+        elif not self._active:
+            self.report.reason = "resolved"
+        elif self.report.rounds >= self.max_rounds:
+            self.report.reason = "max_rounds"
+        return self.report
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _register(self, seatings: Sequence[Seating]) -> None:
+        members: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for seating in seatings:
+            for variant, role, name in seating.sitting():
+                members[(variant, role)].add(name)
+        for group, names in members.items():
+            self._group_sizes[group] = max(self._group_sizes.get(group, 0), len(names))
+            for name in names:
+                self._sequence((*group, name))
+
+    def _sequence(self, key: Key) -> ConfidenceSequence:
+        if key not in self._sequences:
+            low, high = self.bounds[key[0]]
+            size = max(self._group_sizes.get((key[0], key[1]), 1), 1)
+            self._sequences[key] = make_sequence(self.method, low, high, alpha=self.alpha / size)
+        return self._sequences[key]
+
+    def _rank(self) -> None:
+        intervals = {key: cs.interval() for key, cs in sorted(self._sequences.items())}
+        groups: dict[tuple[str, str], list[Key]] = defaultdict(list)
+        for key in intervals:
+            groups[(key[0], key[1])].append(key)
+        pairs, active = [], set()
+        for _, keys in sorted(groups.items()):
+            order = sorted(keys, key=lambda k: (-intervals[k].mean, k[2]))
+            for better, worse in itertools.pairwise(order):
+                a, b = intervals[better], intervals[worse]
+                if a.n and b.n and not a.overlaps(b):
+                    status = "separated"
+                elif a.n and b.n and max(a.high, b.high) - min(a.low, b.low) <= self.epsilon:
+                    status = "tied"
+                else:
+                    status = "unresolved"
+                    active |= {better, worse}
+                pairs.append(PairStatus(better, worse, status))
+        self._active = active
+        self.report.intervals, self.report.pairs = intervals, pairs
+
+
+def _interval(values: Sequence[Any]) -> Interval:
+    """The interval :meth:`StoppingReport.to_dict` wrote as ``[low, high, mean, n]``."""
+    return Interval(float(values[0]), float(values[1]), float(values[2]), int(values[3]))
+
+
+def _gap(pair: PairStatus) -> str:
+    """``"  minus NAME: [low, high] status"``: a pair's difference interval, where it has one."""
+    if pair.difference is None:
+        return ""
+    return f"  minus {pair.worse[2]}: [{pair.difference.low:.3f}, {pair.difference.high:.3f}] {pair.status}"
+
+
+def format_stopping(report: StoppingReport) -> str:
+    """The report in words: what stopped the run, matches per player, each ranking with its intervals, and what was
+    left unresolved."""
+    why = {
+        "resolved": "every adjacent pair of every ranking is separated or tied",
+        "budget": "the match budget would be passed by the next round",
+        "max_rounds": "the most rounds (max_repeats) were played",
+        "failed": "matches of the last round failed",
+        "running": "not stopped yet",
+    }[report.reason]
+    lines = [f"Stopping rule: stopped after {report.rounds} rounds, {report.matches} matches: {why}."]
+    by_group: dict[tuple[str, str], list[Key]] = defaultdict(list)
+    for key in report.intervals:
+        by_group[(key[0], key[1])].append(key)
+    for (variant, role), keys in sorted(by_group.items()):
+        lines.append(f"{variant}" + (f" [{role}]" if role != "player" else ""))
+        by_pairs = {p.better: p for p in report.pairs if p.difference is not None}
+        for key in sorted(keys, key=lambda k: -report.intervals[k].mean):
+            iv = report.intervals[key]
+            matches = report.matches_per_key.get(key, 0)
+            if by_pairs:  # ranked by a fit, decided by pair intervals: the fit's score, then the gap to the next
+                pair = by_pairs.get(key)
+                gap = "" if pair is None else _gap(pair)
+                lines.append(f"  {key[2]:<24} score {iv.mean:8.3f}  matches {matches}{gap}")
+                continue
+            lines.append(
+                f"  {key[2]:<24} mean {iv.mean:8.3f}  interval [{iv.low:.3f}, {iv.high:.3f}]  "
+                f"blocks {iv.n:3d}  matches {matches}"
+            )
+    unresolved = report.unresolved
+    if unresolved:
+        lines.append("Unresolved: " + "; ".join(f"{p.better[2]} vs {p.worse[2]} ({p.better[1]})" for p in unresolved))
+    tied = [p for p in report.pairs if p.status == "tied"]
+    if tied:
+        lines.append("Tied within epsilon: " + "; ".join(f"{p.better[2]} ~ {p.worse[2]}" for p in tied))
+    return "\n".join(lines)
+
+
+def stopping_rule_note(rule: str | None, repeats: int, max_repeats: int | None = None) -> str:
+    """What a run that did not use the adaptive rule may claim, in words: ``rule`` ``None`` (a fixed repeat count:
+    no stopping rule applied, so nothing says the results converged) or ``recheck`` / ``bootstrap`` (fixed-sample
+    intervals re-checked after every extension: not valid under repeated looks)."""
+    if rule is None:
+        return (
+            f"No stopping rule was applied: {repeats} repeat(s) fixed in advance. Nothing here says the results "
+            "converged; the intervals above are what that many matches can say."
+        )
+    cap = f", at most {max_repeats}" if max_repeats is not None else ""
+    return (
+        f"Stopping rule {rule!r} (fixed-sample intervals re-checked after every extension): {repeats} repeat(s) "
+        f"played{cap}. Its intervals are not valid under repeated looks: each extension was another chance to stop "
+        'on an interval that misses its mean. Use rule = "adaptive" (the default) for a stop that is.'
+    )

@@ -1,0 +1,144 @@
+"""The paper's evaluation results, computed from match records.
+
+* Eq. 1 (symmetric tasks): a player's score is its mean payoff over the matches it played.
+* Eq. 2 (asymmetric tasks): a player's score *per role* is its mean payoff over the matches in which
+  it played that role.
+
+Eq. 1 scores a per-match value of each seat: the payoff by default, or what a task's paper scores (Idiom
+Solitaire: a win, 1 or 0, so the mean is the share of matches won). A task's tables module may give the report
+its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the records name by position (early,
+late) in a symmetric task.
+
+Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
+mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
+:func:`analysis.stats.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in
+the
+order of repetition (repeat, game, match id). It assumes only that the payoffs lie in that range, so at the paper's
+sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no finite payoff range gets the
+interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from finitely many of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from analysis.stats.confseq import mean_intervals, records_bounds
+from deepeval_games.core.records import MatchRecord
+
+__all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+
+SeatValue = Callable[[MatchRecord, int], float]
+"""A per-match value of one seat (its payoff, or whether it won), given the record and the seat."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """Mean payoff of one player (optionally in one role) with its spread."""
+
+    player: str
+    mean: float
+    std: float
+    n: int
+    ci_low: float
+    """The 95% interval of the mean (module docstring); ``-inf`` when the game has no finite payoff range."""
+    ci_high: float
+    min: float
+    max: float
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A task's headline scores, which the report shows in place of the default Eq. 1 / Eq. 2 table."""
+
+    title: str
+    """What the scores are (``Eq. 1 — wins per player, ...``)."""
+    scores: list[Score]
+    note: str = ""
+    """A line printed under the table, if any."""
+
+
+def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tuple[float, float] | None) -> list[Score]:
+    """A score per (player, role, values) row. The intervals of rows of one length are computed together
+    (:func:`analysis.stats.confseq.mean_intervals` bets on each row apart, so each is the interval :func:`mean_interval`
+    gives that row alone; the work per value is shared by the rows)."""
+    data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
+    intervals = dict.fromkeys(data, (-math.inf, math.inf))
+    if bounds is not None:
+        by_length: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
+        for key, values in data.items():
+            by_length[values.size].append(key)
+        for size, keys in by_length.items():
+            if size == 0:  # no values: no interval (as mean_interval has it)
+                intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
+                continue
+            low, high = mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
+    return [
+        Score(
+            player=player,
+            mean=float(values.mean()),
+            std=float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            n=int(values.size),
+            ci_low=intervals[(player, role)][0],
+            ci_high=intervals[(player, role)][1],
+            min=float(values.min()),
+            max=float(values.max()),
+            role=role,
+        )
+        for (player, role), values in data.items()
+    ]
+
+
+def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+    """The complete records in the order of repetition (repeat, game, match id): an order the payoffs do not set."""
+    return sorted((r for r in records if r.status == "complete"), key=lambda r: (r.repeat, r.game, r.match_id))
+
+
+def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, list[float]]:
+    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in the order of repetition."""
+    rows: dict[str, list[float]] = defaultdict(list)
+    for record in _complete(records):
+        for seat, name in enumerate(record.seats):
+            rows[name].append(float(record.returns[seat]) if value is None else float(value(record, seat)))
+    return dict(rows)
+
+
+def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], list[float]]:
+    """Payoffs keyed by (player, role), in the order of repetition."""
+    rows: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in _complete(records):
+        roles = record.roles or ["player"] * len(record.seats)
+        for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
+            rows[(name, role)].append(float(payoff))
+    return dict(rows)
+
+
+def symmetric_scores(
+    records: Iterable[MatchRecord],
+    value: SeatValue | None = None,
+    *,
+    bounds: tuple[float, float] | None = None,
+    data_dir: str | Path | None = None,
+) -> list[Score]:
+    """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
+    first (``data_dir``: where a game of the records may read files)."""
+    done = _complete(records)
+    if value is None or bounds is None:
+        bounds = records_bounds(done, data_dir=data_dir)
+    scores = _scores(((name, None, values) for name, values in payoffs_by_player(done, value).items()), bounds)
+    return sorted(scores, key=lambda s: (-s.mean, s.player))
+
+
+def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
+    """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
+    done = _complete(records)
+    bounds = records_bounds(done, data_dir=data_dir)
+    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds)
+    return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

@@ -1,0 +1,1 @@
+"""The command line: the parser, each command's handler, and the generated reference pages."""

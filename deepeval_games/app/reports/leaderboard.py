@@ -1,0 +1,298 @@
+"""A leaderboard over any number of run directories (``deepeval-games leaderboard DIR...``).
+
+Committed matches of every run are merged, a match id seen in several directories once (a complete record wins
+over an aborted one). Players are keyed by identity, not by name: a player's identity is its spec entry (name,
+bot or model, the settings that change play, as in match ids) together with what its seat recorded (the bot's
+kind, prompt version, sampling). The same identity under the same name in two runs is one row; two identities
+under one name (the same model with another temperature, say) are two rows, labelled by what differs.
+
+Each table is one game variant (data items pooled) and one role (``player`` for symmetric games), with per
+player: the matches behind the row, the mean payoff (Eq. 1 / Eq. 2) with its interval (:mod:`analysis.tables.scores`),
+the anytime-valid interval of that mean (:mod:`analysis.stats.confseq`, valid however the table grew), and a rating
+(:mod:`analysis.stats.ratings`: Bradley–Terry with its interval for two seats, Plackett–Luce for more, Bradley–Terry
+from paired comparisons per role for asymmetric tasks). Every statistic reads the records in the order of
+repetition, so the table depends on which matches were merged, never on how they were split into directories.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from deepeval_games.app.reports.report import RunSource, open_runs
+from deepeval_games.app.spec.extends import stored_spec
+from deepeval_games.app.storage.store import Store
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry.games import game_variant
+
+__all__ = ["Leaderboard", "Row", "build_leaderboard", "format_leaderboard", "merged_records", "run_spec_identities"]
+
+COLUMNS = (
+    "task",
+    "role",
+    "player",
+    "differs",
+    "matches",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "anytime_low",
+    "anytime_high",
+    "rating",
+    "rating_low",
+    "rating_high",
+    "rating_kind",
+)
+"""The columns of ``--format csv`` (and the keys of each row of ``--format json``)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One player in one task and role."""
+
+    task: str
+    role: str
+    player: str
+    """The row's name: the player's name, with what sets it apart when another identity shares that name."""
+    differs: str
+    """How this identity differs from the others of the same name in the table (``""`` when none shares it)."""
+    matches: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    anytime_low: float | None
+    anytime_high: float | None
+    rating: float | None
+    rating_low: float | None
+    rating_high: float | None
+    rating_kind: str
+    identity: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Every row, sorted by task, role and mean (best first), with what was merged."""
+
+    rows: list[Row]
+    runs: int
+    matches: int
+    """Distinct matches merged (complete or aborted)."""
+    duplicates: int
+    """Records skipped because their match id was already merged from another directory."""
+
+
+def run_spec_identities(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Each player name of a run directory's stored spec -> its identity (:meth:`PlayerSpec.identity`); empty when
+    the directory keeps no readable spec (records of an old version)."""
+    spec = stored_spec(run_dir)
+    return {p.name: p.identity() for p in spec.players} if spec else {}
+
+
+def _identity(spec_identity: dict[str, Any] | None, record: MatchRecord, seat: int) -> dict[str, Any]:
+    name = record.seats[seat]
+    played = record.players[seat] if seat < len(record.players) else {}
+    return {"spec": spec_identity or {"name": name}, "seat": played}
+
+
+def _key(identity: dict[str, Any]) -> str:
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[str, dict[str, Any]], int]:
+    """The committed records of ``runs``, one per match id, in the order of repetition (repeat, game, match id),
+    each seat renamed to its identity key; the identities by key; and how many duplicates were skipped."""
+    merged: dict[str, MatchRecord] = {}
+    identities: dict[str, dict[str, Any]] = {}
+    duplicates = 0
+    for run in runs:
+        specs = run_spec_identities(run.path)
+        with Store(run.path, read_only=True) as store:
+            for record in store.records():
+                seen = merged.get(record.match_id)
+                if seen is not None:
+                    duplicates += 1
+                    if seen.status == "complete" or record.status != "complete":
+                        continue
+                keys = []
+                for seat, name in enumerate(record.seats):
+                    identity = _identity(specs.get(name), record, seat)
+                    key = _key(identity)
+                    identities.setdefault(key, identity)
+                    keys.append(key)
+                record.seats = keys
+                merged[record.match_id] = record
+    ordered = sorted(merged.values(), key=lambda r: (r.repeat, r.game, r.match_id))
+    return ordered, identities, duplicates
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted keys -> JSON values of a nested identity (what two identities' differences are read from)."""
+    if isinstance(value, dict) and value:
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: json.dumps(value, sort_keys=True, default=str)}
+
+
+def _labels(keys: Iterable[str], identities: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Identity key -> (row name, how it differs from the other identities of its name)."""
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for key in sorted(set(keys)):
+        by_name[str(identities[key]["spec"].get("name", "?"))].append(key)
+    out: dict[str, tuple[str, str]] = {}
+    for name, group in by_name.items():
+        if len(group) == 1:
+            out[group[0]] = (name, "")
+            continue
+        flats = [_flat(identities[key]) for key in group]
+        fields = sorted({f for flat in flats for f in flat if len({fl.get(f) for fl in flats}) > 1})
+        # what the spec sets tells them apart in the user's words; the seat's record only when the spec does not
+        fields = [f for f in fields if f.startswith("spec.")] or fields
+        for key, flat in zip(group, flats, strict=True):
+            differs = ", ".join(f"{f.removeprefix('spec.params.')}={flat.get(f, '-')}" for f in fields)
+            out[key] = (f"{name} [{differs}]", differs)
+    return out
+
+
+def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[str, dict[str, tuple[Any, Any, Any]]]:
+    """(kind, identity key -> (rating, low, high)) for one table's records."""
+    from analysis.stats import ratings
+
+    if not symmetric:
+        table = ratings.role_ratings(records).get(role, {})
+        return "Bradley-Terry per role (Elo scale)", {k: (v, None, None) for k, v in table.items()}
+    if all(len(r.seats) == 2 for r in records):
+        # no Bradley-Terry interval holds at small n: the table's valid intervals are the mean payoff's
+        return "Bradley-Terry (Elo scale)", {k: (v, None, None) for k, v in ratings.bradley_terry(records).items()}
+    rated = ratings.plackett_luce(records)
+    return "Plackett-Luce (mu, +-1.96 sigma)", {
+        k: (r.mu, r.mu - 1.96 * r.sigma, r.mu + 1.96 * r.sigma) for k, r in rated.items()
+    }
+
+
+def _table(task: str, records: list[MatchRecord], role_filter: str | None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(role, identity key, statistics) of every player of one task."""
+    from analysis.stats.confseq import anytime_scores
+    from analysis.tables.scores import role_scores, symmetric_scores
+
+    done = [r for r in records if r.status == "complete"]
+    symmetric = all(len(set(r.roles or ["player"])) <= 1 for r in done)
+    scores = symmetric_scores(done) if symmetric else role_scores(done)
+    anytime = {(s.role, s.player): s.interval for s in anytime_scores(done)}
+    out = []
+    roles = sorted({s.role or "player" for s in scores})
+    for role in roles:
+        if role_filter is not None and role != role_filter:
+            continue
+        kind, rated = _ratings(done, role, symmetric)
+        for score in scores:
+            if (score.role or "player") != role:
+                continue
+            iv = anytime.get((role, score.player))
+            rating = rated.get(score.player, (None, None, None))
+            stats = {
+                "matches": score.n,
+                "mean": score.mean,
+                "ci_low": score.ci_low,
+                "ci_high": score.ci_high,
+                "anytime_low": iv.low if iv else None,
+                "anytime_high": iv.high if iv else None,
+                "rating": rating[0],
+                "rating_low": rating[1],
+                "rating_high": rating[2],
+                "rating_kind": kind if rating[0] is not None else "",
+            }
+            out.append((role, score.player, stats))
+    return out
+
+
+def build_leaderboard(
+    run_dirs: Sequence[str | Path], *, task: str | None = None, role: str | None = None
+) -> Leaderboard:
+    """The leaderboard of the committed matches of ``run_dirs`` (see the module docstring); ``task`` keeps one game
+    variant (its name without data-item parameters, or the game's short name), ``role`` one role.
+
+    Raises:
+        DeepEvalError: a directory holds no results, or ``task`` / ``role`` matches nothing.
+    """
+    runs = open_runs(run_dirs)
+    records, identities, duplicates = merged_records(runs)
+    by_task: dict[str, list[MatchRecord]] = defaultdict(list)
+    for record in records:
+        variant = game_variant(record.game)
+        if task is None or task in (variant, variant.split("(", 1)[0]):
+            by_task[variant].append(record)
+    if task is not None and not by_task:
+        raise DeepEvalError(f"no match of task {task!r} in {', '.join(map(str, run_dirs))}")
+    rows = []
+    for variant, subset in sorted(by_task.items()):
+        table = _table(variant, subset, role)
+        labels = _labels((key for _, key, _ in table), identities)
+        for row_role, key, stats in table:
+            name, differs = labels[key]
+            rows.append(Row(variant, row_role, name, differs, identity=identities[key], **stats))
+    if role is not None and not rows:
+        raise DeepEvalError(f"no player in role {role!r}")
+    rows.sort(key=lambda r: (r.task, r.role, -r.mean, r.player))
+    return Leaderboard(rows, runs=len(runs), matches=len(records), duplicates=duplicates)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def format_leaderboard(board: Leaderboard, fmt: str = "text") -> str:
+    """The leaderboard as ``text`` (a table per task and role), ``csv`` (:data:`COLUMNS`) or ``json``."""
+    if fmt == "json":
+        return json.dumps(
+            {
+                "runs": board.runs,
+                "matches": board.matches,
+                "duplicates": board.duplicates,
+                "rows": [asdict(row) for row in board.rows],
+            },
+            indent=1,
+            default=str,
+        )
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for row in board.rows:
+            data = asdict(row)
+            writer.writerow(["" if data[c] is None else data[c] for c in COLUMNS])
+        return buffer.getvalue()
+    lines = [
+        f"Leaderboard: {board.matches} matches from {board.runs} run directories"
+        + (f" ({board.duplicates} seen in more than one, counted once)" if board.duplicates else "")
+    ]
+    current = None
+    for row in board.rows:
+        if (row.task, row.role) != current:
+            current = (row.task, row.role)
+            lines.append("")
+            lines.append(row.task + (f" [{row.role}]" if row.role != "player" else ""))
+            lines.append(f"  {'player':<28} {'matches':>7}  {'mean':>8}  {'95% CI':<19} {'anytime-valid':<19} rating")
+        anytime = (
+            f"[{_number(row.anytime_low, 2)}, {_number(row.anytime_high, 2)}]" if row.anytime_low is not None else ""
+        )
+        rating = "" if row.rating is None else f"{row.rating:+.1f}"
+        if row.rating_low is not None and row.rating_high is not None:
+            rating += f" [{row.rating_low:+.1f}, {row.rating_high:+.1f}]"
+        lines.append(
+            f"  {row.player:<28} {row.matches:>7}  {row.mean:>8.3f}  "
+            f"{f'[{row.ci_low:.2f}, {row.ci_high:.2f}]':<19} {anytime:<19} {rating}"
+        )
+    kinds = sorted({row.rating_kind for row in board.rows if row.rating_kind})
+    if kinds:
+        lines.append("")
+        lines.append("Ratings: " + "; ".join(kinds))
+    return "\n".join(lines)

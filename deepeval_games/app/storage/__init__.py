@@ -1,0 +1,1 @@
+"""Durable results of a run directory: the SQLite store (WAL) and ``matches.jsonl``."""

@@ -1,0 +1,1 @@
+"""Games from other frameworks as formal games: TextArena and PettingZoo environments."""

@@ -1,0 +1,1 @@
+"""The Public Goods Game (:mod:`.game`)."""
