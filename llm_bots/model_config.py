@@ -265,7 +265,7 @@ class ModelConfig:
         if not isinstance(self.model, str) or not self.model.strip() or self.model != self.model.strip():
             raise ModelConfigError(f"model must be a non-empty string without surrounding spaces, got {self.model!r}")
         if self.model.startswith(LOCAL_PREFIX) and len(self.model) == len(LOCAL_PREFIX):
-            raise ModelConfigError(f"{where}: 'local/' must be followed by 'smollm2' or a path to a .gguf file")
+            raise ModelConfigError(f"{where}: {LOCAL_PREFIX!r} must be followed by 'smollm2' or a path to a .gguf file")
         if self.api_base is not None and (
             not isinstance(self.api_base, str) or not self.api_base.startswith(("http://", "https://"))
         ):
