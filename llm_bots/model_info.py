@@ -74,7 +74,7 @@ def _litellm_stamp() -> str:
 
 
 def _path() -> Path:
-    from game_defs.data_files import cache_dir
+    from deepeval_games.infra.files import cache_dir
 
     return cache_dir() / INFO_NAME
 

@@ -16,7 +16,8 @@ import pytest
 from deepeval_games.app.commands import data
 from deepeval_games.app.commands.cli import main
 from deepeval_games.core import task
-from game_defs.data_files import DatasetError, resolve_data_file
+from deepeval_games.infra.files import DatasetError
+from game_defs.data_files import resolve_data_file
 
 SHARED = Path(os.environ.get("DEEPEVAL_GAMES_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The data folder (as ``../shared/data`` is laid out); the tests that need its files skip without it."""

@@ -19,16 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from deepeval_games.infra.files import DatasetError, cache_dir
 from game_defs import data_files as _files
 from game_defs.code_review import mbpp
 from game_defs.code_review.mbpp import SPLITS, load_mbpp, load_sanitized_mbpp, split_of
-from game_defs.data_files import (
-    CANONICAL_URLS,
-    EXPECTED_SHA256,
-    DatasetError,
-    iwslt2017_relpath,
-    resolve_data_file,
-)
+from game_defs.data_files import CANONICAL_URLS, EXPECTED_SHA256, iwslt2017_relpath, resolve_data_file
 
 _REPO = Path(__file__).resolve().parents[1]
 _DATA = Path(os.environ.get("DEEPEVAL_GAMES_DATA") or _REPO.parent / "shared" / "data")
@@ -280,7 +275,7 @@ def test_download_into_cache(local_server: tuple[str, Path], monkeypatch: pytest
     monkeypatch.setitem(CANONICAL_URLS, "mbpp/mbpp.jsonl", f"{base}/mbpp.jsonl")
 
     ds = load_mbpp()
-    cached = _files.cache_dir() / "mbpp" / "mbpp.jsonl"
+    cached = cache_dir() / "mbpp" / "mbpp.jsonl"
     assert ds.source == cached.resolve() and ds.sha256 == _MBPP_SHA and len(ds) == 974
     assert (cached.parent / "mbpp.jsonl.sha256").read_text(encoding="ascii").split()[0] == _MBPP_SHA
     assert sorted(p.name for p in cached.parent.iterdir()) == ["mbpp.jsonl", "mbpp.jsonl.sha256"]
@@ -295,7 +290,7 @@ def test_download_with_wrong_sha_saves_nothing(local_server: tuple[str, Path], m
     monkeypatch.setitem(CANONICAL_URLS, "mbpp/mbpp.jsonl", f"{base}/mbpp.jsonl")
     with pytest.raises(DatasetError, match=rf"sha256 mismatch for {base}/mbpp.jsonl.*expected {_MBPP_SHA}"):
         load_mbpp()
-    cache = _files.cache_dir() / "mbpp"
+    cache = cache_dir() / "mbpp"
     assert not cache.exists() or list(cache.iterdir()) == []
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepeval_games import UnknownGameError, load_game
-from game_defs.data_files import data_sources
+from deepeval_games.infra.files import data_sources
 from game_defs.idiom_solitaire.dictionary import load_idioms
 from game_defs.idiom_solitaire.dictionary_versions import (
     DEFAULT_DICTIONARY,

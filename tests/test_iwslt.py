@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from game_defs.data_files import EXPECTED_SHA256, DatasetError
+from deepeval_games.infra.files import DatasetError
+from game_defs.data_files import EXPECTED_SHA256
 from game_defs.translation.iwslt import (
     PAIRS,
     Talk,

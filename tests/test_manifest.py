@@ -12,7 +12,8 @@ import pytest
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.app.spec.manifest import MANIFEST_NAME, read_manifest
 from deepeval_games.core.errors import DeepEvalError
-from game_defs.data_files import EXPECTED_SHA256, data_sources
+from deepeval_games.infra.files import data_sources
+from game_defs.data_files import EXPECTED_SHA256
 from game_defs.idiom_solitaire.dictionary import IdiomDictionary
 from tests.fake_openai_server import FAKE_FINGERPRINT, Behaviour, FakeOpenAIServer, model_player
 

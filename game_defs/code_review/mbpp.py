@@ -29,7 +29,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from game_defs.data_files import DatasetError, PathLike, resolve_data_file
+from deepeval_games.infra.files import DatasetError, PathLike
+from game_defs.data_files import resolve_data_file
 
 __all__ = [
     "MBPP_RELPATH",

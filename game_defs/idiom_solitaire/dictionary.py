@@ -45,7 +45,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Literal
 
-from game_defs.data_files import DatasetError, note_data_source
+from deepeval_games.infra.files import DatasetError, note_data_source
 from game_defs.idiom_solitaire.zh_text import cjk_runs, normalize_reply, to_simplified
 
 __all__ = [

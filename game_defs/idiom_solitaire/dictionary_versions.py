@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from game_defs.data_files import DatasetError, note_data_source
+from deepeval_games.infra.files import DatasetError, note_data_source
 from game_defs.idiom_solitaire.dictionary import IdiomDictionary, load_idioms
 from game_defs.idiom_solitaire.zh_text import is_cjk
 

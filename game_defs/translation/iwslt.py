@@ -4,7 +4,7 @@ Each direction ``<src>-<tgt>`` pairs two tarballs, one side each, as sacrebleu p
 the source side is ``<src>-<tgt>.tgz`` (``<src>-<tgt>/IWSLT17.TED.<split>.<src>-<tgt>.<src>.xml``), the
 reference side ``<tgt>-<src>.tgz`` (``<tgt>-<src>/IWSLT17.TED.<split>.<tgt>-<src>.<tgt>.xml``). Both hold a
 ``<doc docid=...>`` per talk and a ``<seg id=...>`` per sentence; talk and segment ids must match on both
-sides (a :class:`~game_defs.data_files.DatasetError` otherwise). The tarballs are found by
+sides (a :class:`~deepeval_games.infra.files.DatasetError` otherwise). The tarballs are found by
 :func:`~game_defs.data_files.resolve_data_file` (explicit path, ``$DEEPEVAL_GAMES_DATA``, the user
 cache, then the WIT3 download) and their sha256 is checked and kept.
 
@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from game_defs.data_files import DatasetError, PathLike, iwslt2017_relpath, resolve_data_file
+from deepeval_games.infra.files import DatasetError, PathLike
+from game_defs.data_files import iwslt2017_relpath, resolve_data_file
 
 __all__ = [
     "DEFAULT_WORDS",

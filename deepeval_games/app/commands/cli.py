@@ -358,7 +358,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
     else:
         cache = None
         if not args.no_cache:
-            from game_defs.data_files import cache_dir
+            from deepeval_games.infra.files import cache_dir
 
             cache = cache_dir() / "model-calls.sqlite"
         source = judge_source(args.judge, dict(args.param or []), cache=cache, budget_usd=args.budget_usd)

@@ -17,7 +17,7 @@ from pathlib import Path
 from deepeval_games.core import task
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.registry.games import registered_games
-from game_defs.data_files import DATA_ENV, cache_dir, download, file_sha256
+from deepeval_games.infra.files import DATA_ENV, cache_dir, download, file_sha256
 
 __all__ = ["SourceStatus", "fetch", "format_status", "source_status", "sources"]
 

@@ -73,7 +73,7 @@ def cache_path(spec: ExperimentSpec) -> Path | None:
     if not spec.uses_models() or spec.has_humans() or spec.cache is False:
         return None
     if spec.cache is True:
-        from game_defs.data_files import cache_dir
+        from deepeval_games.infra.files import cache_dir
 
         return cache_dir() / "model-calls.sqlite"
     return Path(spec.cache)

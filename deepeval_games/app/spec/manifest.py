@@ -192,7 +192,7 @@ class RunManifest:
         failed: int = 0,
     ) -> None:
         """Complete the entry: end time, status, data read, models reported, matches played and failed."""
-        from game_defs.data_files import data_sources
+        from deepeval_games.infra.files import data_sources
 
         self.entry.update(
             finished_at=_now(),
@@ -205,7 +205,7 @@ class RunManifest:
         self._write()
 
     def _write(self) -> None:
-        from game_defs.data_files import data_sources
+        from deepeval_games.infra.files import data_sources
 
         if self.entry["status"] == "running":
             self.entry["data"] = data_sources()
