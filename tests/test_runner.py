@@ -88,8 +88,10 @@ def test_example_spec_free_rider_out_earns_full_contributor(repo_root: Path, tmp
     assert {"match_id", "game", "seats", "returns", "turns", "schema_version"} <= set(row)
     assert len(row["seats"]) == len(row["returns"]) == 4
     assert row["transcript"] == "moves" and row["turns"] == [] and len(row["moves"]) == 20  # scripted: the moves
+    # a finished run folds its write-ahead log into the database and leaves no side file (lock, -wal, -shm)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["manifest.json", JSONL_NAME, DB_NAME]
     with sqlite3.connect(tmp_path / "run" / DB_NAME) as db:
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] == 20
 
 

@@ -158,7 +158,7 @@ def test_the_lock_nests_within_one_process_and_is_released_by_the_last_holder(tm
             again.completed_ids()
         assert outer.held
         assert json.loads((out / LOCK_NAME).read_text())["pid"] == os.getpid()
-    assert (out / LOCK_NAME).read_text() == ""  # released: no holder named any more
+    assert not (out / LOCK_NAME).exists()  # released: the last holder removes the lock file
     probe = _child(
         "-c", f"from deepeval_games.app.storage.store import Store\nStore({str(out)!r}).close()\nprint('ok')"
     )
@@ -184,3 +184,26 @@ def test_readers_write_nothing_and_never_repair(tmp_path: Path) -> None:
     with pytest.raises(DeepEvalError, match="no results"):
         Store(tmp_path / "nothing", read_only=True)
     assert not (tmp_path / "nothing").exists()
+
+
+def test_a_store_left_in_wal_mode_by_a_crash_is_recovered_and_left_clean(tmp_path: Path) -> None:
+    """A writer killed mid-run leaves the write-ahead log and the lock file; the next writer replays the log, and its
+    clean close leaves neither."""
+    out = tmp_path / "run"
+    writer = _child(
+        "-c",
+        "import os, signal\n"
+        "from deepeval_games.app.storage.store import Store\n"
+        f"s = Store({str(out)!r})\n"
+        "s.commit_json('a' * 20, '{\"match_id\": \"' + 'a' * 20 + '\"}')\n"
+        "s.flush()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n",
+    )
+    writer.communicate(timeout=60)
+    assert {p.name for p in out.iterdir()} >= {DB_NAME, DB_NAME + "-wal", LOCK_NAME}
+    with Store(out) as store:
+        assert store.completed_ids() == {"a" * 20}
+    assert sorted(p.name for p in out.iterdir()) == [JSONL_NAME, DB_NAME]
+    with Store(out, read_only=True) as reader:  # a reader of a finished run makes no side file either
+        assert reader.completed_ids() == {"a" * 20}
+    assert sorted(p.name for p in out.iterdir()) == [JSONL_NAME, DB_NAME]

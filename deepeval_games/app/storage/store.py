@@ -31,6 +31,7 @@ repairs the JSONL from the database.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -197,24 +198,7 @@ class RunLock:
                 _HELD[key] = (fd, count + 1)
                 self._key = key
                 return self
-            try:
-                fd = os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
-            deadline = time.monotonic() + max(0.0, self.wait_s)
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        holder = _read_holder(fd)
-                        os.close(fd)
-                        raise RunLockedError(
-                            f"{self.run_dir} is being written by another run ({holder}); only one run may write a "
-                            "run directory at a time: wait for it to finish, or use another --out directory"
-                        ) from None
-                    time.sleep(0.2)
+            fd = self._lock_file(key, time.monotonic() + max(0.0, self.wait_s))
             info = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
@@ -227,8 +211,40 @@ class RunLock:
             self._key = key
         return self
 
+    def _lock_file(self, key: Path, deadline: float) -> int:
+        """Open ``run.lock`` and take its ``flock`` (waiting until ``deadline``); the descriptor, locked.
+
+        A holder removes the file when it lets go (a finished run leaves no side file), so a lock taken on a file
+        that is no longer the one at the path (it was removed meanwhile) is dropped and taken again on the new one.
+        """
+        while True:
+            try:
+                fd = os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(fd)
+                    os.close(fd)
+                    raise RunLockedError(
+                        f"{self.run_dir} is being written by another run ({holder}); only one run may write a "
+                        "run directory at a time: wait for it to finish, or use another --out directory"
+                    ) from None
+                os.close(fd)
+                time.sleep(0.2)
+                continue
+            try:
+                current = os.stat(key / LOCK_NAME).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                return fd
+            os.close(fd)  # the holder before us removed the file we locked: lock the one at the path now
+
     def release(self) -> None:
-        """Let go of the lock (the last holder in the process unlocks the file)."""
+        """Let go of the lock (the last holder in the process removes ``run.lock``, then unlocks it)."""
         if self._key is None:
             return
         with _HELD_GUARD:
@@ -239,6 +255,8 @@ class RunLock:
                 del _HELD[self._key]
                 try:
                     os.ftruncate(fd, 0)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self._key / LOCK_NAME)
                 finally:
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     os.close(fd)
@@ -724,11 +742,24 @@ class Store:
                         if self._jsonl_fd is not None:
                             os.close(self._jsonl_fd)
                             self._jsonl_fd = None
+                self._leave_no_side_files()
             self._db.close()
         finally:
             if self._run_lock is not None and self._owns_lock:
                 self._run_lock.release()
             self._run_lock = None
+
+    def _leave_no_side_files(self) -> None:
+        """A writer's last step: fold the write-ahead log into the database and leave WAL mode, so the run directory
+        keeps no ``-wal``/``-shm`` files and a later reader creates none. While another connection reads (a live
+        ``view``), SQLite refuses and the database stays in WAL mode; a crash leaves the log, which the next writer
+        replays when it opens the store (and puts back in WAL mode)."""
+        try:
+            with self._lock:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._db.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.Error as exc:
+            log.debug("%s: the store stays in WAL mode: %s", self.run_dir, exc)
 
     def __enter__(self) -> Store:
         return self
