@@ -65,7 +65,7 @@ def test_games_and_bots_listings(capsys: pytest.CaptureFixture[str]) -> None:
             "unknown game 'deepeval_public_gods'",
         ),
         (GOOD.format(game="deepeval_public_goods(players=2,mode=9)", bot="pgg_free_rider"), "mode must be 1 or 2"),
-        (GOOD.format(game="deepeval_public_goods(players=2,colour=1)", bot="pgg_free_rider"), "Unknown parameter"),
+        (GOOD.format(game="deepeval_public_goods(players=2,colour=1)", bot="pgg_free_rider"), "parameter 'colour'"),
         (GOOD.format(game="deepeval_public_goods(players=2)", bot="pgg_free_ride"), "unknown bot 'pgg_free_ride'"),
         (GOOD.format(game="deepeval_public_goods(players=3)", bot="pgg_free_rider"), "lists only 2 players"),
         ("[experiment\nname=1", "is not valid TOML"),

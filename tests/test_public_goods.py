@@ -81,7 +81,7 @@ def test_bounds() -> None:
         ("deepeval_public_goods(players=1)", "players must be in 2..10"),
         ("deepeval_public_goods(mode=3)", "mode must be 1 or 2"),
         ("deepeval_public_goods(alpha=0.0)", "alpha must be > 0"),
-        ("deepeval_public_goods(player=3)", "Unknown parameter 'player'"),
+        ("deepeval_public_goods(player=3)", "unknown parameter 'player'; did you mean 'players'?"),
     ],
 )
 def test_bad_parameters_are_clear_errors(game_string: str, fragment: str) -> None:

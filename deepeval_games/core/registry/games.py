@@ -150,8 +150,10 @@ def load_game(game_string: str, overrides: Mapping[str, Any] | None = None) -> p
         params = pyspiel.game_parameters_from_string(game_string)
         params.pop("name", None)
         params = {**params, **(overrides or {})}
-        check_parameters(types[name], params, where)
-        game = pyspiel.load_game(name, params) if overrides else pyspiel.load_game(game_string)
+        typed = typed_parameters(types[name], params, where)
+        check_parameters(types[name], typed, where)
+        retyped = any(type(typed[key]) is not type(value) for key, value in params.items())
+        game = pyspiel.load_game(name, typed) if overrides or retyped else pyspiel.load_game(game_string)
     except (pyspiel.SpielError, ValueError, TypeError, RuntimeError) as exc:
         message = str(exc).split("OpenSpiel exception:")[0].strip() or str(exc)
         raise UnknownGameError(f"cannot load {where}: {message}") from exc
@@ -214,6 +216,40 @@ def check_match_size(game: pyspiel.Game, where: str = "") -> MatchSize:
             f"{MAX_MATCH_BYTES / 2**20:,.0f} MiB a match"
         )
     return size
+
+
+_TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+
+
+def typed_parameters(game_type: pyspiel.GameType, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """``params`` checked against the game's parameter specification before OpenSpiel sees them, so that a typo or a
+    value of the wrong type is refused with one clear message (OpenSpiel would print its own to stderr first): an
+    unknown name is named with the closest known one; a whole number where the game takes a number is taken as that
+    number (``alpha=2`` as ``alpha=2.0``).
+
+    Raises:
+        UnknownGameError: an unknown parameter, or a value of another type.
+    """
+    spec = dict(game_type.parameter_specification)
+    name = game_type.short_name
+    where = where or repr(name)
+    typed: dict[str, Any] = {}
+    for key, value in params.items():
+        if key not in spec:
+            close = difflib.get_close_matches(key, list(spec), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            known = f"its parameters: {', '.join(sorted(spec))}" if spec else f"{name} takes no parameters"
+            raise UnknownGameError(f"cannot load {where}: unknown parameter {key!r}{hint} ({known})")
+        want = type(spec[key])
+        if want is float and type(value) is int:
+            value = float(value)
+        elif want in _TYPE_WORDS and type(value) is not want:
+            raise UnknownGameError(
+                f"cannot load {where}: parameter {key!r} of {name} takes {_TYPE_WORDS[want]} "
+                f"(default {spec[key]!r}), got {value!r}"
+            )
+        typed[key] = value
+    return typed
 
 
 def check_parameters(game_type: pyspiel.GameType, params: Mapping[str, Any], where: str = "") -> None:
