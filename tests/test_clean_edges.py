@@ -37,3 +37,33 @@ def test_a_whole_number_for_a_real_parameter_is_taken_as_that_number() -> None:
     from deepeval_games import load_game
 
     assert load_game("deepeval_public_goods(alpha=2)").get_parameters()["alpha"] == 2.0
+
+
+def test_a_local_models_cost_reads_no_price_beside_its_calls_and_tokens() -> None:
+    from analysis.tables.usage import PlayerUsage
+    from deepeval_games.app.reports.estimate import format_run_summary
+
+    usage = PlayerUsage("local/smollm2")
+    usage.turns, usage.tokens_in, usage.tokens_out, usage.cached_tokens = 3, 900, 30, 600
+    line = format_run_summary([usage], {"local/smollm2": 3}, {})
+    assert "local/smollm2: 3 calls, 0 cache hits, 900 tokens in (600 cached, 66.7%), 30 tokens out" in line
+    assert "local model: no price" in line and "$" not in line and "rate unknown" not in line
+
+
+def test_the_bound_printed_before_a_run_plays_says_what_is_about_to_happen() -> None:
+    from deepeval_games.app.reports.estimate import DryRun, format_dry_run
+    from deepeval_games.app.spec.spec import parse_spec
+
+    spec = parse_spec(
+        {
+            "experiment": {
+                "name": "p",
+                "game": "tic_tac_toe",
+                "until_stable": {"rule": "adaptive", "epsilon": 0.5, "budget_matches": 6},
+            },
+            "players": [{"name": "a", "bot": "random"}, {"name": "b", "bot": "random"}],
+        }
+    )
+    before = format_dry_run(DryRun(300, 6, []), spec, before_play=True)
+    assert before.startswith("About to play at most 6 matches") and "Dry run" not in before
+    assert format_dry_run(DryRun(300, 6, []), spec).startswith("Dry run: 6 matches to play")

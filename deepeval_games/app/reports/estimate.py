@@ -32,6 +32,7 @@ from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.core.registry.games import load_game
+from llm_bots.model_config import LOCAL_PREFIX
 
 __all__ = [
     "RULES_TOKENS",
@@ -217,11 +218,17 @@ def _usd(value: float | None) -> str:
     return "price unknown" if value is None else f"${value:,.2f}"
 
 
-def format_dry_run(result: DryRun, spec: ExperimentSpec) -> str:
-    """The dry run as text: the match count first, then one line per model."""
-    lines = [f"Dry run: {result.to_play} matches to play ({result.planned} planned); nothing was sent."]
+def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = False) -> str:
+    """The dry run as text: the match count first, then one line per model. ``before_play``: the same bound printed
+    as the first lines of a run that is about to play (``eval``), so it says what is about to happen."""
     rule = spec.until_stable
-    if rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None:
+    budgeted = rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None
+    if before_play:
+        count = f"at most {result.to_play}" if budgeted else f"{result.to_play}"
+        lines = [f"About to play {count} matches; the bounds below are what they can cost at the most."]
+    else:
+        lines = [f"Dry run: {result.to_play} matches to play ({result.planned} planned); nothing was sent."]
+    if rule is not None and budgeted:
         lines.append(f"  (until_stable: at most budget_matches = {rule.budget_matches} matches in all)")
     elif rule is not None:
         lines.append(f"  (until_stable: counted up to max_repeats = {rule.max_repeats})")
@@ -284,7 +291,10 @@ def _cached_part(t: PlayerUsage) -> str:
 
 
 def _cost_part(t: PlayerUsage) -> str:
-    """The cost, and where tokens came from the provider's cache what pricing them at the cached rate saved."""
+    """The cost, and where tokens came from the provider's cache what pricing them at the cached rate saved; a local
+    model has no price."""
+    if t.player.startswith(LOCAL_PREFIX):
+        return "local model: no price"
     if not t.cached_tokens:
         return f"${t.cost_usd:.4f}"
     saved = cache_saving(t.player, t.cached_tokens)
