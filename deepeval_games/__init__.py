@@ -35,7 +35,9 @@ from deepeval_games.core.registry.games import load_game, registered_games
 
 if TYPE_CHECKING:
     from deepeval_games.app.execution.runner import RunResult, run_experiment, run_experiment_async
-    from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec
+    from deepeval_games.app.spec.loading import load_spec
+    from deepeval_games.app.spec.players import PlayerSpec
+    from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
 
 __version__ = "0.1.0"
 
@@ -79,8 +81,8 @@ _APPLICATION = {
     "run_experiment": "deepeval_games.app.execution.runner",
     "run_experiment_async": "deepeval_games.app.execution.runner",
     "ExperimentSpec": "deepeval_games.app.spec.spec",
-    "PlayerSpec": "deepeval_games.app.spec.spec",
-    "load_spec": "deepeval_games.app.spec.spec",
+    "PlayerSpec": "deepeval_games.app.spec.players",
+    "load_spec": "deepeval_games.app.spec.loading",
     "parse_spec": "deepeval_games.app.spec.spec",
 }
 

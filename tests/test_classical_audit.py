@@ -184,7 +184,7 @@ def test_the_readme_table_of_classical_bots_matches_the_code(repo_root: Path) ->
 
 
 def test_the_study_spec_plays_every_pair_in_both_seatings_on_the_three_games(repo_root: Path) -> None:
-    from deepeval_games.app.spec.spec import load_spec
+    from deepeval_games.app.spec.loading import load_spec
 
     spec = load_spec(repo_root / "examples" / "classical_baselines.toml")
     assert {p.name: p.kind for p in spec.players} == {"smollm2": "model", "mcts": "bot", "random": "bot"}

@@ -14,7 +14,7 @@ import pytest
 
 from deepeval_games import load_game, play_match
 from deepeval_games.app.execution.runner import build_player
-from deepeval_games.app.spec.spec import PlayerSpec
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.registry.bots import scorers_for
 from deepeval_games.infra.sandbox import bubblewrap_usable
 from llm_bots.local.server import local_model_available

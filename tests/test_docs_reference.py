@@ -17,7 +17,8 @@ from deepeval_games.app.commands.reference import (
     render_markers,
     spec_reference,
 )
-from deepeval_games.app.spec import spec as spec_models
+from deepeval_games.app.spec.experiment import ExperimentTable
+from deepeval_games.app.spec.players import ModelPlayer
 from deepeval_games.app.spec.spec import spec_json_schema
 from deepeval_games.core import records
 from deepeval_games.core.bot import CallAttempt
@@ -40,7 +41,7 @@ def test_every_key_of_every_table_of_the_schema_is_listed() -> None:
     table = spec_reference(schema).split("### ", 1)[0]
     assert all(f"| `{key}` |" in table for key in schema["properties"])
     # the models' own fields (by their TOML names), so the schema reaching the page is the models' schema
-    for model, anchor in ((spec_models.ExperimentTable, "spec-experimenttable"), (spec_models.ModelPlayer, None)):
+    for model, anchor in ((ExperimentTable, "spec-experimenttable"), (ModelPlayer, None)):
         text = sections[anchor or "spec-modelplayer"]
         for field_name, field in model.model_fields.items():
             assert f"| `{field.alias or field_name}` |" in text

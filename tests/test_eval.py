@@ -13,8 +13,9 @@ import tomllib
 
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.commands.study import JUDGE_ENV, plan_study, spec_toml
+from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.schedule import plan_matches
-from deepeval_games.app.spec.spec import load_spec, parse_spec
+from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.core.errors import DeepEvalError
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move
 

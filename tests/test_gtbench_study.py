@@ -12,7 +12,7 @@ import pytest
 
 from deepeval_games import load_game
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.spec.spec import load_spec
+from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.bot import Outcome
 from llm_bots.players.classical import mcts_refusal

@@ -16,7 +16,7 @@ import pytest
 
 from deepeval_games import parse_spec
 from deepeval_games.app.commands.play import play_spec
-from deepeval_games.app.spec.spec import HUMAN_BOT
+from deepeval_games.app.spec.players import HUMAN_BOT
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord

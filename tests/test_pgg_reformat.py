@@ -12,8 +12,8 @@ import pytest
 
 from deepeval_games import UnknownGameError, load_game, play_match
 from deepeval_games.app.execution.runner import build_player
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.presets import apply_preset
-from deepeval_games.app.spec.spec import PlayerSpec
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 PROSE = "After some thought I will put 3 coins into the pool, keeping the rest of my 10."

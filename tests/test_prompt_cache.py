@@ -131,7 +131,7 @@ def test_anthropic_cache_reads_and_writes_are_read_from_the_usage_block() -> Non
 
 def test_the_run_summary_counts_a_model_once_per_model_and_no_stand_in_as_its_invalid_move() -> None:
     from deepeval_games.app.reports.estimate import format_run_summary, run_summary
-    from deepeval_games.app.spec.spec import PlayerSpec
+    from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, TurnRecord
 
     def turn(seat: int, outcome: str, tokens: int) -> TurnRecord:

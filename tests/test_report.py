@@ -488,7 +488,7 @@ def test_html_report_of_the_local_model_example(tmp_path: Path) -> None:
     reason = _local_reason()
     if reason is not None:
         pytest.skip(reason)
-    from deepeval_games.app.spec.spec import load_spec
+    from deepeval_games.app.spec.loading import load_spec
 
     spec = load_spec(EXAMPLES / "pgg_local_model.toml")  # one match of one round: a real model's page
     spec = spec.with_experiment(repeats=1, game=spec.games[0].replace(")", ",rounds=1)"))

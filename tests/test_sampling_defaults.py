@@ -104,7 +104,7 @@ def test_a_reasoning_models_thinking_stays_out_of_a_translation() -> None:
 
     from deepeval_games import load_game, play_match
     from deepeval_games.app.execution.runner import build_player
-    from deepeval_games.app.spec.spec import PlayerSpec
+    from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.core.registry.bots import scorers_for
 
     game = load_game("deepeval_translation(pair=en-fr,paragraph=2455-p2,words=40)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dis
 import json
 import logging
 import os
@@ -9,6 +10,7 @@ import socket
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -326,6 +328,21 @@ def test_patching_builtins_and_the_harness_does_not_pass() -> None:
         report = run(patch + "\ndef f():\n    return 2\n", ["assert f() == 3", "assert f() == 2"])
         assert report.status == "failed", (patch, report)
         assert [t.status for t in report.tests] == ["failed", "passed"], patch
+
+
+def test_the_harness_looks_no_builtin_up_once_the_program_exists() -> None:
+    """Every step of the harness but the lock-down (which runs before the program exists) uses only names the harness
+    bound when it was loaded: a builtin looked up by name later could be one the program replaced."""
+    from deepeval_games.infra.sandbox.protocol import HARNESS
+
+    bound = {i.argval for i in dis.get_instructions(HARNESS) if i.opname == "STORE_NAME"}
+    pending, looked_up = [HARNESS], set()
+    while pending:
+        code = pending.pop()
+        looked_up |= {(code.co_name, i.argval) for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+        pending += [c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name != "_lock_down"]
+    assert {"_harness", "_load_program", "_evaluate_tests", "_encode", "send"} <= {name for name, _ in looked_up}
+    assert {(name, global_) for name, global_ in looked_up if global_ not in bound} == set()
 
 
 @needs_bwrap

@@ -15,8 +15,10 @@ import pytest
 
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec.loading import load_spec
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import plan_matches
-from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec, load_spec, parse_spec, spec_json_schema
+from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec, spec_json_schema
 from deepeval_games.core.errors import SpecError
 from llm_bots.model_config import BOT_SETTING_KEYS, ModelConfig, ModelSettings
 
@@ -233,10 +235,10 @@ def test_model_settings_match_model_config_and_bot_settings() -> None:
 
 
 def test_the_judge_key_matches_the_judge() -> None:
-    from deepeval_games.app.spec.spec import _ALLOW_PLAYER_MODEL
+    from deepeval_games.app.spec.players import ALLOW_PLAYER_MODEL as SPEC_KEY
     from llm_bots.judge import ALLOW_PLAYER_MODEL
 
-    assert _ALLOW_PLAYER_MODEL == ALLOW_PLAYER_MODEL
+    assert SPEC_KEY == ALLOW_PLAYER_MODEL
 
 
 def test_model_config_imports_nothing_of_the_application() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from deepeval_games import DeepEvalError, run_experiment
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.spec.spec import load_spec
+from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME
 from tests.conftest import PGG_SCRIPTED_PLAYERS
 

@@ -81,8 +81,8 @@ def test_a_game_without_penalty_gets_seeded_random_legal_moves() -> None:
 
 def test_match_ids_carry_the_prompt_version_the_bot_uses() -> None:
     pytest.importorskip("deepeval_ultimatum", reason="pip install -e examples/ultimatum")
+    from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.app.spec.schedule import _identity
-    from deepeval_games.app.spec.spec import PlayerSpec
     from llm_bots.adapters import adapter_for
 
     player = PlayerSpec(name="m", model="openai/x")

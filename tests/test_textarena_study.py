@@ -15,7 +15,7 @@ import game_defs.arena.textarena  # noqa: F401  (the entry point's module: regis
 from deepeval_games import load_game
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.runner import run_experiment
-from deepeval_games.app.spec.spec import load_spec
+from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.core.testing import check_game
 from llm_bots.players.classical import random_refusal
 from tests.study_marks import local_model_study

@@ -14,7 +14,8 @@ import pytest
 from deepeval_games import load_game, play_match, run_experiment
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.runner import build_player
-from deepeval_games.app.spec.spec import PlayerSpec, load_spec
+from deepeval_games.app.spec.loading import load_spec
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.bots import scorers_for

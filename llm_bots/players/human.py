@@ -48,7 +48,7 @@ from llm_bots.turns import delivered_text, safe_parse, turn_message
 __all__ = ["HUMAN", "MAX_LISTED_MOVES", "HumanBot", "HumanJudgeSource", "HumanLeft", "Terminal"]
 
 HUMAN = "human"
-"""The registered name (``deepeval_games.app.spec.spec.HUMAN_BOT`` spells it too; a test checks they agree)."""
+"""The registered name (``deepeval_games.app.spec.players.HUMAN_BOT`` spells it too; a test checks they agree)."""
 
 MAX_LISTED_MOVES = 40
 """Legal moves are listed by name when there are at most this many (idiom solitaire's dictionary is not)."""

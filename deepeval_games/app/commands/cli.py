@@ -32,7 +32,9 @@ from typing import Any
 
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.report import table_module, table_names
-from deepeval_games.app.spec.spec import RECHECK_RULES, ExperimentSpec, load_spec
+from deepeval_games.app.spec.loading import load_spec
+from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import RECHECK_RULES
 from deepeval_games.app.storage.store import DB_NAME, Store, committed_ids
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.quoting import VisibleStream, escape_log_lines, visible

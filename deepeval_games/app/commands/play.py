@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.spec.spec import HUMAN_BOT, ExperimentSpec, parse_spec
+from deepeval_games.app.spec.players import HUMAN_BOT
+from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownBotError
 from deepeval_games.core.message_pool import seat_label

@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deepeval_games.app.spec.spec import ExperimentSpec, ExperimentTable, StoppingRule, parse_spec
+from deepeval_games.app.spec.experiment import ExperimentTable
+from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
+from deepeval_games.app.spec.stopping import StoppingRule
 from deepeval_games.core import task
 from deepeval_games.core.errors import DeepEvalError, UnknownBotError, UnknownGameError
 from deepeval_games.core.registry.bots import lookup_bot

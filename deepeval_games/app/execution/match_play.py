@@ -17,8 +17,9 @@ from typing import Any, Literal
 import numpy as np
 import pyspiel
 
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import PlannedMatch
-from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
 from deepeval_games.core.errors import FatalRunError, SpecError
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 from deepeval_games.app.execution.match_play import MatchPlayer, open_runtime
+from deepeval_games.app.spec.loading import as_spec
 from deepeval_games.app.spec.schedule import PlannedMatch
-from deepeval_games.app.spec.spec import ExperimentSpec, as_spec
+from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.records import MatchRecord
 

@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pyspiel
 
-from deepeval_games.app.spec.spec import PlayerSpec
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.bot import DeepEvalBot, Outcome

@@ -45,6 +45,7 @@ from deepeval_games.app.execution.executors import (
 )
 from deepeval_games.app.execution.match_play import MatchPlayer, build_player, open_runtime
 from deepeval_games.app.spec.extends import with_pool
+from deepeval_games.app.spec.loading import as_spec
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import (
     PlannedMatch,
@@ -53,7 +54,8 @@ from deepeval_games.app.spec.schedule import (
     count_matches,
     plan_matches,
 )
-from deepeval_games.app.spec.spec import ExperimentSpec, StoppingRule, as_spec
+from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import StoppingRule
 from deepeval_games.app.storage.store import RunLock, Store
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.quoting import visible

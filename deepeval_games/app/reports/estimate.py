@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.tables.usage import JUDGE_NAME, PlayerUsage, player_usage
+from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import PlannedMatch, check_round_budget, plan_matches
-from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord

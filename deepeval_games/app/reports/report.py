@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from deepeval_games.app.spec.spec import RECHECK_RULES
+from deepeval_games.app.spec.stopping import RECHECK_RULES
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.judgements import JudgementRecord

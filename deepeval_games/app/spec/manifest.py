@@ -32,7 +32,8 @@ from typing import Any
 
 import pyspiel
 
-from deepeval_games.app.spec.spec import ExperimentSpec, PlayerSpec
+from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core import task
 from deepeval_games.core.errors import DeepEvalError
 

@@ -40,8 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from deepeval_games.app.spec.experiment import MAX_MATCHES_CEILING, SweepRange
 from deepeval_games.app.spec.extends import pool_names, with_pool
-from deepeval_games.app.spec.spec import MAX_MATCHES_CEILING, ExperimentSpec, PlayerSpec, StoppingRule, SweepRange
+from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import StoppingRule
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.registry.games import check_file_parameters, load_game
