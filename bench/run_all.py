@@ -330,20 +330,21 @@ def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
     import io
 
     from deepeval_games.app.commands import cli as cli_module
+    from deepeval_games.app.commands import playing
 
     matches = max(100, round(10000 * args.scale))
     path = work / "summary.toml"
     path.write_text(toml(scripted_spec(matches, "bench-summary")))
     played: list[float] = []
     """When ``run_experiment`` returned inside the command (the summary starts there)."""
-    run_experiment = cli_module.run_experiment
+    run_experiment = playing.run_experiment
 
     def timed(*a: Any, **k: Any) -> Any:
         result = run_experiment(*a, **k)
         played.append(time.perf_counter())
         return result
 
-    cli_module.run_experiment = timed  # type: ignore[assignment]
+    playing.run_experiment = timed  # type: ignore[assignment]
     try:
         for n in range(-1, args.repeats):  # -1: warm-up (imports, the first store)
             played.clear()
@@ -362,7 +363,7 @@ def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
                 f"summary {end - played[0]:.2f} s ({len(shown.getvalue().splitlines())} lines)"
             )
     finally:
-        cli_module.run_experiment = run_experiment  # type: ignore[assignment]
+        playing.run_experiment = run_experiment  # type: ignore[assignment]
     return figure
 
 

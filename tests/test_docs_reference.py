@@ -9,7 +9,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from deepeval_games.app.commands.cli import command_parser
+from deepeval_games.app.commands.parser import command_parser
 from deepeval_games.app.commands.reference import (
     cli_reference,
     record_reference,

@@ -101,7 +101,7 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
-    from deepeval_games.app.commands.cli import score_report
+    from deepeval_games.app.commands.playing import score_report
 
     full = _full(run_dir)
     assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
@@ -109,7 +109,7 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
 
 def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(run_dir: Path) -> None:
     """``run`` reads its moves records as stored (rows, no turns rebuilt): the summary's text is the same."""
-    from deepeval_games.app.commands.cli import score_report
+    from deepeval_games.app.commands.playing import score_report
 
     with Store(run_dir, read_only=True) as store:
         stored = list(store.records(rebuild_turns=False))

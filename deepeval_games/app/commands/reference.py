@@ -267,7 +267,7 @@ def cli_reference(parser: argparse.ArgumentParser | None = None) -> str:
     """Markdown: every command of ``parser`` (default: ``deepeval-games``'s) with its usage, description and a
     table of its arguments and options, with their defaults and help texts."""
     if parser is None:
-        from deepeval_games.app.commands.cli import command_parser
+        from deepeval_games.app.commands.parser import command_parser
 
         parser = command_parser()
     for each in [parser, *(sub for _, _, sub in _subcommands(parser))]:  # usage lines as wide as the page, always

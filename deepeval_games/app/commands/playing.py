@@ -1,0 +1,187 @@
+"""The commands that play matches: ``run`` (a spec), ``eval`` (a task's default study), ``init`` (that study written
+as a spec to edit) and ``play`` (a person plays a seat); with the score report ``run`` and ``eval`` print."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from deepeval_games.app.commands.console import print_error
+from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec.loading import load_spec
+from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import RECHECK_RULES
+from deepeval_games.app.storage.store import DB_NAME, committed_ids
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.records import MatchRecord
+
+__all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "score_report"]
+
+
+def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
+    """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
+    the headline the task's tables module gives (:data:`~deepeval_games.app.reports.report.TABLES_ENTRY_POINT_GROUP`).
+
+    Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
+    rates (:mod:`analysis.tables.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
+    not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
+    task's penalty or a seeded random legal move was played for the seat). ``records`` are read once, as they
+    come (a stream from the store keeps memory flat), and kept slim.
+    """
+    from deepeval_games.app.reports.report import (
+        core_text,  # the report's core sections (deepeval_games.app.reports.report)
+    )
+
+    return core_text(records, epsilon=epsilon)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``run SPEC --out DIR``: check the sandbox settings, then play the spec into the run directory (or, with
+    ``--dry-run``, print its plan and price)."""
+    from deepeval_games.infra.sandbox import MEMORY_MODE_ENV
+    from deepeval_games.infra.sandbox.protection import memory_share, requested_mode
+
+    if args.sandbox_memory:  # through the environment, so worker processes get it too
+        os.environ[MEMORY_MODE_ENV] = args.sandbox_memory
+    try:  # the sandbox settings, checked before anything is written
+        requested_mode()
+        memory_share()
+    except ValueError as exc:
+        raise DeepEvalError(str(exc)) from exc
+    spec = load_spec(args.spec)
+    from deepeval_games.app.reports import estimate
+
+    if args.dry_run:  # plan and price, send nothing, write nothing
+        print(estimate.format_dry_run(estimate.dry_run(spec, args.out), spec))
+        return 0
+    return _play(spec, args.out, args)
+
+
+def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> int:
+    """Play ``spec`` into ``out`` (resuming it) and print the tables, the cost and what was played."""
+    from deepeval_games.app.reports import estimate
+
+    before = committed_ids(out)  # with those the JSONL holds and the database lacks: not "played now"
+    result = run_experiment(
+        spec,
+        out,
+        progress=not args.no_progress,
+        wait_s=args.wait,
+        workers=args.workers,
+        executor=args.executor,
+        ray_address=args.ray_address,
+    )
+    rule = spec.until_stable  # a half-width target under recheck; under adaptive a margin, and the rule reports itself
+    epsilon = rule.epsilon if rule is not None and rule.rule in RECHECK_RULES else None
+    # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
+    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
+    if spec.uses_models():
+        played_now = (r for r in result.iter_records() if r.match_id not in before)
+        totals = estimate.run_summary(played_now, spec.players, spec.judge)
+        print("\n" + estimate.format_run_summary(totals, result.calls_by_model, result.cache_hits))
+    if result.stopping is not None:  # the adaptive rule: what stopped it, matches per player, what is unresolved
+        from analysis.stats.stopping import format_stopping
+
+        print("\n" + format_stopping(result.stopping))
+    else:  # a fixed repeat count, or the old rule: say what the run may not claim
+        from analysis.stats.stopping import stopping_rule_note
+
+        note = stopping_rule_note(
+            rule.rule if rule else None, result.repeats or spec.repeats, rule.max_repeats if rule else None
+        )
+        print("\n" + note)
+    print(
+        f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {out}, "
+        f"{len(result.failed)} failed."
+    )
+    print(f"Results: {Path(out) / DB_NAME} and {Path(out) / 'matches.jsonl'}")
+    for match_id, error in result.failed:
+        print_error(f"  failed {match_id}: {error}")
+    return 1 if result.failed else 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``eval TASK --model M``: the task's default study with the models added
+    (:mod:`deepeval_games.app.commands.study`)."""
+    from deepeval_games.app.commands.study import plan_study, spec_toml
+    from deepeval_games.app.reports import estimate
+
+    plan = plan_study(
+        args.task,
+        args.model or [],
+        against=args.against or [],
+        judge=args.judge,
+        max_matches=args.max_matches,
+        budget_usd=args.budget,
+        model_settings=dict(args.model_setting or []),
+    )
+    if args.print_spec:
+        print(spec_toml(plan.document), end="")
+        return 0
+    spec = plan.spec()
+    out = Path(args.out) if args.out else Path("runs") / f"{spec.experiment.name}-{spec.content_hash()[:8]}"
+    for note in plan.notes:
+        print(note)
+    players = ", ".join(f"{p.name} ({p.model or p.bot})" for p in spec.players)
+    rule = spec.until_stable
+    print(f"Players: {players}")
+    if rule is not None:
+        print(
+            f"Stopping: anytime-valid (adaptive), margin {rule.epsilon}, at most {rule.budget_matches} matches; "
+            f"it starts with {spec.experiment.repeats} round(s) of every seating"
+        )
+    print(estimate.format_dry_run(estimate.dry_run(spec, out), spec))
+    print(f"Run directory: {out} (the same command again resumes it)\n")
+    return _play(spec, out, args)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """``init TASK``: the study ``eval`` would play, as a commented spec file to edit."""
+    from deepeval_games.app.commands.study import plan_study, spec_toml
+
+    plan = plan_study(args.task, args.model or ["openai/gpt-4o-mini"], judge=args.judge)
+    out = Path(args.out or f"{plan.document['experiment']['name']}.toml")
+    if out.exists() and not args.force:
+        raise DeepEvalError(f"{out} exists; choose another --out, or --force to overwrite it")
+    header = "\n".join(
+        [
+            f"The default study of {args.task}, as 'deepeval-games eval' plays it; edit it, then",
+            f"  deepeval-games run {out} --out runs/{out.stem}",
+            *plan.notes,
+            "Every key: 'deepeval-games schema' (JSON Schema) and the spec reference in docs/.",
+            "",
+        ]
+    )
+    out.write_text(spec_toml(plan.document, comments=True, header=header), encoding="utf-8")
+    print(f"wrote {out}; play it with: deepeval-games run {out} --out runs/{out.stem}")
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """A person plays one seat (:mod:`deepeval_games.app.commands.play`); the end shows the seats by anonymous id
+    only."""
+    from deepeval_games.app.commands.play import HUMAN_NAME, default_out, final_view, play_spec
+
+    spec = play_spec(
+        args.game,
+        seat=args.seat,
+        against=args.against or (),
+        judge=args.judge,
+        seed=args.seed,
+        terminator=args.terminator,
+        data_dir=args.data_dir,
+    )
+    out = Path(args.out) if args.out else default_out(spec)
+    result = run_experiment(spec, out, progress=False)
+    if result.failed:
+        for match_id, error in result.failed:
+            print_error(f"  failed {match_id}: {error}")
+        return 1
+    for record in result.records:
+        print("\n" + final_view(record, list(record.seats).index(HUMAN_NAME)))
+    if result.played == 0:
+        print(f"\nThis game was already played in {out}; give --seed N for another one.")
+    print(f"\nRecorded in {out / DB_NAME} and {out / 'matches.jsonl'}")
+    return 0
