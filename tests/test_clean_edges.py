@@ -67,3 +67,19 @@ def test_the_bound_printed_before_a_run_plays_says_what_is_about_to_happen() -> 
     before = format_dry_run(DryRun(300, 6, []), spec, before_play=True)
     assert before.startswith("About to play at most 6 matches") and "Dry run" not in before
     assert format_dry_run(DryRun(300, 6, []), spec).startswith("Dry run: 6 matches to play")
+
+
+def test_a_run_refused_before_it_starts_names_no_run_directory(tmp_path: Path) -> None:
+    env_less = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "deepeval_games", "eval", "tic_tac_toe", "--model", "openai/gpt-4o-mini", "--out", "r"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_less,
+    )
+    assert done.returncode == 2 and "no API key" in done.stderr
+    assert "Run directory" not in done.stdout and "Dry run" not in done.stdout
+    assert done.stdout.count("About to play at most") == 1
+    assert not (tmp_path / "r").exists()

@@ -96,7 +96,7 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         f"\n{result.planned} matches planned: {result.played} played now, {result.skipped} already in {out}, "
         f"{len(result.failed)} failed."
     )
-    print(f"Results: {Path(out) / DB_NAME} and {Path(out) / 'matches.jsonl'}")
+    print(f"Results: {Path(out) / DB_NAME} and {Path(out) / 'matches.jsonl'} (the same command again resumes the run)")
     for match_id, error in result.failed:
         print_error(f"  failed {match_id}: {error}")
     return 1 if result.failed else 0
@@ -132,8 +132,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"Stopping: anytime-valid (adaptive), margin {rule.epsilon}, at most {rule.budget_matches} matches; "
             f"it starts with {spec.experiment.repeats} round(s) of every seating"
         )
-    print(estimate.format_dry_run(estimate.dry_run(spec, out), spec))
-    print(f"Run directory: {out} (the same command again resumes it)\n")
+    print(estimate.format_dry_run(estimate.dry_run(spec, out), spec, before_play=True))
+    if out.exists():  # a directory that is not there yet is named once it holds results (the closing lines)
+        print(f"Run directory: {out} (resumed: matches already there are not played again)")
+    print()
     return _play(spec, out, args)
 
 
