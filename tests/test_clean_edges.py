@@ -83,3 +83,30 @@ def test_a_run_refused_before_it_starts_names_no_run_directory(tmp_path: Path) -
     assert "Run directory" not in done.stdout and "Dry run" not in done.stdout
     assert done.stdout.count("About to play at most") == 1
     assert not (tmp_path / "r").exists()
+
+
+def _closed_early(*args: str, cwd: Path) -> tuple[int, str]:
+    """Run the command line, read one line of its output and close the pipe, as ``| head -1`` does."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "deepeval_games", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()
+    err = child.stderr.read()
+    return child.wait(timeout=120), err
+
+
+def test_a_closed_pipe_ends_every_command_quietly(tmp_path: Path) -> None:
+    spec = REPO / "examples" / "pgg_scripted.toml"
+    status, err = _closed_early("run", str(spec), "--out", "run", "--no-progress", cwd=tmp_path)
+    assert status in (0, 141) and "Traceback" not in err and "BrokenPipe" not in err, err
+    assert (tmp_path / "run" / "results.sqlite").is_file()  # the results are kept whole
+    for args in (("games", "--all"), ("report", "run"), ("bots",)):
+        status, err = _closed_early(*args, cwd=tmp_path)
+        assert status in (0, 141), (args, err)
+        assert "Traceback" not in err and "BrokenPipe" not in err, (args, err)

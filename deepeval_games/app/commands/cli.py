@@ -24,6 +24,7 @@ Here is :func:`main`; the parser is :mod:`.parser`, the handlers :mod:`.playing`
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -48,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = VisibleStream(stdout)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        stdout.flush()  # a reader that closed the pipe is found here, not at the interpreter's exit
+        return status
+    except BrokenPipeError:  # `deepeval-games games --all | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # nothing more to write at exit
+        return 141  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
     except DeepEvalError as exc:
         print_error(f"error: {exc}")
         return 2
