@@ -110,3 +110,37 @@ def test_a_closed_pipe_ends_every_command_quietly(tmp_path: Path) -> None:
         status, err = _closed_early(*args, cwd=tmp_path)
         assert status in (0, 141), (args, err)
         assert "Traceback" not in err and "BrokenPipe" not in err, (args, err)
+
+
+def test_init_without_a_model_writes_a_study_that_plays_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No model named: the local model where it runs here, else the baselines alone; a hosted model's player is
+    written commented out beside them (uncommented, the spec is still valid)."""
+    import tomllib
+
+    from deepeval_games.app.commands.cli import main
+    from deepeval_games.app.spec.spec import parse_spec
+    from llm_bots.local import server
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(server, "local_model_available", lambda model="local/smollm2": "not here")
+    assert main(["init", "deepeval_public_goods", "--out", "offline.toml"]) == 0
+    text = (tmp_path / "offline.toml").read_text()
+    players = tomllib.loads(text)["players"]
+    assert [p.get("bot") for p in players] == [
+        "random",  # where the model would sit
+        "pgg_free_rider",
+        "pgg_conditional_cooperator",
+        "pgg_full_contributor",
+    ]
+    hosted = text.replace("# [[players]]", "[[players]]").replace('# name = "gpt', 'name = "gpt')
+    hosted = hosted.replace('# model = "openai', 'model = "openai')
+    assert parse_spec(tomllib.loads(hosted)).players[-1].model == "openai/gpt-4o-mini"
+    assert main(["run", "offline.toml", "--out", "run", "--no-progress"]) == 0
+    assert "20 matches planned: 20 played now" in capsys.readouterr().out
+    capsys.readouterr()
+    monkeypatch.setattr(server, "local_model_available", lambda model="local/smollm2": None)
+    assert main(["init", "deepeval_public_goods", "--out", "local.toml"]) == 0
+    players = tomllib.loads((tmp_path / "local.toml").read_text())["players"]
+    assert players[0] == {"name": "smollm2", "model": "local/smollm2"}

@@ -143,7 +143,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     """``init TASK``: the study ``eval`` would play, as a commented spec file to edit."""
     from deepeval_games.app.commands.study import plan_study, spec_toml
 
-    plan = plan_study(args.task, args.model or ["openai/gpt-4o-mini"], judge=args.judge)
+    models = args.model or _offline_models()
+    plan = plan_study(args.task, models, judge=args.judge, baselines_only=not models)
     out = Path(args.out or f"{plan.document['experiment']['name']}.toml")
     if out.exists() and not args.force:
         raise DeepEvalError(f"{out} exists; choose another --out, or --force to overwrite it")
@@ -156,9 +157,29 @@ def cmd_init(args: argparse.Namespace) -> int:
             "",
         ]
     )
-    out.write_text(spec_toml(plan.document, comments=True, header=header), encoding="utf-8")
+    text = spec_toml(plan.document, comments=True, header=header)
+    if not args.model:  # offline as written; a hosted model is one uncommented table away
+        text += HOSTED_PLAYER
+    out.write_text(text, encoding="utf-8")
     print(f"wrote {out}; play it with: deepeval-games run {out} --out runs/{out.stem}")
     return 0
+
+
+HOSTED_PLAYER = """
+# A hosted model plays beside these once its API key is set (here OPENAI_API_KEY); uncomment to add it:
+# [[players]]
+# name = "gpt-4o-mini"
+# model = "openai/gpt-4o-mini"
+"""
+"""What ``init`` without ``--model`` appends to the spec it writes: a hosted model's player, commented out."""
+
+
+def _offline_models() -> list[str]:
+    """The model ``init`` puts in a study when none is named: the local model where it can run here (no key, no
+    network), else none (the study's baselines alone play it)."""
+    from llm_bots.local.server import local_model_available
+
+    return ["local/smollm2"] if local_model_available() is None else []
 
 
 def cmd_play(args: argparse.Namespace) -> int:

@@ -119,6 +119,7 @@ def plan_study(
     max_matches: int | None = None,
     budget_usd: float | None = None,
     model_settings: Mapping[str, Any] | None = None,
+    baselines_only: bool = False,
 ) -> StudyPlan:
     """The spec of ``eval TASK --model M ...``: the task's default study with the models added.
 
@@ -131,11 +132,13 @@ def plan_study(
         max_matches: the stopping rule's match budget (default: the study's).
         budget_usd: stop sending model calls past this cost.
         model_settings: settings given to every model player (``api_base``, ``temperature``, ...).
+        baselines_only: with no model, the study's baselines alone, and OpenSpiel's uniform random player in the
+            model's seat where the baselines do not fill the game (``init`` on a machine with no model to run).
 
     Raises:
         DeepEvalError: an unknown game, bot or judge (with "did you mean"), or a judged task with no judge.
     """
-    if not models and not against:
+    if not models and not against and not baselines_only:
         raise DeepEvalError("name a model to evaluate: --model PROVIDER/MODEL (e.g. openai/gpt-4o-mini)")
     game = _resolve_game(task_name)
     short = game.get_type().short_name
@@ -147,6 +150,8 @@ def plan_study(
     taken: set[str] = set()
     players = [{"name": _unique(model_label(m), taken), "model": m, **dict(model_settings or {})} for m in models]
     opponents = [_opponent(name, game) for name in against] if against else [dict(t) for t in study.opponents]
+    if baselines_only and not models and len(opponents) < game.num_players():
+        players.append({"name": _unique("random", taken), "bot": "random"})  # the seat a model would take
     for table in opponents:
         players.append({**table, "name": _unique(str(table["name"]), taken)})
     judge_table, judge_note = _judge(study, game, judge, short)

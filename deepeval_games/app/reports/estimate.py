@@ -238,13 +238,18 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = 
         return "\n".join(lines)
     lines.append("Upper estimate per model (every turn re-asked to the limit, every reply at its cap):")
     for m in result.models:
+        local = m.model.startswith(LOCAL_PREFIX)
+        cost = "local model: no price" if local else f"<= {_usd(m.cost_usd)}"
+        plain = "" if local else f", <= {_usd(m.plain_cost_usd)}"
         lines.append(
             f"  {m.model}: {m.matches} seats, <= {m.calls:,} calls, <= {m.tokens_in:,} tokens in, "
-            f"<= {m.tokens_out:,} tokens out, <= {_usd(m.cost_usd)}; without re-asks <= {m.plain_calls:,} calls, "
-            f"<= {_usd(m.plain_cost_usd)}"
+            f"<= {m.tokens_out:,} tokens out, {cost}; without re-asks <= {m.plain_calls:,} calls{plain}"
         )
-    priced = [m.cost_usd for m in result.models if m.cost_usd is not None]
-    unpriced = [m.model for m in result.models if m.cost_usd is None]
+    hosted = [m for m in result.models if not m.model.startswith(LOCAL_PREFIX)]
+    if not hosted:
+        return "\n".join(lines)
+    priced = [m.cost_usd for m in hosted if m.cost_usd is not None]
+    unpriced = [m.model for m in hosted if m.cost_usd is None]
     total = f"  total: <= {_usd(sum(priced))}" + (
         f" for the priced models; no price for {', '.join(unpriced)}" if unpriced else ""
     )
