@@ -95,7 +95,7 @@ def test_an_optional_judge_is_left_out_and_said_so(monkeypatch: pytest.MonkeyPat
 
 def test_init_writes_a_commented_spec_that_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "pgg.toml"
-    assert main(["init", "deepeval_public_goods", "--out", str(out)]) == 0
+    assert main(["init", "deepeval_public_goods", "--model", "openai/gpt-4o-mini", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# The default study of deepeval_public_goods")
     assert "# The experiment seed" in text  # the keys are explained beside them
