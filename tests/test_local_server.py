@@ -31,7 +31,8 @@ from llm_bots.local.server import (
     resolve_local_model,
 )
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport.call import FatalModelError, Outcome, complete
+from llm_bots.transport.call import complete
+from llm_bots.transport.errors import FatalModelError, Outcome
 
 MISSING = local_model_available("local/smollm2")
 F = TypeVar("F", bound=Callable[..., Any])
