@@ -41,9 +41,11 @@ from llm_bots.context import (
 from llm_bots.local.grammar import bounded_schema
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, LOCAL_PREFIX, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
-from llm_bots.transport.call import Budget, Completion, complete, supports_json_schema
-from llm_bots.transport.call import Outcome as CallOutcome
+from llm_bots.transport.call import complete
 from llm_bots.transport.call_cache import CallCache, call_key
+from llm_bots.transport.errors import Outcome as CallOutcome
+from llm_bots.transport.model_ids import supports_json_schema
+from llm_bots.transport.results import Budget, Completion
 from llm_bots.turns import safe_parse, turn_message
 
 __all__ = ["PROMPT_STYLES", "BotSettings", "LLMBot", "ModelRuntime", "make_llm_bot"]

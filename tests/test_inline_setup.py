@@ -16,6 +16,7 @@ from llm_bots import inline_setup
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
 from llm_bots.transport import call as transport
+from llm_bots.transport.results import Completion
 from tests.fake_openai_server import FakeOpenAIServer
 
 
@@ -56,7 +57,7 @@ def test_an_openai_compatible_call_is_set_up_on_the_loops_thread(
             model="openai/fake-model", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
         )
 
-        async def calls() -> tuple[list[transport.Completion], Any]:
+        async def calls() -> tuple[list[Completion], Any]:
             done = [await transport.complete(config, messages) for _ in range(3)]
             return done, asyncio.get_running_loop()._default_executor  # type: ignore[attr-defined]
 

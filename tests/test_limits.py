@@ -278,7 +278,7 @@ def test_no_connection_pool_warnings_at_concurrency_256(
 
     litellm's own aiohttp pool takes 500 connections to a host and warns for every call that waits a second for
     one: four models at 256 on one endpoint saturated it. Here its pool is shrunk to 100 so that one model at 256
-    shows the same (a test of the fix, not of litellm: with ``transport._shared_session`` returning None this test
+    shows the same (a test of the fix, not of litellm: with ``session.shared_session`` returning None this test
     fails with a warning per queued call); the engine's session has no pool limit of its own (the limiter bounds
     the calls).
     """

@@ -15,7 +15,11 @@ from deepeval_games.core.bot import CallAttempt
 from deepeval_games.core.errors import SpecError
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
-from llm_bots.transport import call as transport
+from llm_bots.transport import plan as transport_plan
+from llm_bots.transport import responses
+from llm_bots.transport.errors import Outcome
+from llm_bots.transport.results import Completion
+from llm_bots.transport.session import shared_session
 
 
 def _response(**message: Any) -> Any:
@@ -53,15 +57,15 @@ def test_field_reads_what_getattr_reads(content: dict[str, Any]) -> None:
     ]
     for obj, names in objects:
         for name in names:
-            assert transport._field(obj, name) == getattr(obj, name, None), (type(obj).__name__, name)
+            assert responses.read_field(obj, name) == getattr(obj, name, None), (type(obj).__name__, name)
 
 
 def test_a_parsed_reply_is_the_completion_the_constructor_makes() -> None:
     config = ModelConfig(model="openai/gpt-x")
     response = _response(content='{"coins": 3}')
     response._hidden_params["response_cost"] = 0.5
-    made = transport._parse_response(config, config, response, 0.1, 1, 0.2)
-    built = transport.Completion(
+    made = responses.parse_response(config, config, response, 0.1, 1, 0.2)
+    built = Completion(
         text='{"coins": 3}',
         model="gpt-x",
         finish_reason="stop",
@@ -83,13 +87,13 @@ def test_a_parsed_reply_is_the_completion_the_constructor_makes() -> None:
     assert dataclasses.replace(made, text="other").text == "other"
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.text = "changed"  # type: ignore[misc]
-    refused = transport._parse_response(config, config, _response(content=None, refusal="no"), 0.1, 1, 0.2)
-    assert refused.outcome is transport.Outcome.REFUSAL and refused.attempt_log == (CallAttempt(status="refusal"),)
+    refused = responses.parse_response(config, config, _response(content=None, refusal="no"), 0.1, 1, 0.2)
+    assert refused.outcome is Outcome.REFUSAL and refused.attempt_log == (CallAttempt(status="refusal"),)
 
 
 def test_one_session_per_event_loop() -> None:
     async def twice() -> tuple[Any, Any]:
-        return transport._shared_session(), transport._shared_session()
+        return shared_session(), shared_session()
 
     first, again = asyncio.run(twice())
     assert first is not None and first is again
@@ -152,26 +156,26 @@ def _plain_kwargs(config: ModelConfig, api_key: str | None, messages: list[dict[
 def test_the_call_plan_gives_litellm_the_arguments_read_per_call(config: ModelConfig) -> None:
     messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     for api_key in (None, "sk-1"):
-        kwargs = transport._plan_kwargs(transport._call_plan(config), api_key, messages, None, None)
+        kwargs = transport_plan.plan_kwargs(transport_plan.call_plan(config), api_key, messages, None, None)
         assert kwargs == _plain_kwargs(config, api_key, messages)
         assert list(kwargs) == list(_plain_kwargs(config, api_key, messages))  # the same order too
         assert kwargs["messages"] is not messages and kwargs["messages"][0] is not messages[0]  # copies
     schema = {"type": "json_schema"}
-    with_schema = transport._plan_kwargs(transport._call_plan(config), None, messages, schema, "mocked")
+    with_schema = transport_plan.plan_kwargs(transport_plan.call_plan(config), None, messages, schema, "mocked")
     assert with_schema["response_format"] is schema and with_schema["mock_response"] == "mocked"
-    plan = transport._call_plan(config)
-    assert transport._call_plan(config) is plan  # made once per config object
+    plan = transport_plan.call_plan(config)
+    assert transport_plan.call_plan(config) is plan  # made once per config object
     assert plan.counts_tokens is (config.tpm is not None) and plan.guard_s == config.timeout_s + 2.0
     seeded = config.with_valid(seed=11)  # another match's seed: its own plan
-    assert transport._call_plan(seeded).sampling["seed"] == 11
-    assert transport._call_plan(config) is plan
+    assert transport_plan.call_plan(seeded).sampling["seed"] == 11
+    assert transport_plan.call_plan(config) is plan
 
 
 def test_the_call_plans_are_bounded() -> None:
-    configs = [ModelConfig(model="openai/gpt-x", seed=n) for n in range(transport._PLANS_MAX + 5)]
+    configs = [ModelConfig(model="openai/gpt-x", seed=n) for n in range(transport_plan._PLANS_MAX + 5)]
     for config in configs:
-        assert transport._call_plan(config).sampling["seed"] == config.seed
-    assert len(transport._plans) <= transport._PLANS_MAX
+        assert transport_plan.call_plan(config).sampling["seed"] == config.seed
+    assert len(transport_plan._plans) <= transport_plan._PLANS_MAX
 
 
 def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,8 +18,11 @@ from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm
 from llm_bots.prompts import PromptError, load_prompts
 from llm_bots.transport import call as transport
-from llm_bots.transport import limits
+from llm_bots.transport import limits, responses, watchdog
+from llm_bots.transport import plan as transport_plan
+from llm_bots.transport.errors import InfraError
 from llm_bots.transport.limits import Grant, Limits, LocalLimiter
+from llm_bots.transport.results import Completion
 
 # -- reading a reply's usage without pydantic's serializer
 
@@ -38,10 +41,10 @@ def _usage(**extra: Any) -> Any:
 )
 def test_a_usage_block_reads_as_model_dump(usage: Any) -> None:
     response = litellm().ModelResponse(id="x", model="gpt-x", choices=[], usage=usage)
-    read = transport._usage_dict(response)
+    read = responses._usage_dict(response)
     assert read == usage.model_dump() and list(read) == list(usage.model_dump())
-    assert transport._usage_dict(response) == read  # the second time, from the class known to dump as its fields
-    assert transport._DUMPS_AS_FIELDS[type(usage)] is True  # read from the fields, not through model_dump
+    assert responses._usage_dict(response) == read  # the second time, from the class known to dump as its fields
+    assert responses._DUMPS_AS_FIELDS[type(usage)] is True  # read from the fields, not through model_dump
 
 
 class _Hidden(BaseModel):
@@ -55,19 +58,19 @@ class _Extra(BaseModel):
 
 
 def test_a_model_that_does_not_dump_as_its_fields_is_dumped_by_pydantic() -> None:
-    assert transport._dump(_Hidden()) is None  # an excluded field: pydantic's dump differs, so pydantic dumps it
-    assert transport._dump(_Hidden()) is None  # and keeps doing so for the class
+    assert responses._dump(_Hidden()) is None  # an excluded field: pydantic's dump differs, so pydantic dumps it
+    assert responses._dump(_Hidden()) is None  # and keeps doing so for the class
     extra = _Extra(prompt_tokens=3, cached=4)
-    assert transport._dump(extra) == extra.model_dump() == {"prompt_tokens": 3, "cached": 4}
-    assert transport._dump(_Extra(prompt_tokens=3, odd=[1])) is None  # not a plain value
+    assert responses._dump(extra) == extra.model_dump() == {"prompt_tokens": 3, "cached": 4}
+    assert responses._dump(_Extra(prompt_tokens=3, odd=[1])) is None  # not a plain value
 
 
 # -- the guard behind litellm's own timeout
 
 
 def test_the_guard_stops_a_call_that_outlives_litellms_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transport, "_GUARD_GRACE_S", 0.05)
-    monkeypatch.setattr(transport, "_WATCH_S", 0.02)
+    monkeypatch.setattr(transport_plan, "_GUARD_GRACE_S", 0.05)
+    monkeypatch.setattr(watchdog, "_WATCH_S", 0.02)
     started: list[float] = []
 
     async def hangs(**_: Any) -> Any:  # a client that ignores its own timeout
@@ -77,7 +80,7 @@ def test_the_guard_stops_a_call_that_outlives_litellms_timeout(monkeypatch: pyte
     monkeypatch.setattr(litellm(), "acompletion", hangs)
     config = ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:9/v1", timeout_s=0.05, max_retries=0)
     begun = time.monotonic()
-    with pytest.raises(transport.InfraError) as failed:
+    with pytest.raises(InfraError) as failed:
         asyncio.run(transport.complete(config, [{"role": "user", "content": "hi"}]))
     assert isinstance(failed.value.last_error, TimeoutError)
     assert time.monotonic() - begun < 2.0 and len(started) == 1
@@ -85,13 +88,13 @@ def test_the_guard_stops_a_call_that_outlives_litellms_timeout(monkeypatch: pyte
 
 def test_a_guarded_call_cancelled_from_outside_is_cancelled_not_timed_out() -> None:
     async def main() -> None:
-        task = asyncio.ensure_future(transport._guarded(asyncio.sleep(3600), 60.0))
+        task = asyncio.ensure_future(watchdog.guarded(asyncio.sleep(3600), 60.0))
         await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await transport._guarded(asyncio.sleep(0, "ok"), 60.0) == "ok"
-        dog = transport._watchdogs[asyncio.get_running_loop()]
+        assert await watchdog.guarded(asyncio.sleep(0, "ok"), 60.0) == "ok"
+        dog = watchdog._watchdogs[asyncio.get_running_loop()]
         assert not dog.deadlines and not dog.expired  # nothing left behind
 
     asyncio.run(main())
@@ -101,21 +104,21 @@ def test_a_closed_event_loop_leaves_no_watchdog_behind() -> None:
     # DeepEvalBot.step() runs an event loop per move: the watchdogs of closed loops must go with them (loops that
     # earlier tests left alive elsewhere keep theirs: only these 50 are counted)
     gc.collect()
-    before = len(transport._watchdogs), sum(isinstance(o, transport._Watchdog) for o in gc.get_objects())
+    before = len(watchdog._watchdogs), sum(isinstance(o, watchdog._Watchdog) for o in gc.get_objects())
     for _ in range(50):
-        assert asyncio.run(transport._guarded(asyncio.sleep(0, "ok"), 60.0)) == "ok"
+        assert asyncio.run(watchdog.guarded(asyncio.sleep(0, "ok"), 60.0)) == "ok"
     gc.collect()
-    assert len(transport._watchdogs) <= before[0] + 1
-    assert sum(isinstance(o, transport._Watchdog) for o in gc.get_objects()) <= before[1] + 1
+    assert len(watchdog._watchdogs) <= before[0] + 1
+    assert sum(isinstance(o, watchdog._Watchdog) for o in gc.get_objects()) <= before[1] + 1
 
 
 def test_the_guard_times_out_inside_an_outer_timeout_as_asyncio_timeout_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transport, "_WATCH_S", 0.01)
+    monkeypatch.setattr(watchdog, "_WATCH_S", 0.01)
 
     async def main() -> None:
         async with asyncio.timeout(30):
             with pytest.raises(TimeoutError):
-                await transport._guarded(asyncio.sleep(3600), 0.02)
+                await watchdog.guarded(asyncio.sleep(3600), 0.02)
             assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
     asyncio.run(main())
@@ -189,14 +192,14 @@ def test_the_adaptive_limit_is_kept_up_to_date() -> None:
 def test_the_configs_of_one_player_share_their_plans_fixed_parts() -> None:
     base = ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:9/v1", tpm=1000)
     first, second = base.with_valid(seed=1), base.with_valid(seed=2, max_tokens=64)
-    plan_1, plan_2 = transport._call_plan(first), transport._call_plan(second)
+    plan_1, plan_2 = transport_plan.call_plan(first), transport_plan.call_plan(second)
     assert plan_1.tail is plan_2.tail and plan_1.call_limits is plan_2.call_limits
     assert plan_1.sampling == {"seed": 1} and plan_2.sampling == {"seed": 2, "max_tokens": 64}
     assert plan_2.limit_key == limits.limit_key(second) and plan_2.call_limits == limits.limits_of(second)
-    other = transport._call_plan(ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:8/v1", seed=1))
+    other = transport_plan.call_plan(ModelConfig(model="openai/gpt-x", api_base="http://127.0.0.1:8/v1", seed=1))
     assert other.tail["api_base"] == "http://127.0.0.1:8/v1" and other.call_limits.tpm is None
-    slower = transport._call_plan(base.with_valid(seed=1, timeout_s=9.0))
-    assert slower.tail["timeout"] == 9.0 and slower.guard_s == 9.0 + transport._GUARD_GRACE_S
+    slower = transport_plan.call_plan(base.with_valid(seed=1, timeout_s=9.0))
+    assert slower.tail["timeout"] == 9.0 and slower.guard_s == 9.0 + transport_plan._GUARD_GRACE_S
 
 
 # -- a turn's decision and its answer format
@@ -204,13 +207,9 @@ def test_the_configs_of_one_player_share_their_plans_fixed_parts() -> None:
 
 def test_a_turns_decision_is_the_dataclasss_own() -> None:
     turn = _Exchange()
-    completion = transport.Completion._made(
+    completion = Completion._made(
         **{
-            **{
-                f.name: f.default
-                for f in dataclasses.fields(transport.Completion)
-                if f.default is not f.default_factory
-            },
+            **{f.name: f.default for f in dataclasses.fields(Completion) if f.default is not f.default_factory},
             "text": "r",
             "model": "m",
             "finish_reason": "stop",
@@ -285,9 +284,9 @@ def test_a_model_litellm_cannot_price_is_then_priced_at_zero_without_a_lookup(
     token (no price-table search in litellm); a model it prices never gets them; both cost what they cost before."""
     from tests.fake_openai_server import FakeOpenAIServer
 
-    monkeypatch.setattr(transport, "_unpriced", set())
-    monkeypatch.setattr(transport, "_plans", {})
-    monkeypatch.setattr(transport, "_fixed", {})
+    monkeypatch.setattr(transport_plan, "_unpriced", set())
+    monkeypatch.setattr(transport_plan, "_plans", {})
+    monkeypatch.setattr(transport_plan, "_fixed", {})
     sent: list[dict[str, Any]] = []
     real = litellm().acompletion
 
@@ -305,7 +304,7 @@ def test_a_model_litellm_cannot_price_is_then_priced_at_zero_without_a_lookup(
             model="openai/gpt-4o-mini", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
         )
 
-        async def calls() -> list[transport.Completion]:
+        async def calls() -> list[Completion]:
             done = []
             for config in (unpriced, priced, unpriced, priced, unpriced.with_valid(seed=3), priced.with_valid(seed=3)):
                 done.append(await transport.complete(config, messages))
@@ -327,4 +326,4 @@ def test_a_model_litellm_cannot_price_is_then_priced_at_zero_without_a_lookup(
     assert all("input_cost_per_token" not in kwargs for kwargs in sent[1:6:2] + sent[6:])
     assert [c.cost_usd for c in completions[0:6:2]] == [0.0, 0.0, 0.0]
     assert all(c.cost_usd > 0.0 for c in completions[1:6:2])  # litellm's own price of gpt-4o-mini
-    assert transport._unpriced == {("openai/fake-model", server.api_base)}
+    assert transport_plan._unpriced == {("openai/fake-model", server.api_base)}

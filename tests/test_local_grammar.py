@@ -25,7 +25,8 @@ from llm_bots.local.grammar import (
     bounded_schema,
 )
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport.call import Outcome, complete
+from llm_bots.transport.call import complete
+from llm_bots.transport.errors import Outcome
 from tests.test_local_server import needs_model
 
 PGG = "deepeval_public_goods(players=4,rounds=5,mode=2,alpha=1.6)"

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from llm_bots.local import serve
 from llm_bots.local import server as local_server
 from llm_bots.local.server import (
     LocalModelError,
@@ -31,7 +32,8 @@ from llm_bots.local.server import (
     resolve_local_model,
 )
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport.call import FatalModelError, Outcome, complete
+from llm_bots.transport.call import complete
+from llm_bots.transport.errors import FatalModelError, Outcome
 
 MISSING = local_model_available("local/smollm2")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -206,7 +208,7 @@ def test_a_server_whose_parent_died_during_start_up_exits() -> None:
         "seed": 0,
     }
     child = subprocess.Popen(
-        [sys.executable, "-c", local_server._CHILD, json.dumps(opts)],
+        [sys.executable, "-m", serve.__name__, json.dumps(opts)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -20,7 +20,8 @@ from deepeval_games import parse_spec, run_experiment
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.reports.estimate import cache_saving
 from llm_bots.model_config import ModelConfig, effective_settings
-from llm_bots.transport import call as transport
+from llm_bots.model_info import litellm
+from llm_bots.transport import plan, responses
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player, prompt_text, prompt_usage
 
 pytestmark = pytest.mark.usefixtures("fake_provider_key")
@@ -69,7 +70,7 @@ def test_full_pool_prompts_extend_each_other_and_cached_tokens_are_recorded_and_
     assert all(t.cache_write_tokens == 0 for t in turns)
     # litellm prices the cached part at its cached rate: cheaper than the same tokens at the full rate
     for turn in turns:
-        prompt, completion = transport._litellm().cost_per_token(
+        prompt, completion = litellm().cost_per_token(
             model=PRICED, prompt_tokens=turn.tokens_in, completion_tokens=turn.tokens_out
         )
         assert turn.cost_usd < prompt + completion
@@ -106,8 +107,8 @@ def test_cache_control_marks_the_end_of_an_anthropic_prompt_only() -> None:
     ]
 
     def sent(model: str, **settings: Any) -> list[dict[str, Any]]:
-        plan = transport._call_plan(ModelConfig(model, **settings))
-        return transport._plan_kwargs(plan, None, messages, None, None)["messages"]
+        made = plan.call_plan(ModelConfig(model, **settings))
+        return plan.plan_kwargs(made, None, messages, None, None)["messages"]
 
     marked = sent("anthropic/claude-3-5-haiku-20241022", cache_control=True)
     assert marked[:2] == messages[:2]
@@ -123,10 +124,10 @@ def test_cache_control_marks_the_end_of_an_anthropic_prompt_only() -> None:
 
 
 def test_anthropic_cache_reads_and_writes_are_read_from_the_usage_block() -> None:
-    assert transport._cached_tokens({"prompt_tokens_details": {"cached_tokens": 7}}) == 7
-    assert transport._cached_tokens({"prompt_tokens_details": None, "cache_read_input_tokens": 5}) == 5
-    assert transport._cached_tokens({}) == 0
-    assert transport._count("x") == 0 and transport._count(None) == 0 and transport._count(12) == 12
+    assert responses._cached_tokens({"prompt_tokens_details": {"cached_tokens": 7}}) == 7
+    assert responses._cached_tokens({"prompt_tokens_details": None, "cache_read_input_tokens": 5}) == 5
+    assert responses._cached_tokens({}) == 0
+    assert responses._count("x") == 0 and responses._count(None) == 0 and responses._count(12) == 12
 
 
 def test_the_run_summary_counts_a_model_once_per_model_and_no_stand_in_as_its_invalid_move() -> None:

@@ -50,16 +50,16 @@ def test_observations_name_actions_from_the_state_without_copying_it(monkeypatch
 
 def test_cost_is_litellm_own_and_never_priced_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     from llm_bots import model_info
-    from llm_bots.transport import call as transport
+    from llm_bots.transport import responses
 
     def priced_again(**_: Any) -> float:
         raise AssertionError("completion_cost called again")
 
     monkeypatch.setattr(model_info.litellm(), "completion_cost", priced_again)
-    assert transport._cost_usd(SimpleNamespace(_hidden_params={"response_cost": 0.25})) == 0.25
-    assert transport._cost_usd(SimpleNamespace(_hidden_params={"response_cost": None})) == 0.0  # no price known
+    assert responses._cost_usd(SimpleNamespace(_hidden_params={"response_cost": 0.25})) == 0.25
+    assert responses._cost_usd(SimpleNamespace(_hidden_params={"response_cost": None})) == 0.0  # no price known
     monkeypatch.setattr(model_info.litellm(), "completion_cost", lambda **_: 0.5)
-    assert transport._cost_usd(SimpleNamespace(_hidden_params={})) == 0.5  # not priced while answering: price it
+    assert responses._cost_usd(SimpleNamespace(_hidden_params={})) == 0.5  # not priced while answering: price it
 
 
 def test_model_facts_are_looked_up_once_and_remembered_across_processes(

@@ -17,19 +17,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_bots.model_config import ModelConfig, ModelConfigError
-from llm_bots.transport.call import (
-    Budget,
+from llm_bots.transport.call import complete
+from llm_bots.transport.errors import (
     BudgetExceeded,
     ErrorKind,
     FatalModelError,
     InfraError,
     ModelMismatchError,
     Outcome,
-    classify_error,
-    complete,
-    model_id_matches,
-    supports_json_schema,
 )
+from llm_bots.transport.model_ids import model_id_matches, supports_json_schema
+from llm_bots.transport.results import Budget
+from llm_bots.transport.retries import classify_error
 from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config
 
 KEY_ENV = TRANSPORT_KEY_ENV
@@ -242,7 +241,7 @@ def test_mock_response_needs_no_network(no_network: None) -> None:
 
 
 def test_mock_exception_is_classified(no_network: None) -> None:
-    import litellm  # after llm_bots.transport.call, which keeps litellm from fetching its price map online
+    import litellm  # after llm_bots.transport, which keeps litellm from fetching its price map online
 
     config = ModelConfig("openai/gpt-4o", max_retries=1, backoff_base_s=0.0)
     error = litellm.RateLimitError("slow down", llm_provider="openai", model="gpt-4o")
@@ -343,9 +342,9 @@ def test_errors_fit_the_runner() -> None:
 
 def test_retry_after_is_read_from_litellm_provider_headers() -> None:
     """Providers outside the OpenAI SDK (Anthropic, ...) carry the real headers in litellm_response_headers."""
-    from llm_bots.transport.call import _retry_after_s
+    from llm_bots.transport.retries import retry_after_s
 
     error = Exception("429 from the provider")
     error.response = None  # type: ignore[attr-defined]
     error.litellm_response_headers = {"Retry-After": "7"}  # type: ignore[attr-defined]
-    assert _retry_after_s(error) == 7.0
+    assert retry_after_s(error) == 7.0

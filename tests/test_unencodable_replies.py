@@ -18,6 +18,7 @@ import pytest
 from deepeval_games import parse_spec, run_experiment
 from deepeval_games.core.quoting import REPLACEMENT, valid_text
 from llm_bots.transport import call as transport
+from llm_bots.transport import unencodable
 from tests.fake_openai_server import (
     TRANSPORT_KEY_ENV,
     Behaviour,
@@ -69,7 +70,7 @@ def test_a_reply_with_a_lone_surrogate_is_replaced_recorded_and_the_match_comple
         assert turn.raw_replies == [MOVE.replace(LONE, REPLACEMENT)]
         (attempt,) = turn.attempts
         assert attempt.status == "ok"
-        assert attempt.error is not None and attempt.error.startswith(transport.UNENCODABLE)
+        assert attempt.error is not None and attempt.error.startswith(unencodable.UNENCODABLE)
         assert "U+D83D" in attempt.error and "reply" in attempt.error
     # what went back to the model as its own earlier replies is the valid text
     assert REPLACEMENT in json.dumps(requests[-1], ensure_ascii=False)
@@ -83,7 +84,7 @@ def test_a_resumed_match_with_such_a_reply_in_the_call_cache_plays_on(
     cache, run = tmp_path / "calls.sqlite", tmp_path / "run"
     with FakeOpenAIServer(default=Behaviour.reply(MOVE), max_hang_s=5) as server:
         with monkeypatch.context() as before:  # the transport as it was: replies kept as they came
-            before.setattr(transport, "valid_text", lambda text: (text, ()))
+            before.setattr(unencodable, "valid_text", lambda text: (text, ()))
             first = run_experiment(_pgg_spec(server, cache, max_match_attempts=1), run)
         assert first.played == 0 and len(first.failed) == 1
         assert "surrogates not allowed" in first.failed[0][1]  # what this test guards against

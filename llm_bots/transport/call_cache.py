@@ -21,7 +21,9 @@ from typing import Any
 
 from deepeval_games.core.errors import FatalRunError
 from llm_bots.model_config import ModelConfig
-from llm_bots.transport.call import Completion, Outcome, valid_completion
+from llm_bots.transport.errors import Outcome
+from llm_bots.transport.results import Completion
+from llm_bots.transport.unencodable import valid_completion
 
 __all__ = ["SQLITE_HEADER", "CallCache", "cache_path_problem", "call_key"]
 

@@ -231,7 +231,7 @@ def _raise_error(error: Mapping[str, Any]) -> NoReturn:
 def _shared_budget(limit_usd: float, report: Callable[[float], None]) -> Any:
     """A worker's view of the driver's budget: calls are charged locally and reported to the driver (``report``),
     which sends back the run's total (``update``); a worker refuses new calls once the total it knows of is spent."""
-    from llm_bots.transport.call import Budget
+    from llm_bots.transport.results import Budget
 
     class SharedBudget(Budget):
         def charge(self, cost_usd: float) -> None:

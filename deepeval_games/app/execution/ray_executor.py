@@ -223,8 +223,8 @@ class _RunServices:
     and the run's budget (USD)."""
 
     def __init__(self, budget_usd: float | None) -> None:
-        from llm_bots.transport.call import Budget
         from llm_bots.transport.limits import LocalLimiter
+        from llm_bots.transport.results import Budget
 
         self.limiter = LocalLimiter()
         self.budget = Budget(budget_usd) if budget_usd is not None else None
@@ -262,8 +262,8 @@ class _LimiterProxy:
     :class:`_RunServices` actor, so the limits hold across every actor of the cluster.
 
     With every grant comes the run's total spent, handed to ``on_spent(total, key)``; when that raises (the budget
-    is spent: :class:`llm_bots.transport.call.BudgetExceeded`), the grant is handed back and the call does not start. So
-    a call waiting for its turn never starts on a budget that others spent meanwhile."""
+    is spent: :class:`llm_bots.transport.errors.BudgetExceeded`), the grant is handed back and the call does not
+    start. So a call waiting for its turn never starts on a budget that others spent meanwhile."""
 
     def __init__(self, services: Any, on_spent: Callable[[float, str], None]) -> None:
         self.services = services
