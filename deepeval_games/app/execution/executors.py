@@ -68,13 +68,13 @@ from deepeval_games.app.execution.match_worker import (
     MatchWorker,
     RowWriter,
     WorkerError,
-    _seats,
     add_counters,
     decode_planned,
     encode_planned,
     raise_for_result,
     record_text,
     spec_modules,
+    spec_seats,
 )
 from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -169,7 +169,7 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
     probe (:func:`probe_matches`) has timed its matches (:func:`workers_after_probe`).
     """
     setting = spec.experiment.workers if workers is None else workers
-    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in _seats(spec)):
+    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in spec_seats(spec)):
         return 1
     if setting == "auto":
         if not spec.uses_models():

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
+from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, error_result
 from deepeval_games.core.quoting import escape_log_lines
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
@@ -153,7 +153,7 @@ async def _serve(sock: socket.socket) -> None:
             limiter=proxy,
         )
     except Exception as exc:
-        send_json({"op": "failed", **_error_result("", exc)})
+        send_json({"op": "failed", **error_result("", exc)})
         flush()
         transport.close()
         return
