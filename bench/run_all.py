@@ -283,10 +283,10 @@ def fig_scripted(args: argparse.Namespace, work: Path) -> Figure:
     matches = max(100, round(10000 * args.scale))
     run_experiment(scripted_spec(50), work / "scripted-warm")
     bare_loop(50)
-    decisions: list[str] = []  # how "auto" chose to play the run (the runner logs its probe's verdict)
+    decisions: list[str] = []  # how "auto" chose to play the run (the probe logs its verdict: placement.run_probe)
     handler = logging.Handler()
     handler.emit = lambda record: decisions.append(record.getMessage())  # type: ignore[method-assign]
-    runner_log = logging.getLogger("deepeval_games.app.execution.runner")
+    runner_log = logging.getLogger("deepeval_games.app.execution.placement")
     runner_log.addHandler(handler)
     level = runner_log.level
     runner_log.setLevel(logging.INFO)

@@ -34,7 +34,8 @@ from deepeval_games.core.registry.entry_points import lazy_names
 from deepeval_games.core.registry.games import load_game, registered_games
 
 if TYPE_CHECKING:
-    from deepeval_games.app.execution.runner import RunResult, run_experiment, run_experiment_async
+    from deepeval_games.app.execution.run_result import RunResult
+    from deepeval_games.app.execution.runner import run_experiment, run_experiment_async
     from deepeval_games.app.spec.loading import load_spec
     from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
@@ -77,7 +78,7 @@ __all__ = [
 ]
 
 _APPLICATION = {
-    "RunResult": "deepeval_games.app.execution.runner",
+    "RunResult": "deepeval_games.app.execution.run_result",
     "run_experiment": "deepeval_games.app.execution.runner",
     "run_experiment_async": "deepeval_games.app.execution.runner",
     "ExperimentSpec": "deepeval_games.app.spec.spec",

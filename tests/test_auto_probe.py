@@ -1,4 +1,4 @@
-"""The probe of ``workers = "auto"`` (``runner._probe``): which matches it times, and what it leaves."""
+"""The probe of ``workers = "auto"`` (``placement.run_probe``): which matches it times, and what it leaves."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from deepeval_games.app.execution import runner
-from deepeval_games.app.execution.runner import _probe, _spread
+from deepeval_games.app.execution import placement
+from deepeval_games.app.execution.placement import _spread, run_probe
+from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.spec.schedule import PlannedMatch
 
 
@@ -41,9 +42,9 @@ def test_spread_positions_are_distinct_and_every_prefix_covers_the_range(count: 
 def test_the_probe_times_matches_from_all_over_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     # a sweep whose first game is cheap and whose second is costly: the probe must time both
     todo = _plan({"cheap_game": 500, "costly_game": 500})
-    monkeypatch.setattr(runner, "AUTO_PROBE_S", 60.0)
+    monkeypatch.setattr(placement, "AUTO_PROBE_S", 60.0)
     fake = _Recorder()
-    rest, _ = asyncio.run(_probe(fake, todo, 40, runner.RunResult(run_dir=None, planned=len(todo)), None))  # type: ignore[arg-type]
+    rest, _ = asyncio.run(run_probe(fake, todo, 40, RunResult(run_dir=None, planned=len(todo)), None))  # type: ignore[arg-type]
     probed = [m for chunk in fake.chunks for m in chunk]
     assert [len(c) for c in fake.chunks] == [1, 2, 4, 8, 16, 9]  # doubling chunks, up to the limit
     assert {m.game for m in probed} == {"cheap_game", "costly_game"}
@@ -55,8 +56,8 @@ def test_the_probe_times_matches_from_all_over_the_plan(monkeypatch: pytest.Monk
 
 def test_a_probe_cut_short_by_its_time_limit_leaves_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
     todo = _plan({"g": 100})
-    monkeypatch.setattr(runner, "AUTO_PROBE_S", 0.0)  # stops after the first chunk
+    monkeypatch.setattr(placement, "AUTO_PROBE_S", 0.0)  # stops after the first chunk
     fake = _Recorder()
-    rest, count = asyncio.run(_probe(fake, todo, 50, runner.RunResult(run_dir=None, planned=100), None))  # type: ignore[arg-type]
+    rest, count = asyncio.run(run_probe(fake, todo, 50, RunResult(run_dir=None, planned=100), None))  # type: ignore[arg-type]
     assert [len(c) for c in fake.chunks] == [1] and fake.chunks[0] == [todo[0]]
     assert rest == todo[1:] and count >= 1

@@ -1,5 +1,5 @@
 """A run without model players in worker processes: the driver plays matches too, beside one worker fewer
-(``runner._executor``), and handles its own matches' failures as the workers' ones."""
+(``placement.worker_pool``), and handles its own matches' failures as the workers' ones."""
 
 from __future__ import annotations
 

@@ -176,9 +176,9 @@ def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeyp
         by_repeat[record.repeat] = by_repeat.get(record.repeat, 0) + 1
     assert by_repeat[0] == 12 and min(by_repeat.values()) < 12  # later rounds leave resolved players out
 
-    from deepeval_games.app.execution import runner
+    from deepeval_games.app.execution import adaptive_rounds
 
-    original = runner._RecordingRunner.played
+    original = adaptive_rounds._RecordingRunner.played
     rng = random.Random(7)
     kills = 0
     while True:
@@ -190,7 +190,7 @@ def test_a_killed_active_run_resumes_to_the_same_records(tmp_path: Path, monkeyp
             if _left[0] == 0:
                 raise _Killed
 
-        monkeypatch.setattr(runner._RecordingRunner, "played", played)
+        monkeypatch.setattr(adaptive_rounds._RecordingRunner, "played", played)
         try:
             run_experiment(spec, tmp_path / "killed", workers=1)
             break

@@ -140,7 +140,7 @@ class _Bar:
 
 
 def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app.execution import runner
+    from deepeval_games.app.execution.match_runner import MatchRunner
 
     spec = _spec(30, max_concurrency=5)  # 30 matches, at most 5 in flight
     one = run_experiment(spec, tmp_path / "one", workers=1)
@@ -174,7 +174,7 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
         bars.append(_Bar())
         return bars[-1]
 
-    monkeypatch.setattr(runner._Runner, "progress_bar", bar)
+    monkeypatch.setattr(MatchRunner, "progress_bar", bar)
     here, theirs = slow_driver(monkeypatch)  # a worker surely plays some (the driver plays on while it starts)
     two = run_experiment(spec, tmp_path / "two", workers=2)
     monkeypatch.undo()
@@ -188,7 +188,8 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
 
 
 def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app.execution import runner
+    from deepeval_games.app.execution import match_runner
+    from deepeval_games.app.execution.run_result import RunResult
 
     seen: list[str] = []
 
@@ -211,13 +212,13 @@ def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkey
             "players": [{"name": "m", "model": "openai/x"}, {"name": "r", "bot": "pgg_random"}],
         }
     )
-    monkeypatch.setattr(runner, "ProcessExecutor", Executor)
+    monkeypatch.setattr(match_runner, "ProcessExecutor", Executor)
     plan = plan_matches(spec)
     store = Store(tmp_path)
     try:
-        run = runner._Runner(spec, store, False, None)
+        run = match_runner.MatchRunner(spec, store, False, None)
         run.executor = Executor()  # type: ignore[assignment]
-        result = runner.RunResult(run_dir=tmp_path, planned=len(plan))
+        result = RunResult(run_dir=tmp_path, planned=len(plan))
         asyncio.run(run.run(plan, result))
         assert result.played == len(plan) == len(seen)
     finally:

@@ -161,15 +161,15 @@ def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     spec = _spec(repeats=4, max_concurrency=4)  # 24 matches
     one = run_experiment(spec, tmp_path / "one", workers=1)
     caplog.set_level(logging.INFO, logger="deepeval_games")
-    from deepeval_games.app.execution import runner
+    from deepeval_games.app.execution import placement
 
-    monkeypatch.setattr(runner, "AUTO_PROBE_S", 60.0)  # a slow machine still probes the 12 matches
+    monkeypatch.setattr(placement, "AUTO_PROBE_S", 60.0)  # a slow machine still probes the 12 matches
     monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly
     monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_WORK_S", 0.0)
     auto = run_experiment(spec, tmp_path / "auto")
     assert "12 matches took" in caplog.text  # the probe: half the run at most, in the driver
     processes = min(len(os.sched_getaffinity(0)), 12)
-    if runner._plays_too(parse_spec(spec), processes):  # this one plays too, beside one worker fewer
+    if placement._plays_too(parse_spec(spec), processes):  # this one plays too, beside one worker fewer
         assert f"playing 12 matches in {processes} processes: this one and {processes - 1} worker" in caplog.text
     else:  # many cores for max_concurrency 4: the workers keep every match in flight
         assert f"playing 12 matches in {processes} worker processes" in caplog.text

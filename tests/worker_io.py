@@ -1,4 +1,4 @@
-"""Test helpers for the worker protocol: a worker's ``_serve`` loop in a thread, and reading its socket."""
+"""Test helpers for the worker protocol: a worker's ``_Session`` loop in a thread, and reading its socket."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Any
 
 
 def serve_in_thread(sock: socket.socket) -> threading.Thread:
-    """Run a worker process's loop (``fork_server._serve``) on ``sock`` in a daemon thread of this process."""
+    """Run a worker process's loop (``fork_server._Session``) on ``sock`` in a daemon thread of this process."""
     from deepeval_games.app.execution import fork_server
 
     def main() -> None:
         async def serve() -> None:
-            await fork_server._serve(sock)
+            await fork_server._Session(sock).serve()
 
         asyncio.run(serve())
 

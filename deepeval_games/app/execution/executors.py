@@ -8,7 +8,7 @@ importable from here too).
 
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
 (``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes (N - 1
-for a run without model players when it plays matches too, see ``runner._plays_too``; forked from a fork server
+for a run without model players when it plays matches too, see ``placement._plays_too``; forked from a fork server
 that imported pyspiel, the tasks and, for model players, litellm once) and sends them the planned matches over a
 socket, those of one turn of its event loop in one message of compact rows; each worker
 plays many matches at once in its own event loop (the run's ``max_concurrency`` is shared out among the workers, so
@@ -68,13 +68,13 @@ from deepeval_games.app.execution.match_worker import (
     MatchWorker,
     RowWriter,
     WorkerError,
-    _seats,
     add_counters,
     decode_planned,
     encode_planned,
     raise_for_result,
     record_text,
     spec_modules,
+    spec_seats,
 )
 from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -144,7 +144,7 @@ AUTO_PROBE_S = 0.25
 """The probe's time limit (it ends after the match that passes it)."""
 AUTO_SCRIPTED_MIN_MATCH_S = 100e-6
 """Under ``"auto"``, the least CPU time a scripted match must take in the driver (its record committed included) for
-worker processes to pay. The driver plays too, beside one worker fewer (``runner._plays_too``), and each match a
+worker processes to pay. The driver plays too, beside one worker fewer (``placement._plays_too``), and each match a
 worker plays costs the driver its record's line instead of the match, so only matches dearer than a line gain
 (measurements: ``bench/README.md``, "Thresholds of the executors")."""
 AUTO_SCRIPTED_MIN_WORK_S = 0.5
@@ -160,7 +160,7 @@ decides, before the probe, whether a run may use workers."""
 
 def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: int) -> int:
     """How many processes play a run of ``matches`` matches (1: the driver plays them itself; N: N worker processes,
-    or the driver and N - 1 workers in a run without model players, see ``runner._plays_too``).
+    or the driver and N - 1 workers in a run without model players, see ``placement._plays_too``).
 
     ``workers`` overrides the spec's ``[experiment] workers`` (``"auto"`` or a number). Always 1 with a person at the
     table (a human seat or judge) or a ``local/`` model. An explicit number is capped by the matches to play.
@@ -169,7 +169,7 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
     probe (:func:`probe_matches`) has timed its matches (:func:`workers_after_probe`).
     """
     setting = spec.experiment.workers if workers is None else workers
-    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in _seats(spec)):
+    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in spec_seats(spec)):
         return 1
     if setting == "auto":
         if not spec.uses_models():

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, _error_result
+from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, error_result
 from deepeval_games.core.quoting import escape_log_lines
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
@@ -85,182 +85,202 @@ class _Link(asyncio.Protocol):
         self.on_end()
 
 
-async def _serve(sock: socket.socket) -> None:
-    """The worker process's loop over its socket to the driver: read requests (JSON lines, each handled as it
-    arrives), play, write results until the input ends. Results are written with ``writev`` of the queued parts (not
-    joined into one copy first), waiting for room when the socket is full (:func:`_write_parts`) rather than handing
-    the rest to the transport's buffer (which copies it, and moves what is left to its front after every partial
-    send)."""
+class _Session:
+    """A worker process's session with the driver over its socket: read requests (JSON lines, each handled as it
+    arrives), play, write results until the input ends (:meth:`serve`). Results are written with ``writev`` of the
+    queued parts (not joined into one copy first), waiting for room when the socket is full (:func:`_write_parts`)
+    rather than handing the rest to the transport's buffer (which copies it, and moves what is left to its front
+    after every partial send).
 
-    outbox: list[bytes] = []
-    loop = asyncio.get_running_loop()
-    started: asyncio.Future[None] = loop.create_future()
-    """Done when the first message (``init``) has arrived, or the input ended before it."""
-    ended: asyncio.Future[None] = loop.create_future()
-    inbox: list[dict[str, Any]] = []
-    """Messages that arrived before the worker could handle them (``init``, and what came with it)."""
-    handler: Callable[[dict[str, Any]], None] | None = None
+    Matches are played by a few long-lived player tasks (as many as were ever needed at once), not a task per
+    request: a player takes requests from the queue until it is empty; while requests wait, one player is always
+    scheduled to take them, so a match that waits (a model call) never holds up the next. A player that takes a
+    request while others wait asks for that at the next turn of the loop (:meth:`check`): by then it has either
+    played them all (a match that never waits, a scripted one: no other player is woken) or is waiting itself."""
 
-    def handle(message: dict[str, Any]) -> None:
-        if handler is not None:
-            handler(message)
+    transport: asyncio.Transport
+    """The worker's end of the socket (set by :meth:`serve` once connected)."""
+    worker: MatchWorker
+    """What plays the matches (set by :meth:`serve` once ``init`` has arrived)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.outbox: list[bytes] = []
+        self.loop = asyncio.get_running_loop()
+        self.started: asyncio.Future[None] = self.loop.create_future()
+        """Done when the first message (``init``) has arrived, or the input ended before it."""
+        self.ended: asyncio.Future[None] = self.loop.create_future()
+        self.inbox: list[dict[str, Any]] = []
+        """Messages that arrived before the worker could handle them (``init``, and what came with it)."""
+        self.handling = False
+        """Whether messages are handled as they arrive (:meth:`on_message`) rather than kept in :attr:`inbox`."""
+        self.proxy = LimiterProxy(self.send_json)
+        self.sent_counters = ""
+        self.counted = False
+        """Whether model calls can change the counters (a run without model players sends them once)."""
+        self.rows = RowReader()
+        """Reads the rows of ``plays`` messages (this connection's tables of games and names)."""
+        self.queue: collections.deque[tuple[int, Any]] = collections.deque()
+        """Requests to play: (id, a planned match as a row of a ``plays`` message, or as a ``play`` message's dict)."""
+        self.idle: list[asyncio.Future[None]] = []
+        self.players: set[asyncio.Task[None]] = set()
+        self.scheduled = 0
+        """Players woken (or started) that have not taken a request yet."""
+        self.checking = False
+        """Whether :meth:`check` is scheduled."""
+
+    async def serve(self) -> None:
+        """Serve the driver until it closes the worker's input (finished, or died)."""
+        self.transport, _ = await self.loop.create_unix_connection(
+            lambda: _Link(self.handle, self.on_end), sock=self.sock
+        )
+        await self.started
+        if not self.inbox:
+            self.transport.close()
             return
-        inbox.append(message)
-        if not started.done():
-            started.set_result(None)
+        if not self.start(self.inbox.pop(0)):
+            return
+        try:
+            self.handling = True
+            for message in self.inbox:  # what came with init
+                self.on_message(message)
+            self.inbox.clear()
+            await self.ended  # the driver closed our input (finished, or died): stop
+        finally:
+            for task in self.players:
+                task.cancel()
+            await asyncio.gather(*self.players, return_exceptions=True)
+            self.worker.close()
+            self.transport.close()
 
-    def on_end() -> None:
-        for future in (started, ended):
+    def start(self, init: dict[str, Any]) -> bool:
+        """Start the worker from the driver's ``init`` message; False: it could not start (the driver is told)."""
+        # the driver's environment, directory and import path now, not the fork server's when it started
+        os.environ.clear()
+        os.environ.update(init.get("environ", {}))
+        sys.path[:] = init.get("path", sys.path)
+        try:
+            os.chdir(init.get("cwd", os.getcwd()))
+            self.worker = MatchWorker(
+                init["spec"],
+                modules=init.get("modules", ()),
+                budget_usd=init.get("budget_usd"),
+                on_charge=lambda cost: self.send_json({"op": "charge", "cost": cost}),
+                limiter=self.proxy,
+            )
+        except Exception as exc:
+            self.send_json({"op": "failed", **error_result("", exc)})
+            self.flush()
+            self.transport.close()
+            return False
+        self.counted = self.worker.runtime is not None
+        return True
+
+    def handle(self, message: dict[str, Any]) -> None:
+        """A message from the driver, as it arrives: handled, or kept until the worker has started."""
+        if self.handling:
+            self.on_message(message)
+            return
+        self.inbox.append(message)
+        if not self.started.done():
+            self.started.set_result(None)
+
+    def on_end(self) -> None:
+        """The driver's input ended."""
+        for future in (self.started, self.ended):
             if not future.done():
                 future.set_result(None)
 
-    transport, _ = await loop.create_unix_connection(lambda: _Link(handle, on_end), sock=sock)
-    fd = sock.fileno()
-
-    def flush() -> None:
+    def flush(self) -> None:
+        """Write what was queued."""
+        outbox, transport = self.outbox, self.transport
         if outbox and not transport.is_closing():
-            rest = _write_parts(fd, outbox) if transport.get_write_buffer_size() == 0 else outbox
+            rest = _write_parts(self.fd, outbox) if transport.get_write_buffer_size() == 0 else outbox
             if rest:  # the socket failed (the driver is gone): the transport's write reports it as before
                 transport.write(b"".join(rest))
         outbox.clear()
 
-    def send(*parts: bytes) -> None:
+    def send(self, *parts: bytes) -> None:
         """Queue a message; what this turn of the event loop queued goes out in one write, in order."""
-        if not outbox:
-            loop.call_soon(flush)
-        outbox.extend(parts)
+        if not self.outbox:
+            self.loop.call_soon(self.flush)
+        self.outbox.extend(parts)
 
-    def send_json(message: Mapping[str, Any]) -> None:
-        send(json.dumps(message).encode(), b"\n")
+    def send_json(self, message: Mapping[str, Any]) -> None:
+        """Queue a message as a JSON line."""
+        self.send(json.dumps(message).encode(), b"\n")
 
-    await started
-    if not inbox:
-        transport.close()
-        return
-    init = inbox.pop(0)
-    # the driver's environment, directory and import path now, not the fork server's when it started
-    os.environ.clear()
-    os.environ.update(init.get("environ", {}))
-    sys.path[:] = init.get("path", sys.path)
-    proxy = LimiterProxy(send_json)
-    try:
-        os.chdir(init.get("cwd", os.getcwd()))
-        worker = MatchWorker(
-            init["spec"],
-            modules=init.get("modules", ()),
-            budget_usd=init.get("budget_usd"),
-            on_charge=lambda cost: send_json({"op": "charge", "cost": cost}),
-            limiter=proxy,
-        )
-    except Exception as exc:
-        send_json({"op": "failed", **_error_result("", exc)})
-        flush()
-        transport.close()
-        return
-
-    sent_counters = ""
-    counted = worker.runtime is not None
-    """Whether model calls can change the counters (a run without model players sends them once)."""
-
-    def finished(request_id: int, result: bytes | Mapping[str, Any]) -> None:
+    def finished(self, request_id: int, result: bytes | Mapping[str, Any]) -> None:
         """Send a match's outcome: its record (the JSON's bytes, never parsed or written again), or its error."""
-        nonlocal sent_counters
-        if counted or not sent_counters:
-            counters = json.dumps(worker.counters())
-            if counters != sent_counters:
-                send(b'{"op":"counters","counters":%b}\n' % counters.encode())
-                sent_counters = counters
+        if self.counted or not self.sent_counters:
+            counters = json.dumps(self.worker.counters())
+            if counters != self.sent_counters:
+                self.send(b'{"op":"counters","counters":%b}\n' % counters.encode())
+                self.sent_counters = counters
         if isinstance(result, bytes):
-            send(b"R %d %d\n" % (request_id, len(result) + 1), result, b"\n")
+            self.send(b"R %d %d\n" % (request_id, len(result) + 1), result, b"\n")
         elif "record" in result:
             data = result["record"]
-            send(b"R %d %d\n" % (request_id, len(data) + 1), data, b"\n")
+            self.send(b"R %d %d\n" % (request_id, len(data) + 1), data, b"\n")
         else:
-            send_json({"op": "done", "id": request_id, "error": result["error"]})
+            self.send_json({"op": "done", "id": request_id, "error": result["error"]})
 
-    # Matches are played by a few long-lived player tasks (as many as were ever needed at once), not a task per
-    # request: a player takes requests from the queue until it is empty; while requests wait, one player is always
-    # scheduled to take them, so a match that waits (a model call) never holds up the next. A player that takes a
-    # request while others wait asks for that at the next turn of the loop (``check``): by then it has either played
-    # them all (a match that never waits, a scripted one: no other player is woken) or is waiting itself.
-    rows = RowReader()
-    """Reads the rows of ``plays`` messages (this connection's tables of games and names)."""
-    queue: collections.deque[tuple[int, Any]] = collections.deque()
-    """Requests to play: (id, a planned match as a row of a ``plays`` message, or as a ``play`` message's dict)."""
-    idle: list[asyncio.Future[None]] = []
-    players: set[asyncio.Task[None]] = set()
-    scheduled = 0
-    """Players woken (or started) that have not taken a request yet."""
-
-    checking = False
-    """Whether ``check`` is scheduled."""
-
-    def schedule_player() -> None:
-        nonlocal scheduled
-        if scheduled:
+    def schedule_player(self) -> None:
+        """Have one player take the waiting requests: an idle one woken, or a new one."""
+        if self.scheduled:
             return
-        scheduled += 1
-        if idle:
-            idle.pop().set_result(None)
+        self.scheduled += 1
+        if self.idle:
+            self.idle.pop().set_result(None)
         else:
-            players.add(asyncio.create_task(player()))
+            self.players.add(asyncio.create_task(self.player()))
 
-    def check() -> None:
-        nonlocal checking
-        checking = False
-        if queue:
-            schedule_player()
+    def check(self) -> None:
+        """A player took a request while others waited: schedule one for those still waiting."""
+        self.checking = False
+        if self.queue:
+            self.schedule_player()
 
-    async def player() -> None:
-        nonlocal scheduled, checking
+    async def player(self) -> None:
+        """A long-lived player task: plays requests from the queue until it is empty, then waits to be woken."""
+        queue, worker = self.queue, self.worker
         while True:
-            scheduled -= 1
+            self.scheduled -= 1
             while queue:
                 request_id, planned = queue.popleft()
-                if queue and not checking:
-                    checking = True
-                    loop.call_soon(check)
+                if queue and not self.checking:
+                    self.checking = True
+                    self.loop.call_soon(self.check)
                 if isinstance(planned, list):
-                    finished(request_id, await worker.play_row(planned, rows))
+                    self.finished(request_id, await worker.play_row(planned, self.rows))
                 else:
-                    finished(request_id, await worker.play(planned, as_bytes=True))
-            waiter = loop.create_future()
-            idle.append(waiter)
+                    self.finished(request_id, await worker.play(planned, as_bytes=True))
+            waiter = self.loop.create_future()
+            self.idle.append(waiter)
             await waiter
 
-    def on_message(message: dict[str, Any]) -> None:
+    def on_message(self, message: dict[str, Any]) -> None:
+        """Handle a message from the driver (after ``init``)."""
         op = message.get("op")
         if op == "plays":  # several planned matches, as rows, with the ids first, first + 1, ...
-            rows.add_tables(message)
-            queue.extend(enumerate(message["matches"], int(message["first"])))
-            schedule_player()
+            self.rows.add_tables(message)
+            self.queue.extend(enumerate(message["matches"], int(message["first"])))
+            self.schedule_player()
         elif op == "play":
-            queue.append((int(message["id"]), message["match"]))
-            schedule_player()
+            self.queue.append((int(message["id"]), message["match"]))
+            self.schedule_player()
         elif op == "granted":
-            proxy.granted(int(message["ask"]), message["grant"])
+            self.proxy.granted(int(message["ask"]), message["grant"])
         elif op == "denied":
-            proxy.denied(int(message["ask"]), str(message.get("error", "")))
+            self.proxy.denied(int(message["ask"]), str(message.get("error", "")))
         elif op == "budget":
-            worker.update_budget(float(message["spent"]))
-
-    try:
-        handler = on_message
-        for message in inbox:  # what came with init
-            on_message(message)
-        inbox.clear()
-        await ended  # the driver closed our input (finished, or died): stop
-    finally:
-        for task in players:
-            task.cancel()
-        await asyncio.gather(*players, return_exceptions=True)
-        worker.close()
-        transport.close()
+            self.worker.update_budget(float(message["spent"]))
 
 
 async def _worker_main_async(sock: socket.socket) -> None:
     with contextlib.suppress(ConnectionError):  # the driver is gone
-        await _serve(sock)
+        await _Session(sock).serve()
 
 
 def worker_main(sock: socket.socket) -> None:

@@ -1,9 +1,8 @@
 """Plays one planned match in this process: the seats' bots built from the match's seed, the referee run.
 
-:class:`MatchPlayer` is what the runner (:mod:`deepeval_games.app.execution.runner`) and every worker of an executor
-(:mod:`deepeval_games.app.execution.executors`, :mod:`deepeval_games.app.execution.ray_executor`) play matches with, so
-a match plays the
-same
+:class:`MatchPlayer` is what the runner (:mod:`deepeval_games.app.execution.match_runner`) and every worker of an
+executor (:mod:`deepeval_games.app.execution.executors`, :mod:`deepeval_games.app.execution.ray_executor`) play matches
+with, so a match plays the same
 wherever it runs: the same bots, seeded the same way, give the same record.
 """
 

@@ -33,16 +33,19 @@ __all__ = [
     "add_counters",
     "decode_planned",
     "encode_planned",
+    "error_result",
     "raise_for_result",
     "record_text",
     "spec_modules",
+    "spec_seats",
 ]
 
 
 ErrorKind = Literal["infra", "fatal", "spec", "error"]
 
 
-def _seats(spec: ExperimentSpec) -> tuple[Any, ...]:
+def spec_seats(spec: ExperimentSpec) -> tuple[Any, ...]:
+    """Every player of ``spec`` and its judge (if any): whoever a worker builds to play or judge its matches."""
     return (*spec.players, *([spec.judge] if spec.judge is not None else []))
 
 
@@ -52,7 +55,7 @@ def spec_modules(spec: ExperimentSpec, games: Iterable[Any] = ()) -> list[str]:
     from deepeval_games.core.registry.bots import lookup_bot
 
     modules: set[str] = set()
-    for player in _seats(spec):
+    for player in spec_seats(spec):
         if player.bot is not None:
             with contextlib.suppress(DeepEvalError):
                 modules.add(lookup_bot(player.bot).cls.__module__)
@@ -179,7 +182,10 @@ def _error_kind(exc: BaseException) -> ErrorKind:
     return "error"
 
 
-def _error_result(match_id: str, exc: BaseException) -> dict[str, Any]:
+def error_result(match_id: str, exc: BaseException) -> dict[str, Any]:
+    """A failed match's result as data (what :meth:`MatchWorker.play` returns instead of a record, and a worker sends
+    when it cannot start): the error's kind, type, message and traceback (:func:`raise_for_result` raises it
+    again)."""
     return {
         "match_id": match_id,
         "error": {
@@ -376,7 +382,7 @@ class MatchWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return _error_result(match_id, exc)
+            return error_result(match_id, exc)
         return {"match_id": match_id, "record": record.to_json_bytes() if as_bytes else record.to_json()}
 
     async def play_row(self, row: Sequence[Any], rows: RowReader) -> bytes | dict[str, Any]:
@@ -388,7 +394,7 @@ class MatchWorker:
             raise
         except Exception as exc:
             match_id = str(row[0]) if isinstance(row, Sequence) and row else "?"
-            return _error_result(match_id, exc)
+            return error_result(match_id, exc)
         return record.to_json_bytes()
 
     def counters(self) -> dict[str, Any]:
