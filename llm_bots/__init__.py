@@ -7,9 +7,7 @@ litellm, which is slow to import and is loaded only through :mod:`llm_bots.trans
 to use its bundled model price list rather than fetch one from the internet).
 """
 
-from typing import TYPE_CHECKING
-
-from deepeval_games.core.registry.entry_points import lazy_names
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from llm_bots.adapters import GenericAdapter, Parsed, TaskAdapter, adapter_for, register_adapter
@@ -42,4 +40,11 @@ _WHERE = {
     "register_adapter": "llm_bots.adapters",
 }
 
-__getattr__ = lazy_names(__name__, _WHERE)  # litellm loads only when a model plays
+
+def __getattr__(name: str) -> Any:
+    """A name of the list above, imported on first use (litellm loads only when a model plays). Importing this
+    package imports nothing else, so a process that needs one module of it (the local model's server,
+    ``python -m llm_bots.local.serve``) does not load the engine."""
+    from deepeval_games.core.registry.entry_points import lazy_names
+
+    return lazy_names(__name__, _WHERE)(name)

@@ -7,8 +7,8 @@ process serves ``xllamacpp.Server`` on 127.0.0.1 at a free port, writes ``{"addr
 one line to its stdout, and serves until its stdin closes (the parent closed the pipe or died). It ignores Ctrl-C (the
 parent decides when it stops; Ctrl-C hits the whole process group) and exits on SIGTERM.
 
-It imports only the standard library and ``xllamacpp``; ``python -m`` first imports its packages' ``__init__``
-modules (``llm_bots`` imports the ``deepeval_games`` core: a few tenths of a second of CPU, no litellm).
+It imports only the standard library and ``xllamacpp`` (``python -m`` first imports its packages' ``__init__``
+modules, which import nothing).
 """
 
 from __future__ import annotations
