@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_games.app.execution.runner import run_experiment
-from deepeval_games.app.reports.report import table_module, table_names
+from deepeval_games.app.reports.task_tables import table_module, table_names
 from deepeval_games.app.spec.spec import RECHECK_RULES, ExperimentSpec, load_spec
 from deepeval_games.app.storage.store import DB_NAME, Store, committed_ids
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
@@ -53,7 +53,8 @@ def _task(record: MatchRecord) -> str:
 
 def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
-    the headline the task's tables module gives (:data:`~deepeval_games.app.reports.report.TABLES_ENTRY_POINT_GROUP`).
+    the headline the task's tables module gives
+    (:data:`~deepeval_games.app.reports.task_tables.TABLES_ENTRY_POINT_GROUP`).
 
     Two-seat tasks add Bradley–Terry ratings, symmetric ones also win/draw/loss, NRA, first mover and illegal-move
     rates (:mod:`analysis.tables.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
@@ -233,7 +234,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     """Every table of one or more run directories (one layout: :mod:`deepeval_games.app.reports.report`); ``--html``
     also
     writes the browsable report, ``--plots`` the figures as PNG and SVG."""
-    from deepeval_games.app.reports.report import load_report, text_report, variant_title
+    from deepeval_games.app.reports.report import load_report, text_report
+    from deepeval_games.app.reports.sections import variant_title
 
     if args.html:
         from deepeval_games.app.reports.html import write_html_report
@@ -292,7 +294,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from analysis.export import columns_for, match_row, turn_rows, write_rows
-    from deepeval_games.app.reports.report import max_seats, open_runs, player_labels, stream_records
+    from deepeval_games.app.reports.runs import max_seats, open_runs, player_labels, stream_records
 
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)
@@ -377,7 +379,7 @@ def _cmd_rejudge(args: argparse.Namespace) -> int:
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     """A task's pairwise tables (the tables module it registers:
-    :func:`~deepeval_games.app.reports.report.table_module`)."""
+    :func:`~deepeval_games.app.reports.task_tables.table_module`)."""
     module = table_module(args.table)
     records = _read_run(args.run_dir)
     seen = {name for record in records for name in record.seats}
