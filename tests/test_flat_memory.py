@@ -10,7 +10,8 @@ import pytest
 
 from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.execution.runner import run_experiment
-from deepeval_games.app.reports.report import ReportData, load_report, slim, text_report
+from deepeval_games.app.reports.report import ReportData, load_report, text_report
+from deepeval_games.app.reports.slim import slim
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 

@@ -451,13 +451,13 @@ def test_the_match_list_filters_by_task_player_seat_outcome_and_data_item(
 def test_a_new_analysis_adds_its_section_in_one_place(
     example_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.app.reports import report
+    from deepeval_games.app.reports import sections
 
-    @report.section("longest", "Longest match")
-    def _longest(ctx: report.ReportContext) -> list[report.Block]:
+    @sections.section("longest", "Longest match")
+    def _longest(ctx: sections.ReportContext) -> list[sections.Block]:
         turns = max(len(r.turns) for r in ctx.records)
         return [
-            report.Block(
+            sections.Block(
                 "longest",
                 "Longest match",
                 text=f"Longest match: {turns} turns",
@@ -472,7 +472,7 @@ def test_a_new_analysis_adds_its_section_in_one_place(
         page = write_html_report([example_runs["pgg"]], tmp_path / "html").read_text(encoding="utf-8")
         assert 'data-section="longest"' in page and 'data-table="longest"' in page
     finally:
-        report.SECTIONS[:] = [s for s in report.SECTIONS if s.key != "longest"]
+        sections.SECTIONS[:] = [s for s in sections.SECTIONS if s.key != "longest"]
 
 
 def _local_reason() -> str | None:

@@ -358,54 +358,115 @@ def format_pair_table(
     """
     row_means, column_means = means
     last_columns = [(mean_labels[0], row_means), *more_row_means]
+    layout = _pair_layout(
+        players, cells, values, labels, column_means, corner, mean_labels, digits, difference is not None
+    )
+
+    def show(row: str, column: str) -> str:
+        cell = cells.get((row, column))
+        if cell is None:
+            return layout.cell_text(["-"] * len(labels), marked=False)
+        marked = difference is not None and resolved(difference[1](cell))
+        return layout.cell_text([format_number(v, digits) for v in values(cell)], marked=marked)
+
+    # the column mean stands under the sub-column it averages, else at the cell's right edge
+    pad = 0 if column_mean_part is None else (len(labels) - 1 - column_mean_part) * (layout.num + 1)
+    lines = [title] if title else []
+    lines += _pair_header(players, labels, corner, [label for label, _ in last_columns], layout)
+    for row in players:
+        text = row.ljust(layout.name) + "".join("  " + show(row, column) for column in players)
+        lines.append(text + _row_means_text(row, last_columns, digits, layout))
+    lines.append(_column_means_line(mean_labels[1], players, column_means, digits, layout, pad))
+    lines += _pair_footer(cells, matches, caption, difference)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _PairLayout:
+    """The widths of a pairwise table's text (:func:`format_pair_table`)."""
+
+    num: int
+    """One number (a sub-column)."""
+    name: int
+    """The first column: the row players' names."""
+    cell: int
+    """A column player's cell: its sub-columns and the mark."""
+    mark: int
+    """The ``*`` after a cell's numbers: 1 when the table marks resolved cells, else 0."""
+
+    def cell_text(self, shown: Sequence[str], *, marked: bool) -> str:
+        """A cell's numbers (or ``-`` each), right-aligned in their sub-columns, ``*`` after them when ``marked``."""
+        return (" ".join(v.rjust(self.num) for v in shown) + ("*" if marked else " " * self.mark)).rjust(self.cell)
+
+
+def _pair_layout(
+    players: Sequence[str],
+    cells: Mapping[PairKey, C],
+    values: Callable[[C], Sequence[float]],
+    labels: Sequence[str],
+    column_means: Callable[[str], float],
+    corner: str,
+    mean_labels: tuple[str, str],
+    digits: int,
+    marks: bool,
+) -> _PairLayout:
+    """The widths of :func:`format_pair_table`'s text: every number of a cell, a sub-header and a column mean fits
+    its sub-column (e.g. "100.00", "-11.17"); with ``marks`` each cell keeps a place for the ``*`` mark."""
     parts = len(labels)
-    # every number of a cell, a sub-header and a column mean fits its sub-column (e.g. "100.00", "-11.17")
     shown_values = [format_number(v, digits) for c in cells.values() for v in values(c)]
     shown_values += [format_number(column_means(p), digits) for p in players]
     num_width = max([digits + 3, 4, *(len(v) for v in shown_values), *(len(label) for label in labels)])
     name_width = max([len(corner), len(mean_labels[1]), *(len(p) for p in players)])
-    mark_width = 1 if difference is not None else 0
+    mark_width = 1 if marks else 0
     cell_width = max([parts * num_width + parts - 1 + mark_width, *(len(p) for p in players)])
-    # the column mean stands under the sub-column it averages, else at the cell's right edge
-    mean_pad = 0 if column_mean_part is None else (parts - 1 - column_mean_part) * (num_width + 1)
+    return _PairLayout(num_width, name_width, cell_width, mark_width)
 
-    def show(row: str, column: str) -> str:
-        cell = cells.get((row, column))
-        shown = ["-"] * parts if cell is None else [format_number(v, digits) for v in values(cell)]
-        mark = (
-            "*" if difference is not None and cell is not None and resolved(difference[1](cell)) else " " * mark_width
-        )
-        return (" ".join(v.rjust(num_width) for v in shown) + mark).rjust(cell_width)
 
-    def column_mean(player: str) -> str:
-        return (format_number(column_means(player), digits) + " " * (mean_pad + mark_width)).rjust(cell_width).rstrip()
+def _pair_header(
+    players: Sequence[str], labels: Sequence[str], corner: str, last_columns: Sequence[str], layout: _PairLayout
+) -> list[str]:
+    """The two header lines of :func:`format_pair_table`: the players and the last columns, then the sub-header."""
+    header = corner.ljust(layout.name) + "".join("  " + p.rjust(layout.cell) for p in players)
+    first = (header + "".join("  " + label.rjust(layout.num) for label in last_columns)).rstrip()
+    sub = " " * layout.name + "".join("  " + layout.cell_text(labels, marked=False) for _ in players)
+    return [first, sub.rstrip()]
 
-    lines = [title] if title else []
-    header = corner.ljust(name_width) + "".join("  " + p.rjust(cell_width) for p in players)
-    lines.append((header + "".join("  " + label.rjust(num_width) for label, _ in last_columns)).rstrip())
-    sub = " " * name_width + "".join(
-        "  " + (" ".join(label.rjust(num_width) for label in labels) + " " * mark_width).rjust(cell_width)
-        for _ in players
+
+def _row_means_text(
+    row: str, last_columns: Sequence[tuple[str, Callable[[str], float]]], digits: int, layout: _PairLayout
+) -> str:
+    """The last columns of a row of :func:`format_pair_table`: the row player's means, each under its header."""
+    return "".join(
+        "  " + format_number(mean(row), digits).rjust(max(len(label), layout.num)) for label, mean in last_columns
     )
-    lines.append(sub.rstrip())
-    for row in players:
-        text = row.ljust(name_width) + "".join("  " + show(row, column) for column in players)
-        lines.append(
-            text
-            + "".join(
-                "  " + format_number(mean(row), digits).rjust(max(len(label), num_width))
-                for label, mean in last_columns
-            )
-        )
-    lines.append(
-        mean_labels[1].ljust(name_width) + "".join("  " + column_mean(p).ljust(cell_width) for p in players).rstrip()
+
+
+def _column_means_line(
+    label: str, players: Sequence[str], column_means: Callable[[str], float], digits: int, layout: _PairLayout, pad: int
+) -> str:
+    """The last row of :func:`format_pair_table`: each column player's mean in its cell, ``pad`` spaces (and the
+    mark's) from the cell's right edge."""
+    texts = (format_number(column_means(p), digits) + " " * (pad + layout.mark) for p in players)
+    return (
+        label.ljust(layout.name)
+        + "".join("  " + text.rjust(layout.cell).rstrip().ljust(layout.cell) for text in texts).rstrip()
     )
+
+
+def _pair_footer(
+    cells: Mapping[PairKey, C],
+    matches: Callable[[C], int],
+    caption: str,
+    difference: tuple[str, Callable[[C], Interval]] | None,
+) -> list[str]:
+    """The last line of :func:`format_pair_table` (none without cells): the caption, what ``*`` marks, and the
+    matches per cell."""
     counts = sorted({matches(c) for c in cells.values()})
-    if counts:
-        span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
-        note = f"; * {difference[0]} resolved (its 95% interval, match by match, excludes 0)" if difference else ""
-        lines.append(f"({caption}{note}; {span} matches per cell)")
-    return "\n".join(lines)
+    if not counts:
+        return []
+    span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
+    note = f"; * {difference[0]} resolved (its 95% interval, match by match, excludes 0)" if difference else ""
+    return [f"({caption}{note}; {span} matches per cell)"]
 
 
 def format_cell_intervals(

@@ -22,7 +22,7 @@ from deepeval_games.app.commands.reading import (
     cmd_tables,
     cmd_view,
 )
-from deepeval_games.app.reports.report import table_names
+from deepeval_games.app.reports.task_tables import table_names
 
 __all__ = ["command_parser"]
 

@@ -30,9 +30,7 @@ def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None
     task's penalty or a seeded random legal move was played for the seat). ``records`` are read once, as they
     come (a stream from the store keeps memory flat), and kept slim.
     """
-    from deepeval_games.app.reports.report import (
-        core_text,  # the report's core sections (deepeval_games.app.reports.report)
-    )
+    from deepeval_games.app.reports.report import core_text  # the report's core sections
 
     return core_text(records, epsilon=epsilon)
 

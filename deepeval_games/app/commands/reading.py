@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deepeval_games.app.commands.console import print_error
-from deepeval_games.app.reports.report import table_module
+from deepeval_games.app.reports.task_tables import table_module
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.records import MatchRecord
@@ -28,7 +28,8 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
 def cmd_report(args: argparse.Namespace) -> int:
     """Every table of one or more run directories (one layout: :mod:`deepeval_games.app.reports.report`); ``--html``
     also writes the browsable report, ``--plots`` the figures as PNG and SVG."""
-    from deepeval_games.app.reports.report import load_report, text_report, variant_title
+    from deepeval_games.app.reports.report import load_report, text_report
+    from deepeval_games.app.reports.sections import variant_title
 
     if args.html:
         from deepeval_games.app.reports.html import write_html_report
@@ -91,7 +92,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export DIR... --out OUT``: the matches or turns as CSV, JSON Lines or Parquet, or the runs as inspect_ai
     logs."""
     from analysis.export import columns_for, match_row, turn_rows, write_rows
-    from deepeval_games.app.reports.report import max_seats, open_runs, player_labels, stream_records
+    from deepeval_games.app.reports.runs import max_seats, open_runs, player_labels, stream_records
 
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.reports.report import Block, ReportData, RunSource, load_report, render_blocks, variant_title
+from deepeval_games.app.reports.report import ReportData, load_report, render_blocks
+from deepeval_games.app.reports.runs import RunSource
+from deepeval_games.app.reports.sections import Block, variant_title
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.reports.report import RunSource, open_runs
+from deepeval_games.app.reports.runs import RunSource, open_runs
 from deepeval_games.app.spec.extends import stored_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError

@@ -1,0 +1,95 @@
+"""The report's sections of detail per game variant: turn outcomes, calls, tokens and cost, the context policy
+per turn, the task's own tables (the paper's Tables 1–6) and the figures. Each registers on import
+(:func:`~deepeval_games.app.reports.sections.section`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+from pathlib import Path
+
+from deepeval_games.app.reports.sections import Block, ReportContext, section, variant_title
+from deepeval_games.app.reports.task_tables import variant_tables
+
+
+@section("turn_outcomes", "Turn outcomes", core=True)
+def _turn_outcomes(ctx: ReportContext) -> list[Block]:
+    from analysis.tables.outcomes import format_turn_outcomes, turn_outcomes
+
+    outcomes = turn_outcomes(ctx.records)
+    if all(tally.all_ok for tally in outcomes.values()):  # every turn valid at the first ask: nothing to say
+        return []
+    return [Block("turn_outcomes", "Turn outcomes", text=format_turn_outcomes(outcomes))]
+
+
+@section("usage", "Turn outcomes, calls, tokens and cost per player")
+def _usage(ctx: ReportContext) -> list[Block]:
+    from analysis.tables.usage import USAGE_HEADER, format_usage, player_usage, usage_rows
+
+    usage = player_usage(ctx.records)
+    if not usage:
+        return []
+    title = "Turn outcomes, calls, tokens and cost per player"
+    return [
+        Block(
+            "usage",
+            title,
+            text=title + "\n" + format_usage(usage),
+            header=USAGE_HEADER,
+            rows=tuple(usage_rows(usage)),
+        )
+    ]
+
+
+@section("context_use", "Context policy per turn")
+def _context_use(ctx: ReportContext) -> list[Block]:
+    from analysis.tables.context_use import CONTEXT_COLUMNS, context_use, format_context_use
+
+    use = context_use(ctx.records)
+    if all(set(tally) <= {"full"} for tally in use.values()):  # the paper's whole pool throughout: nothing to say
+        return []
+    rows = tuple((name, *(str(tally.get(c, 0)) for c in CONTEXT_COLUMNS)) for name, tally in use.items())
+    text = format_context_use(use)
+    return [Block("context_use", "Context policy per turn", text=text, header=("player", *CONTEXT_COLUMNS), rows=rows)]
+
+
+@section("task_tables", "The paper's tables")
+def _task_tables(ctx: ReportContext) -> list[Block]:
+    """The task's pairwise tables (Tables 1–6), printed by the task's table module, with its figure."""
+    blocks = []
+    for name, module in variant_tables(ctx.variant):
+        with tempfile.TemporaryDirectory() as tmp:
+            plot = Path(tmp) / "tables.svg" if ctx.figures else None
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                module.print_tables(ctx.records, plot=plot)
+            text = "\n".join(line for line in out.getvalue().splitlines() if not line.startswith("figure: "))
+            blocks.append(Block(f"{name}_tables", f"Tables of {name}", text=text.strip()))
+            for svg in sorted(Path(tmp).glob("*.svg")):
+                content = svg.read_text(encoding="utf-8")
+                blocks.append(
+                    Block(f"{name}_figure", f"Tables of {name}", svg=content[content.find("<svg") :], kind="figure")
+                )
+    return blocks
+
+
+@section("figures", "Figures")
+def _figures(ctx: ReportContext) -> list[Block]:
+    if not ctx.figures or not ctx.records:
+        return []
+    from analysis.plots import convergence_figure, figure_svg, is_win_lose, payoff_figure
+
+    title = variant_title(ctx.variant, ctx.records)
+    payoffs = "Wins, draws and losses" if is_win_lose(ctx.records) else "Payoffs"
+    return [
+        Block(
+            "payoffs", payoffs, svg=figure_svg(payoff_figure(ctx.records, title=f"{payoffs}: {title}")), kind="figure"
+        ),
+        Block(
+            "convergence",
+            "Convergence of mean payoffs",
+            svg=figure_svg(convergence_figure(ctx.records, title=f"Running mean payoff: {title}")),
+            kind="figure",
+        ),
+    ]

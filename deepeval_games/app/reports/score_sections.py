@@ -1,0 +1,169 @@
+"""The report's sections of scores: Eq. 1 / Eq. 2 (or the task's own headline), anytime-valid intervals,
+ratings, two-player metrics and the fixed-sample stableness check. Each registers on import
+(:func:`~deepeval_games.app.reports.sections.section`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+from deepeval_games.app.reports.sections import Block, ReportContext, section
+from deepeval_games.app.reports.task_tables import variant_tables
+from deepeval_games.core.records import MatchRecord
+
+if TYPE_CHECKING:
+    from analysis.tables.scores import Headline
+
+
+def _symmetric(records: Sequence[MatchRecord]) -> bool:
+    return all(set(r.roles) <= {"player"} for r in records)
+
+
+def _headline(ctx: ReportContext) -> Headline | None:
+    """The task's own headline score from its tables module, or None (the default Eq. 1 / Eq. 2 table)."""
+    for _, module in variant_tables(ctx.variant):
+        found = getattr(module, "headline", None)
+        if callable(found):
+            return cast("Headline | None", found(ctx.records))
+    return None
+
+
+@section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
+def _scores(ctx: ReportContext) -> list[Block]:
+    from analysis.tables.payoffs import format_interval, format_scores
+    from analysis.tables.scores import role_scores, symmetric_scores
+
+    headline, note = _headline(ctx), ""
+    if headline is not None:
+        scores, title, note = headline.scores, headline.title, headline.note
+    elif _symmetric(ctx.records):
+        scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
+    else:
+        scores, title = role_scores(ctx.records), "Eq. 2 — mean payoff per player and role"
+    if not scores:
+        return []
+    with_role = any(s.role is not None for s in scores)
+    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "std", "95% CI", "min", "max")
+    rows = tuple(
+        (
+            s.player,
+            *((s.role or "",) if with_role else ()),
+            str(s.n),
+            f"{s.mean:.2f}",
+            f"{s.std:.2f}",
+            format_interval(s.ci_low, s.ci_high),
+            f"{s.min:.2f}",
+            f"{s.max:.2f}",
+        )
+        for s in scores
+    )
+    text = format_scores(scores, title=title) + (f"\n{note}" if note else "")
+    return [Block("scores", title, text=text, header=header, rows=rows)]
+
+
+@section("anytime", "Anytime-valid intervals")
+def _anytime(ctx: ReportContext) -> list[Block]:
+    """Every mean of the scores with its anytime-valid confidence sequence (:mod:`analysis.stats.confseq`): valid
+    however
+    often the results were looked at before the run stopped."""
+    from analysis.stats.confseq import anytime_scores
+
+    scores = anytime_scores(ctx.records)
+    if not scores:
+        return []
+    with_role = any(s.role != "player" for s in scores)
+    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "95% anytime-valid interval")
+    rows = tuple(
+        (
+            s.player,
+            *((s.role,) if with_role else ()),
+            str(s.interval.n),
+            f"{s.interval.mean:.2f}",
+            f"[{s.interval.low:.2f}, {s.interval.high:.2f}]",
+        )
+        for s in scores
+    )
+    title = "Anytime-valid 95% intervals of the mean payoff (hedged-capital confidence sequence, game payoff range)"
+    width = max(len(r[0]) for r in rows)
+    lines = [title] + ["  ".join([row[0].ljust(width), *row[1:]]) for row in rows]
+    return [Block("anytime", title, text="\n".join(lines), header=header, rows=rows)]
+
+
+@section("ratings", "Ratings", core=True)
+def _ratings(ctx: ReportContext) -> list[Block]:
+    """Bradley–Terry with intervals (two seats, one role), Plackett–Luce (more seats, one role), Bradley–Terry
+    per role from paired comparisons (asymmetric tasks), and α-Rank where the seatings allow it
+    (:mod:`analysis.stats.ratings`)."""
+    from analysis.stats import ratings
+
+    done = [r for r in ctx.records if r.status == "complete"]
+    if not done:
+        return []
+    blocks = []
+    if not _symmetric(done):
+        per_role = ratings.role_ratings(done)
+        rows = tuple(
+            (role, p, f"{v:+.0f}")
+            for role, table in per_role.items()
+            for p, v in sorted(table.items(), key=lambda item: -item[1])
+        )
+        if rows:
+            text = "Bradley–Terry rating per role (Elo scale, paired comparisons): " + "; ".join(
+                f"{role}: " + ", ".join(f"{p} {v:+.0f}" for p, v in sorted(t.items(), key=lambda i: -i[1]))
+                for role, t in per_role.items()
+            )
+            title = "Bradley–Terry rating per role (Elo scale)"
+            blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
+    elif all(len(r.seats) == 2 for r in done):
+        points = ratings.points_share(done)
+        rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
+        shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
+        text = "Bradley–Terry rating (Elo scale; points share with its 95% interval): " + ", ".join(
+            f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
+        )
+        rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
+        title = "Bradley–Terry rating (Elo scale)"
+        blocks.append(
+            Block("ratings", title, text=text, header=("player", "rating", "points share [95% interval]"), rows=rows)
+        )
+    else:
+        pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
+        text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
+        pl_rows = tuple((p, f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.matches)) for p, r in pl)
+        header = ("player", "mu", "sigma", "mu - 3 sigma", "matches")
+        blocks.append(Block("ratings", "Plackett–Luce rating", text=text, header=header, rows=pl_rows))
+    try:  # α-Rank needs every seating with replacement (pairing "self_play"); without it there is none
+        ranked = ratings.alpha_rank_records(done)
+    except (ValueError, KeyError, IndexError):
+        return blocks
+    rows = tuple((role, p, f"{mass:.3f}") for role, order in ranked.ranking.items() for p, mass in order)
+    text = "α-Rank (stationary mass): " + "; ".join(
+        f"{role}: " + ", ".join(f"{p} {m:.3f}" for p, m in order) for role, order in ranked.ranking.items()
+    )
+    blocks.append(Block("alpha_rank", "α-Rank", text=text, header=("population", "player", "mass"), rows=rows))
+    return blocks
+
+
+@section("two_player", "Two-player metrics", core=True)
+def _two_player(ctx: ReportContext) -> list[Block]:
+    from analysis.tables.two_player import format_two_player
+
+    if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
+        return []
+    return [Block("two_player", "Two-player metrics", text=format_two_player(ctx.records))]
+
+
+@section("stableness", "Stableness", core=True)
+def _stableness(ctx: ReportContext) -> list[Block]:
+    from analysis.stats.convergence import stableness
+
+    if ctx.epsilon is None or not ctx.records:
+        return []
+    check = stableness(ctx.records, epsilon=ctx.epsilon)
+    verdict = "stable" if check.stable else "not yet stable"
+    text = (
+        f"Stableness (epsilon={ctx.epsilon}): {verdict} — {check.reason} (a fixed-sample check: looked at again "
+        "after more matches it is not valid under repeated looks)"
+    )
+    rows = tuple((name, f"{half:.3f}") for name, half in sorted(check.half_widths.items()))
+    return [Block("stableness", text, text=text, header=("player", "95% interval half-width"), rows=rows)]
