@@ -112,7 +112,8 @@ def test_model_settings_are_kept_as_written() -> None:
     }
     assert spec.judge is not None and spec.judge.name == "judge" and spec.judge.params["allow_player_model"] is True
     assert spec.sweep == {"alpha": (1.2, 2), "rounds": (1, 2, 3)}
-    assert spec.until_stable is not None and spec.until_stable.epsilon == 1.0 and spec.until_stable.batch == 5
+    rule = spec.experiment.until_stable
+    assert rule is not None and rule.epsilon == 1.0 and rule.batch == 5
     assert spec.cache is False and spec.budget_usd == 2.0 and spec.repeats == 3 and spec.seed == 5
     assert spec.uses_models() and spec.games == ("deepeval_public_goods(players=2)",)
 

@@ -141,7 +141,7 @@ def test_spec_checks_the_rule() -> None:
         parse_spec(_spec(rule="sometimes"))
     with pytest.raises(SpecError, match="alpha"):
         parse_spec(_spec(alpha=1.5))
-    assert parse_spec(_spec()).until_stable.sequence == "betting"
+    assert parse_spec(_spec()).experiment.until_stable.sequence == "betting"
 
 
 @pytest.mark.slow
@@ -216,7 +216,7 @@ def test_until_stable_without_a_rule_runs_the_adaptive_rule(tmp_path: Path) -> N
     spec = _spec(max_repeats=4)
     del spec["experiment"]["until_stable"]["rule"]  # type: ignore[index]
     parsed = parse_spec(spec)
-    assert parsed.until_stable is not None and parsed.until_stable.rule == "adaptive"
+    assert parsed.experiment.until_stable is not None and parsed.experiment.until_stable.rule == "adaptive"
     result = run_experiment(parsed, tmp_path / "run")
     assert result.stopping is not None and not result.stableness  # the adaptive rule decided, not the recheck
     assert (tmp_path / "run" / "stopping.json").is_file() and result.stopping.rounds <= 4

@@ -12,7 +12,7 @@ from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.spec import ExperimentSpec
-from deepeval_games.app.spec.stopping import RECHECK_RULES
+from deepeval_games.app.spec.stopping import recheck_epsilon, stopping_rule
 from deepeval_games.app.storage.store import DB_NAME, committed_ids
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
@@ -71,8 +71,8 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         executor=args.executor,
         ray_address=args.ray_address,
     )
-    rule = spec.until_stable  # a half-width target under recheck; under adaptive a margin, and the rule reports itself
-    epsilon = rule.epsilon if rule is not None and rule.rule in RECHECK_RULES else None
+    rule = stopping_rule(spec)
+    epsilon = recheck_epsilon(rule)  # a half-width target under recheck; under adaptive the rule reports itself
     # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
     print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
     if spec.uses_models():
@@ -123,7 +123,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for note in plan.notes:
         print(note)
     players = ", ".join(f"{p.name} ({p.model or p.bot})" for p in spec.players)
-    rule = spec.until_stable
+    rule = stopping_rule(spec)
     print(f"Players: {players}")
     if rule is not None:
         print(

@@ -20,7 +20,7 @@ from deepeval_games.app.execution.run_result import RunResult, RunSetup, finish_
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import PlannedMatch, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
-from deepeval_games.app.spec.stopping import StoppingRule
+from deepeval_games.app.spec.stopping import ACTIVE_DEFAULT_EPSILON, ACTIVE_MARGIN, StoppingRule
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 
@@ -28,28 +28,12 @@ if TYPE_CHECKING:
     from analysis.stats.active import ActiveRanking
     from analysis.stats.stopping import AdaptiveStopping, StoppingReport
 
-__all__ = ["ACTIVE_MARGIN", "STOPPING_FILE", "run_adaptive", "stopping_rule"]
+__all__ = ["STOPPING_FILE", "run_adaptive"]
 
 STOPPING_FILE = "stopping.json"
 """The adaptive stopping rule's report in a run directory (:meth:`analysis.stats.stopping.StoppingReport.to_dict`)."""
 
 log = logging.getLogger(__name__)
-
-_ACTIVE_EPSILON = 1e-300
-"""The marker of ``pairing = "active"`` without ``until_stable``: the indifference margin is then
-:data:`ACTIVE_MARGIN` of the widest payoff range."""
-ACTIVE_MARGIN = 1.2
-"""``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
-interval of its payoff difference (which spans twice the payoff range) is narrower than this multiple of the payoff
-range: ``bench/bench_active.py``'s ``epsilon`` (2.4 on payoffs in [-1, 1])."""
-
-
-def stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
-    """The rule that extends the run: ``until_stable``, or for ``pairing = "active"`` the adaptive rule (with its
-    defaults when ``until_stable`` is left out)."""
-    if spec.pairing == "active" and spec.until_stable is None:
-        return StoppingRule(epsilon=_ACTIVE_EPSILON, rule="adaptive")
-    return spec.until_stable
 
 
 def _default_epsilon(bounds: Iterable[tuple[float, float]]) -> float:
@@ -74,13 +58,12 @@ class _RecordingRunner(MatchRunner):
         self.sink(MatchRecord.model_construct(match_id=match_id, turns=[], **fields))
 
 
-async def run_adaptive(spec: ExperimentSpec, setup: RunSetup) -> RunResult:
+async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup) -> RunResult:
     """``until_stable`` with ``rule = "adaptive"``: round ``r`` plays the seatings of repeat ``r`` that
     :class:`~analysis.stats.stopping.AdaptiveStopping` selects. Its decisions depend only on the payoffs of earlier
     rounds, so a resumed run replays the committed rounds (reading the store once) and continues with the same
-    schedule."""
-    rule = stopping_rule(spec)
-    assert rule is not None and rule.rule == "adaptive"
+    schedule. ``rule`` is the run's resolved rule (:func:`~deepeval_games.app.spec.stopping.stopping_rule`)."""
+    assert rule.rule == "adaptive"
     store = open_store(spec, setup)
     runtime = None
     try:
@@ -129,7 +112,7 @@ def _stopping(spec: ExperimentSpec, rule: StoppingRule, games: Mapping[str, Any]
     }
     settings: dict[str, Any] = {
         "alpha": rule.alpha,
-        "epsilon": rule.epsilon if rule.epsilon != _ACTIVE_EPSILON else _default_epsilon(bounds.values()),
+        "epsilon": rule.epsilon if rule.epsilon != ACTIVE_DEFAULT_EPSILON else _default_epsilon(bounds.values()),
         "initial_rounds": spec.repeats,
         "max_rounds": max(rule.max_repeats, spec.repeats),
         "budget": rule.budget_matches,

@@ -91,7 +91,7 @@ async def run_until_stable(
         for total, now in ((sent, result.calls_by_model), (hits, result.cache_hits)):
             for model, count in now.items():
                 total[model] = total.get(model, 0) + count
-        result.stableness = _stableness(spec, result.records)
+        result.stableness = _stableness(rule, result.records)
         stable = bool(result.stableness) and all(check.stable for check in result.stableness.values())
         if stable or repeats >= rule.max_repeats or result.failed:
             result.played, result.model_calls, result.repeats = played, model_calls, repeats
@@ -102,11 +102,8 @@ async def run_until_stable(
         log.info("results not yet stable; extending to %d repeats", repeats)
 
 
-def _stableness(spec: ExperimentSpec, records: list[MatchRecord]) -> dict[str, Any]:
+def _stableness(rule: StoppingRule, records: list[MatchRecord]) -> dict[str, Any]:
     from analysis.stats.convergence import stableness
-
-    rule = spec.until_stable
-    assert rule is not None
     from deepeval_games.core.registry.games import game_variant
 
     tasks = sorted({game_variant(r.game) for r in records})

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.execution.adaptive_rounds import run_adaptive, stopping_rule
+from deepeval_games.app.execution.adaptive_rounds import run_adaptive
 from deepeval_games.app.execution.executors import check_workers, prestart
 from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.repeats import run_once, run_until_stable
@@ -38,6 +38,7 @@ from deepeval_games.app.spec.schedule import (
     plan_matches,
 )
 from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import stopping_rule
 from deepeval_games.app.storage.store import RunLock
 from deepeval_games.core.errors import DeepEvalError, SpecError
 
@@ -136,7 +137,7 @@ async def _run_locked(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedM
     if rule is None:
         return await run_once(spec, setup, plan)
     if rule.rule == "adaptive":
-        return await run_adaptive(spec, setup)
+        return await run_adaptive(spec, rule, setup)
     return await run_until_stable(spec, rule, setup, plan)
 
 

@@ -29,6 +29,7 @@ from analysis.tables.usage import JUDGE_NAME, PlayerUsage, player_usage
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import PlannedMatch, check_round_budget, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.spec.stopping import stopping_rule
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
@@ -182,7 +183,7 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
         SpecError: a match budget below one round (:func:`~deepeval_games.app.spec.schedule.check_round_budget`), or a
             plan that cannot be made (as ``run`` would).
     """
-    rule = spec.until_stable
+    rule = stopping_rule(spec)
     check_round_budget(spec, rule)  # as run would refuse it
     if rule is not None:
         spec = spec.with_experiment(repeats=max(spec.repeats, rule.max_repeats))
@@ -222,7 +223,7 @@ def _usd(value: float | None) -> str:
 def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = False) -> str:
     """The dry run as text: the match count first, then one line per model. ``before_play``: the same bound printed
     as the first lines of a run that is about to play (``eval``), so it says what is about to happen."""
-    rule = spec.until_stable
+    rule = stopping_rule(spec)
     budgeted = rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None
     if before_play:
         count = f"at most {result.to_play}" if budgeted else f"{result.to_play}"

@@ -7,8 +7,9 @@ import json
 import logging
 import sqlite3
 
-from deepeval_games.app.reports.runs import RunSource, spec_source, until_stable
+from deepeval_games.app.reports.runs import RunSource, spec_source
 from deepeval_games.app.reports.sections import Block, ReportContext, section
+from deepeval_games.app.spec.stopping import recorded_rule
 from deepeval_games.app.storage.store import DB_NAME, Store
 
 log = logging.getLogger(__name__)
@@ -80,18 +81,17 @@ def _stopping(ctx: ReportContext) -> list[Block]:
         source = spec_source(run)
         if source is None:
             continue
-        rule = until_stable(source)
-        rule = rule if isinstance(rule, dict) else None
+        rule = recorded_rule(source)
         if rule is None:
             note = stopping_rule_note(None, int(source.get("experiment", {}).get("repeats", 1)))
-        elif rule.get("rule", "adaptive") == "adaptive":
+        elif rule.rule == "adaptive":
             note = (
                 "the adaptive stopping rule's report (stopping.json) is missing: the run was stopped before the rule "
                 "decided, or was played before the adaptive rule became the default (then by the old 'recheck' "
                 "rule, whose intervals are not valid under repeated looks)."
             )
         else:
-            note = stopping_rule_note(str(rule["rule"]), _played_repeats(run), int(rule.get("max_repeats", 50)))
+            note = stopping_rule_note(rule.rule, _played_repeats(run), rule.max_repeats)
         blocks.append(Block("stopping", f"Stopping rule ({run.label})", text=f"{run.label}: {note}"))
     return blocks
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.spec.stopping import RECHECK_RULES
+from deepeval_games.app.spec.stopping import recheck_epsilon, recorded_rule
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
@@ -29,7 +29,6 @@ __all__ = [
     "spec_epsilon",
     "spec_source",
     "stream_records",
-    "until_stable",
 ]
 
 
@@ -90,23 +89,15 @@ def spec_source(run: RunSource) -> dict[str, Any] | None:
     return source if isinstance(source, dict) else None
 
 
-def until_stable(source: dict[str, Any] | None) -> Any:
-    """The ``until_stable`` entry of a spec's ``experiment`` table (:func:`spec_source`), as written, or None."""
-    experiment = source.get("experiment") if source else None
-    return experiment.get("until_stable") if isinstance(experiment, dict) else None
-
-
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
     """The ``until_stable`` epsilon of the first run whose spec has one under the ``recheck`` rule (the stableness
     verdict's default: there it is the half-width every interval must fall below). Under the ``adaptive`` rule (the
     default) epsilon is the margin within which two players are tied, and the rule's own report says whether the run
     is settled: no fixed-sample verdict is added."""
     for run in runs:
-        rule = until_stable(spec_source(run))
-        if not isinstance(rule, dict) or rule.get("rule", "adaptive") not in RECHECK_RULES:
-            continue
-        if isinstance(rule.get("epsilon"), (int, float)):
-            return float(rule["epsilon"])
+        epsilon = recheck_epsilon(recorded_rule(spec_source(run)))
+        if epsilon is not None:
+            return epsilon
     return None
 
 

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from deepeval_games.app.spec.errors import spec_error
 from deepeval_games.app.spec.experiment import RUN_ONLY_KEYS, ExperimentTable, SweepRange
 from deepeval_games.app.spec.players import FromTable, JudgeTable, PlayerSpec, PlayerTable
-from deepeval_games.app.spec.stopping import StoppingRule
 from deepeval_games.app.spec.tables import verbatim_error
 from deepeval_games.core.errors import SpecError
 
@@ -129,11 +128,6 @@ class ExperimentSpec(BaseModel):
     def budget_usd(self) -> float | None:
         """Stop making new model calls once this much (USD) is spent; None for no budget."""
         return self.experiment.budget_usd
-
-    @property
-    def until_stable(self) -> StoppingRule | None:
-        """``[experiment.until_stable]``, if given."""
-        return self.experiment.until_stable
 
     @property
     def sweep(self) -> dict[str, tuple[Any, ...]]:

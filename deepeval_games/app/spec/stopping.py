@@ -1,15 +1,30 @@
-"""The stopping rule of ``[experiment.until_stable]``: add repeats until the results are stable
-(:class:`StoppingRule`), and the rules whose ``epsilon`` is a half-width target (:data:`RECHECK_RULES`)."""
+"""The stopping rule of a run: the ``[experiment.until_stable]`` table (:class:`StoppingRule`) and the one place that
+reads it. :func:`stopping_rule` resolves the rule a spec's run follows (its ``until_stable``; for ``pairing =
+"active"`` without one, the adaptive rule with its defaults), :func:`recorded_rule` the same from a finished run's
+stored spec, and :func:`recheck_epsilon` the half-width target of the fixed-sample rules (:data:`RECHECK_RULES`).
+The command line, the runner, the estimate and the report are handed the resolved rule; none reads the table."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from deepeval_games.app.spec.tables import TABLE
 
-__all__ = ["RECHECK_RULES", "StoppingRule"]
+if TYPE_CHECKING:
+    from deepeval_games.app.spec.spec import ExperimentSpec
+
+__all__ = [
+    "ACTIVE_DEFAULT_EPSILON",
+    "ACTIVE_MARGIN",
+    "RECHECK_RULES",
+    "StoppingRule",
+    "recheck_epsilon",
+    "recorded_rule",
+    "stopping_rule",
+]
 
 RECHECK_RULES = ("recheck", "bootstrap")
 """The ``until_stable`` rules whose ``epsilon`` is a half-width target (the fixed-sample stableness check); under
@@ -57,3 +72,45 @@ class StoppingRule(BaseModel):
     top_epsilon: float | None = Field(default=None, gt=0)
     """``pairing = "active"`` with ``top``: the width at which the pair at the top-``top`` boundary counts as tied
     (default ``epsilon / 2``)."""
+
+
+ACTIVE_DEFAULT_EPSILON = 1e-300
+"""The epsilon of the rule :func:`stopping_rule` gives ``pairing = "active"`` without ``until_stable``: a marker that
+the indifference margin is :data:`ACTIVE_MARGIN` of the widest payoff range, known once the games are loaded."""
+ACTIVE_MARGIN = 1.2
+"""``pairing = "active"`` without ``until_stable``: an adjacent pair stops being refined once the anytime-valid
+interval of its payoff difference (which spans twice the payoff range) is narrower than this multiple of the payoff
+range: ``bench/bench_active.py``'s ``epsilon`` (2.4 on payoffs in [-1, 1])."""
+
+
+def _resolved(pairing: object, table: StoppingRule | None) -> StoppingRule | None:
+    if pairing == "active" and table is None:
+        return StoppingRule(epsilon=ACTIVE_DEFAULT_EPSILON, rule="adaptive")
+    return table
+
+
+def stopping_rule(spec: ExperimentSpec) -> StoppingRule | None:
+    """The rule that extends ``spec``'s run: its ``until_stable``, or for ``pairing = "active"`` the adaptive rule
+    (with its defaults when ``until_stable`` is left out); None for a fixed number of repeats."""
+    return _resolved(spec.pairing, spec.experiment.until_stable)
+
+
+def recorded_rule(document: Mapping[str, Any] | None) -> StoppingRule | None:
+    """:func:`stopping_rule` of a stored spec document (a run directory's spec, as JSON); None when it has no rule,
+    or none this version reads."""
+    experiment = document.get("experiment") if document else None
+    if not isinstance(experiment, Mapping):
+        return None
+    table = experiment.get("until_stable")
+    try:
+        rule = StoppingRule.model_validate(table) if isinstance(table, Mapping) else None
+    except ValidationError:
+        return None
+    return _resolved(experiment.get("pairing"), rule)
+
+
+def recheck_epsilon(rule: StoppingRule | None) -> float | None:
+    """``rule``'s epsilon where it is a half-width target (the fixed-sample stableness check of the recheck rules);
+    None under the adaptive rule, whose epsilon is the margin within which two players are tied (the rule reports
+    itself), and without a rule."""
+    return rule.epsilon if rule is not None and rule.rule in RECHECK_RULES else None
