@@ -9,10 +9,12 @@ trinomial, and a test of a candidate mean can be computed exactly instead of bou
   every n and every share.
 * **three points** ``{low, mid, high}``: the two one-sided exact tests of each candidate mean ``m`` (a grid of
   ``grid`` candidates on the range), each at ``alpha / 2``, inverted. Rescaled to ``{0, c, 1}``, a sample is the
-  counts ``(k0, kc, k1)``; the test orders the samples by the studentized mean
-  ``T = (xbar - m) / sqrt((n s2 + m (1 - m)) / (n + 1))`` (the sample variance pulled towards the largest variance a
-  mean ``m`` allows, so a sample of equal values is no infinitely strong evidence), and its p-value is the
-  probability, under the trinomial with mean ``m``, of a ``T`` at least as extreme as the one observed. The mean
+  counts ``(k0, kc, k1)``; the test orders the samples by the signed root of the empirical-likelihood ratio of the
+  mean ``m`` on the three points (Owen 1988): ``T = sign(xbar - m) sqrt(2 sum_j k_j log(1 + l (v_j - m)))`` with
+  ``v = (0, c, 1)`` and ``l`` solving ``sum_j k_j (v_j - m) / (1 + l (v_j - m)) = 0`` (by bisection), which orders
+  samples with many draws far better than a studentized mean; its p-value is the probability, under the
+  trinomial with mean ``m``, of a ``T`` at least as extreme as the one observed. Any fixed ordering gives a valid
+  test; this one gives the narrowest intervals of those measured (``bench/width_results.md``). The mean
   leaves one parameter free, the share ``pc`` of middle payoffs; the p-value is the largest over the shares in a
   ``1 - gamma`` Clopper–Pearson interval of ``kc / n``, plus ``gamma`` (Berger and Boos, "P values maximised over a
   confidence set for the nuisance parameter", JASA 1994), with ``gamma = alpha / 50``: valid at every n whatever the
@@ -97,13 +99,12 @@ def _trinomial_table(n: int, middle: float, alpha: float, grid: int) -> tuple[np
     k0 = n - k1 - kc
     log_ways = gammaln(n + 1) - gammaln(k0 + 1) - gammaln(kc + 1) - gammaln(k1 + 1)
     mean = (middle * kc + k1) / n
-    spread = n * ((middle * middle * kc + k1) / n - mean**2)  # n s2
     gamma = alpha / 50
     share_low, share_high = binomial_intervals(kc, n, gamma)
     candidates = (np.arange(grid) + 0.5) / grid
     kept = np.zeros((grid, k1.size), dtype=bool)
     for index, m in enumerate(candidates):
-        statistic = (mean - m) / np.sqrt((spread + m * (1 - m)) / (n + 1))
+        statistic = _likelihood_root(np.stack([k0, kc, k1]), np.array([0.0, middle, 1.0]) - m, mean - m)
         below, above = _tails(statistic, (k0, kc, k1), log_ways, m, middle, (share_low, share_high))
         kept[index] = (below + gamma > alpha / 2) & (above + gamma > alpha / 2)
     full_low, full_high = np.zeros((n + 1, n + 1)), np.ones((n + 1, n + 1))
@@ -116,6 +117,27 @@ def _trinomial_table(n: int, middle: float, alpha: float, grid: int) -> tuple[np
     full_low[rows, cols] = np.clip(candidates[first] - 0.5 / grid, 0.0, 1.0)
     full_high[rows, cols] = np.clip(candidates[last] + 0.5 / grid, 0.0, 1.0)
     return full_low, full_high
+
+
+def _likelihood_root(counts: np.ndarray, offsets: np.ndarray, sign: np.ndarray) -> np.ndarray:
+    """The signed root of the empirical-likelihood ratio statistic of every sample (``counts``: 3 x samples) for the
+    mean whose offsets from the three points are ``offsets``; ``sign``: the sample mean minus that mean."""
+    lowest = -1.0 / offsets.max() if offsets.max() > 0 else -1e9  # 1 + l v stays positive on every point
+    highest = -1.0 / offsets.min() if offsets.min() < 0 else 1e9
+    below = np.full(counts.shape[1], lowest * (1 - 1e-12))
+    above = np.full(counts.shape[1], highest * (1 - 1e-12))
+    for _ in range(_BISECTIONS):
+        middle = (below + above) / 2
+        slope = (counts * offsets[:, None] / (1 + middle * offsets[:, None])).sum(axis=0)
+        below = np.where(slope > 0, middle, below)
+        above = np.where(slope > 0, above, middle)
+    factors = np.maximum(1 + (below + above)[None, :] / 2 * offsets[:, None], 1e-300)
+    ratio = 2.0 * (counts * np.log(factors)).sum(axis=0)
+    return np.sign(sign) * np.sqrt(np.maximum(ratio, 0.0))
+
+
+_BISECTIONS = 40
+"""Bisection steps of the likelihood's multiplier (a part in 10^12 of its range: far finer than the ordering needs)."""
 
 
 def _tails(
