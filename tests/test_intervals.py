@@ -96,3 +96,15 @@ def test_sequence_intervals_are_the_streamed_sequence() -> None:
         for step in range(25):
             interval = sequence.update(x[row, step])
             assert (interval.low, interval.high) == (low[row, step], high[row, step])
+
+
+def test_the_share_grid_of_the_three_point_tables_is_fine_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.stats import exact
+
+    exact.trinomial_table.cache_clear()
+    low, high = exact.trinomial_table(12, 0.5, 0.05, 500)
+    monkeypatch.setattr(exact, "NUISANCE_POINTS", 4 * exact.NUISANCE_POINTS)
+    exact.trinomial_table.cache_clear()
+    fine_low, fine_high = exact.trinomial_table(12, 0.5, 0.05, 500)
+    exact.trinomial_table.cache_clear()
+    assert np.abs(fine_low - low).max() <= 0.01 and np.abs(fine_high - high).max() <= 0.01
