@@ -2,9 +2,10 @@
 
     python bench/bench_coverage.py [--runs 10000] [--sizes 6 10 30] [--seed 0]
 
-For every distribution of :data:`DISTRIBUTIONS` (a bounded normal, a Beta(0.5, 4) and a Bernoulli(0.1), each on the
-payoff range ``[LOW, HIGH]``) and every sample size, ``runs`` seeded samples are drawn and every interval of
-:data:`INTERVALS` is computed on each; an interval *covers* when it contains the true value. A type passes when its
+For every distribution of :data:`DISTRIBUTIONS` (a bounded normal, a Beta(0.5, 4), a Bernoulli(0.1) and a
+win/draw/loss game, each on the payoff range ``[LOW, HIGH]``) and every sample size, ``runs`` seeded samples are
+drawn and every interval of :data:`INTERVALS` that applies (the exact ones only where the game declares the
+payoffs' support) is computed on each; an interval *covers* when it contains the true value. A type passes when its
 coverage is at least 94%, or when the 95% Clopper–Pearson upper bound of its observed coverage reaches 95% (a
 coverage that sampling noise cannot tell from 95%). The old percentile bootstrap (:func:`percentile_bootstrap`, the
 report's interval before the betting intervals replaced it) is measured beside them and is expected to fail.
@@ -29,6 +30,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from analysis.stats.confseq import mean_intervals, ratio_intervals  # noqa: E402
+from analysis.stats.intervals import mean_intervals as named_intervals  # noqa: E402
+from analysis.stats.intervals import win_loss_ratio_interval  # noqa: E402
 
 LOW, HIGH = -2.0, 6.0
 """The payoff range of the measurement (zero inside, so a match can be won, drawn or lost)."""
@@ -55,10 +58,21 @@ def _bernoulli(rng: np.random.Generator, runs: int, n: int) -> np.ndarray:
     return np.where(rng.random((runs, n)) < 0.1, HIGH, LOW)
 
 
+MIDDLE = (LOW + HIGH) / 2
+OUTCOMES = {LOW: 0.25, MIDDLE: 0.6, HIGH: 0.15}
+"""A win/draw/loss game on the range: a loss, a draw (the middle) or a win, with these probabilities."""
+
+
+def _outcomes(rng: np.random.Generator, runs: int, n: int) -> np.ndarray:
+    """A loss, a draw or a win (:data:`OUTCOMES`)."""
+    return rng.choice(np.array(list(OUTCOMES)), p=np.array(list(OUTCOMES.values())), size=(runs, n))
+
+
 DISTRIBUTIONS: dict[str, Sampler] = {
     "bounded normal": _bounded_normal,
     "Beta(0.5,4)": _beta,
     "Bernoulli(0.1)": _bernoulli,
+    "win/draw/loss": _outcomes,
 }
 """The distributions of the measurement, each on ``[LOW, HIGH]``."""
 
@@ -73,6 +87,8 @@ def true_values(name: str) -> tuple[float, float]:
     def expect(f: Callable[[float], float]) -> float:
         if name == "Bernoulli(0.1)":
             return 0.1 * f(HIGH) + 0.9 * f(LOW)
+        if name == "win/draw/loss":
+            return sum(p * f(v) for v, p in OUTCOMES.items())
         if name == "Beta(0.5,4)":
             return float(stats.beta(0.5, 4.0).expect(lambda u: f(LOW + span * u)))
         normal = stats.norm(LOW + 0.3 * span, 0.2 * span)  # clipped: the tails sit on the ends
@@ -110,7 +126,8 @@ def _clopper_pearson(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class IntervalType:
-    """One kind of interval: what it estimates (``mean``, ``difference`` of two paired draws, ``nra``) and how."""
+    """One kind of interval: what it estimates (``mean``, ``difference`` of two paired draws, ``nra``, ``win-loss``:
+    the NRA of a win/draw/loss game) and how."""
 
     name: str
     target: str
@@ -118,12 +135,28 @@ class IntervalType:
     """(first sample, second sample) -> (low, high) per run."""
     printed: bool = True
     """Whether the report prints it (the old bootstrap is measured to show that it fails)."""
-    binary_only: bool = False
+    only: tuple[str, ...] = ()
+    """The distributions it applies to (the payoffs' support known in advance); empty: every one."""
 
 
 def _nra(x: np.ndarray, _: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # a seat paid x against a seat paid -x, GTBench's scores: the sum difference over the sum of sizes
     return ratio_intervals(2.0 * x, 2.0 * np.abs(x), 2.0 * max(abs(LOW), abs(HIGH)))
+
+
+def _exact(support: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``exact-discrete/1`` on the support the game declares (before any payoff is seen)."""
+    return lambda x, _: named_intervals(x, LOW, HIGH, method="exact-discrete/1", support=support)
+
+
+def _win_loss_ratio(x: np.ndarray, _: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``exact-conditional/1``: GTBench's NRA of a win/draw/loss game (wins and losses counted, draws scored 0)."""
+    bounds = np.array([win_loss_ratio_interval(int(w), int(v)) for w, v in zip(*_wins_losses(x), strict=True)])
+    return bounds[:, 0], bounds[:, 1]
+
+
+def _wins_losses(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (x == HIGH).sum(axis=1), (x == LOW).sum(axis=1)
 
 
 INTERVALS: tuple[IntervalType, ...] = (
@@ -139,7 +172,12 @@ INTERVALS: tuple[IntervalType, ...] = (
     ),
     IntervalType("anytime-valid sequence at n", "mean", lambda x, _: mean_intervals(x, LOW, HIGH, anytime=True)),
     IntervalType("NRA (test inversion)", "nra", _nra),
-    IntervalType("Clopper-Pearson (win/draw/loss rates)", "mean", lambda x, _: _clopper_pearson(x), binary_only=True),
+    IntervalType(
+        "Clopper-Pearson (win/draw/loss rates)", "mean", lambda x, _: _clopper_pearson(x), only=("Bernoulli(0.1)",)
+    ),
+    IntervalType("exact-discrete/1, two-point support", "mean", _exact((LOW, HIGH)), only=("Bernoulli(0.1)",)),
+    IntervalType("exact-discrete/1, three-point support", "mean", _exact((LOW, MIDDLE, HIGH)), only=("win/draw/loss",)),
+    IntervalType("exact-conditional/1 (NRA, win/loss)", "win-loss", _win_loss_ratio, only=("win/draw/loss",)),
     IntervalType("percentile bootstrap (old)", "mean", lambda x, _: _bootstrap_rows(x), printed=False),
 )
 """Every interval type the report prints, and the old bootstrap."""
@@ -186,9 +224,12 @@ def measure(
             rng = np.random.default_rng([seed, d_index, n])
             x, y = sampler(rng, runs, n), sampler(rng, runs, n)
             for kind in kinds:
-                if kind.binary_only and name != "Bernoulli(0.1)":
+                if kind.only and name not in kind.only:
                     continue
-                truth = {"mean": mean, "difference": 0.0, "nra": nra}[kind.target]
+                wins, losses = OUTCOMES[HIGH], OUTCOMES[LOW]
+                truth = {"mean": mean, "difference": 0.0, "nra": nra, "win-loss": (wins - losses) / (wins + losses)}[
+                    kind.target
+                ]
                 low, high = kind.compute(x, y)
                 covered = int(np.sum((low <= truth) & (truth <= high)))
                 out.append(Coverage(kind.name, name, n, runs, covered, float(np.mean(high - low)), kind.printed))

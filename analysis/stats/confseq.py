@@ -75,6 +75,8 @@ __all__ = [
     "ratio_interval",
     "ratio_intervals",
     "records_bounds",
+    "rescaled",
+    "sequence_intervals",
 ]
 
 _MAX_BET = 0.5
@@ -302,6 +304,27 @@ class BettingConfidenceSequence(ConfidenceSequence):
         return self.interval()
 
 
+def sequence_intervals(
+    samples: np.ndarray, low: float, high: float, *, alpha: float = 0.05, grid: int = 1000
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval after each value of every row of ``samples`` (runs x n, values in ``[low, high]``, in order) of
+    the hedged-capital betting sequence (:class:`BettingConfidenceSequence`), for many streams at once: two arrays
+    shaped like ``samples``. Row ``r``, column ``t`` is what ``BettingConfidenceSequence.update`` returns after the
+    ``t + 1``-th value of stream ``r``.
+
+    Raises:
+        ValueError: bad bounds, or a value outside them.
+    """
+    x = rescaled(np.atleast_2d(samples), low, high)
+    lo, hi = np.empty(x.shape), np.empty(x.shape)
+    for rows in _chunks(x.shape[0], grid):
+        capital = _HedgedCapital(rows.stop - rows.start, _grid(grid), alpha=alpha)
+        for step in range(x.shape[1]):
+            capital.advance(x[rows, step : step + 1])
+            lo[rows, step], hi[rows, step] = capital.bounds()
+    return low + (high - low) * lo, low + (high - low) * hi
+
+
 def confidence_sequence(
     values: Sequence[float] | np.ndarray, low: float, high: float, *, alpha: float = 0.05, method: str = "betting"
 ) -> list[Interval]:
@@ -331,7 +354,7 @@ def make_sequence(method: str, low: float, high: float, *, alpha: float = 0.05) 
 # -- fixed-n intervals ----------------------------------------------------------------------------------------
 
 
-def _checked(values: np.ndarray, low: float, high: float) -> np.ndarray:
+def rescaled(values: np.ndarray, low: float, high: float) -> np.ndarray:
     """``values`` rescaled from ``[low, high]`` to ``[0, 1]``; ``ValueError`` for bad bounds or a value outside them
     (float noise of a part in a billion is clipped)."""
     if not (math.isfinite(low) and math.isfinite(high) and high > low):
@@ -353,7 +376,7 @@ def mean_intervals(
     Raises:
         ValueError: bad bounds, or a value outside them.
     """
-    x = _checked(np.atleast_2d(samples), low, high)
+    x = rescaled(np.atleast_2d(samples), low, high)
     lo, hi = np.empty(x.shape[0]), np.empty(x.shape[0])
     for rows in _chunks(x.shape[0], grid):
         capital = _HedgedCapital(

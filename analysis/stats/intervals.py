@@ -1,0 +1,173 @@
+"""Every interval method by name and version, so a report can say which one made each interval and an old run can be
+re-reported with the method it was first reported with.
+
+A method's name is ``family/version``: the version changes whenever a printed number would change (a bet, a grid, a
+level), and an old version stays callable. The default of every function here is the method the project printed
+before these names existed, so nothing changes until a caller asks for another.
+
+Means of payoffs on a known range (:data:`INTERVAL_METHODS`, through :func:`mean_interval` and
+:func:`mean_intervals`):
+
+* ``betting-eb/1``: the fixed-n hedged-capital betting interval of :func:`analysis.stats.confseq.mean_intervals`
+  (the default): any distribution on the range;
+* ``exact-discrete/1``: the exact interval of payoffs that take two or three known values, the game's ``support``
+  (:mod:`analysis.stats.exact`): a win/loss game, a win/draw/loss game, a points share of 1, 1/2 and 0. It is valid
+  only where the support is known before the data are seen (the game's rules say so), never chosen because a
+  sample happens to show few values; a value off the support is an error.
+
+The other kinds of result keep one method each, named here for the report: :data:`RATE_METHOD` (win, draw and
+loss rates), :data:`RATIO_METHODS` (GTBench's NRA), :data:`SEQUENCE_METHODS` (the anytime-valid sequences of the
+stopping rule and of active matchmaking). ``bench/bench_width.py`` measures each against the t-interval (Wilson's
+for rates) and ``bench/width_results.md`` says which is kept where, and why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.stats.confseq import Interval, rescaled
+from analysis.stats.confseq import mean_intervals as betting_intervals
+from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "INTERVAL_METHODS",
+    "RATE_METHOD",
+    "RATIO_METHODS",
+    "SEQUENCE_METHODS",
+    "IntervalMethod",
+    "mean_interval",
+    "mean_intervals",
+    "win_loss_ratio_interval",
+]
+
+Compute = Callable[[np.ndarray, float, tuple[float, ...] | None], tuple[np.ndarray, np.ndarray]]
+"""(values rescaled to ``[0, 1]``, runs x n; alpha; the support rescaled, or None) -> (low, high), rescaled."""
+
+
+@dataclass(frozen=True)
+class IntervalMethod:
+    """One named, versioned interval method for the mean of payoffs on a known range."""
+
+    name: str
+    """``family/version``, as a report records it."""
+    summary: str
+    """One line: what the method is and where it holds."""
+    compute: Compute
+    needs_support: bool = False
+    """Whether the caller must give the payoffs' support (the values the game can pay)."""
+
+
+def _betting(x: np.ndarray, alpha: float, _: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+    return betting_intervals(x, 0.0, 1.0, alpha=alpha)
+
+
+def _exact(x: np.ndarray, alpha: float, support: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+    if support is None or len(support) not in (2, 3):
+        raise ValueError("exact-discrete/1 needs a support of two or three values")
+    least, greatest = support[0], support[-1]
+    on_support = (x - least) / (greatest - least)  # the support's ends at 0 and 1
+    if len(support) == 2:
+        _, highs = support_counts(on_support, (0.0, 1.0))
+        low, high = binomial_intervals(highs, x.shape[1], alpha)
+    else:
+        low, high = trinomial_intervals(on_support, (support[1] - least) / (greatest - least), alpha)
+    return least + (greatest - least) * low, least + (greatest - least) * high
+
+
+DEFAULT_METHOD = "betting-eb/1"
+"""The method every function here uses unless asked: the one printed before methods had names."""
+
+INTERVAL_METHODS: dict[str, IntervalMethod] = {
+    method.name: method
+    for method in (
+        IntervalMethod(
+            "betting-eb/1",
+            "fixed-n hedged-capital betting interval, empirical-Bernstein bets; any distribution on the range",
+            _betting,
+        ),
+        IntervalMethod(
+            "exact-discrete/1",
+            "exact binomial (two values) or trinomial (three values) test inversion; payoffs on a declared support",
+            _exact,
+            needs_support=True,
+        ),
+    )
+}
+"""The interval methods of a mean, by name."""
+
+RATE_METHOD = "clopper-pearson/1"
+"""Win, draw, loss and illegal-move rates: the exact binomial interval (scipy's ``binomtest``)."""
+
+RATIO_METHODS = ("betting-ratio/1", "exact-conditional/1")
+"""GTBench's NRA: test inversion by betting (:func:`analysis.stats.confseq.ratio_interval`, any payoffs), or, for a
+game paid ``+c / -c`` with draws scored 0, the exact conditional binomial interval (:func:`win_loss_ratio_interval`)."""
+
+SEQUENCE_METHODS = {"betting": "betting/1", "bernstein": "bernstein/1"}
+"""The anytime-valid sequences (:func:`analysis.stats.confseq.make_sequence`'s names) and their versioned names."""
+
+
+def mean_intervals(
+    samples: np.ndarray,
+    low: float,
+    high: float,
+    *,
+    alpha: float = 0.05,
+    method: str = DEFAULT_METHOD,
+    support: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of the mean of every row of ``samples`` (runs x n, values in ``[low, high]``) by ``method`` (a
+    name of :data:`INTERVAL_METHODS`), at level ``1 - alpha``; ``support``: the values the payoffs can take (sorted,
+    from ``low`` to ``high``) for the methods that need it.
+
+    Raises:
+        ValueError: an unknown method, bad bounds, a value outside them or off the support, or a missing support.
+    """
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"unknown interval method {method!r}; use one of {', '.join(INTERVAL_METHODS)}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    chosen = INTERVAL_METHODS[method]
+    x = rescaled(np.atleast_2d(samples), low, high)
+    points = None
+    if chosen.needs_support:
+        if support is None or len(set(support)) != len(support):
+            raise ValueError(f"{method} needs the payoffs' support: distinct values")
+        points = tuple(float(v) for v in rescaled(np.asarray(sorted(support), dtype=float), low, high))
+    lo, hi = chosen.compute(x, alpha, points)
+    return low + (high - low) * lo, low + (high - low) * hi
+
+
+def mean_interval(
+    values: Sequence[float] | np.ndarray,
+    low: float,
+    high: float,
+    *,
+    alpha: float = 0.05,
+    method: str = DEFAULT_METHOD,
+    support: Sequence[float] | None = None,
+) -> Interval:
+    """:func:`mean_intervals` of one sample, in the order given (which must not depend on the values); no values:
+    an interval of NaNs. With the default method the numbers are those of
+    :func:`analysis.stats.confseq.mean_interval`.
+
+    Raises:
+        ValueError: as :func:`mean_intervals`.
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    lo, hi = mean_intervals(data[None, :], low, high, alpha=alpha, method=method, support=support)
+    return Interval(float(lo[0]), float(hi[0]), float(data.mean()), int(data.size))
+
+
+def win_loss_ratio_interval(wins: int, losses: int, *, alpha: float = 0.05) -> tuple[float, float]:
+    """``exact-conditional/1``: the exact interval of GTBench's NRA ``(W - L) / (W + L)`` of a game paid ``+c / -c``
+    with draws scored 0 (:func:`analysis.stats.exact.conditional_ratio_intervals`); ``(-1, 1)`` with no decisive
+    match."""
+    low, high = conditional_ratio_intervals(np.array([wins]), np.array([losses]), alpha)
+    return float(low[0]), float(high[0])
