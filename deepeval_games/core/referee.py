@@ -37,6 +37,7 @@ import pyspiel
 
 from deepeval_games.core import task
 from deepeval_games.core.bot import (
+    ActionNames,
     Decision,
     DeepEvalBot,
     FieldsBot,
@@ -44,7 +45,6 @@ from deepeval_games.core.bot import (
     Outcome,
     StateBot,
     SyncBot,
-    _ActionNames,
     answers_at_once,
     answers_on_its_own,
     make_observation,
@@ -381,21 +381,21 @@ class _Match:
 
     def observation(self, seat: int, legal: tuple[int, ...]) -> Observation:
         """What ``seat`` is asked with: its view as delivered, its inbox, its legal moves, how to name them."""
-        hooks = self.hooks
+        hooks, facts = self.hooks, self.facts
         return make_observation(
-            seat,
-            self.facts.n,
-            self.facts.short_name,
-            self.facts.params,
-            self.round,
-            self.view(seat)[1],
-            self.fields(seat),
-            legal,
-            self.pool.inbox_later(seat),  # read only if the bot reads it
-            hooks.penalty(seat),
-            hooks.free_text(seat),
-            _ActionNames(self.state, seat, self, hooks.action_name),
-            hooks.may_combine and hooks.combined(seat),
+            seat=seat,
+            num_seats=facts.n,
+            game=facts.short_name,
+            params=facts.params,
+            round=self.round,
+            text=self.view(seat)[1],
+            fields=self.fields(seat),
+            legal_actions=legal,
+            inbox=self.pool.inbox_later(seat),  # read only if the bot reads it
+            penalty_action=hooks.penalty(seat),
+            free_text=hooks.free_text(seat),
+            action_to_string=ActionNames(self.state, seat, self, hooks.action_name),
+            combined=hooks.may_combine and hooks.combined(seat),
         )
 
     # -- ask -----------------------------------------------------------------------------------------------
