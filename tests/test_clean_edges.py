@@ -144,3 +144,31 @@ def test_init_without_a_model_writes_a_study_that_plays_offline(
     assert main(["init", "deepeval_public_goods", "--out", "local.toml"]) == 0
     players = tomllib.loads((tmp_path / "local.toml").read_text())["players"]
     assert players[0] == {"name": "smollm2", "model": "local/smollm2"}
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"name": "r", "bto": "random"}, "[[players]] 'r': unknown key 'bto' (did you mean 'bot'?)"),
+        ({"name": "m", "modle": "openai/gpt-4o"}, "[[players]] 'm': unknown key 'modle' (did you mean 'model'?)"),
+        ({"name": "p", "humn": True}, "[[players]] 'p': unknown key 'humn' (did you mean 'human'?)"),
+        ({"name": "x", "colour": "red"}, "[[players]] 'x': unknown key 'colour'; give exactly one of 'bot'"),
+    ],
+)
+def test_a_typo_in_a_players_kind_key_is_named(table: dict[str, object], says: str) -> None:
+    """Issue 43: ``bto = ...`` was reported as "give exactly one of 'bot', 'model' or 'human'", not naming ``bto``."""
+    from deepeval_games.app.spec.spec import parse_spec
+    from deepeval_games.core.errors import SpecError
+
+    with pytest.raises(SpecError) as raised:
+        parse_spec({"experiment": {"game": "tic_tac_toe"}, "players": [table, {"name": "b", "bot": "random"}]})
+    assert says in str(raised.value), str(raised.value)
+    with pytest.raises(SpecError) as raised:  # the judge's table the same
+        parse_spec(
+            {
+                "experiment": {"game": "tic_tac_toe"},
+                "players": [{"name": "a", "bot": "random"}],
+                "judge": {"bto": "judge_fixed"},
+            }
+        )
+    assert "[judge]: unknown key 'bto' (did you mean 'bot'?)" in str(raised.value), str(raised.value)
