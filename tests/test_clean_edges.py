@@ -172,3 +172,29 @@ def test_a_typo_in_a_players_kind_key_is_named(table: dict[str, object], says: s
             }
         )
     assert "[judge]: unknown key 'bto' (did you mean 'bot'?)" in str(raised.value), str(raised.value)
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_the_progress_line_shows_the_turn_and_speed_of_a_model_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43: a 7-minute match was silent. While a model answers, the progress line names the match's turn, the
+    model, how long it has been answering and its output tokens per second so far (no timing is asserted: the
+    slow replies only give the line time to be drawn)."""
+    from deepeval_games import run_experiment
+    from deepeval_games.app.execution import match_runner
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+    monkeypatch.setattr(match_runner, "LIVE_TICK_S", 0.02)
+    answer = '{"reason": "' + "r" * 80 + '", "coins": 3}'
+    with FakeOpenAIServer(default=Behaviour.reply(answer)) as server:
+        server.script(Behaviour.slow_reply(0.6, answer), Behaviour.slow_reply(0.6, answer))
+        spec = {
+            "experiment": {"game": "deepeval_public_goods(players=2,rounds=2)", "cache": False},
+            "players": [model_player("slow-model", server), {"name": "free", "bot": "pgg_free_rider"}],
+        }
+        run_experiment(spec, tmp_path / "run", progress=True)
+    drawn = capsys.readouterr().err
+    assert "round 1 · openai/slow-model answering" in drawn, drawn
+    assert "round 2 · openai/slow-model answering" in drawn, drawn
+    assert " tok/s" in drawn, drawn  # the speed of its first reply, shown while it answers the second
