@@ -456,9 +456,15 @@ def register(name: str) -> None:
     pyspiel.register_game(cls.game_type, cls)
 
 
+_CLASSIC = ("backgammon", "gin_rummy")
+"""Classic environments PettingZoo had (older releases), listed with a verdict when the installed one lacks them."""
+
+
 def listing() -> list[tuple[str, str | None]]:
-    """Every classic PettingZoo environment installed, with why it cannot be adapted (None: it can)."""
+    """Every classic PettingZoo environment installed, with why it cannot be adapted (None: it can), and the
+    classic ones it no longer ships (:data:`_CLASSIC`), with that as their reason."""
     try:
+        import pettingzoo
         import pettingzoo.classic as classic
     except ImportError:
         return [(f"{PREFIX}classic.*", "PettingZoo is not installed (pip install 'deepeval-games[arena]')")]
@@ -467,7 +473,11 @@ def listing() -> list[tuple[str, str | None]]:
         if info.name.rsplit("_", 1)[-1].startswith("v"):
             name = f"{PREFIX}classic.{info.name}"
             rows.append((name, _refusal(name)))
-    return rows
+    for gone in _CLASSIC:
+        if not any(name.startswith(f"{PREFIX}classic.{gone}_v") for name, _ in rows):
+            reason = f"PettingZoo {pettingzoo.__version__} does not ship it (upstream removed it from its classic set)"
+            rows.append((f"{PREFIX}classic.{gone}", reason))
+    return sorted(rows)
 
 
 def _refusal(name: str) -> str | None:

@@ -231,10 +231,12 @@ class TextArenaState(pyspiel.State):
             self._verdicts.append(self._verdict_option(action))
             self._live = ReplayedEnv()  # replayed with the verdict, to where the environment asked
             return
-        if not 0 <= action < len(self._pool):
-            raise ValueError(f"action {action} is not an utterance id of this state (0..{len(self._pool) - 1})")
         env = self._env()
         seat = env.to_move
+        if action >= len(self._pool):  # a listed move of a copy made before this state listed its moves
+            self._legal_actions(seat)
+        if not 0 <= action < len(self._pool):
+            raise ValueError(f"action {action} is not an utterance id of this state (0..{len(self._pool) - 1})")
         self._seen[seat] = len(env.messages(seat))
         self._moves.append(int(action))
         env.step(self._pool[action])
