@@ -63,7 +63,9 @@ EXPECTED_SHA256: dict[str, str] = {
     "iwslt2017/zh-en.tgz": "73a7091216c328cca357644524efb35905f27482676ec5901797832764012a38",
     # NLTK's packages at NLTK_DATA_REVISION, as NLTK's own index lists them
     "nltk/corpora/words.zip": "54ed02917d6771dcc3e8141218960d020947f7f2ccfd9ac9b320979349746015",
-    "nltk/taggers/averaged_perceptron_tagger_eng.zip": "6025f530624335c67d6547d44757b357b4e79bae030a0383e9887a92c1718f0b",
+    "nltk/taggers/averaged_perceptron_tagger_eng.zip": (
+        "6025f530624335c67d6547d44757b357b4e79bae030a0383e9887a92c1718f0b"
+    ),
 }
 
 

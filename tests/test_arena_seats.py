@@ -25,9 +25,7 @@ SEATS = [
 
 
 def _run(tmp_path: Path, game: str, players: list[dict[str, object]]) -> list[object]:
-    spec = write_spec(
-        tmp_path / "spec.toml", {"name": "arena-seats", "game": game, "repeats": 1, "seed": 3}, players
-    )
+    spec = write_spec(tmp_path / "spec.toml", {"name": "arena-seats", "game": game, "repeats": 1, "seed": 3}, players)
     assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     return list(records(tmp_path / "run"))
 

@@ -349,7 +349,8 @@ def facts(env_id: str) -> Facts:
         try:
             counts, failure = _accepted_counts(env_id)
             if not counts and failure is not None:
-                return _refused(f"it fails in play (TextArena {textarena.__version__}, {failure})"[:200])
+                failing = f"upstream bug: TextArena {textarena.__version__}'s {env_id} fails in play ({failure})"
+                return _refused(failing[:200])
             if not counts:
                 LiveEnv(env_id, 0, 2)  # the environment's own words for why it takes no count
                 return _refused(f"it takes none of {PLAYER_COUNTS.start}..{PLAYER_COUNTS.stop - 1} players")
@@ -379,7 +380,9 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     except Exception as exc:
         import textarena
 
-        failure = f"it fails in play (TextArena {textarena.__version__}: {type(exc).__name__}: {exc})"
+        failure = (
+            f"upstream bug: TextArena {textarena.__version__}'s {env_id} fails in play ({type(exc).__name__}: {exc})"
+        )
         return _refused(failure[:200], turns, description)
     found = Facts(seeded, turns, names, description, refusal, not _docstring(env), counts)
     jury = base_name(env_id) in JURY_ENVIRONMENTS
