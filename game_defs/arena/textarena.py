@@ -37,9 +37,9 @@ registers the ``textarena:`` family when its entry point loads; the core names n
   environment's rewards; the rules are the environment's description: its docstring, else its prompt to the first
   seat, marked as that seat's (the other seats are shown their own prompts first, and the first seat is not shown
   the same text twice);
-* the LLM players' answer texts are ``game_defs/arena/textarena.toml`` (``textarena_jury.toml`` for the judged
-  environments, with the judge's): the bracketed action alone, on one line (a reply cut at the token cap is never
-  read as a move, and a small model that is asked for "a message" writes until the cap).
+* the LLM players' answer texts are ``game_defs/arena/textarena.toml`` (with the jury's, for the judged
+  environments): the bracketed action alone, on one line (a reply cut at the token cap is never read as a move,
+  and a small model that is asked for "a message" writes until the cap).
 """
 
 from __future__ import annotations
@@ -87,7 +87,6 @@ _MAX_OPTIONS = 16
 EMPTY = 0
 """The empty utterance: the penalty move, and the placeholder legal action where no move is named."""
 _PROMPTS = Path(__file__).with_name("textarena.toml")
-_JURY_PROMPTS = Path(__file__).with_name("textarena_jury.toml")
 
 
 class TextArenaGame(pyspiel.Game):
@@ -146,8 +145,8 @@ class TextArenaGame(pyspiel.Game):
         return f"{head}\n\n{self.facts.description}".strip()
 
     def prompt_file(self) -> Path:
-        """The LLM players' answer texts: the bracketed action alone, on one line (and the judge's, if judged)."""
-        return _JURY_PROMPTS if self.judged else _PROMPTS
+        """The LLM players' answer texts: the bracketed action alone, on one line (and the jury's)."""
+        return _PROMPTS
 
     def unlisted_moves(self) -> str | None:
         """Why the legal actions are not the game's moves (None: the environment names them)."""
