@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import game_defs.arena.textarena  # noqa: E402, F401  (registers the textarena: family)
-from deepeval_games.core.referee import play_match  # noqa: E402
-from deepeval_games.core.registry.games import load_game  # noqa: E402
-from llm_bots.players.classical import MCTSPlayer, RandomBot  # noqa: E402
+import game_defs.arena.textarena  # noqa: F401  (registers the textarena: family)
+from deepeval_games.core.referee import play_match
+from deepeval_games.core.registry.games import load_game
+from llm_bots.players.classical import MCTSPlayer, RandomBot
 
 GAMES = ["textarena:TicTacToe-v0", "textarena:SimpleTak-v0", "textarena:Othello-v0-tiny"]
 

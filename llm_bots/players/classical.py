@@ -299,6 +299,8 @@ def _seeded_ismcts(
         simulations,
         random_state=random_state,
         final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT,
+        # a game with no information-state string (an adapted PettingZoo game): its nodes by the seat's observation
+        use_observation_string=not game.get_type().provides_information_state_string,
     )
 
 
