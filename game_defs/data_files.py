@@ -1,5 +1,6 @@
-"""The public data files the built-in tasks read: MBPP (code review) and the IWSLT 2017 test sets (translation),
-each with its canonical URL and published sha256. Finding, downloading and checking a file is
+"""The public data files the built-in tasks read: MBPP (code review), the IWSLT 2017 test sets (translation) and
+NLTK's word list and tagger (TextArena's word games, :mod:`game_defs.arena.word_lists`), each with its canonical URL
+and published sha256. Finding, downloading and checking a file is
 :mod:`deepeval_games.infra.files`'s job; :func:`resolve_data_file` hands it this table's URL and checksum.
 """
 
@@ -12,6 +13,7 @@ __all__ = [
     "CANONICAL_URLS",
     "EXPECTED_SHA256",
     "IWSLT2017_PAIRS",
+    "NLTK_DATA_REVISION",
     "file_sources",
     "iwslt2017_relpath",
     "resolve_data_file",
@@ -19,6 +21,9 @@ __all__ = [
 
 _MBPP_BASE = "https://raw.githubusercontent.com/google-research/google-research/master/mbpp/"
 _WIT3_BASE = "https://raw.githubusercontent.com/hlt-mt/WIT3/master/archive/2017-01-ted-test/texts/"
+NLTK_DATA_REVISION = "550b6625bcef1f2abff2ff770a5a0d272c9c6b2a"
+"""The commit of NLTK's data repository the NLTK packages are fetched from (fixed: its files never change)."""
+_NLTK_BASE = f"https://raw.githubusercontent.com/nltk/nltk_data/{NLTK_DATA_REVISION}/packages/"
 
 #: IWSLT 2017 tarballs, one per direction (``<src>-<tgt>``), as in the WIT3 archive.
 IWSLT2017_PAIRS: tuple[str, ...] = ("de-en", "en-de", "en-fr", "fr-en", "en-zh", "zh-en")
@@ -42,6 +47,8 @@ CANONICAL_URLS: dict[str, str] = {
     "mbpp/mbpp.jsonl": _MBPP_BASE + "mbpp.jsonl",
     "mbpp/sanitized-mbpp.json": _MBPP_BASE + "sanitized-mbpp.json",
     **{iwslt2017_relpath(pair): _wit3_url(pair) for pair in IWSLT2017_PAIRS},
+    "nltk/corpora/words.zip": _NLTK_BASE + "corpora/words.zip",
+    "nltk/taggers/averaged_perceptron_tagger_eng.zip": _NLTK_BASE + "taggers/averaged_perceptron_tagger_eng.zip",
 }
 
 #: The sha256 of each known file (those of ``../shared/data``, identical to the canonical files).
@@ -54,6 +61,11 @@ EXPECTED_SHA256: dict[str, str] = {
     "iwslt2017/en-zh.tgz": "f1416f28a569f646be16188d7394e783fb0c87d5489a4878c74a84b565b41cd5",
     "iwslt2017/fr-en.tgz": "8393e55847ba750290180f1fb62684abb8c09b890c52d4ebc5c2376e8e722e93",
     "iwslt2017/zh-en.tgz": "73a7091216c328cca357644524efb35905f27482676ec5901797832764012a38",
+    # NLTK's packages at NLTK_DATA_REVISION, as NLTK's own index lists them
+    "nltk/corpora/words.zip": "54ed02917d6771dcc3e8141218960d020947f7f2ccfd9ac9b320979349746015",
+    "nltk/taggers/averaged_perceptron_tagger_eng.zip": (
+        "6025f530624335c67d6547d44757b357b4e79bae030a0383e9887a92c1718f0b"
+    ),
 }
 
 

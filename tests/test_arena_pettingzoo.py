@@ -113,3 +113,23 @@ def test_a_copy_replays_the_seeded_deal() -> None:
     copy = state.clone()
     assert copy.observation_string(0) == state.observation_string(0)
     assert copy.observation_string(0) != state.observation_string(1)  # each seat's own hand
+
+
+@pytest.mark.parametrize("name", ["pettingzoo:classic.leduc_holdem_v4", "pettingzoo:classic.texas_holdem_v4"])
+def test_mcts_searches_information_sets_on_the_hidden_card_games(name: str) -> None:
+    from llm_bots.players.classical import mcts_refusal
+
+    game = load_game(name)
+    assert mcts_refusal(game) is None
+    bot = MCTSPlayer(0, np.random.default_rng(0), game=game, simulations=4)
+    assert bot.params["search"] == "ismcts-seeded"
+    state = game.new_initial_state()
+    state.apply_action(17)  # the deal
+    world = state.resample_from_infostate(0, pyspiel.UniformProbabilitySampler(3, 0.0, 1.0))
+    assert world.observation_string(0) == state.observation_string(0)  # the seat's own cards, as it sees them
+    rng = np.random.default_rng(1)
+    while not state.is_terminal():
+        seat = state.current_player()
+        move = bot.choose(state) if seat == 0 else int(rng.choice(state.legal_actions()))
+        assert move in state.legal_actions()
+        state.apply_action(move)

@@ -17,7 +17,7 @@ from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownGameError
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game
-from llm_bots.players.classical import RandomBot, random_refusal
+from llm_bots.players.classical import MCTSPlayer, RandomBot, mcts_refusal, random_refusal
 
 PLAYABLE = [
     "Alquerque-v0",
@@ -90,7 +90,15 @@ def test_random_is_refused_where_moves_are_free_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "env_id, why", [("Debate-v0", "needs the network"), ("SpellingBee-v0", "needs the network"), ("Sudoku-v0", "two")]
+    "env_id, why",
+    [
+        (
+            "Checkers-v0",
+            r"upstream bug: TextArena 0\.7\.4's textarena/envs/Checkers/env\.py does not compile on Python",
+        ),
+        ("UsedCarNegotiation-v0", "upstream bug: TextArena 0.7.4 ships without a file it reads"),
+        ("CharacterConclave-v0", r"upstream bug: TextArena 0\.7\.4's CharacterConclave-v0 fails in play \(with 3"),
+    ],
 )
 def test_environments_that_cannot_be_adapted_are_refused_with_the_reason(env_id: str, why: str) -> None:
     with pytest.raises(UnknownGameError, match=why):
@@ -171,10 +179,47 @@ def test_games_all_lists_the_environments_with_their_verdicts(
     )  # OpenSpiel's own: tested elsewhere
     assert main(["games", "--all"]) == 0
     out = capsys.readouterr().out
-    assert "textarena:KuhnPoker-v0  [playable by LLM, random]" in out
-    assert "textarena:SimpleNegotiation-v0  [playable by LLM]" in out
-    assert "textarena:Debate-v0  [refused: it needs the network" in out
+    assert "textarena:KuhnPoker-v0  [playable by LLM, random]\n" in out
+    assert "textarena:SimpleNegotiation-v0  [playable by LLM]\n" in out
+    assert "textarena:TicTacToe-v0  [playable by LLM, random, mcts] (perfect information)" in out
+    assert "textarena:Debate-v0  [playable by LLM] (judged: the spec's judge answers it)" in out
+    assert "textarena:FrozenLake-v0  [playable by LLM, random] (1 player)" in out
+    assert "textarena:Taboo-v0  [playable by LLM] (4 players, players=4..8)" in out
+    assert "textarena:Checkers-v0  [refused: upstream bug: TextArena 0.7.4's" in out
     assert "pettingzoo:classic.connect_four_v3  [playable by LLM, random, mcts]" in out
+    assert "pettingzoo:classic.gin_rummy  [refused: PettingZoo" in out
+
+
+def test_mcts_beats_random_where_the_state_is_public_and_is_refused_where_it_is_hidden() -> None:
+    game = load_game("textarena:TicTacToe-v0")
+    assert game.get_type().information == pyspiel.GameType.Information.PERFECT_INFORMATION
+    total = 0.0
+    for match in range(2):
+        seat = match % 2
+        bots = {
+            seat: MCTSPlayer(seat, np.random.default_rng(match), game=game, simulations=60),
+            1 - seat: RandomBot(1 - seat, np.random.default_rng(100 + match), game=game),
+        }
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            state.apply_action(bots[state.current_player()].choose(state))
+        total += state.returns()[seat]
+    assert total > 0  # bench/bench_arena.py plays 20 matches on each of three such environments
+    kuhn = load_game("textarena:KuhnPoker-v0")
+    assert random_refusal(kuhn) is None
+    reason = mcts_refusal(kuhn)
+    assert reason is not None and "does not implement ResampleFromInfostate" in reason
+    with pytest.raises(SpecError, match="ResampleFromInfostate"):
+        MCTSPlayer(0, np.random.default_rng(0), game=kuhn)
+
+
+def test_a_declared_public_state_is_checked_and_the_others_are_hidden() -> None:
+    from game_defs.arena.textarena_env import facts
+
+    assert facts("ConnectFour-v0").perfect_information and facts("Othello-v0").perfect_information
+    assert not facts("KuhnPoker-v0").perfect_information and facts("KuhnPoker-v0").public_note is None
+    reason = mcts_refusal(load_game("textarena:ConnectFour-v0"))  # public, but its moves are free text
+    assert reason is not None and reason.startswith("mcts searches listed legal moves")
 
 
 @pytest.mark.parametrize("env_id", TEMPLATES)

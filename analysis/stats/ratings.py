@@ -169,7 +169,7 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None) ->
                 f"match {record.match_id} has seats of different roles {sorted(set(_roles(record)))}: "
                 "rate asymmetric tasks per role (role_ratings)"
             )
-        if len(set(record.seats)) != len(record.seats):
+        if len(set(record.seats)) != len(record.seats) or len(record.seats) < 2:  # a one-seat match ranks nobody
             continue
         for name in record.seats:
             if name not in ratings:  # a new rating only for a new player: each one draws a uuid

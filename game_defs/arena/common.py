@@ -71,13 +71,15 @@ def game_type(
     long_name: str,
     *,
     players: int,
+    min_players: int | None = None,
     simultaneous: bool,
     chance: bool,
     perfect_information: bool,
     zero_sum: bool,
     parameters: dict[str, Any] | None = None,
 ) -> pyspiel.GameType:
-    """The OpenSpiel game type of an adapted environment (strings only: its seats are shown text)."""
+    """The OpenSpiel game type of an adapted environment (strings only: its seats are shown text); ``players`` seats
+    at most, ``min_players`` at least (default: exactly ``players``)."""
     kind = pyspiel.GameType
     return kind(
         short_name=short_name,
@@ -90,7 +92,7 @@ def game_type(
         utility=kind.Utility.ZERO_SUM if zero_sum else kind.Utility.GENERAL_SUM,
         reward_model=kind.RewardModel.TERMINAL,
         max_num_players=players,
-        min_num_players=players,
+        min_num_players=players if min_players is None else min_players,
         provides_information_state_string=False,
         provides_information_state_tensor=False,
         provides_observation_string=True,

@@ -14,7 +14,10 @@
 * a state keeps its seed and its moves: a copy (``clone``, ``serialize``) replays them on a fresh environment
   (:mod:`game_defs.arena.common`); an environment that does not replay alike is refused;
 * a seat is shown the environment's own view for it (the board, its hand and the chips, the last round), else its
-  observation array; returns are the sum of the rewards of every step.
+  observation array; returns are the sum of the rewards of every step;
+* ``mcts`` searches the true state of a game of perfect information; on a seeded game with hidden cards it is
+  OpenSpiel's information-set MCTS, whose worlds are this state's moves from other seeds that show the searching
+  seat the same views (:meth:`PettingZooState.resample_from_infostate`).
 """
 
 from __future__ import annotations
@@ -406,6 +409,39 @@ class PettingZooState(pyspiel.State):
             return "seed not chosen"
         return f"seed {self._seed}; moves {self._moves}"
 
+    # -- what an information-set search draws (ISMCTS) -------------------------------------------------------------
+
+    def resample_from_infostate(self, player_id: int, probability_sampler: Any) -> PettingZooState:
+        """A state that ``player_id`` cannot tell from this one, for ISMCTS: the same moves from another seed whose
+        deal shows the seat the same views all along (its cards and what it was shown of the others'), the seeds
+        tried in an order drawn from ``probability_sampler``; this state's own seed is always one of them."""
+        if self._seed is None or _SPECS[self._path][0].simultaneous:
+            return self.clone()
+        shown = self._views(self._seed, player_id)
+        order = np.random.default_rng(int(probability_sampler() * 2**31)).permutation(self._seeds)
+        for seed in (int(s) for s in order):
+            if seed == self._seed or self._views(seed, player_id) == shown:
+                other = self.clone()
+                other._seed, other._live = seed, ReplayedEnv()
+                return other
+        return self.clone()
+
+    def _views(self, seed: int, seat: int) -> list[str] | None:
+        """What ``seat`` is shown before and after each move when this state's moves are played from ``seed`` (None:
+        a move is not legal there)."""
+        other = self.clone()
+        other._seed, other._moves, other._live = seed, [], ReplayedEnv()
+        views = [other.seat_view(seat)]
+        for node in self._moves:
+            env = other._env()
+            if env.over or any(action not in env.legal(env.to_move()) for action in node[:1]):
+                return None
+            for action in node:
+                env.step(action)
+            other._moves.append(node)
+            views.append(other.seat_view(seat))
+        return views
+
 
 def _array_text(obs: Any) -> str:
     array = np.asarray(obs)
@@ -456,9 +492,15 @@ def register(name: str) -> None:
     pyspiel.register_game(cls.game_type, cls)
 
 
+_CLASSIC = ("backgammon", "gin_rummy")
+"""Classic environments PettingZoo had (older releases), listed with a verdict when the installed one lacks them."""
+
+
 def listing() -> list[tuple[str, str | None]]:
-    """Every classic PettingZoo environment installed, with why it cannot be adapted (None: it can)."""
+    """Every classic PettingZoo environment installed, with why it cannot be adapted (None: it can), and the
+    classic ones it no longer ships (:data:`_CLASSIC`), with that as their reason."""
     try:
+        import pettingzoo
         import pettingzoo.classic as classic
     except ImportError:
         return [(f"{PREFIX}classic.*", "PettingZoo is not installed (pip install 'deepeval-games[arena]')")]
@@ -467,7 +509,11 @@ def listing() -> list[tuple[str, str | None]]:
         if info.name.rsplit("_", 1)[-1].startswith("v"):
             name = f"{PREFIX}classic.{info.name}"
             rows.append((name, _refusal(name)))
-    return rows
+    for gone in _CLASSIC:
+        if not any(name.startswith(f"{PREFIX}classic.{gone}_v") for name, _ in rows):
+            reason = f"PettingZoo {pettingzoo.__version__} does not ship it (upstream removed it from its classic set)"
+            rows.append((f"{PREFIX}classic.{gone}", reason))
+    return sorted(rows)
 
 
 def _refusal(name: str) -> str | None:

@@ -31,6 +31,7 @@ from deepeval_games.core import task
 from deepeval_games.core.bot import Observation
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.records import JUDGE_SEAT
 from deepeval_games.core.registry.entry_points import load_entry_points
 from llm_bots.parsing import json_objects, normalize
 from llm_bots.prompts import PromptSet, load_prompt_file, load_prompts
@@ -213,6 +214,11 @@ class GenericAdapter(TaskAdapter):
         if own is not None:
             self.prompt_path = own
         super().__init__(game)
+
+    def role(self, observation: Observation) -> str:
+        """``judge`` at a judge node of a game whose prompt file has a judge role (its verdicts by name), else
+        ``player``."""
+        return "judge" if observation.seat == JUDGE_SEAT and "judge" in self.prompts.roles else "player"
 
     def values(self, observation: Observation) -> dict[str, Any]:
         names = list(observation.action_names())

@@ -156,7 +156,11 @@ def random_refusal(game: pyspiel.Game) -> str | None:
 
 
 def mcts_refusal(game: pyspiel.Game) -> str | None:
-    """Why ``mcts`` cannot play ``game`` (None: it can)."""
+    """Why ``mcts`` cannot play ``game`` (None: it can): a search needs every legal move listed, one mover at a
+    time, and the true state to search or OpenSpiel's resampling of it."""
+    unlisted = task.unlisted_moves(game)
+    if unlisted is not None:
+        return f"mcts searches listed legal moves; {unlisted}"
     game_type = game.get_type()
     if game_type.dynamics != _Type.Dynamics.SEQUENTIAL:
         return f"mcts plays games with one mover at a time; {_short(game)} has simultaneous moves"
@@ -295,6 +299,8 @@ def _seeded_ismcts(
         simulations,
         random_state=random_state,
         final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT,
+        # a game with no information-state string (an adapted PettingZoo game): its nodes by the seat's observation
+        use_observation_string=not game.get_type().provides_information_state_string,
     )
 
 
@@ -476,9 +482,24 @@ def family_listing() -> list[str]:
             why = [f"{kind}: {reason}" for kind, reason in support.items() if reason is not None and kind != "exact"]
             if not playable.ok:
                 why.insert(0, f"LLM: {playable.reason.splitlines()[0]}")
-            lines.append(f"{name}  [playable by {', '.join(who) or 'nobody'}]")
+            lines.append(f"{name}  [playable by {', '.join(who) or 'nobody'}]{_family_notes(game)}")
             lines.extend(f"    not {line}" for line in why)
     return lines
+
+
+def _family_notes(game: pyspiel.Game) -> str:
+    """What a listing line adds about a game beyond who plays it: its seats where they are not two, whether its
+    state is public, whether it needs a judge."""
+    game_type = game.get_type()
+    low, high, seats = game_type.min_num_players, game_type.max_num_players, game.num_players()
+    notes = []
+    if seats != 2 or low != high:
+        notes.append(f"{seats} player{'s' * (seats != 1)}" + (f", players={low}..{high}" if low != high else ""))
+    if game_type.information == _Type.Information.PERFECT_INFORMATION:
+        notes.append("perfect information")
+    if task.is_judged(game):
+        notes.append("judged: the spec's judge answers it")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def openspiel_listing() -> list[str]:
