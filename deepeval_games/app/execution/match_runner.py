@@ -10,7 +10,7 @@ import collections
 import logging
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -46,6 +46,9 @@ class MatchRunner(MatchPlayer):
         self.plays_too = False
         """Whether this process plays matches too while worker processes play theirs (a run without model players:
         one core is this process's, see :func:`~deepeval_games.app.execution.placement.worker_pool`)."""
+        self.on_commit: Callable[[str | bytes], None] | None = None
+        """Handed the line of every record this runner commits, once it is stored, in commit order (what the store
+        holds: e.g. the run's summary, fed as the run plays)."""
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play one planned match, here or in a worker process (whose record comes back here to be committed)."""
@@ -67,12 +70,24 @@ class MatchRunner(MatchPlayer):
     async def play_and_commit(self, planned: PlannedMatch) -> bool:
         """Play one planned match and commit its record; True if it was stored now (False: its id was stored
         already). A worker process's record is committed as the JSON text the worker wrote, never parsed here."""
-        assert self.store is not None
         if isinstance(self.executor, ProcessExecutor):
             text = await self.executor.play_json(planned)
             self.played_json(planned.match_id, text)
-            return self.store.commit_json(planned.match_id, text)
-        return self.store.commit(await self.play(planned))
+            return self.commit_lines([(planned.match_id, text)])[0]
+        record = await self.play(planned)
+        return self.commit_lines([(record.match_id, record.to_json_bytes())])[0]
+
+    def commit_lines(self, lines: Sequence[tuple[str, str | bytes]]) -> list[bool]:
+        """Commit records as their JSON lines (``(match_id, line)``, as :meth:`MatchRecord.to_json_bytes
+        <deepeval_games.core.records.MatchRecord.to_json_bytes>` writes them; together: one write), then hand each
+        line stored now to :attr:`on_commit`; per record, whether it was stored now."""
+        assert self.store is not None
+        committed = self.store.commit_many_json(lines)
+        if self.on_commit is not None:
+            for (_, line), stored in zip(lines, committed, strict=True):
+                if stored:
+                    self.on_commit(line)
+        return committed
 
     def played_json(self, match_id: str, text: str | bytes) -> None:
         """A record played in a worker process, as its JSON line (UTF-8 bytes), before it is committed (a subclass
@@ -255,7 +270,7 @@ class _BatchedRun:
         try:
             record = await MatchPlayer.play(self.runner, planned)
             self.runner.played(record)
-            committed = self.store.commit(record)
+            (committed,) = self.runner.commit_lines([(record.match_id, record.to_json_bytes())])
         except Exception as exc:
             settled = self.failed(planned, attempt, exc)
         else:
@@ -301,12 +316,12 @@ class _BatchedRun:
             self.runner.played_json(match_id, data)
         settled = len(lines)
         try:
-            committed = self.store.commit_many_json(lines)
+            committed = self.runner.commit_lines(lines)
         except Exception:  # one at a time, so that only the faulty ones fail, as in run()
             committed = []
             for planned, (match_id, data) in zip(played, lines, strict=True):
                 try:
-                    committed.append(self.store.commit_json(match_id, data))
+                    committed.extend(self.runner.commit_lines([(match_id, data)]))
                 except Exception as exc:
                     committed.append(False)
                     settled += self.failed(planned, 1, exc) - 1
