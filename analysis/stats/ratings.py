@@ -1,13 +1,14 @@
 """Ratings from match results, for any number of seats, per role for asymmetric tasks.
 
 * Two seats, one role (symmetric): each match is a comparison: the seat with the higher payoff wins, equal payoffs
-  are a draw (half a win each). Bradley–Terry strengths are fitted by the classic minorise–maximise iteration and
-  reported on the Elo scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
+  are a draw (half a win each). Bradley–Terry strengths are fitted (:func:`fit_strengths`) and reported on the Elo
+  scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
   of the points (win 1, draw 1/2) with its fixed-n betting 95% interval on [0, 1] (:func:`points_share`), valid at any
   number of matches (a rating fitted from few matches has no interval that holds at small n: the share is what the
   matches can vouch for); sequential Elo beside it.
-* Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating (``openskill``'s Weng–Lin
-  model) from each match's order of payoffs (:func:`plackett_luce`).
+* Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating from each match's order of
+  payoffs, fitted in one pass from every pair of seats of every match, with its standard error
+  (:func:`plackett_luce`).
 * Asymmetric tasks (Code Review, Translation) are rated per role and never across roles (a programmer's payoff is
   not comparable with a reviewer's): within a role, two players are compared when they played that role against
   the same opponents on the same data item and repeat, a paired comparison, and Bradley–Terry strengths are fitted
