@@ -378,7 +378,7 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
     Raises:
         ValueError: no complete match, several variants without ``task``, or a seating that was never played.
     """
-    done = [r for r in _ordered(records) if task is None or game_variant(r.game) == task]
+    done = [r for r in records if r.status == "complete" and (task is None or game_variant(r.game) == task)]
     if not done:
         raise ValueError("no complete matches to build a meta-game from")
     variants = {game_variant(r.game) for r in done}
@@ -387,7 +387,14 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
     players = tuple(sorted({name for r in done for name in r.seats}))
     index = {name: i for i, name in enumerate(players)}
     k, seats = len(players), len(done[0].seats)
-    if all(_symmetric(r) for r in done):
+    symmetric = all(_symmetric(r) for r in done)
+    if symmetric and not any(r.seats == [players[0]] * seats for r in done):  # the first seating checked below,
+        # looked for before anything is counted: most runs lack self-play
+        raise _missing(
+            f"a match of {players[0]} against {players[0]}" if seats == 2 else f"the seating {[players[0]] * seats}"
+        )
+    done = _ordered(done)
+    if symmetric:
         if seats == 2:
             total, count = np.zeros((k, k)), np.zeros((k, k))
             for r in done:
