@@ -59,4 +59,4 @@ def variant_tables(variant: str) -> list[tuple[str, TaskTables]]:
     for entry in metadata.entry_points(group=TABLES_ENTRY_POINT_GROUP):
         entries.setdefault(entry.name, entry)
     modules = ((name, cast(TaskTables, entries[name].load())) for name in sorted(entries))
-    return [(name, module) for name, module in modules if module.GAME == task]
+    return [(name, module) for name, module in modules if task == module.GAME]
