@@ -661,9 +661,10 @@ def test_a_forked_child_does_not_hold_a_spare_open(monkeypatch: pytest.MonkeyPat
 
 NON_ROOT_RUNNER = """
 import json, sys, types
-package = types.ModuleType("game_defs")  # the sandbox needs only the standard library: skip game_defs/__init__
-package.__path__ = [sys.argv[1] + "/game_defs"]
-sys.modules["game_defs"] = package
+for name in ("deepeval_games", "deepeval_games.infra"):  # the sandbox needs only the standard library: skip the
+    package = types.ModuleType(name)  # packages' __init__ (the engine's imports pyspiel)
+    package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
+    sys.modules[name] = package
 from deepeval_games.infra.sandbox import SandboxLimits, run_tests
 limits = SandboxLimits(memory_bytes=int(sys.argv[2]), max_processes=6)
 out = {}

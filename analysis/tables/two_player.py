@@ -35,6 +35,7 @@ import numpy as np
 
 from analysis.stats.confseq import mean_interval, ratio_interval, records_bounds
 from analysis.tables.outcomes import turn_outcomes
+from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "format_two_player",
     "normalized_relative_advantage",
     "two_player_summary",
+    "two_player_tables",
 ]
 
 
@@ -207,14 +209,18 @@ def two_player_summary(records: Iterable[MatchRecord]) -> TwoPlayerSummary:
     )
 
 
-def format_two_player(records: Iterable[MatchRecord]) -> str:
-    """The two-player metrics as fixed-width text, for the report."""
-    summary = two_player_summary(records)
-    if not summary.matches:
-        return "Two-player metrics: no complete matches"
-    header = ["player", "opponent", "games", "win", "draw", "loss", "mean payoff", "NRA", "win 1st", "win 2nd"]
-    rows = [
-        [
+_LEGEND = (
+    "95% intervals valid at any number of matches, so wide at few: rates Clopper-Pearson, mean payoff and NRA fixed-n "
+    "betting on the payoff range; NRA: GTBench's normalized relative advantage, summed over the pair's matches, draws "
+    "scored 0"
+)
+
+
+def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
+    """The metrics as tables: each pair, who wins by seat over every match, and each player's illegal-move rate."""
+    header = ("player", "opponent", "games", "win", "draw", "loss", "mean payoff", "NRA", "win 1st", "win 2nd")
+    pairs = tuple(
+        (
             p.player,
             p.opponent,
             str(p.games),
@@ -225,17 +231,40 @@ def format_two_player(records: Iterable[MatchRecord]) -> str:
             p.nra.describe(),
             p.first.describe(True),
             p.second.describe(True),
-        ]
+        )
         for p in summary.pairs
+    )
+    s0, s1, draw = summary.seat_wins
+    seats = (s0.describe(True), s1.describe(True), draw.describe(True), str(summary.matches))
+    return [
+        Table("two_player", "Two-player metrics", header, pairs, note=_LEGEND + "."),
+        Table(
+            "two_player_seats",
+            "Wins by seat over every match (the game's first-mover advantage)",
+            ("seat 0 wins", "seat 1 wins", "draws", "matches", "mean length (turns)"),
+            ((*seats, f"{summary.mean_length:.1f}"),),
+        ),
+        Table(
+            "two_player_illegal",
+            "Illegal-move rate per player (turns with no valid move of its own)",
+            ("player", "illegal-move rate"),
+            tuple((name, rate.describe(True)) for name, rate in summary.illegal_rate.items()),
+        ),
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "Two-player metrics (95% intervals valid at any number of matches, so wide at few: rates Clopper-Pearson, "
-        "mean payoff and NRA fixed-n betting on the payoff range; NRA: GTBench's normalized relative advantage, "
-        "summed over the pair's matches, draws scored 0):"
-    ]
+
+
+def format_two_player(records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None) -> str:
+    """The two-player metrics as fixed-width text, for the report (``summary``: the records' summary, when made
+    already)."""
+    summary = summary if summary is not None else two_player_summary(records)
+    if not summary.matches:
+        return "Two-player metrics: no complete matches"
+    pairs = two_player_tables(summary)[0]
+    widths = [max(len(row[i]) for row in [pairs.header, *pairs.rows]) for i in range(len(pairs.header))]
+    lines = [f"Two-player metrics ({_LEGEND}):"]
     lines += [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [pairs.header, *pairs.rows]
     ]
     s0, s1, draw = summary.seat_wins
     lines.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from deepeval_games.app.reports.sections import Block, ReportContext, section
+from deepeval_games.app.reports.sections import Block, ReportContext, section, table_block
 from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.core.records import MatchRecord
 
@@ -146,11 +146,16 @@ def _ratings(ctx: ReportContext) -> list[Block]:
 
 @section("two_player", "Two-player metrics", core=True)
 def _two_player(ctx: ReportContext) -> list[Block]:
-    from analysis.tables.two_player import format_two_player
+    from analysis.tables.two_player import format_two_player, two_player_summary, two_player_tables
 
     if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
         return []
-    return [Block("two_player", "Two-player metrics", text=format_two_player(ctx.records))]
+    summary = two_player_summary(ctx.records)
+    text = format_two_player(ctx.records, summary=summary)
+    if not summary.matches:
+        return [Block("two_player", "Two-player metrics", text=text)]
+    pairs, *rest = two_player_tables(summary)
+    return [table_block(pairs, text), *(table_block(table) for table in rest)]  # the text says all the tables
 
 
 @section("stableness", "Stableness", core=True)
