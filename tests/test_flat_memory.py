@@ -140,3 +140,18 @@ def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(r
         stored = list(store.records(rebuild_turns=False))
     assert all(r.transcript == "moves" and r.moves and not r.turns for r in stored)
     assert score_report(iter(stored)) == score_report(_full(run_dir))
+
+
+def test_a_record_the_summary_cannot_read_never_stops_the_run_it_fails_the_summary(run_dir: Path) -> None:
+    from deepeval_games.app.reports.report import CoreSummary
+    from deepeval_games.core.records import RecordError
+
+    with Store(run_dir, read_only=True) as store:
+        first, second = (record.to_json_bytes() for record, _ in zip(store.records(), range(2), strict=False))
+    summary = CoreSummary()
+    summary.add_json(first)
+    summary.add_json(first.replace(b'"returns"', b'"return"'))  # no payoffs: the record does not validate
+    summary.add_json(second)  # nothing is added after it
+    assert sum(len(records) for records in summary.variants.values()) == 1
+    with pytest.raises(RecordError):
+        summary.text()

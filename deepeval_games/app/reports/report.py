@@ -159,14 +159,22 @@ class CoreSummary:
         self.variants: dict[str, list[MatchRecord]] = {}
         """The slim records added, per game variant, in the order added."""
         self._interned: Interned = {}
+        self._unread: Exception | None = None
 
     def add(self, record: MatchRecord) -> None:
         """Add one record (kept slim)."""
         self.variants.setdefault(game_variant(record.game), []).append(slim(record, self._interned))
 
     def add_json(self, line: str | bytes) -> None:
-        """Add one record as the store holds it (its JSON line), read as the store reads it back."""
-        self.add(MatchRecord.from_json(line, rebuild_turns=False))
+        """Add one record as the store holds it (its JSON line), read as the store reads it back. A line that cannot
+        be read never stops the run that commits it: :meth:`text` raises what reading it raised (as reading the
+        store back would), and nothing is added after it."""
+        if self._unread is not None:
+            return
+        try:
+            self.add(MatchRecord.from_json(line, rebuild_turns=False))
+        except Exception as exc:  # (a record error, or a bug of a slim copy): the run plays on, the summary fails
+            self._unread = exc
 
     def put_first(self, records: Iterable[MatchRecord]) -> None:
         """Add ``records`` ahead of those added so far (a resumed run's records, committed before this run's)."""
@@ -177,7 +185,13 @@ class CoreSummary:
             self.variants.setdefault(variant, []).extend(slim_records)
 
     def text(self, *, epsilon: float | None = None) -> str:
-        """The core sections of the records added."""
+        """The core sections of the records added.
+
+        Raises:
+            Exception: what reading a line given to :meth:`add_json` raised.
+        """
+        if self._unread is not None:
+            raise self._unread
         data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
         return text_report(data, epsilon=epsilon, core_only=True)
 
