@@ -74,23 +74,21 @@ class MatchRunner(MatchPlayer):
     async def play_and_commit(self, planned: PlannedMatch) -> bool:
         """Play one planned match and commit its record; True if it was stored now (False: its id was stored
         already). A worker process's record is committed as the JSON text the worker wrote, never parsed here."""
+        assert self.store is not None
         if isinstance(self.executor, ProcessExecutor):
             text = await self.executor.play_json(planned)
             self.played_json(planned.match_id, text)
-            return self.commit_lines([(planned.match_id, text)])[0]
+            return self.fed([text], [self.store.commit_json(planned.match_id, text)])[0]
         record = await self.play(planned)
-        return self.commit_lines([(record.match_id, record.to_json_bytes())])[0]
+        return self.fed([record], [self.store.commit(record)])[0]
 
-    def commit_lines(self, lines: Sequence[tuple[str, str | bytes]]) -> list[bool]:
-        """Commit records as their JSON lines (``(match_id, line)``, as :meth:`MatchRecord.to_json_bytes
-        <deepeval_games.core.records.MatchRecord.to_json_bytes>` writes them; together: one write), then hand each
-        line stored now to :attr:`on_commit`; per record, whether it was stored now."""
-        assert self.store is not None
-        committed = self.store.commit_many_json(lines)
+    def fed(self, records: Sequence[MatchRecord | str | bytes], committed: list[bool]) -> list[bool]:
+        """``committed`` (whether each of ``records``, a record or its JSON line, was stored now), once the line of
+        each record stored now is handed to :attr:`on_commit`."""
         if self.on_commit is not None:
-            for (_, line), stored in zip(lines, committed, strict=True):
+            for record, stored in zip(records, committed, strict=True):
                 if stored:
-                    self.on_commit(line)
+                    self.on_commit(record.to_json_bytes() if isinstance(record, MatchRecord) else record)
         return committed
 
     def played_json(self, match_id: str, text: str | bytes) -> None:
@@ -299,7 +297,7 @@ class _BatchedRun:
         try:
             record = await MatchPlayer.play(self.runner, planned)
             self.runner.played(record)
-            (committed,) = self.runner.commit_lines([(record.match_id, record.to_json_bytes())])
+            (committed,) = self.runner.fed([record], [self.store.commit(record)])
         except Exception as exc:
             settled = self.failed(planned, attempt, exc)
         else:
@@ -345,12 +343,12 @@ class _BatchedRun:
             self.runner.played_json(match_id, data)
         settled = len(lines)
         try:
-            committed = self.runner.commit_lines(lines)
+            committed = self.runner.fed([line for _, line in lines], self.store.commit_many_json(lines))
         except Exception:  # one at a time, so that only the faulty ones fail, as in run()
             committed = []
             for planned, (match_id, data) in zip(played, lines, strict=True):
                 try:
-                    committed.extend(self.runner.commit_lines([(match_id, data)]))
+                    committed.extend(self.runner.fed([data], [self.store.commit_json(match_id, data)]))
                 except Exception as exc:
                     committed.append(False)
                     settled += self.failed(planned, 1, exc) - 1

@@ -172,8 +172,8 @@ def run_experiment(
     ``workers`` (a number) is the number of actors, by default one per CPU of the cluster.
 
     ``on_commit``: handed the JSON line of every record the run commits, once it is stored, in commit order (what
-    :meth:`MatchRecord.from_json <deepeval_games.core.records.MatchRecord.from_json>` reads back): the command's
-    summary is fed this way while the run plays.
+    :meth:`MatchRecord.from_json <deepeval_games.core.records.MatchRecord.from_json>` reads back); it must not
+    raise. The command's summary is fed this way while the run plays.
     """
     return asyncio.run(
         run_experiment_async(
