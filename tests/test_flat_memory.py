@@ -3,6 +3,7 @@ share their equal parts."""
 
 from __future__ import annotations
 
+import sqlite3
 import tracemalloc
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.report import ReportData, load_report, text_report
 from deepeval_games.app.reports.slim import slim
-from deepeval_games.app.storage.store import Store
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 
 BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
@@ -79,14 +80,19 @@ def test_shared_slim_records_take_a_fraction_of_the_memory(run_dir: Path) -> Non
     assert shared / len(full) < 8_000  # bytes per 8-turn match (a full slim copy: about 20,000)
 
 
-def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_run_feeds_its_summary_as_it_commits_and_a_resumed_run_reads_only_its_earlier_records(
+    workers: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from deepeval_games.app.commands.cli import main
+    from deepeval_games.app.commands.playing import score_report
 
     def every_record_at_once(self: RunResult) -> list[MatchRecord]:
         raise AssertionError("the run summary read every record at once")
 
     monkeypatch.setattr(RunResult, "records", property(every_record_at_once))
-    lines = [f'game = "{GAME}"', "repeats = 3", "seed = 3"]
+    # two processes, two matches in flight: the worker plays every match and the driver commits its lines
+    lines = [f'game = "{GAME}"', "repeats = 12", "seed = 3", "max_concurrency = 2"]
     players = "".join(f'\n[[players]]\nname = "{b}"\nbot = "{b}"\n' for b in BOTS)
     spec = tmp_path / "spec.toml"
     spec.write_text("[experiment]\n" + "\n".join(lines) + "\n" + players)
@@ -98,8 +104,25 @@ def test_run_prints_its_summary_from_a_stream(tmp_path: Path, monkeypatch: pytes
         return original(self, rebuild_turns=rebuild_turns)
 
     monkeypatch.setattr(RunResult, "iter_records", counted)
-    assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
-    assert streamed == ["rebuild_turns=False"]  # a scripted run reads the store once, for the scores, as stored
+    out = tmp_path / "r"
+    command = ["run", str(spec), "--out", str(out), "--no-progress", "--workers", workers]
+
+    def summary_of_the_store() -> str:
+        with Store(out, read_only=True) as store:
+            return score_report(store.records(rebuild_turns=False))
+
+    assert main(command) == 0
+    assert streamed == []  # a fresh run's summary was fed each record as it was committed: nothing read back
+    assert capsys.readouterr().out.startswith(summary_of_the_store() + "\n")
+    with sqlite3.connect(out / DB_NAME) as db:  # as if the run had been killed after 5 matches
+        db.execute("DELETE FROM matches WHERE seq > 5")
+    kept = (out / JSONL_NAME).read_text().splitlines(keepends=True)[:5]
+    (out / JSONL_NAME).write_text("".join(kept))
+    assert main(command) == 0
+    assert streamed == ["rebuild_turns=False"]  # the 5 earlier records, as stored, ahead of the fed ones
+    printed = capsys.readouterr().out
+    assert "7 played now, 5 already in" in printed
+    assert printed.startswith(summary_of_the_store() + "\n")
 
 
 def test_run_summary_is_the_report_core(run_dir: Path) -> None:
@@ -117,3 +140,18 @@ def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(r
         stored = list(store.records(rebuild_turns=False))
     assert all(r.transcript == "moves" and r.moves and not r.turns for r in stored)
     assert score_report(iter(stored)) == score_report(_full(run_dir))
+
+
+def test_a_record_the_summary_cannot_read_never_stops_the_run_it_fails_the_summary(run_dir: Path) -> None:
+    from deepeval_games.app.reports.report import CoreSummary
+    from deepeval_games.core.records import RecordError
+
+    with Store(run_dir, read_only=True) as store:
+        first, second = (record.to_json_bytes() for record, _ in zip(store.records(), range(2), strict=False))
+    summary = CoreSummary()
+    summary.add_json(first)
+    summary.add_json(first.replace(b'"returns"', b'"return"'))  # no payoffs: the record does not validate
+    summary.add_json(second)  # nothing is added after it
+    assert sum(len(records) for records in summary.variants.values()) == 1
+    with pytest.raises(RecordError):
+        summary.text()

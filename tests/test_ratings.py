@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from analysis.stats.ratings import (
+    ELO,
     MetaGame,
     alpha_rank,
     alpha_rank_records,
     bradley_terry,
+    fit_strengths,
     meta_game,
     nash_averaging,
     paired_comparison,
@@ -84,7 +86,51 @@ def test_plackett_luce_rates_the_four_seat_pgg(tmp_path: Path) -> None:
     ratings = plackett_luce(result.records)
     order = sorted(ratings, key=lambda name: -ratings[name].mu)
     assert order[0] == "free-rider" and order[-1] == "full-contributor"
-    assert all(r.matches == 12 and r.sigma < 8.3 for r in ratings.values())
+    assert all(r.matches == 12 and 0 < r.sigma < 200 for r in ratings.values())
+    shuffled = list(reversed(result.records))  # one batched fit: the order of the matches does not matter
+    for name, rating in plackett_luce(shuffled).items():
+        assert (rating.mu, rating.sigma, rating.matches) == pytest.approx(
+            (ratings[name].mu, ratings[name].sigma, ratings[name].matches), rel=1e-9
+        )
+
+
+def test_plackett_luce_is_bradley_terry_for_two_seats_and_its_sigma_is_the_spread_of_its_mu() -> None:
+    rng = np.random.default_rng(0)
+    names, strength = ["a", "b", "c", "d", "e"], np.array([0.0, 0.3, 0.6, 0.9, 1.2])
+    two = [_record(["a", "b"], [1, 0], match_id="1"), _record(["b", "c"], [0, 0], match_id="2")]
+    two += [_record(["c", "a"], [1, 0], match_id="3"), _record(["a", "c"], [0, 1], match_id="4")]
+    assert {k: r.mu for k, r in plackett_luce(two).items()} == pytest.approx(bradley_terry(two), abs=1e-9)
+    mus, sigmas = [], []
+    for _ in range(120):  # Plackett–Luce draws of four seats of five players (the Gumbel trick)
+        records = []
+        for m in range(100):
+            seats = rng.choice(5, 4, replace=False)
+            places = np.argsort(np.argsort(-(strength[seats] + rng.gumbel(size=4))))
+            records.append(_record([names[i] for i in seats], list(-places.astype(float)), match_id=str(m)))
+        rated = plackett_luce(records, prior=1e-4)
+        mus.append([rated[n].mu for n in names])
+        sigmas.append([rated[n].sigma for n in names])
+    truth = ELO * (strength - strength.mean())
+    assert np.abs(np.mean(mus, axis=0) - truth).max() < 10  # consistent: no bias beyond the draws' noise
+    # the sandwich standard error is the spread of the estimates (the pairs of a match are not independent)
+    assert np.mean(sigmas, axis=0) == pytest.approx(np.std(mus, axis=0), rel=0.2)
+
+
+def test_fit_strengths_finds_the_maximum_choix_finds() -> None:
+    import choix
+
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        size = int(rng.integers(2, 12))
+        wins = np.zeros((size, size))
+        for _ in range(int(rng.integers(1, 200))):
+            a, b = rng.choice(size, 2, replace=False)
+            wins[a, b] += rng.choice([1.0, 0.5, 0.25])
+        wins[0, 1:] += 5  # a player who never lost: only the prior keeps its strength finite
+        wins[1:, 0] = 0
+        for prior in (0.5, 0.01):
+            reference = choix.ilsr_pairwise_dense(wins + prior * (1 - np.eye(size)) / 2, tol=1e-12, max_iter=10000)
+            assert fit_strengths(wins, prior=prior) == pytest.approx(reference - reference.mean(), abs=1e-8)
 
 
 def test_asymmetric_tasks_are_rated_per_role_never_across_roles() -> None:

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from analysis.stats.confseq import ConfidenceSequence, Interval, make_sequence
+from analysis.stats.ratings import fit_strengths
 from analysis.stats.stopping import Key, PairStatus, RoundFeed, Seating, StoppingReport
 
 __all__ = ["ActiveRanking"]
@@ -224,28 +225,15 @@ class ActiveRanking(RoundFeed):
     def _bradley_terry(self, keys: list[Key]) -> np.ndarray:
         """Bradley–Terry scores of ``keys`` fitted to their payoff shares in the matches where they met (a share of
         ``1`` is the whole payoff range's difference in one's favour), with a weak normal prior so that the fit exists
-        when a player won everything (Newton's method from 0: the same data give the same scores)."""
+        when a player won everything (:func:`~analysis.stats.ratings.fit_strengths`: the same data give the same
+        scores)."""
         index = {k: i for i, k in enumerate(keys)}
-        size = len(keys)
-        wins, games = np.zeros((size, size)), np.zeros((size, size))
+        wins = np.zeros((len(keys), len(keys)))
         for (a, b), (total, n) in self._shares.items():
             if a in index and b in index:
-                i, j = index[a], index[b]
-                wins[i, j] += total
-                wins[j, i] += n - total
-                games[i, j] += n
-                games[j, i] += n
-        theta = np.zeros(size)
-        for _ in range(100):
-            p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
-            gradient = (wins - games * p).sum(axis=1) - _PRIOR * theta
-            weight = games * p * (1.0 - p)
-            hessian = np.diag(weight.sum(axis=1) + _PRIOR) - weight
-            step = np.linalg.solve(hessian, gradient)
-            theta += step
-            if np.abs(step).max() < 1e-10:
-                break
-        return theta
+                wins[index[a], index[b]] += total
+                wins[index[b], index[a]] += n - total
+        return fit_strengths(wins, precision=_PRIOR)
 
     def _scores(self, keys: list[Key]) -> np.ndarray:
         """The ranking scores of one group's ``keys`` (item 3 of the module docstring)."""

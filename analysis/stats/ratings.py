@@ -1,13 +1,14 @@
 """Ratings from match results, for any number of seats, per role for asymmetric tasks.
 
 * Two seats, one role (symmetric): each match is a comparison: the seat with the higher payoff wins, equal payoffs
-  are a draw (half a win each). Bradley–Terry strengths are fitted by the classic minorise–maximise iteration and
-  reported on the Elo scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
+  are a draw (half a win each). Bradley–Terry strengths are fitted (:func:`fit_strengths`) and reported on the Elo
+  scale (400 · log10 of the strength, centred on the mean); beside each rating the player's share
   of the points (win 1, draw 1/2) with its fixed-n betting 95% interval on [0, 1] (:func:`points_share`), valid at any
   number of matches (a rating fitted from few matches has no interval that holds at small n: the share is what the
   matches can vouch for); sequential Elo beside it.
-* Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating (``openskill``'s Weng–Lin
-  model) from each match's order of payoffs (:func:`plackett_luce`).
+* Any number of seats, one role (the four-seat Public Goods Game): a Plackett–Luce rating from each match's order of
+  payoffs, fitted in one pass from every pair of seats of every match, with its standard error
+  (:func:`plackett_luce`).
 * Asymmetric tasks (Code Review, Translation) are rated per role and never across roles (a programmer's payoff is
   not comparable with a reviewer's): within a role, two players are compared when they played that role against
   the same opponents on the same data item and repeat, a paired comparison, and Bradley–Terry strengths are fitted
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import game_variant
 
 __all__ = [
+    "ELO",
     "AlphaRank",
     "MetaGame",
     "PairedComparison",
@@ -45,6 +47,7 @@ __all__ = [
     "alpha_rank_records",
     "bradley_terry",
     "elo",
+    "fit_strengths",
     "meta_game",
     "nash_averaging",
     "paired_comparison",
@@ -78,8 +81,38 @@ def pairwise_outcomes(records: Iterable[MatchRecord]) -> list[tuple[str, str, fl
     return out
 
 
+def fit_strengths(wins: np.ndarray, *, prior: float = 0.0, precision: float = 0.0, iterations: int = 100) -> np.ndarray:
+    """Bradley–Terry strengths of the players of ``wins`` (``wins[i, j]``: how often ``i`` beat ``j``; fractions
+    allowed, a draw being half a win each way) as natural-log strengths centred on 0: the maximum of the likelihood
+    with ``prior`` virtual draws between every two players and a normal prior of ``precision`` on each strength
+    (either keeps the fit finite when a player never lost or never won), by Newton's method from 0 (at most
+    ``iterations`` steps; the same data give the same strengths). ``choix.ilsr_pairwise_dense`` finds the same
+    maximum (``tests/test_ratings.py``); it is not called here because importing it (it imports ``scipy.stats``)
+    costs more than a run's whole summary (``bench/README.md``)."""
+    size = len(wins)
+    counts = np.asarray(wins, dtype=float) + prior * (1 - np.eye(size)) / 2
+    games = counts + counts.T
+    # without a normal prior the strengths' common shift is seen by no comparison: the steps are taken centred
+    centre = np.full((size, size), 0.0 if precision > 0 else 1.0 / max(size, 1))
+    theta = np.zeros(size)
+    for _ in range(iterations):
+        chance = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # [i, j]: i beats j
+        gradient = (counts - games * chance).sum(axis=1) - precision * theta
+        weight = games * chance * (1.0 - chance)
+        step = np.linalg.solve(np.diag(weight.sum(axis=1) + precision) - weight + centre, gradient)
+        theta += step
+        if np.abs(step).max() < 1e-10:
+            break
+    return theta if precision > 0 else theta - theta.mean()  # (a normal prior's maximum is centred already)
+
+
+ELO = 400.0 / np.log(10.0)
+"""Elo points per unit of natural-log strength (a strength ratio of 10 is 400 points)."""
+
+
 def bradley_terry(records: Iterable[MatchRecord], *, iterations: int = 500, prior: float = 0.5) -> dict[str, float]:
-    """Bradley–Terry ratings on the Elo scale; ``prior`` adds that many virtual draws against every opponent."""
+    """Bradley–Terry ratings on the Elo scale (centred on 0) of :func:`pairwise_outcomes`, fitted by
+    :func:`fit_strengths`; ``prior`` adds that many virtual draws against every opponent."""
     games = pairwise_outcomes(records)
     players = sorted({p for a, b, _ in games for p in (a, b)})
     if not players:
@@ -90,19 +123,8 @@ def bradley_terry(records: Iterable[MatchRecord], *, iterations: int = 500, prio
     for a, b, score in games:
         wins[index[a], index[b]] += score
         wins[index[b], index[a]] += 1.0 - score
-    wins += prior * (1 - np.eye(n)) / 2  # regularises players who never lose or never win
-    played = wins + wins.T
-    strength = np.ones(n)
-    for _ in range(iterations):
-        denominator = (played / (strength[:, None] + strength[None, :])).sum(axis=1)
-        updated = wins.sum(axis=1) / np.maximum(denominator, 1e-12)
-        updated /= np.exp(np.mean(np.log(updated)))
-        if np.allclose(updated, strength, rtol=1e-10, atol=0):
-            strength = updated
-            break
-        strength = updated
-    elo_scale = 400.0 * np.log10(strength)
-    return {p: float(elo_scale[index[p]] - elo_scale.mean()) for p in players}
+    elo_scale = ELO * fit_strengths(wins, prior=prior, iterations=iterations)
+    return {p: float(elo_scale[index[p]]) for p in players}
 
 
 def elo(records: Iterable[MatchRecord], *, k: float = 16.0, start: float = 1500.0) -> dict[str, float]:
@@ -135,7 +157,8 @@ def points_share(records: Iterable[MatchRecord]) -> dict[str, Interval]:
 
 @dataclass(frozen=True)
 class Rating:
-    """A Plackett–Luce (Weng–Lin) rating: skill ``mu`` with uncertainty ``sigma``."""
+    """A Plackett–Luce rating (:func:`plackett_luce`): strength ``mu`` on the Elo scale, centred on 0, with its
+    standard error ``sigma`` on the same scale."""
 
     mu: float
     sigma: float
@@ -147,40 +170,87 @@ class Rating:
         return self.mu - 3.0 * self.sigma
 
 
-def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None) -> dict[str, Rating]:
-    """Plackett–Luce ratings from every complete one-role match of any number of seats (``openskill``).
+def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, prior: float = 0.5) -> dict[str, Rating]:
+    """Plackett–Luce ratings from every complete one-role match of any number of seats, fitted in one pass.
 
-    Each match ranks its seats by payoff (equal payoffs tie); matches are rated in the order of repetition.
-    ``task`` keeps one game variant. Matches in which a player fills several seats (self-play) are skipped.
+    Each match ranks its seats by payoff. Under the Plackett–Luce model the chance that one seat finishes above
+    another is the Bradley–Terry chance of their strengths, so every two seats of a match are a comparison (equal
+    payoffs a draw, half a win each way) and the strengths are the maximum of the likelihood of all those pairs
+    (a composite likelihood, consistent for the Plackett–Luce strengths), fitted by :func:`fit_strengths` with
+    ``prior`` virtual draws between every two players; for two seats it is :func:`bradley_terry`. The fit does not
+    depend on the order of the matches. ``sigma`` is the robust (sandwich) standard error of the composite
+    likelihood, which counts the pairs of one match as the dependent comparisons they are. ``task`` keeps one game
+    variant. Matches in which a player fills several seats (self-play) are skipped.
 
     Raises:
         ValueError: a record has seats of different roles (rate those per role with :func:`role_ratings`).
     """
-    from openskill.models import PlackettLuce, PlackettLuceRating
-
-    model = PlackettLuce()
-    ratings: dict[str, PlackettLuceRating] = {}
-    counts: dict[str, int] = defaultdict(int)
-    for record in _ordered(records):
-        if task is not None and game_variant(record.game) != task:
+    by_size: dict[int, tuple[list[list[str]], list[list[float]]]] = defaultdict(lambda: ([], []))
+    for record in records:
+        if record.status != "complete" or (task is not None and game_variant(record.game) != task):
             continue
         if not _symmetric(record):
             raise ValueError(
                 f"match {record.match_id} has seats of different roles {sorted(set(_roles(record)))}: "
                 "rate asymmetric tasks per role (role_ratings)"
             )
-        if len(set(record.seats)) != len(record.seats) or len(record.seats) < 2:  # a one-seat match ranks nobody
-            continue
-        for name in record.seats:
-            if name not in ratings:  # a new rating only for a new player: each one draws a uuid
-                ratings[name] = model.rating(name=name)
-        teams = [[ratings[name]] for name in record.seats]
-        # ranks (lower is better) rather than scores: the same update to the bit, a fifth cheaper per call
-        rated = model.rate(teams, ranks=[-float(payoff) for payoff in record.returns])
-        for name, (new,) in zip(record.seats, rated, strict=True):
-            ratings[name] = new
-            counts[name] += 1
-    return {name: Rating(float(r.mu), float(r.sigma), counts[name]) for name, r in sorted(ratings.items())}
+        if len(set(record.seats)) == len(record.seats) > 1:
+            seats, returns = by_size[len(record.seats)]
+            seats.append(record.seats)
+            returns.append([float(payoff) for payoff in record.returns])
+    players = sorted({name for seats, _ in by_size.values() for match in seats for name in match})
+    if not players:
+        return {}
+    index = {name: i for i, name in enumerate(players)}
+    groups = [
+        (np.array([[index[name] for name in match] for match in seats]), np.asarray(returns))
+        for seats, returns in by_size.values()
+    ]
+    wins = np.zeros((len(players), len(players)))
+    for pair_seats, outcome in _seat_pairs(groups):
+        np.add.at(wins, (pair_seats[:, 0], pair_seats[:, 1]), outcome)
+        np.add.at(wins, (pair_seats[:, 1], pair_seats[:, 0]), 1.0 - outcome)
+    theta = fit_strengths(wins, prior=prior)
+    sigma = ELO * np.sqrt(np.clip(np.diag(_sandwich(theta, wins, groups, prior)), 0.0, None))
+    matches = np.bincount(np.concatenate([seats.ravel() for seats, _ in groups]), minlength=len(players))
+    return {name: Rating(float(ELO * theta[i]), float(sigma[i]), int(matches[i])) for name, i in sorted(index.items())}
+
+
+def _seat_pairs(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per group of matches of one seat count (player indices, payoffs; a row a match) and per two seats ``i < j``:
+    the two players of every match (a column each) and the first one's outcome (1 above, 1/2 equal, 0 below)."""
+    for seats, returns in groups:
+        for i, j in itertools.combinations(range(seats.shape[1]), 2):
+            outcome = (returns[:, i] > returns[:, j]) + 0.5 * (returns[:, i] == returns[:, j])
+            yield seats[:, [i, j]], outcome
+
+
+def _sandwich(
+    theta: np.ndarray, wins: np.ndarray, groups: Sequence[tuple[np.ndarray, np.ndarray]], prior: float
+) -> np.ndarray:
+    """The sandwich covariance ``H+ J H+`` of the centred strengths ``theta``: ``H`` the information of every pair
+    (the prior's virtual draws included), ``J`` the sum over matches of the outer product of each match's score."""
+    size = len(theta)
+    chance = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # [a, b]: a above b
+    weight = (wins + wins.T + prior * (1 - np.eye(size))) * chance * chance.T  # comparisons x p (1 - p)
+    information = np.diag(weight.sum(axis=1)) - weight
+    spread = np.zeros((size, size))
+    for seats, returns in groups:
+        for start in range(0, len(seats), _CHUNK):
+            part = slice(start, start + _CHUNK)
+            rows = np.arange(len(seats[part]))
+            score = np.zeros((len(rows), size))  # each match's score: the sum of its pairs' residuals
+            for pair_seats, outcome in _seat_pairs([(seats[part], returns[part])]):
+                residual = outcome - chance[pair_seats[:, 0], pair_seats[:, 1]]
+                np.add.at(score, (rows, pair_seats[:, 0]), residual)
+                np.add.at(score, (rows, pair_seats[:, 1]), -residual)
+            spread += score.T @ score
+    inverse = np.linalg.pinv(information)
+    return np.asarray(inverse @ spread @ inverse)
+
+
+_CHUNK = 4096
+"""Matches whose scores are held at once by :func:`_sandwich`."""
 
 
 def role_ratings(
@@ -308,7 +378,7 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
     Raises:
         ValueError: no complete match, several variants without ``task``, or a seating that was never played.
     """
-    done = [r for r in _ordered(records) if task is None or game_variant(r.game) == task]
+    done = [r for r in records if r.status == "complete" and (task is None or game_variant(r.game) == task)]
     if not done:
         raise ValueError("no complete matches to build a meta-game from")
     variants = {game_variant(r.game) for r in done}
@@ -317,7 +387,14 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
     players = tuple(sorted({name for r in done for name in r.seats}))
     index = {name: i for i, name in enumerate(players)}
     k, seats = len(players), len(done[0].seats)
-    if all(_symmetric(r) for r in done):
+    symmetric = all(_symmetric(r) for r in done)
+    if symmetric and not any(r.seats == [players[0]] * seats for r in done):  # the first seating checked below,
+        # looked for before anything is counted: most runs lack self-play
+        raise _missing(
+            f"a match of {players[0]} against {players[0]}" if seats == 2 else f"the seating {[players[0]] * seats}"
+        )
+    done = _ordered(done)
+    if symmetric:
         if seats == 2:
             total, count = np.zeros((k, k)), np.zeros((k, k))
             for r in done:

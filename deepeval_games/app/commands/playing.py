@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable
+from itertools import takewhile
 from pathlib import Path
 
 from deepeval_games.app.commands.console import print_error
@@ -28,7 +29,8 @@ def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None
     rates (:mod:`analysis.tables.two_player`); with ``epsilon`` the stableness check is reported too. When any turn was
     not ``ok`` at the first ask, the turn outcomes per player follow (``invalid``: no valid move, the
     task's penalty or a seeded random legal move was played for the seat). ``records`` are read once, as they
-    come (a stream from the store keeps memory flat), and kept slim.
+    come (a stream from the store keeps memory flat), and kept slim; ``run`` feeds the same summary
+    (:class:`~deepeval_games.app.reports.report.CoreSummary`) each record as it is committed.
     """
     from deepeval_games.app.reports.report import core_text  # the report's core sections
 
@@ -60,8 +62,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> int:
     """Play ``spec`` into ``out`` (resuming it) and print the tables, the cost and what was played."""
     from deepeval_games.app.reports import estimate
+    from deepeval_games.app.reports.report import CoreSummary  # the report's core sections
 
     before = committed_ids(out)  # with those the JSONL holds and the database lacks: not "played now"
+    summary = CoreSummary()  # fed each record as it is committed, while the run plays
     result = run_experiment(
         spec,
         out,
@@ -70,11 +74,13 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         workers=args.workers,
         executor=args.executor,
         ray_address=args.ray_address,
+        on_commit=summary.add_json,
     )
+    if before & result.match_ids:  # a resumed run: its earlier records lead the store, in commit order
+        summary.put_first(takewhile(lambda r: r.match_id in before, result.iter_records(rebuild_turns=False)))
     rule = stopping_rule(spec)
     epsilon = recheck_epsilon(rule)  # a half-width target under recheck; under adaptive the rule reports itself
-    # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
-    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
+    print(summary.text(epsilon=epsilon))
     if spec.uses_models():
         played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)

@@ -72,6 +72,7 @@ async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup
         result = RunResult(run_dir=Path(setup.out_dir), planned=0)
         first_round = plan_matches(spec, only_repeat=0)
         runner = _RecordingRunner(spec, store, setup.progress, runtime, sink=lambda record: stopping.add_record(record))
+        runner.on_commit = setup.on_commit
         runner.load_games(first_round)
         stopping = _stopping(spec, rule, runner.games)
         limit = count_matches(spec, repeats=max(rule.max_repeats, spec.repeats))

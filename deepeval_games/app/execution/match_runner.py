@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -50,6 +50,9 @@ class MatchRunner(MatchPlayer):
         self.plays_too = False
         """Whether this process plays matches too while worker processes play theirs (a run without model players:
         one core is this process's, see :func:`~deepeval_games.app.execution.placement.worker_pool`)."""
+        self.on_commit: Callable[[str | bytes], None] | None = None
+        """Handed the line of every record this runner commits, once it is stored, in commit order (what the store
+        holds: e.g. the run's summary, fed as the run plays)."""
 
     async def play(self, planned: PlannedMatch) -> MatchRecord:
         """Play one planned match, here or in a worker process (whose record comes back here to be committed)."""
@@ -75,8 +78,18 @@ class MatchRunner(MatchPlayer):
         if isinstance(self.executor, ProcessExecutor):
             text = await self.executor.play_json(planned)
             self.played_json(planned.match_id, text)
-            return self.store.commit_json(planned.match_id, text)
-        return self.store.commit(await self.play(planned))
+            return self.fed([text], [self.store.commit_json(planned.match_id, text)])[0]
+        record = await self.play(planned)
+        return self.fed([record], [self.store.commit(record)])[0]
+
+    def fed(self, records: Sequence[MatchRecord | str | bytes], committed: list[bool]) -> list[bool]:
+        """``committed`` (whether each of ``records``, a record or its JSON line, was stored now), once the line of
+        each record stored now is handed to :attr:`on_commit`."""
+        if self.on_commit is not None:
+            for record, stored in zip(records, committed, strict=True):
+                if stored:
+                    self.on_commit(record.to_json_bytes() if isinstance(record, MatchRecord) else record)
+        return committed
 
     def played_json(self, match_id: str, text: str | bytes) -> None:
         """A record played in a worker process, as its JSON line (UTF-8 bytes), before it is committed (a subclass
@@ -284,7 +297,7 @@ class _BatchedRun:
         try:
             record = await MatchPlayer.play(self.runner, planned)
             self.runner.played(record)
-            committed = self.store.commit(record)
+            (committed,) = self.runner.fed([record], [self.store.commit(record)])
         except Exception as exc:
             settled = self.failed(planned, attempt, exc)
         else:
@@ -330,12 +343,12 @@ class _BatchedRun:
             self.runner.played_json(match_id, data)
         settled = len(lines)
         try:
-            committed = self.store.commit_many_json(lines)
+            committed = self.runner.fed([line for _, line in lines], self.store.commit_many_json(lines))
         except Exception:  # one at a time, so that only the faulty ones fail, as in run()
             committed = []
             for planned, (match_id, data) in zip(played, lines, strict=True):
                 try:
-                    committed.append(self.store.commit_json(match_id, data))
+                    committed.extend(self.runner.fed([data], [self.store.commit_json(match_id, data)]))
                 except Exception as exc:
                     committed.append(False)
                     settled += self.failed(planned, 1, exc) - 1

@@ -39,6 +39,7 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatc
             run_dir=Path(setup.out_dir), planned=len(plan), skipped=len(plan) - len(todo), repeats=spec.repeats
         )
         runner = MatchRunner(spec, store, setup.progress, runtime)
+        runner.on_commit = setup.on_commit
         runner.load_games(plan)
         manifest = RunManifest(setup.out_dir, spec, runner.games.values(), len(plan))
         manifest.start()

@@ -5,7 +5,7 @@ closed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,9 @@ class RunSetup:
     """Whether a progress bar is drawn."""
     workers: int | str | None = None
     """The caller's ``workers`` setting (None: the spec's)."""
+    on_commit: Callable[[str | bytes], None] | None = None
+    """Handed the line of every record the run commits, once stored, in commit order
+    (:attr:`MatchRunner.on_commit <deepeval_games.app.execution.match_runner.MatchRunner.on_commit>`)."""
 
 
 def open_store(spec: ExperimentSpec, setup: RunSetup) -> Store:

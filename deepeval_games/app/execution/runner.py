@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,7 @@ async def run_experiment_async(
     workers: int | str | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    on_commit: Callable[[str | bytes], None] | None = None,
 ) -> RunResult:
     """Play every match of ``spec`` that ``out_dir`` does not hold yet; see :func:`run_experiment`."""
     spec = _with_executor(with_pool(as_spec(spec)), executor, ray_address)
@@ -127,7 +128,7 @@ async def run_experiment_async(
         prestart(spec, workers, count_matches(spec, stop_above=spec.experiment.max_matches))
     plan = check_run(spec, out_dir)  # nothing is written before this passes
     with _ray_connection(spec), RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
-        setup = RunSetup(out_dir, run_lock, progress, workers)
+        setup = RunSetup(out_dir, run_lock, progress, workers, on_commit)
         return await _run_locked(spec, setup, plan)
 
 
@@ -150,6 +151,7 @@ def run_experiment(
     workers: int | str | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    on_commit: Callable[[str | bytes], None] | None = None,
 ) -> RunResult:
     """Run an experiment into the run directory ``out_dir`` (created if needed) and return its results.
 
@@ -168,6 +170,10 @@ def run_experiment(
     and
     ``ray_address``: the cluster to join; both override ``[experiment] executor`` / ``ray_address``. Under Ray,
     ``workers`` (a number) is the number of actors, by default one per CPU of the cluster.
+
+    ``on_commit``: handed the JSON line of every record the run commits, once it is stored, in commit order (what
+    :meth:`MatchRecord.from_json <deepeval_games.core.records.MatchRecord.from_json>` reads back); it must not
+    raise. The command's summary is fed this way while the run plays.
     """
     return asyncio.run(
         run_experiment_async(
@@ -178,5 +184,6 @@ def run_experiment(
             workers=workers,
             executor=executor,
             ray_address=ray_address,
+            on_commit=on_commit,
         )
     )

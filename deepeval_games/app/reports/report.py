@@ -41,7 +41,7 @@ from deepeval_games.app.reports import detail_sections  # noqa: F401
 from deepeval_games.app.reports import run_sections  # noqa: F401
 # isort: on
 
-__all__ = ["ReportData", "core_text", "load_report", "render_blocks", "text_report"]
+__all__ = ["CoreSummary", "ReportData", "core_text", "load_report", "render_blocks", "text_report"]
 
 log = logging.getLogger(__name__)
 
@@ -150,12 +150,56 @@ def text_report(data: ReportData, *, epsilon: float | None = None, core_only: bo
     return text or "no completed matches"
 
 
+class CoreSummary:
+    """The score summary ``run`` prints (the core sections), fed one record at a time: each record is kept slim as
+    it is added (:func:`slim`), so a run that feeds its records as it commits them (``run_experiment``'s
+    ``on_commit``) is left with only the tables to compute after its last match (:meth:`text`)."""
+
+    def __init__(self) -> None:
+        self.variants: dict[str, list[MatchRecord]] = {}
+        """The slim records added, per game variant, in the order added."""
+        self._interned: Interned = {}
+        self._unread: Exception | None = None
+
+    def add(self, record: MatchRecord) -> None:
+        """Add one record (kept slim)."""
+        self.variants.setdefault(game_variant(record.game), []).append(slim(record, self._interned))
+
+    def add_json(self, line: str | bytes) -> None:
+        """Add one record as the store holds it (its JSON line), read as the store reads it back. A line that cannot
+        be read never stops the run that commits it: :meth:`text` raises what reading it raised (as reading the
+        store back would), and nothing is added after it."""
+        if self._unread is not None:
+            return
+        try:
+            self.add(MatchRecord.from_json(line, rebuild_turns=False))
+        except Exception as exc:  # (a record error, or a bug of a slim copy): the run plays on, the summary fails
+            self._unread = exc
+
+    def put_first(self, records: Iterable[MatchRecord]) -> None:
+        """Add ``records`` ahead of those added so far (a resumed run's records, committed before this run's)."""
+        later, self.variants = self.variants, {}
+        for record in records:
+            self.add(record)
+        for variant, slim_records in later.items():
+            self.variants.setdefault(variant, []).extend(slim_records)
+
+    def text(self, *, epsilon: float | None = None) -> str:
+        """The core sections of the records added.
+
+        Raises:
+            Exception: what reading a line given to :meth:`add_json` raised.
+        """
+        if self._unread is not None:
+            raise self._unread
+        data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
+        return text_report(data, epsilon=epsilon, core_only=True)
+
+
 def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
     """The score summary of ``records`` (what ``run`` prints): the core sections only. The records are read once,
-    as they come, and kept slim (:func:`slim`): a stream from the store keeps memory small."""
-    variants: dict[str, list[MatchRecord]] = {}
-    interned: Interned = {}
+    as they come, and kept slim (:class:`CoreSummary`): a stream from the store keeps memory small."""
+    summary = CoreSummary()
     for record in records:
-        variants.setdefault(game_variant(record.game), []).append(slim(record, interned))
-    data = ReportData([], dict(sorted(variants.items())), [], {v: {} for v in variants})
-    return text_report(data, epsilon=epsilon, core_only=True)
+        summary.add(record)
+    return summary.text(epsilon=epsilon)

@@ -54,6 +54,11 @@ def table_module(name: str) -> TaskTables:
 
 
 def variant_tables(variant: str) -> list[tuple[str, TaskTables]]:
-    """The registered tables modules of the variant's task, with their names."""
+    """The registered tables modules of the variant's task, with their names (sorted; the first module registered
+    under a name, as :func:`table_module` finds it), from one look at the entry points."""
     task = variant.split("(", 1)[0]
-    return [(name, module) for name in table_names() if task == (module := table_module(name)).GAME]
+    entries: dict[str, metadata.EntryPoint] = {}
+    for entry in metadata.entry_points(group=TABLES_ENTRY_POINT_GROUP):
+        entries.setdefault(entry.name, entry)
+    modules = ((name, cast(TaskTables, entries[name].load())) for name in sorted(entries))
+    return [(name, module) for name, module in modules if task == module.GAME]
