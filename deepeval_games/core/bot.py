@@ -25,6 +25,7 @@ from deepeval_games.core import task
 from deepeval_games.core.message_pool import InboxAt, Message
 
 __all__ = [
+    "ActionNames",
     "CallAttempt",
     "Decision",
     "DeepEvalBot",
@@ -269,7 +270,7 @@ if not all(  # Decision.move relies on it: every field but action has a plain de
     raise TypeError("Decision.move needs every field of Decision but action to have a plain default")
 
 
-class _ActionNames:
+class ActionNames:
     """``Observation.action_to_string`` without a copy of the state: names are read from the live state, and
     remembered, while it is where the observation was made (a seat names its moves while it chooses). Naming a
     move after the game moved on is a bug in the caller and says so rather than naming it from another state.
@@ -293,6 +294,7 @@ class _ActionNames:
         called directly (the referee's, which saves the round trip through C++)."""
 
     def __call__(self, action: int) -> str:
+        """The name of ``action`` for the seat, in the state as it was when this was made."""
         name = self._names.get(action)
         if name is None:
             clock = self._clock
@@ -305,6 +307,7 @@ class _ActionNames:
 
 
 def make_observation(
+    *,
     seat: int,
     num_seats: int,
     game: str,
@@ -367,19 +370,19 @@ def observe(
     else:
         legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
     return make_observation(
-        seat,
-        game.num_players(),
-        game.get_type().short_name,
-        dict(game.get_parameters()),
-        round,
-        task.observation_text(state, seat) if text is None else text,
-        task.observation_fields(state, seat) if fields is None else fields,
-        legal,
-        inbox,
-        task.penalty_action(state, seat),
-        task.is_free_text_turn(state, seat),
-        _ActionNames(state, seat),
-        task.is_combined_turn(state, seat),
+        seat=seat,
+        num_seats=game.num_players(),
+        game=game.get_type().short_name,
+        params=dict(game.get_parameters()),
+        round=round,
+        text=task.observation_text(state, seat) if text is None else text,
+        fields=task.observation_fields(state, seat) if fields is None else fields,
+        legal_actions=legal,
+        inbox=inbox,
+        penalty_action=task.penalty_action(state, seat),
+        free_text=task.is_free_text_turn(state, seat),
+        action_to_string=ActionNames(state, seat),
+        combined=task.is_combined_turn(state, seat),
     )
 
 

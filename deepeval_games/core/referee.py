@@ -37,6 +37,7 @@ import pyspiel
 
 from deepeval_games.core import task
 from deepeval_games.core.bot import (
+    ActionNames,
     Decision,
     DeepEvalBot,
     FieldsBot,
@@ -44,7 +45,6 @@ from deepeval_games.core.bot import (
     Outcome,
     StateBot,
     SyncBot,
-    _ActionNames,
     answers_at_once,
     answers_on_its_own,
     make_observation,
@@ -266,7 +266,7 @@ class _Match:
         self.state = game.new_initial_state()
         self.hooks = task.state_hooks(self.state, game)
         self.kinds = [_seat_kind(bot) for bot in bots]
-        by_fields = all(kind.by_fields for kind in self.kinds) and self.hooks.is_judge_turn is None
+        by_fields = all(kind.by_fields for kind in self.kinds) and not self.hooks.may_judge
         self.rows: list[MoveRow] | None = [] if rows and by_fields else None
         """The match's moves as rows (``transcript="moves"``: every seat reads its fields alone and no judge decides,
         so the moves alone replay the match), or None: recorded in full (turns and messages)."""
@@ -309,7 +309,7 @@ class _Match:
                 if len(answers) < len(seats):
                     answers |= await self.ask_awaited(seats, answers)
                 self.settle_round(kind, seats, answers)
-            elif self.hooks.is_judge_turn is not None and self.hooks.is_judge_turn():
+            elif self.hooks.may_judge and self.hooks.judge_turn():
                 await self.judge_round()
             else:
                 self.chance()
@@ -365,10 +365,10 @@ class _Match:
         ``transcript="moves"`` no view is rendered (nobody reads one): the fields alone are computed."""
         of = self.hooks.observation_fields
         if self.rows is not None:
-            return of(seat) if of is not None else {}
+            return of(seat)
         at, text, fields = self.view(seat)
         if fields is None:
-            fields = dict(of(seat)) if of is not None else {}
+            fields = dict(of(seat))
             self._views[seat] = (at, text, fields)
         return fields
 
@@ -381,21 +381,21 @@ class _Match:
 
     def observation(self, seat: int, legal: tuple[int, ...]) -> Observation:
         """What ``seat`` is asked with: its view as delivered, its inbox, its legal moves, how to name them."""
-        hooks = self.hooks
+        hooks, facts = self.hooks, self.facts
         return make_observation(
-            seat,
-            self.facts.n,
-            self.facts.short_name,
-            self.facts.params,
-            self.round,
-            self.view(seat)[1],
-            self.fields(seat),
-            legal,
-            self.pool.inbox_later(seat),  # read only if the bot reads it
-            None if hooks.penalty_action is None else int(hooks.penalty_action(seat)),
-            False if hooks.is_free_text_turn is None else bool(hooks.is_free_text_turn(seat)),
-            _ActionNames(self.state, seat, self, hooks.action_name),
-            hooks.is_combined_turn is not None and bool(hooks.is_combined_turn(seat)),
+            seat=seat,
+            num_seats=facts.n,
+            game=facts.short_name,
+            params=facts.params,
+            round=self.round,
+            text=self.view(seat)[1],
+            fields=self.fields(seat),
+            legal_actions=legal,
+            inbox=self.pool.inbox_later(seat),  # read only if the bot reads it
+            penalty_action=hooks.penalty(seat),
+            free_text=hooks.free_text(seat),
+            action_to_string=ActionNames(self.state, seat, self, hooks.action_name),
+            combined=hooks.may_combine and hooks.combined(seat),
         )
 
     # -- ask -----------------------------------------------------------------------------------------------
@@ -443,28 +443,29 @@ class _Match:
         action, hooks = decision.action, self.hooks
         if action is not None and action in legal:
             return int(action), decision
-        free_text = hooks.is_free_text_turn is not None and bool(hooks.is_free_text_turn(seat))
+        free_text = hooks.free_text(seat)
         answered = decision.outcome in (Outcome.OK, Outcome.REASKED)
         if action is None:
-            if free_text and answered and hooks.intern_utterance is not None:
-                return int(hooks.intern_utterance(seat, decision.text)), decision
+            interned = hooks.intern(seat, decision.text) if free_text and answered else None
+            if interned is not None:
+                return interned, decision
             if answered:
                 decision = _invalid(decision, "free-text answer where a move was expected")
             return self.penalty(seat, legal, free_text, decision)
         if free_text:
             return int(action), decision
-        penalty = None if hooks.penalty_action is None else int(hooks.penalty_action(seat))
-        if decision.outcome is not Outcome.OK and action == penalty:
+        if decision.outcome is not Outcome.OK and action == hooks.penalty(seat):
             return int(action), decision
         return self.penalty(seat, legal, free_text, _invalid(decision, f"illegal action {action}"))
 
     def penalty(self, seat: int, legal: tuple[int, ...], free_text: bool, decision: Decision) -> tuple[int, Decision]:
         """The task's penalty move; without one, a seeded uniformly random legal move (the turn stays invalid)."""
         hooks = self.hooks
-        if hooks.penalty_action is not None:
-            return int(hooks.penalty_action(seat)), decision
-        if free_text and hooks.intern_utterance is not None:
-            return int(hooks.intern_utterance(seat, "")), decision
+        action = hooks.penalty(seat)
+        if action is None and free_text:  # a free-text seat without the task's penalty says nothing
+            action = hooks.intern(seat, "")
+        if action is not None:
+            return action, decision
         action = int(self.penalty_rng.choice(legal))
         note = f"a random legal move ({hooks.action_name(seat, action)}) was played for the seat"
         return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
@@ -476,8 +477,8 @@ class _Match:
             return
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
         if seat != CHANCE_SEAT:  # who reads it beside its seat: at a combined turn answered validly, every other seat
-            combined = self.hooks.is_combined_turn
-            told = combined is not None and decision.outcome in (Outcome.OK, Outcome.REASKED) and combined(seat)
+            hooks = self.hooks
+            told = hooks.may_combine and decision.outcome in (Outcome.OK, Outcome.REASKED) and hooks.combined(seat)
             self.pool.add_move(self.round, seat, text, action, self.facts.others[seat] if told else ())
         self.turns.append(_turn(len(self.turns), self.round, seat, action, action_string, text, latency, decision))
 
@@ -576,7 +577,6 @@ async def play_match(
     clock = time.perf_counter()
     match = _Match(game, bots, judge, seed, rows=transcript == "moves" and not scorers)
     await match.run(max_rounds if max_rounds is not None else match.facts.max_rounds)
-    metrics = match.hooks.match_metrics
     values: dict[str, Any] = {
         "match_id": match_id,
         "game": match.facts.name,
@@ -587,7 +587,7 @@ async def play_match(
         "players": [bot.identity() for bot in bots],
         "roles": list(match.facts.roles),
         "messages": match.pool.records(),  # the pool's own dicts: the match is over
-        "metrics": dict(metrics()) if metrics is not None else {},
+        "metrics": dict(match.hooks.match_metrics()),
         "started_at": started,
     }
     if match.rows is not None:

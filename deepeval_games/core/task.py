@@ -579,8 +579,7 @@ def _no_text(seat: int) -> str:
 
 def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:
     """Structured values of ``seat``'s observation (``{}`` for a game without them)."""
-    fn = getattr(state, "observation_fields", None)
-    return dict(fn(seat)) if callable(fn) else {}
+    return dict(_optional(state, "observation_fields")(seat))
 
 
 # -- moves ----------------------------------------------------------------------------------------------
@@ -588,20 +587,17 @@ def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:
 
 def penalty_action(state: pyspiel.State, seat: int) -> int | None:
     """The game's own penalty move for ``seat``; None when the game has none (the referee draws one)."""
-    fn = getattr(state, "penalty_action", None)
-    return int(fn(seat)) if callable(fn) else None
+    return _optional(state, "penalty")(seat)
 
 
 def is_free_text_turn(state: pyspiel.State, seat: int) -> bool:
     """True when ``seat`` is to make an utterance."""
-    fn = getattr(state, "is_free_text_turn", None)
-    return bool(fn(seat)) if callable(fn) else False
+    return _optional(state, "free_text")(seat)
 
 
 def is_combined_turn(state: pyspiel.State, seat: int) -> bool:
     """True when ``seat``'s reply is to carry a message and its move together."""
-    fn = getattr(state, "is_combined_turn", None)
-    return bool(fn(seat)) if callable(fn) else False
+    return _optional(state, "combined")(seat)
 
 
 def can_intern(state: pyspiel.State) -> bool:
@@ -611,10 +607,10 @@ def can_intern(state: pyspiel.State) -> bool:
 
 def intern_utterance(state: pyspiel.State, seat: int, text: str) -> int:
     """The action id of an utterance; :class:`ValueError` for a game without free-text moves."""
-    fn = getattr(state, "intern_utterance", None)
-    if not callable(fn):
+    action: int | None = _optional(state, "intern")(seat, text)
+    if action is None:
         raise ValueError(f"{state.get_game().get_type().short_name} takes no free-text moves")
-    return int(cast(TaskState, state).intern_utterance(seat, text))
+    return action
 
 
 # -- judging and metrics --------------------------------------------------------------------------------
@@ -622,8 +618,7 @@ def intern_utterance(state: pyspiel.State, seat: int, text: str) -> int:
 
 def is_judge_turn(state: pyspiel.State) -> bool:
     """True at a verdict node."""
-    fn = getattr(state, "is_judge_turn", None)
-    return bool(fn()) if callable(fn) else False
+    return _optional(state, "judge_turn")()
 
 
 def judge_fields(state: pyspiel.State) -> dict[str, Any]:
@@ -652,8 +647,64 @@ def indistinguishable_variants(state: pyspiel.State, player: int, joint_action: 
 
 def match_metrics(state: pyspiel.State) -> dict[str, Any]:
     """Task metrics of a finished match (``{}`` without the hook)."""
-    fn = getattr(state, "match_metrics", None)
-    return dict(fn()) if callable(fn) else {}
+    return dict(_optional(state, "match_metrics")())
+
+
+# -- the state hooks' defaults, written once ------------------------------------------------------------
+
+
+def _no_fields(seat: int) -> Mapping[str, Any]:
+    return {}
+
+
+def _no_penalty(seat: int) -> int | None:
+    return None
+
+
+def _never(seat: int) -> bool:
+    return False
+
+
+def _no_interning(seat: int, text: str) -> int | None:
+    return None
+
+
+def _no_verdict() -> bool:
+    return False
+
+
+def _no_metrics() -> Mapping[str, Any]:
+    return {}
+
+
+_OPTIONAL_STATE_HOOKS: tuple[tuple[str, str, type | None, Callable[..., Any]], ...] = (
+    ("observation_fields", "observation_fields", None, _no_fields),
+    ("penalty", "penalty_action", int, _no_penalty),
+    ("free_text", "is_free_text_turn", bool, _never),
+    ("intern", "intern_utterance", int, _no_interning),
+    ("combined", "is_combined_turn", bool, _never),
+    ("judge_turn", "is_judge_turn", bool, _no_verdict),
+    ("match_metrics", "match_metrics", None, _no_metrics),
+)
+"""Per optional state hook, in the order of :class:`StateHooks`: its field there, the hook's name, the type its
+answer is made (None: read as it is; the callers that keep it copy it), and its default (the module docs')."""
+_BY_FIELD = {field: (name, made, default) for field, name, made, default in _OPTIONAL_STATE_HOOKS}
+_DEFAULTS = tuple(default for *_, default in _OPTIONAL_STATE_HOOKS)
+"""The optional hooks of a state that offers none (an OpenSpiel game's): every default, made once."""
+
+
+def _resolve(hook: Callable[..., Any] | None, made: type | None, default: Callable[..., Any]) -> Callable[..., Any]:
+    """A state's bound hook as its callers call it: ``default`` without it, else the hook, its answer made ``made``."""
+    if hook is None:
+        return default
+    return hook if made is None else lambda *args: made(hook(*args))
+
+
+def _optional(state: pyspiel.State, field: str) -> Callable[..., Any]:
+    """``state``'s optional hook of :class:`StateHooks` field ``field``, its default applied."""
+    name, made, default = _BY_FIELD[field]
+    hook = getattr(state, name, None)
+    return _resolve(hook if callable(hook) else None, made, default)
 
 
 # -- one state's hooks, bound once ----------------------------------------------------------------------
@@ -662,10 +713,11 @@ def match_metrics(state: pyspiel.State) -> dict[str, Any]:
 class StateHooks(NamedTuple):
     """The contract of one state object, each hook bound once: what the referee calls move after move.
 
-    A hook the game does not offer is None here (its default, as the module docs give it, is the caller's one
-    branch); OpenSpiel's own methods are always present. A Python game's ``_legal_actions`` and
-    ``_action_to_string`` are bound directly: OpenSpiel's public methods reach the same Python methods through C++
-    and back, after node checks that the referee has made already (it asks only the seats to move).
+    Every hook is here with its default applied (as the module docs give it): a hook the game does not offer is
+    a shared function that returns the default, so a caller asks and never tests for the hook. OpenSpiel's own
+    methods are always present. A Python game's ``_legal_actions`` and ``_action_to_string`` are bound directly:
+    OpenSpiel's public methods reach the same Python methods through C++ and back, after node checks that the
+    referee has made already (it asks only the seats to move).
     """
 
     legal_actions: Callable[[int], tuple[int, ...]]
@@ -674,13 +726,24 @@ class StateHooks(NamedTuple):
     """``(seat, action) -> name`` in the state as it is."""
     observation_text: Callable[[int], str]
     """``seat -> what the seat is shown`` (:func:`observation_text`)."""
-    observation_fields: Callable[[int], Mapping[str, Any]] | None
-    penalty_action: Callable[[int], int] | None
-    is_free_text_turn: Callable[[int], bool] | None
-    intern_utterance: Callable[[int, str], int] | None
-    is_combined_turn: Callable[[int], bool] | None
-    is_judge_turn: Callable[[], bool] | None
-    match_metrics: Callable[[], Mapping[str, Any]] | None
+    observation_fields: Callable[[int], Mapping[str, Any]]
+    """``seat -> structured values`` of its observation, read only (``{}`` without the hook)."""
+    penalty: Callable[[int], int | None]
+    """``seat -> the task's penalty move`` (None: the referee draws a seeded random legal move)."""
+    free_text: Callable[[int], bool]
+    """``seat -> whether its move is an utterance`` (False: one of ``legal_actions``)."""
+    intern: Callable[[int, str], int | None]
+    """``(seat, text) -> the utterance's action`` (None: the game takes no free text; the answer is refused)."""
+    combined: Callable[[int], bool]
+    """``seat -> whether its reply carries a message to every seat and its move`` (False: separate turns)."""
+    judge_turn: Callable[[], bool]
+    """Whether the state is at a verdict node (False: chance nodes are sampled from the match seed)."""
+    match_metrics: Callable[[], Mapping[str, Any]]
+    """A finished match's task metrics, read only (``{}`` without the hook)."""
+    may_combine: bool
+    """False when no turn of the game is combined (``combined`` is always False: a caller may skip asking)."""
+    may_judge: bool
+    """False when the game has no verdict node (``judge_turn`` is always False: a caller may skip asking)."""
 
 
 def _int_tuple(legal: Callable[[int], Sequence[int]]) -> Callable[[int], tuple[int, ...]]:
@@ -696,43 +759,40 @@ def _int_tuple(legal: Callable[[int], Sequence[int]]) -> Callable[[int], tuple[i
     return legal_actions
 
 
-_OPTIONAL_STATE_HOOKS = (
-    "observation_fields",
-    "penalty_action",
-    "is_free_text_turn",
-    "intern_utterance",
-    "is_combined_turn",
-    "is_judge_turn",
-    "match_metrics",
-)
+_STATE_CLASSES: dict[type, tuple[bool, bool, tuple[tuple[int, str, type | None], ...], bool, bool]] = {}
 
 
-_STATE_CLASSES: dict[type, tuple[bool, bool, frozenset[str]]] = {}
-
-
-def _state_class(cls: type) -> tuple[bool, bool, frozenset[str]]:
-    """What a state class offers: its own ``_legal_actions``, its own ``_action_to_string``, the optional hooks."""
+def _state_class(cls: type) -> tuple[bool, bool, tuple[tuple[int, str, type | None], ...], bool, bool]:
+    """What a state class offers: its own ``_legal_actions``, its own ``_action_to_string``, the optional hooks (their
+    place among them, name and the type their answer is made), whether a turn may be combined, whether judged."""
     known = _STATE_CLASSES.get(cls)
     if known is None:
-        offered = frozenset(name for name in _OPTIONAL_STATE_HOOKS if callable(getattr(cls, name, None)))
+        offered = tuple(
+            (at, name, made)
+            for at, (_, name, made, _) in enumerate(_OPTIONAL_STATE_HOOKS)
+            if callable(getattr(cls, name, None))
+        )
+        names = {name for _, name, _ in offered}
         python = (callable(getattr(cls, "_legal_actions", None)), callable(getattr(cls, "_action_to_string", None)))
-        known = _STATE_CLASSES[cls] = (*python, offered)
+        known = _STATE_CLASSES[cls] = (*python, offered, "is_combined_turn" in names, "is_judge_turn" in names)
     return known
 
 
 def state_hooks(state: pyspiel.State, game: pyspiel.Game | None = None) -> StateHooks:
-    """The hooks of ``state`` (one object: the hooks are bound to it); ``game``: its game, where the caller holds
-    it. Which hooks a state offers is read from its class, once a class."""
-    python_legal, python_names, offered = _state_class(type(state))
+    """The hooks of ``state`` (one object: the hooks are bound to it), each with its default applied; ``game``: its
+    game, where the caller holds it. Which hooks a state offers is read from its class, once a class."""
+    python_legal, python_names, offered, may_combine, may_judge = _state_class(type(state))
     legal_actions = _int_tuple(state._legal_actions if python_legal else state.legal_actions)
     action_name = state._action_to_string if python_names else state.action_to_string
-    bound = (
-        [getattr(state, name) if name in offered else None for name in _OPTIONAL_STATE_HOOKS] if offered else _NO_HOOKS
-    )
-    # by position (made once a match): the optional hooks last, in their order; an OpenSpiel game offers none
-    return StateHooks._make((legal_actions, action_name, observation_reader(state, game), *bound))
+    optional: Sequence[Any] = _DEFAULTS  # an OpenSpiel game offers none: the shared defaults
+    if offered:
+        optional = list(_DEFAULTS)
+        for at, name, made in offered:
+            optional[at] = _resolve(getattr(state, name), made, _DEFAULTS[at])
+    # by position (made once a match): the optional hooks after the three OpenSpiel ones, in their order
+    reader = observation_reader(state, game)
+    return StateHooks._make((legal_actions, action_name, reader, *optional, may_combine, may_judge))
 
 
-_NO_HOOKS = (None,) * len(_OPTIONAL_STATE_HOOKS)
-if StateHooks._fields[3:] != _OPTIONAL_STATE_HOOKS:  # state_hooks fills them by position
-    raise TypeError("StateHooks must list the optional hooks last, in the order of _OPTIONAL_STATE_HOOKS")
+if StateHooks._fields[3:-2] != tuple(field for field, *_ in _OPTIONAL_STATE_HOOKS):  # state_hooks fills by position
+    raise TypeError("StateHooks must list the optional hooks after the first three, in _OPTIONAL_STATE_HOOKS's order")
