@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.stats.confseq import mean_intervals, records_bounds
+from analysis.stats.confseq import records_bounds
+from analysis.stats.intervals import OLD_VERSION, IntervalPolicy, interval_policy, records_policy
 from deepeval_games.core.records import MatchRecord
 
 __all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
@@ -64,10 +65,14 @@ class Headline:
     """A line printed under the table, if any."""
 
 
-def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tuple[float, float] | None) -> list[Score]:
-    """A score per (player, role, values) row. The intervals of rows of one length are computed together
-    (:func:`analysis.stats.confseq.mean_intervals` bets on each row apart, so each is the interval :func:`mean_interval`
-    gives that row alone; the work per value is shared by the rows)."""
+def _scores(
+    rows: Iterable[tuple[str, str | None, Sequence[float]]],
+    bounds: tuple[float, float] | None,
+    policy: IntervalPolicy,
+) -> list[Score]:
+    """A score per (player, role, values) row, its interval by ``policy``'s method of a mean. The intervals of rows
+    of one length are computed together (each method treats each row apart, so each is the interval of that row
+    alone; the work per value is shared by the rows)."""
     data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
     intervals = dict.fromkeys(data, (-math.inf, math.inf))
     if bounds is not None:
@@ -78,7 +83,7 @@ def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tup
             if size == 0:  # no values: no interval (as mean_interval has it)
                 intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
                 continue
-            low, high = mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            low, high = policy.mean_intervals(np.stack([data[key] for key in keys]), *bounds)
             intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
     return [
         Score(
@@ -126,19 +131,27 @@ def symmetric_scores(
     *,
     bounds: tuple[float, float] | None = None,
     data_dir: str | Path | None = None,
+    intervals: str = OLD_VERSION,
 ) -> list[Score]:
     """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
-    first (``data_dir``: where a game of the records may read files)."""
+    first (``data_dir``: where a game of the records may read files), with the interval of ``intervals``'s
+    method of a mean (:func:`~analysis.stats.intervals.records_policy`; a ``value`` gets the betting one)."""
     done = _complete(records)
     if value is None or bounds is None:
         bounds = records_bounds(done, data_dir=data_dir)
-    scores = _scores(((name, None, values) for name, values in payoffs_by_player(done, value).items()), bounds)
+    policy = records_policy(done, intervals, data_dir=data_dir) if value is None else interval_policy(intervals)
+    rows = ((name, None, values) for name, values in payoffs_by_player(done, value).items())
+    scores = _scores(rows, bounds, policy)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
-def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
-    """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
+def role_scores(
+    records: Iterable[MatchRecord], *, data_dir: str | Path | None = None, intervals: str = OLD_VERSION
+) -> list[Score]:
+    """Eq. 2: each player's mean payoff in each role, sorted by role then best first (intervals as
+    :func:`symmetric_scores`)."""
     done = _complete(records)
     bounds = records_bounds(done, data_dir=data_dir)
-    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds)
+    policy = records_policy(done, intervals, data_dir=data_dir)
+    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds, policy)
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))
