@@ -50,6 +50,7 @@ __all__ = [
     "IntervalMethod",
     "IntervalPolicy",
     "interval_policy",
+    "mean_caption",
     "mean_interval",
     "mean_intervals",
     "records_policy",
@@ -293,3 +294,19 @@ def records_policy(
             supports.add(None)
     support = supports.pop() if len(supports) == 1 else None
     return interval_policy(version, support, (float(x) for r in done for x in r.returns))
+
+
+def mean_caption(policy: IntervalPolicy) -> str:
+    """The caption under a table of mean payoffs: which interval it prints (method and version) and what it says."""
+    if policy.mean == DEFAULT_METHOD:
+        what = (
+            "the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
+            "whatever the payoffs' shape"
+        )
+    else:
+        values = ", ".join(f"{v:g}" for v in policy.support or ())
+        what = f"the exact interval of a mean of payoffs that take only the values the game declares ({values})"
+    return (
+        f"95% CI, {policy.mean} (intervals {policy.version}): {what}; at 6-10 matches it is wide, and two players "
+        "whose intervals overlap are not told apart"
+    )

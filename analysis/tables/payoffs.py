@@ -83,9 +83,9 @@ def format_interval(low: float, high: float, digits: int = 2) -> str:
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
+def format_scores(scores: Sequence[Score], *, title: str = "", note: str = INTERVAL_NOTE) -> str:
     """A fixed-width table: player (role), matches, mean, std, 95% CI, min, max, and a caption saying what the
-    intervals are."""
+    intervals are (``note``: by default those of the betting method)."""
     with_role = any(s.role is not None for s in scores)
     header = ["player", *(["role"] if with_role else []), "matches", "mean", "std", "95% CI", "min", "max"]
     rows = [
@@ -112,7 +112,7 @@ def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
 
     out = [title] if title else []
     out += [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
-    out.append(f"({INTERVAL_NOTE})")
+    out.append(f"({note})")
     return "\n".join(out)
 
 

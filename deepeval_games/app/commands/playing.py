@@ -10,6 +10,7 @@ from pathlib import Path
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec.extends import stored_intervals
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import recheck_epsilon, stopping_rule
@@ -20,7 +21,7 @@ from deepeval_games.core.records import MatchRecord
 __all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "score_report"]
 
 
-def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
+def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
     the headline the task's tables module gives (:data:`~deepeval_games.app.reports.report.TABLES_ENTRY_POINT_GROUP`).
 
@@ -32,7 +33,7 @@ def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None
     """
     from deepeval_games.app.reports.report import core_text  # the report's core sections
 
-    return core_text(records, epsilon=epsilon)
+    return core_text(records, epsilon=epsilon, intervals=intervals)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -73,8 +74,9 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
     )
     rule = stopping_rule(spec)
     epsilon = recheck_epsilon(rule)  # a half-width target under recheck; under adaptive the rule reports itself
+    intervals = stored_intervals(out)  # as the run directory records it: a resumed old run keeps its methods
     # streamed from the store (flat memory), moves records as stored: the summary's slim turns come from their rows
-    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon))
+    print(score_report(result.iter_records(rebuild_turns=False), epsilon=epsilon, intervals=intervals))
     if spec.uses_models():
         played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
