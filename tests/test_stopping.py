@@ -194,7 +194,7 @@ def test_four_seat_pgg_declares_identical_players_tied(tmp_path: Path) -> None:
     assert report.reason == "resolved" and report.rounds < 300
     statuses = {frozenset((p.better[2], p.worse[2])): p.status for p in report.pairs}
     assert statuses[frozenset(("full", "conditional"))] == "tied"
-    assert "Tied within epsilon: " in format_stopping(report)
+    assert "tied within epsilon: " in format_stopping(report)
 
 
 def _toml(spec: dict[str, object]) -> str:

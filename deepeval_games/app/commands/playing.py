@@ -128,15 +128,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     rule = stopping_rule(spec)
     print(f"Players: {players}")
     if rule is not None:
-        print(
-            f"Stopping: anytime-valid (adaptive), margin {rule.epsilon}, at most {rule.budget_matches} matches; "
-            f"it starts with {spec.experiment.repeats} round(s) of every seating"
-        )
+        print(_stopping_header(spec, rule.epsilon, rule.budget_matches))
     print(estimate.format_dry_run(estimate.dry_run(spec, out), spec, before_play=True))
     if out.exists():  # a directory that is not there yet is named once it holds results (the closing lines)
         print(f"Run directory: {out} (resumed: matches already there are not played again)")
     print()
     return _play(spec, out, args)
+
+
+def _stopping_header(spec: ExperimentSpec, epsilon: float, budget: int | None) -> str:
+    """The adaptive rule in one line before play: its margin and budget, and how many rounds of every seating it
+    starts with, as many as the budget allows (the count the stopping block reports at the end)."""
+    from deepeval_games.app.spec.schedule import plan_matches
+
+    per_round = len(plan_matches(spec.with_experiment(repeats=1)))
+    first = spec.experiment.repeats
+    if budget is not None and per_round:
+        first = max(1, min(first, budget // per_round))
+    rounds = f"{first} round{'' if first == 1 else 's'}"
+    cap = f", at most {budget} matches" if budget is not None else ""
+    return (
+        f"Stopping: anytime-valid (adaptive), margin {epsilon}{cap}; it starts with {rounds} of every seating "
+        f"({per_round} matches a round), then plays only the seatings of players not yet told apart"
+    )
 
 
 def cmd_init(args: argparse.Namespace) -> int:
