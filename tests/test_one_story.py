@@ -151,3 +151,24 @@ def test_an_old_run_keeps_its_methods_unless_asked(
     asked = capsys.readouterr().out
     assert "(95% CI, exact-discrete/1 (intervals 2)" in asked
     assert _scores(old) != _scores(asked)
+
+
+def test_a_game_declares_its_payoff_values_and_a_payoff_off_them_drops_the_exact_method() -> None:
+    from analysis.stats.intervals import DEFAULT_METHOD, interval_policy
+    from deepeval_games.core.registry.games import load_game, payoff_support
+
+    assert payoff_support(load_game("tic_tac_toe")) == (-1.0, 0.0, 1.0)
+    assert payoff_support(load_game("hex")) == (-1.0, 1.0)
+    assert payoff_support(load_game("kuhn_poker")) is None  # pays 1 or 2 chips either way: four values
+    assert payoff_support(load_game("deepeval_public_goods")) is None
+    declared = interval_policy("2", (-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
+    assert (declared.mean, declared.ratio, declared.points) == (
+        "exact-discrete/1",
+        "exact-conditional/1",
+        "exact-discrete/1",
+    )
+    assert interval_policy("2", (-1.0, 0.0, 1.0), [0.5]).mean == DEFAULT_METHOD  # a game that broke its word
+    old = interval_policy("1", (-1.0, 0.0, 1.0))
+    assert (old.mean, old.ratio, old.points) == (DEFAULT_METHOD, "betting-ratio/1", DEFAULT_METHOD)
+    with pytest.raises(ValueError, match="unknown intervals version"):
+        interval_policy("3")

@@ -10,12 +10,14 @@ its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the record
 late) in a symmetric task.
 
 Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
-mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
-:func:`analysis.stats.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in
-the
-order of repetition (repeat, game, match id). It assumes only that the payoffs lie in that range, so at the paper's
-sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no finite payoff range gets the
-interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from finitely many of them.
+mean that holds at any number of matches, by the method the interval version selects
+(:class:`~analysis.stats.intervals.IntervalPolicy`): version 1 (the default here, and a run that records none) the
+fixed-n hedged-capital betting interval (``betting-eb/1``) on the game's payoff range (its min and max utility);
+version 2 the exact interval (``exact-discrete/1``) where the game declares its payoff values, betting otherwise;
+over the payoffs in the order of repetition (repeat, game, match id). Either assumes only what the game says of its
+payoffs, so at the paper's sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no
+finite payoff range gets the interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from
+finitely many of them.
 """
 
 from __future__ import annotations

@@ -102,8 +102,8 @@ def _anytime(ctx: ReportContext) -> list[Block]:
 
 
 BT_MEANING = (
-    "Bradley–Terry rating, Elo scale (centred on 0: a player 100 points above another is expected to score 64% of "
-    "the points between them, 200 points 76%; points: win 1, draw 1/2, loss 0)"
+    "Bradley–Terry rating, Elo scale centred on 0 (a player 100 points above another is expected to score 64% of the "
+    "points between them, 200 points 76%; a win scores 1, a draw 1/2)"
 )
 """What a Bradley–Terry rating means, in one line."""
 PL_MEANING = (
@@ -144,7 +144,7 @@ def _ratings(ctx: ReportContext) -> list[Block]:
         rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
         shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
         method = interval_policy(ctx.intervals).points
-        text = f"{BT_MEANING} (points share with its 95% interval, {method}): " + ", ".join(
+        text = f"{BT_MEANING}, with each player's points share and its 95% interval ({method}): " + ", ".join(
             f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
         )
         rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
