@@ -66,9 +66,9 @@ def _fmt(value: float) -> str:
 
 
 INTERVAL_NOTE = (
-    "95% CI: the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
-    "whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are not "
-    "told apart"
+    "95% CI, betting-eb/1: the fixed-n betting interval of the mean on the game's payoff range, valid at any number "
+    "of matches whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are "
+    "not told apart"
 )
 """The caption under a table of scores: what its intervals are."""
 
@@ -475,7 +475,7 @@ def format_cell_intervals(
     entries: Callable[[C], Sequence[tuple[str, Interval]]],
     *,
     difference: tuple[str, Callable[[C], Interval]] | None = None,
-    title: str = "95% intervals per cell (valid at any number of matches, so wide at few):",
+    title: str = "95% intervals per cell (betting-eb/1, valid at any number of matches, so wide at few):",
     digits: int = 2,
 ) -> str:
     """Every cell's 95% intervals, a line per cell in row then column order: ``row \\ column (n matches): label mean
