@@ -38,6 +38,7 @@ from llm_bots.context import (
     smaller,
     surely_fits,
 )
+from llm_bots.live import LiveCalls
 from llm_bots.local.grammar import bounded_schema
 from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, LOCAL_PREFIX, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
@@ -102,6 +103,8 @@ class ModelRuntime:
     """Per configured model string: the model ids (``models``) and ``system_fingerprints`` its replies reported,
     cache hits included (for the run manifest)."""
     holds_gc: bool = field(default=False, repr=False)
+    live: LiveCalls = field(default_factory=LiveCalls, repr=False)
+    """The calls in flight and each model's recent speed, for the run's progress line (:mod:`llm_bots.live`)."""
     """Whether this runtime holds the run's collector setting (:mod:`llm_bots.gc_policy`) until :meth:`close`."""
 
     def note(self, model: str, completion: Completion) -> None:
@@ -184,6 +187,8 @@ class LLMBot(DeepEvalBot):
         self.match_id = match_id
         self.history: list[dict[str, str]] = []
         self.turn = 0
+        self.round = 0
+        """The match's round of the turn being played (what the progress line shows while the model answers)."""
         self._seen = 0  # pool messages already put in the chat
         self._by_role: dict[str, ModelConfig] = {}  # the config of a turn, per role
         self._max_chars: int | None = None  # the task's longest reply, read at the first call
@@ -268,7 +273,13 @@ class LLMBot(DeepEvalBot):
                 return cached
         self.runtime.calls += 1
         self.runtime.sent[config.model] = self.runtime.sent.get(config.model, 0) + 1
-        completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+        live, answered = self.runtime.live, None
+        handle = live.start(config.model, self.round)
+        try:
+            completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+            answered = (completion.completion_tokens, completion.latency_s)
+        finally:
+            live.end(handle, answered)
         # cut before the reply is kept anywhere (cache, record, chat history): a huge reply is never sent back
         if self._max_chars is None:
             self._max_chars = task.max_reply_chars(self.game)
@@ -332,6 +343,7 @@ class LLMBot(DeepEvalBot):
         """Ask the model for this turn's move, re-asking on invalid replies; each ask under the largest context
         policy that fits (:meth:`_fit`)."""
         self.history.append({"role": "user", "content": self.turn_message(observation)})
+        self.round = observation.round
         start = len(self.history)
         turn = _Exchange()
         config = self.turn_config(observation)

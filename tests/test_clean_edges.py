@@ -144,3 +144,57 @@ def test_init_without_a_model_writes_a_study_that_plays_offline(
     assert main(["init", "deepeval_public_goods", "--out", "local.toml"]) == 0
     players = tomllib.loads((tmp_path / "local.toml").read_text())["players"]
     assert players[0] == {"name": "smollm2", "model": "local/smollm2"}
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"name": "r", "bto": "random"}, "[[players]] 'r': unknown key 'bto' (did you mean 'bot'?)"),
+        ({"name": "m", "modle": "openai/gpt-4o"}, "[[players]] 'm': unknown key 'modle' (did you mean 'model'?)"),
+        ({"name": "p", "humn": True}, "[[players]] 'p': unknown key 'humn' (did you mean 'human'?)"),
+        ({"name": "x", "colour": "red"}, "[[players]] 'x': unknown key 'colour'; give exactly one of 'bot'"),
+    ],
+)
+def test_a_typo_in_a_players_kind_key_is_named(table: dict[str, object], says: str) -> None:
+    """Issue 43: ``bto = ...`` was reported as "give exactly one of 'bot', 'model' or 'human'", not naming ``bto``."""
+    from deepeval_games.app.spec.spec import parse_spec
+    from deepeval_games.core.errors import SpecError
+
+    with pytest.raises(SpecError) as raised:
+        parse_spec({"experiment": {"game": "tic_tac_toe"}, "players": [table, {"name": "b", "bot": "random"}]})
+    assert says in str(raised.value), str(raised.value)
+    with pytest.raises(SpecError) as raised:  # the judge's table the same
+        parse_spec(
+            {
+                "experiment": {"game": "tic_tac_toe"},
+                "players": [{"name": "a", "bot": "random"}],
+                "judge": {"bto": "judge_fixed"},
+            }
+        )
+    assert "[judge]: unknown key 'bto' (did you mean 'bot'?)" in str(raised.value), str(raised.value)
+
+
+@pytest.mark.usefixtures("fake_provider_key")
+def test_the_progress_line_shows_the_turn_and_speed_of_a_model_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43: a 7-minute match was silent. While a model answers, the progress line names the match's turn, the
+    model, how long it has been answering and its output tokens per second so far (no timing is asserted: the
+    slow replies only give the line time to be drawn)."""
+    from deepeval_games import run_experiment
+    from deepeval_games.app.execution import match_runner
+    from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
+
+    monkeypatch.setattr(match_runner, "LIVE_TICK_S", 0.02)
+    answer = '{"reason": "' + "r" * 80 + '", "coins": 3}'
+    with FakeOpenAIServer(default=Behaviour.reply(answer)) as server:
+        server.script(Behaviour.slow_reply(0.6, answer), Behaviour.slow_reply(0.6, answer))
+        spec = {
+            "experiment": {"game": "deepeval_public_goods(players=2,rounds=2)", "cache": False},
+            "players": [model_player("slow-model", server), {"name": "free", "bot": "pgg_free_rider"}],
+        }
+        run_experiment(spec, tmp_path / "run", progress=True)
+    drawn = capsys.readouterr().err
+    assert "round 1 · openai/slow-model answering" in drawn, drawn
+    assert "round 2 · openai/slow-model answering" in drawn, drawn
+    assert " tok/s" in drawn, drawn  # the speed of its first reply, shown while it answers the second

@@ -197,6 +197,38 @@ def test_html_report_of_a_fake_endpoint_run_shows_a_transcript_per_outcome(tmp_p
     assert move is not None and move.start() < block.index("In round 1"), "round 1's result shown before its move"
 
 
+def _headings(part: str) -> list[str]:
+    """The text of every heading, table caption and figure caption in a part of the page."""
+    found = re.findall(r"<(h[1-6]|caption|figcaption)\b[^>]*>(.*?)</\1>", part, re.S)
+    return [re.sub(r"<[^>]+>", "", text).strip() for _, text in found]
+
+
+@needs_chromium
+@pytest.mark.usefixtures("fake_provider_key")
+def test_html_report_has_one_heading_per_section_tables_as_tables_and_rounds_in_play_order(tmp_path: Path) -> None:
+    """Issue 43, item 3: "Two-player metrics" and "Turn outcomes, calls, tokens and cost per player" were each a
+    section heading and again the caption of its table; the two-player metrics, the turn outcomes and the PGG
+    reference points were preformatted text; a round's result must follow that round's moves."""
+    _every_outcome_run(tmp_path / "run")  # two seats (two-player metrics), every turn outcome, a PGG of 6 rounds
+    dom = visit(write_html_report([tmp_path / "run"], tmp_path / "html"), fragment="samples").dom
+    body = dom[dom.index('id="report-body"') : dom.index('<section id="matches"')]
+    parts = re.split(r'(?=<section class="dg-task"|<section id="report-wide")', body)[1:]
+    assert parts, "no task section"
+    for part in parts:  # one heading per section: no heading, caption or figure caption said twice in a part
+        seen = _headings(part)
+        assert len(seen) == len(set(seen)), [h for h in seen if seen.count(h) > 1]
+    assert "<pre" not in body, re.findall(r"<pre[^>]*>.{0,120}", body, re.S)  # tables as tables, notes as text
+    for key in ("two_player", "turn_outcomes", "usage", "pgg_tables"):
+        assert re.search(rf'<table[^>]*data-table="{key}"', body), f"{key} is not an HTML table"
+    two_player = re.search(r'data-table="two_player">.*?</table>', body, re.S).group(0)  # type: ignore[union-attr]
+    assert "<th>NRA</th>" in two_player and "fake-model" in two_player
+    block = _sample_block(dom, "ok")  # play order: each round's moves, then that round's result
+    for r in range(1, 7):
+        moves = [m.start() for m in re.finditer(rf"<b>\[round {r}\] Player", block)]
+        results = [m.start() for m in re.finditer(rf"In round {r} you", block)]
+        assert len(moves) == 2 and len(results) == 2 and max(moves) < min(results), f"round {r} out of order"
+
+
 @needs_chromium
 def test_transport_retries_are_shown_in_the_transcript(tmp_path: Path, example_runs: dict[str, Path]) -> None:
     # a record carrying a retried 429 (as the transport records it) gets its own example and a visible note

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from analysis.tables.scores import Table
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["TurnOutcomes", "format_turn_outcomes", "turn_outcomes"]
+__all__ = ["TurnOutcomes", "format_turn_outcomes", "turn_outcome_table", "turn_outcomes"]
 
 _ORDER = [outcome.value for outcome in Outcome]
 
@@ -77,3 +78,13 @@ def format_turn_outcomes(outcomes: Mapping[str, TurnOutcomes]) -> str:
     width = max(len(name) for name in outcomes)
     lines = [f"  {name.ljust(width)}  {tally.describe()}" for name, tally in outcomes.items()]
     return "\n".join(["Turn outcomes:", *lines])
+
+
+def turn_outcome_table(outcomes: Mapping[str, TurnOutcomes]) -> Table:
+    """The turn outcomes as a table: a row per player, a column per outcome that happened (in the order of
+    :class:`Outcome`), then the player's turns."""
+    happened = [name for name in _ORDER if any(tally.counts.get(name) for tally in outcomes.values())]
+    rows = tuple(
+        (name, *(str(tally.counts.get(o, 0)) for o in happened), str(tally.total)) for name, tally in outcomes.items()
+    )
+    return Table("turn_outcomes", "Turn outcomes", ("player", *happened, "turns"), rows)

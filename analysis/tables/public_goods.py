@@ -27,6 +27,7 @@ import numpy as np
 import pyspiel
 
 from analysis.tables.payoffs import save_figure, variant_groups
+from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "plot_contribution_curves",
     "print_tables",
     "reference_points",
+    "reference_table",
+    "tables",
 ]
 
 GAME = "deepeval_public_goods"
@@ -114,21 +117,36 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def format_reference_table(variant: str, rows: Sequence[PlayerReference]) -> str:
-    """A text table: each player's mean investment, its distances to the Nash profile and the social optimum, and
-    its contribution curve."""
-    name_width = max([len("player"), *(len(r.player) for r in rows)])
-    lines = [
-        f"PGG reference points: {variant}",
-        f"{'player':<{name_width}}  {'mean':>5}  {'to Nash':>7}  {'to optimum':>10}  contribution per round",
-    ]
-    for r in rows:
-        curve = " ".join(f"{c:4.1f}" for c in r.curve)
-        lines.append(
-            f"{r.player:<{name_width}}  {r.mean_investment:5.2f}  {_number(r.nash_distance):>7}  "
-            f"{_number(r.optimum_distance):>10}  {curve}"
+def reference_table(variant: str, rows: Sequence[PlayerReference]) -> Table:
+    """The reference points of one variant as a table: each player's mean investment, its distances to the Nash
+    profile and the social optimum, and its contribution curve."""
+    cells = tuple(
+        (
+            r.player,
+            f"{r.mean_investment:.2f}",
+            _number(r.nash_distance),
+            _number(r.optimum_distance),
+            " ".join(f"{c:4.1f}" for c in r.curve),
         )
+        for r in rows
+    )
+    header = ("player", "mean", "to Nash", "to optimum", "contribution per round")
+    return Table("pgg_reference", f"PGG reference points: {variant}", header, cells)
+
+
+def format_reference_table(variant: str, rows: Sequence[PlayerReference]) -> str:
+    """:func:`reference_table` as fixed-width text."""
+    table = reference_table(variant, rows)
+    width = max([len("player"), *(len(r.player) for r in rows)])
+    lines = [table.title]
+    for p, mean, nash, optimum, curve in [table.header, *table.rows]:
+        lines.append(f"{p:<{width}}  {mean:>5}  {nash:>7}  {optimum:>10}  {curve}")
     return "\n".join(lines)
+
+
+def tables(records: Iterable[MatchRecord]) -> list[Table]:
+    """The reference-point table of every PGG variant of ``records`` (what the HTML report draws as tables)."""
+    return [reference_table(variant, rows) for variant, rows in reference_points(records).items()]
 
 
 def plot_contribution_curves(points: dict[str, list[PlayerReference]], path: str | Path) -> Path:

@@ -34,7 +34,16 @@ from analysis.stats.confseq import records_bounds
 from analysis.stats.intervals import OLD_VERSION, IntervalPolicy, interval_policy, records_policy
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["Headline", "Score", "SeatValue", "payoffs_by_player", "payoffs_by_role", "role_scores", "symmetric_scores"]
+__all__ = [
+    "Headline",
+    "Score",
+    "SeatValue",
+    "Table",
+    "payoffs_by_player",
+    "payoffs_by_role",
+    "role_scores",
+    "symmetric_scores",
+]
 
 SeatValue = Callable[[MatchRecord, int], float]
 """A per-match value of one seat (its payoff, or whether it won), given the record and the seat."""
@@ -65,6 +74,20 @@ class Headline:
     scores: list[Score]
     note: str = ""
     """A line printed under the table, if any."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as cells, for a report that draws tables (the HTML report) rather than printing text: a task's tables
+    module may give its tables this way too (``tables(records)``, :mod:`deepeval_games.app.reports.task_tables`)."""
+
+    key: str
+    """A stable name (an HTML attribute and a test's handle)."""
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""
+    """A sentence shown under the table (what its numbers are), if any."""
 
 
 def _scores(

@@ -44,6 +44,7 @@ from analysis.stats.intervals import (
     win_loss_ratio_interval,
 )
 from analysis.tables.outcomes import turn_outcomes
+from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "format_two_player",
     "normalized_relative_advantage",
     "two_player_summary",
+    "two_player_tables",
 ]
 
 
@@ -240,14 +242,20 @@ TITLE = "Wins, draws, losses and advantage per pair of players"
 """The two-player metrics' title."""
 
 
-def format_two_player(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> str:
-    """The two-player metrics as fixed-width text, for the report, under :data:`TITLE`."""
-    summary = two_player_summary(records, intervals=intervals)
-    if not summary.matches:
-        return "Two-player metrics: no complete matches"
-    header = ["player", "opponent", "games", "win", "draw", "loss", "mean payoff", "NRA", "win 1st", "win 2nd"]
-    rows = [
-        [
+def _legend(policy: IntervalPolicy) -> str:
+    """What the pair table's intervals are: each kind's method (name/version)."""
+    return (
+        f"95% intervals valid at any number of matches, so wide at few: rates {RATE_METHOD}, the player's mean payoff "
+        f"against that opponent {policy.mean}, NRA {policy.ratio}; NRA: GTBench's normalized relative advantage, "
+        "summed over the pair's matches, draws scored 0"
+    )
+
+
+def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
+    """The metrics as tables: each pair, who wins by seat over every match, and each player's illegal-move rate."""
+    header = ("player", "opponent", "games", "win", "draw", "loss", "mean payoff", "NRA", "win 1st", "win 2nd")
+    pairs = tuple(
+        (
             p.player,
             p.opponent,
             str(p.games),
@@ -258,17 +266,42 @@ def format_two_player(records: Iterable[MatchRecord], *, intervals: str = OLD_VE
             p.nra.describe(),
             p.first.describe(True),
             p.second.describe(True),
-        ]
+        )
         for p in summary.pairs
+    )
+    s0, s1, draw = summary.seat_wins
+    seats = (s0.describe(True), s1.describe(True), draw.describe(True), str(summary.matches))
+    return [
+        Table("two_player", TITLE, header, pairs, note=_legend(summary.policy) + "."),
+        Table(
+            "two_player_seats",
+            "Wins by seat over every match (the game's first-mover advantage)",
+            ("seat 0 wins", "seat 1 wins", "draws", "matches", "mean length (turns)"),
+            ((*seats, f"{summary.mean_length:.1f}"),),
+        ),
+        Table(
+            "two_player_illegal",
+            "Illegal-move rate per player (turns with no valid move of its own)",
+            ("player", "illegal-move rate"),
+            tuple((name, rate.describe(True)) for name, rate in summary.illegal_rate.items()),
+        ),
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        f"{TITLE} (95% intervals valid at any number of matches, so wide at few: rates {RATE_METHOD}, "
-        f"the player's mean payoff against that opponent {summary.policy.mean}, NRA {summary.policy.ratio}; "
-        "NRA: GTBench's normalized relative advantage, summed over the pair's matches, draws scored 0):"
-    ]
+
+
+def format_two_player(
+    records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None, intervals: str = OLD_VERSION
+) -> str:
+    """The two-player metrics as fixed-width text, for the report, under :data:`TITLE` (``summary``: the records'
+    summary, when made already; else made with the intervals of version ``intervals``)."""
+    summary = summary if summary is not None else two_player_summary(records, intervals=intervals)
+    if not summary.matches:
+        return f"{TITLE}: no complete matches"
+    pairs = two_player_tables(summary)[0]
+    widths = [max(len(row[i]) for row in [pairs.header, *pairs.rows]) for i in range(len(pairs.header))]
+    lines = [f"{TITLE} ({_legend(summary.policy)}):"]
     lines += [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [pairs.header, *pairs.rows]
     ]
     s0, s1, draw = summary.seat_wins
     lines.append(

@@ -38,6 +38,7 @@ __all__ = [
     "SyncBot",
     "answers_at_once",
     "answers_on_its_own",
+    "game_facts",
     "make_observation",
     "observe",
     "reads_fields_only",
@@ -306,6 +307,12 @@ class ActionNames:
         return name
 
 
+def game_facts(game: pyspiel.Game) -> dict[str, Any]:
+    """The fields of an :class:`Observation` that describe the game: ``num_seats``, ``game`` (its short name) and
+    ``params``."""
+    return {"num_seats": game.num_players(), "game": game.get_type().short_name, "params": dict(game.get_parameters())}
+
+
 def make_observation(
     *,
     seat: int,
@@ -371,9 +378,7 @@ def observe(
         legal = () if state.is_terminal() else tuple(state.legal_actions(seat))
     return make_observation(
         seat=seat,
-        num_seats=game.num_players(),
-        game=game.get_type().short_name,
-        params=dict(game.get_parameters()),
+        **game_facts(game),
         round=round,
         text=task.observation_text(state, seat) if text is None else text,
         fields=task.observation_fields(state, seat) if fields is None else fields,

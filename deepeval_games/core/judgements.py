@@ -18,7 +18,7 @@ from typing import Any
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from deepeval_games.core.bot import Observation
+from deepeval_games.core.bot import Observation, game_facts
 from deepeval_games.core.message_pool import Message
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, RecordError, TurnRecord
 
@@ -114,9 +114,7 @@ def judge_observation(
     """
     return Observation(
         seat=JUDGE_SEAT,
-        num_seats=game.num_players(),
-        game=game.get_type().short_name,
-        params=dict(game.get_parameters()),
+        **game_facts(game),
         round=round,
         text=brief,
         fields=fields,

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -28,9 +29,12 @@ from deepeval_games.core.records import MatchRecord
 if TYPE_CHECKING:
     from deepeval_games.app.execution.ray_executor import RayExecutor
 
-__all__ = ["MatchRunner"]
+__all__ = ["LIVE_TICK_S", "MatchRunner"]
 
 log = logging.getLogger(__name__)
+
+LIVE_TICK_S = 1.0
+"""Seconds between two redraws of what the models are doing, beside the progress bar (:meth:`MatchRunner.live_line`)."""
 
 
 class MatchRunner(MatchPlayer):
@@ -85,6 +89,30 @@ class MatchRunner(MatchPlayer):
         name = visible(self.spec.name, keep_lines=False)  # the bar is drawn raw: the name must not drive the terminal
         return tqdm(total=total, disable=hidden, file=sys.stderr, unit="match", desc=name)
 
+    @contextlib.asynccontextmanager
+    async def live_line(self, shown: tqdm) -> AsyncIterator[None]:
+        """While inside, redraw beside the progress bar, every :data:`LIVE_TICK_S`, what the models of this process
+        are answering: the match's round, the model, for how long, and its output tokens per second
+        (:meth:`llm_bots.live.LiveCalls.line`), so that a slow model's long match is not a silent bar."""
+        live = getattr(self.runtime, "live", None)  # a run without model players has no runtime
+        if live is None or shown.disable:
+            yield
+            return
+
+        async def redraw() -> None:
+            while True:
+                await asyncio.sleep(LIVE_TICK_S)
+                shown.set_postfix_str(live.line(), refresh=True)
+
+        ticking = asyncio.ensure_future(redraw())
+        try:
+            yield
+        finally:
+            ticking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticking
+            shown.set_postfix_str("", refresh=False)
+
     async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
         """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's
         progress bar when it spans more than this call (else one is drawn for ``todo`` and closed)."""
@@ -122,7 +150,8 @@ class MatchRunner(MatchPlayer):
 
         workers = 1 if humans else max(1, min(self.spec.max_concurrency, len(todo)))
         try:
-            await asyncio.gather(*(worker() for _ in range(workers)))
+            async with self.live_line(shown):
+                await asyncio.gather(*(worker() for _ in range(workers)))
         finally:
             if bar is None:
                 shown.close()

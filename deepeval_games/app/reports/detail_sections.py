@@ -7,20 +7,22 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from deepeval_games.app.reports.sections import Block, ReportContext, section, variant_title
-from deepeval_games.app.reports.task_tables import variant_tables
+from deepeval_games.app.reports.sections import Block, ReportContext, section, table_block, variant_title
+from deepeval_games.app.reports.task_tables import TaskTables, variant_tables
+from deepeval_games.core.records import MatchRecord
 
 
 @section("turn_outcomes", "Turn outcomes", core=True)
 def _turn_outcomes(ctx: ReportContext) -> list[Block]:
-    from analysis.tables.outcomes import format_turn_outcomes, turn_outcomes
+    from analysis.tables.outcomes import format_turn_outcomes, turn_outcome_table, turn_outcomes
 
     outcomes = turn_outcomes(ctx.records)
     if all(tally.all_ok for tally in outcomes.values()):  # every turn valid at the first ask: nothing to say
         return []
-    return [Block("turn_outcomes", "Turn outcomes", text=format_turn_outcomes(outcomes))]
+    return [table_block(turn_outcome_table(outcomes), format_turn_outcomes(outcomes))]
 
 
 @section("usage", "Turn outcomes, calls, tokens and cost per player")
@@ -65,13 +67,26 @@ def _task_tables(ctx: ReportContext) -> list[Block]:
             with contextlib.redirect_stdout(out):
                 module.print_tables(ctx.records, plot=plot)
             text = "\n".join(line for line in out.getvalue().splitlines() if not line.startswith("figure: "))
-            blocks.append(Block(f"{name}_tables", f"Tables of {name}", text=text.strip()))
+            blocks += _task_cells(name, module, ctx.records, text.strip())
             for svg in sorted(Path(tmp).glob("*.svg")):
                 content = svg.read_text(encoding="utf-8")
                 blocks.append(
-                    Block(f"{name}_figure", f"Tables of {name}", svg=content[content.find("<svg") :], kind="figure")
+                    Block(f"{name}_figure", f"Figure of {name}", svg=content[content.find("<svg") :], kind="figure")
                 )
     return blocks
+
+
+def _task_cells(name: str, module: TaskTables, records: list[MatchRecord], text: str) -> list[Block]:
+    """A task's tables as cells where its module gives them (``tables(records)``: the first block carries ``text``,
+    what the terminal prints of them all), else its ``text`` as one block."""
+    give = getattr(module, "tables", None)
+    drawn = give(records) if callable(give) else []
+    if not drawn:
+        return [Block(f"{name}_tables", f"Tables of {name}", text=text)]
+    return [
+        table_block(replace(table, key=f"{name}_tables" + (f"_{i}" if i else "")), text if i == 0 else "")
+        for i, table in enumerate(drawn)
+    ]
 
 
 @section("figures", "Figures")

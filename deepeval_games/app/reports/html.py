@@ -237,31 +237,41 @@ def _cell(text: str) -> str:
     return f"<td>{html.escape(text)}</td>"
 
 
-def _table_html(block: Block) -> str:
+def _caption(block: Block, heading: str, tag: str) -> str:
+    """The block's caption; none when it would repeat the heading of its section (one heading per section)."""
+    return "" if block.title == heading else f"<{tag}>{html.escape(block.title)}</{tag}>"
+
+
+def _table_html(block: Block, heading: str) -> str:
     key = html.escape(block.key)
-    caption = f"<caption>{html.escape(block.title)}</caption>"
+    note = f'<p class="dg-note" data-note="{key}">{html.escape(block.note)}</p>' if block.note else ""
     if block.header:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
         body = "".join("<tr>" + "".join(_cell(str(cell)) for cell in row) + "</tr>" for row in block.rows)
         return (
-            f'<table class="dg-table" data-table="{key}">{caption}'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f'<table class="dg-table" data-table="{key}">{_caption(block, heading, "caption")}'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
         )
+    # a block of text alone: a sentence as a paragraph; lines laid out in columns (a table no module gave as cells)
+    # as they were printed
+    text = html.escape(block.text)
+    shown = f'<p class="dg-prose">{text}</p>' if "\n" not in block.text.strip() else f"<pre>{text}</pre>"
     return (
-        f'<figure class="dg-table dg-text" data-table="{key}"><figcaption>{html.escape(block.title)}</figcaption>'
-        f"<pre>{html.escape(block.text)}</pre></figure>"
+        f'<figure class="dg-table dg-text" data-table="{key}">{_caption(block, heading, "figcaption")}'
+        f"{shown}{note}</figure>"
     )
 
 
-def _figure_html(block: Block) -> str:
+def _figure_html(block: Block, heading: str) -> str:
     return (
         f'<figure class="dg-figure" data-figure="{html.escape(block.key)}">{block.svg}'
-        f"<figcaption>{html.escape(block.title)}</figcaption></figure>"
+        f"{_caption(block, heading, 'figcaption')}</figure>"
     )
 
 
-def _blocks_html(blocks: Sequence[Block]) -> str:
-    return "\n".join(_figure_html(b) if b.kind == "figure" else _table_html(b) for b in blocks)
+def _blocks_html(blocks: Sequence[Block], heading: str) -> str:
+    """The blocks of a section headed ``heading``: a caption that repeats it is left out."""
+    return "\n".join(_figure_html(b, heading) if b.kind == "figure" else _table_html(b, heading) for b in blocks)
 
 
 def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int, live: str | None = None) -> str:
@@ -270,7 +280,7 @@ def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int, 
     for sec, variant, blocks in render_blocks(data, epsilon=epsilon, figures=True):
         part = (
             f'<section class="dg-section" data-section="{html.escape(sec.key)}">'
-            f"<h3>{html.escape(sec.title)}</h3>{_blocks_html(blocks)}</section>"
+            f"<h3>{html.escape(sec.title)}</h3>{_blocks_html(blocks, sec.title)}</section>"
         )
         (variant_parts[variant] if variant else wide).append(part)
     toc, body = [], []
@@ -384,7 +394,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0
 h1{font-size:20px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
 td:first-child,th:first-child,td.t{text-align:left}caption,figcaption{font-weight:600;text-align:left;padding:4px 0}
-pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}.dg-note,.dg-prose{max-width:80em;color:#444}
 figure{margin:8px 0}figure svg{max-width:100%;height:auto}
 .dg-list tbody tr{cursor:pointer}.dg-list tbody tr:hover{background:#eef}
 .o-ok{color:#2e7d32}.o-reasked{color:#ef6c00}.o-invalid,.o-refusal,.o-context_overflow,.o-truncated,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from deepeval_games.app.reports.sections import Block, ReportContext, section
+from deepeval_games.app.reports.sections import Block, ReportContext, section, table_block
 from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.core.records import MatchRecord
 
@@ -32,7 +32,7 @@ SCORES_TITLES = ("Mean payoff per player (the paper's Eq. 1)", "Mean payoff per 
 """The titles of the default score tables: symmetric tasks, asymmetric ones."""
 
 
-@section("scores", "Mean payoff per player (the paper's Eq. 1 / Eq. 2)", core=True)
+@section("scores", "Scores", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
     from analysis.stats.intervals import mean_caption, records_policy
     from analysis.tables.payoffs import INTERVAL_NOTE, format_interval, format_scores
@@ -170,14 +170,18 @@ def _ratings(ctx: ReportContext) -> list[Block]:
     return blocks
 
 
-@section("two_player", "Two-player metrics", core=True)
+@section("two_player", "Wins, draws, losses and advantage per pair of players", core=True)  # two_player.TITLE
 def _two_player(ctx: ReportContext) -> list[Block]:
-    from analysis.tables.two_player import TITLE, format_two_player
+    from analysis.tables.two_player import TITLE, format_two_player, two_player_summary, two_player_tables
 
     if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
         return []
-    text = format_two_player(ctx.records, intervals=ctx.intervals)
-    return [Block("two_player", TITLE, text=text)]
+    summary = two_player_summary(ctx.records, intervals=ctx.intervals)
+    text = format_two_player(ctx.records, summary=summary)
+    if not summary.matches:
+        return [Block("two_player", TITLE, text=text)]
+    pairs, *rest = two_player_tables(summary)
+    return [table_block(pairs, text), *(table_block(table) for table in rest)]  # the text says all the tables
 
 
 @section("stableness", "Stableness", core=True)

@@ -14,13 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from deepeval_games.app.reports.runs import RunSource
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["ENTRY_POINT_GROUP", "SECTIONS", "Block", "ReportContext", "Section", "section", "variant_title"]
+if TYPE_CHECKING:
+    from analysis.tables.scores import Table
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SECTIONS",
+    "Block",
+    "ReportContext",
+    "Section",
+    "section",
+    "table_block",
+    "variant_title",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,14 @@ class Block:
     svg: str = ""
     """A figure, as an inline SVG element (``kind`` ``figure``)."""
     kind: Literal["table", "figure"] = "table"
+    note: str = ""
+    """What the table's numbers are, in a sentence shown under the HTML table (``text`` says it for the terminal)."""
+
+
+def table_block(table: Table, text: str = "") -> Block:
+    """The block of an analysis :class:`~analysis.tables.scores.Table`, with ``text`` for the terminal ("": shown in
+    the HTML report only, beside a block whose text says the same)."""
+    return Block(table.key, table.title, text=text, header=table.header, rows=table.rows, note=table.note)
 
 
 @dataclass

@@ -19,7 +19,9 @@ TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
 module with ``GAME`` (the game's short name) and ``print_tables(records, *, players=None, plot=None)``, printing the
 task's pairwise tables, figures and reference points. A module may also define ``headline(records)``, returning an
 :class:`analysis.tables.scores.Headline` (or None): the task's headline score, which the report shows in place of the
-default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it).
+default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it),
+and ``tables(records)``, returning its tables as :class:`analysis.tables.scores.Table` cells, which the HTML report
+draws as tables (without it, the printed text is shown as it is printed).
 The built-in tasks register theirs as an outside package does (``setup.cfg``); the report names none of them."""
 
 

@@ -86,6 +86,21 @@ def _place(loc: tuple[Any, ...], data: Mapping[str, Any]) -> tuple[str, tuple[An
     return "", loc
 
 
+def _unknown_kind_keys(head: Any, table: Mapping[str, Any]) -> str:
+    """For a player or judge table of no kind: its keys that no kind of table knows, each with the kind key (or else
+    the key) it is closest to, as ``unknown key 'bto' (did you mean 'bot'?); `` ("" when every key is known)."""
+    kinds = ("bot", "model", "human")
+    tables = (BotJudge, ModelJudge, HumanJudge) if head == "judge" else (BotPlayer, ModelPlayer, HumanPlayer)
+    known = {field.alias or name for table_class in tables for name, field in table_class.model_fields.items()}
+    said = []
+    for key in (str(k) for k in table if str(k) not in known):
+        close = difflib.get_close_matches(key, kinds, n=1) or difflib.get_close_matches(key, sorted(known), n=1)
+        said.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if not said:
+        return ""
+    return f"unknown key{'s' if len(said) > 1 else ''} {', '.join(said)}; "
+
+
 def _message(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     """One pydantic error as a sentence that names the table and the key."""
     loc, kind, value = tuple(error["loc"]), error["type"], error.get("input")
@@ -107,7 +122,7 @@ def _message(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     if kind == "player_kind":
         if not isinstance(value, Mapping):
             return f"{where}: each entry must be a table with 'name' and 'bot' or 'model'"
-        return f"{where}: {KIND_ERROR}"
+        return f"{where}: {_unknown_kind_keys(loc[0], value)}{KIND_ERROR}"
     if kind == "extra_forbidden":
         table = _table_class(loc)
         keys = sorted(f.alias or n for n, f in table.model_fields.items()) if table else []
