@@ -14,9 +14,10 @@ from importlib import resources
 import open_spiel.python.games  # noqa: F401  (registers OpenSpiel's Python games with pyspiel)
 import pyspiel
 
+from deepeval_games.core.registry.games import register_payoff_support
 from deepeval_games.core.task import ANY_GAME, Study, register_rules_card, register_study
 
-__all__ = ["rules_card_names"]
+__all__ = ["PAYOFF_SUPPORTS", "rules_card_names"]
 
 
 def rules_card_names() -> list[str]:
@@ -45,5 +46,17 @@ def classical_study(game: pyspiel.Game) -> Study:
     )
 
 
+PAYOFF_SUPPORTS: dict[str, tuple[float, ...]] = {
+    "tic_tac_toe": (-1.0, 0.0, 1.0),
+    "connect_four": (-1.0, 0.0, 1.0),
+    "hex": (-1.0, 1.0),
+    "breakthrough": (-1.0, 1.0),
+}
+"""OpenSpiel's two-player games whose rules pay only a win, a draw or a loss (the values every payoff takes, any
+parameters): their means get the exact interval (``exact-discrete/1``). Not kuhn_poker (it pays 1 or 2 chips
+either way: four values) nor any game whose payoff counts something."""
+
 _register_all()
 register_study(ANY_GAME, classical_study)
+for _name, _values in PAYOFF_SUPPORTS.items():
+    register_payoff_support(_name, _values)

@@ -92,7 +92,11 @@ def test_tic_tac_toe_mcts_beats_random_and_exact_never_loses(
         assert all(_result(r, "exact") >= 0 for r in _pair(records, "exact", opponent)), opponent
     assert sum(_result(r, "exact") == 1 for r in _pair(records, "exact", "random")) >= 50
     # the report's two-player block: W/D/L with CIs, NRA, first-mover split, illegal moves, game length
-    assert "Two-player metrics" in out and "first mover: seat 0 wins" in out and "illegal-move rate:" in out
+    assert (
+        "Wins, draws, losses and advantage per pair" in out
+        and "first mover: seat 0 wins" in out
+        and "illegal-move rate:" in out
+    )
     summary = two_player_summary(records)
     result = next(p for p in summary.pairs if (p.player, p.opponent) == ("mcts", "random"))
     assert result.wins == mcts_wins and result.win_rate.low > 0.8 and result.losses == 0
@@ -236,7 +240,7 @@ def test_the_issue_game_strings_play_with_random_bots(
     players = {"a": 'bot = "random"', "b": 'bot = "random"'}
     records, out = _run(tmp_path, _spec(tmp_path, game_string, players, repeats=1), capsys)
     assert len(records) == 2 and all(r.status == "complete" for r in records)
-    assert "Two-player metrics" in out
+    assert "Wins, draws, losses and advantage per pair" in out
 
 
 def test_exact_plays_kuhn_poker_by_its_information_state_only() -> None:
@@ -344,7 +348,9 @@ def test_the_local_model_plays_tic_tac_toe_and_kuhn_poker_against_mcts(
         assert state.is_terminal() and list(state.returns()) == record.returns
     for game in ("tic_tac_toe()", "kuhn_poker()"):
         block = out.split(game, 1)[1]
-        assert "Two-player metrics" in block and re.search(r"\n +mcts +smollm2 +2 +\d+% \[", block)
+        assert "Wins, draws, losses and advantage per pair" in block and re.search(
+            r"\n +mcts +smollm2 +2 +\d+% \[", block
+        )
         assert "illegal-move rate: mcts 0% " in block and "smollm2 " in block.split("illegal-move rate:")[1]
 
 

@@ -88,7 +88,9 @@ def test_the_report_shows_the_first_mover_split_of_a_default_spec(
     assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     assert main(["report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    report = out.split("Two-player metrics", 2)[2]  # the report's block (the run printed one too)
+    report = out.split("Wins, draws, losses and advantage per pair", 2)[
+        2
+    ]  # the report's block (the run printed one too)
     row = re.search(r"\n +mcts +random +20 +(.*)", report)
     assert row is not None, report
     cells = re.findall(r"-?\d+% \[\d+, \d+\]", row.group(1))

@@ -112,4 +112,4 @@ def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
         for record in records:
             store.commit(record)
     assert main(["report", str(run)]) == 0
-    assert "Anytime-valid 95% intervals" in capsys.readouterr().out
+    assert "Anytime-valid 95% sequence of each mean payoff" in capsys.readouterr().out

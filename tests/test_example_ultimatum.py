@@ -124,7 +124,7 @@ def test_observations_quote_every_message_and_show_the_offer() -> None:
 @needs_package
 def test_scripted_run_gives_the_expected_role_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(EXAMPLE / "ultimatum.toml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
-    assert "Eq. 2 — mean payoff per player and role" in capsys.readouterr().out
+    assert "Mean payoff per player and role (the paper's Eq. 2)" in capsys.readouterr().out
     with Store(tmp_path / "run") as store:
         records = list(store.records())
     assert len(records) == 6  # round robin: 2 ordered pairs x 3 repeats

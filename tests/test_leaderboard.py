@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.run_result import stored_source
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.leaderboard import build_leaderboard, format_leaderboard
 from deepeval_games.app.spec.schedule import plan_matches
@@ -51,7 +52,8 @@ def test_two_directories_that_share_players_rate_as_one_run_holding_their_matche
     assert shared  # m5 against m50: the same match ids in both
     # one run directory holding every match of both, once
     whole = _spec("r1", "m5", "m50", "r2")
-    with Store(tmp_path / "one", spec_hash=whole.content_hash(), spec_text=json.dumps(whole.source)) as one:
+    text = json.dumps(stored_source(whole))  # as a run records its spec: with its interval version
+    with Store(tmp_path / "one", spec_hash=whole.content_hash(), spec_text=text) as one:
         for path in (a, b):
             with Store(path, read_only=True) as store:
                 one.commit_many(store.records())

@@ -24,24 +24,36 @@ for rates) and ``bench/width_results.md`` says which is kept where, and why.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from analysis.stats.confseq import Interval, rescaled
 from analysis.stats.confseq import mean_intervals as betting_intervals
 from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
+from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.registry.games import load_recorded_game, payoff_support
 
 __all__ = [
     "DEFAULT_METHOD",
     "INTERVAL_METHODS",
+    "INTERVAL_VERSIONS",
+    "LATEST_VERSION",
+    "OLD_VERSION",
+    "POINTS_SUPPORT",
     "RATE_METHOD",
     "RATIO_METHODS",
     "SEQUENCE_METHODS",
     "IntervalMethod",
+    "IntervalPolicy",
+    "interval_policy",
+    "mean_caption",
     "mean_interval",
     "mean_intervals",
+    "records_policy",
     "win_loss_ratio_interval",
 ]
 
@@ -171,3 +183,130 @@ def win_loss_ratio_interval(wins: int, losses: int, *, alpha: float = 0.05) -> t
     match."""
     low, high = conditional_ratio_intervals(np.array([wins]), np.array([losses]), alpha)
     return float(low[0]), float(high[0])
+
+
+# -- the versions a report prints: one method per kind of number ---------------------------------------------
+
+OLD_VERSION = "1"
+"""The methods printed before they had names: what a run whose stored spec names no ``intervals`` is reported with."""
+LATEST_VERSION = "2"
+"""What a new run's spec selects unless it says otherwise: the tightest valid method per kind."""
+INTERVAL_VERSIONS = {
+    "1": "every mean and points share betting-eb/1, every NRA betting-ratio/1",
+    "2": "exact where the game declares its payoff values (exact-discrete/1, an NRA of a +c/-c game "
+    "exact-conditional/1, a points share exact-discrete/1 on 0, 1/2, 1), betting otherwise",
+}
+"""What each version of ``[experiment] intervals`` prints; rates are ``clopper-pearson/1`` and paired differences
+``betting-eb/1`` in both."""
+
+POINTS_SUPPORT = (0.0, 0.5, 1.0)
+"""A points share's values by its definition: a win, a draw, a loss."""
+
+
+@dataclass(frozen=True)
+class IntervalPolicy:
+    """The interval method of each kind of number for one set of records (one game variant, or games paying alike),
+    chosen by a version (:data:`INTERVAL_VERSIONS`) and the payoff values the games declare."""
+
+    version: str
+    support: tuple[float, ...] | None = None
+    """The payoff values every game of the records declares (and every payoff of them takes); None: any value."""
+
+    @property
+    def mean(self) -> str:
+        """The method of a player's mean payoff."""
+        exact = self.version != OLD_VERSION and self.support is not None and len(self.support) in (2, 3)
+        return "exact-discrete/1" if exact else DEFAULT_METHOD
+
+    @property
+    def points(self) -> str:
+        """The method of a points share (1, 1/2, 0 by its definition)."""
+        return DEFAULT_METHOD if self.version == OLD_VERSION else "exact-discrete/1"
+
+    @property
+    def ratio(self) -> str:
+        """The method of GTBench's NRA: exact where the game pays ``+c / -c`` (draws 0), else by betting."""
+        s = self.support
+        symmetric = s is not None and s[0] < 0 and s[0] == -s[-1] and (len(s) == 2 or (len(s) == 3 and s[1] == 0))
+        return RATIO_METHODS[1] if self.version != OLD_VERSION and symmetric else RATIO_METHODS[0]
+
+    def mean_intervals(self, samples: np.ndarray, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`mean_intervals` of payoffs by :attr:`mean`."""
+        method = self.mean
+        return mean_intervals(
+            samples, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None
+        )
+
+    def mean_interval(self, values: Sequence[float] | np.ndarray, low: float, high: float) -> Interval:
+        """:func:`mean_interval` of payoffs by :attr:`mean`."""
+        method = self.mean
+        return mean_interval(
+            values, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None
+        )
+
+    def points_interval(self, values: Sequence[float]) -> Interval:
+        """:func:`mean_interval` of a points share by :attr:`points`."""
+        support = None if self.points == DEFAULT_METHOD else POINTS_SUPPORT
+        return mean_interval(values, 0.0, 1.0, method=self.points, support=support)
+
+    def note(self) -> str:
+        """One line for a report: the version and which method made which interval."""
+        values = "" if self.support is None else " (the game pays " + ", ".join(f"{v:g}" for v in self.support) + ")"
+        return (
+            f"intervals {self.version}: player means {self.mean}{values}; differences {DEFAULT_METHOD}; "
+            f"NRA {self.ratio}; points shares {self.points}; rates {RATE_METHOD}"
+        )
+
+
+def interval_policy(
+    version: str, support: Sequence[float] | None = None, values: Iterable[float] = ()
+) -> IntervalPolicy:
+    """The policy of ``version`` for payoffs declared to take the values ``support``; a value of ``values`` (the
+    payoffs seen) off the support drops it (the betting methods then hold), as a game that broke its declaration.
+
+    Raises:
+        ValueError: an unknown version.
+    """
+    if version not in INTERVAL_VERSIONS:
+        raise ValueError(f"unknown intervals version {version!r}; use one of {', '.join(INTERVAL_VERSIONS)}")
+    if support is None:
+        return IntervalPolicy(version)
+    points = tuple(float(v) for v in sorted(support))
+    if not all(any(math.isclose(v, p, abs_tol=1e-9) for p in points) for v in values):
+        return IntervalPolicy(version)
+    return IntervalPolicy(version, points)
+
+
+def records_policy(
+    records: Iterable[MatchRecord], version: str, *, data_dir: str | Path | None = None
+) -> IntervalPolicy:
+    """:func:`interval_policy` for the complete records' games: their declared payoff values
+    (:func:`~deepeval_games.core.registry.games.payoff_support`) where every game of the records declares the same,
+    checked against every payoff they hold."""
+    done = [r for r in records if r.status == "complete"]
+    if version == OLD_VERSION or not done:
+        return interval_policy(version)
+    supports = set()
+    for game_string in sorted({r.game for r in done}):
+        try:
+            supports.add(payoff_support(load_recorded_game(game_string, data_dir=data_dir)))
+        except DeepEvalError:  # a game that cannot be loaded here declares nothing
+            supports.add(None)
+    support = supports.pop() if len(supports) == 1 else None
+    return interval_policy(version, support, (float(x) for r in done for x in r.returns))
+
+
+def mean_caption(policy: IntervalPolicy) -> str:
+    """The caption under a table of mean payoffs: which interval it prints (method and version) and what it says."""
+    if policy.mean == DEFAULT_METHOD:
+        what = (
+            "the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
+            "whatever the payoffs' shape"
+        )
+    else:
+        values = ", ".join(f"{v:g}" for v in policy.support or ())
+        what = f"the exact interval of a mean of payoffs that take only the values the game declares ({values})"
+    return (
+        f"95% CI, {policy.mean} (intervals {policy.version}): {what}; at 6-10 matches it is wide, and two players "
+        "whose intervals overlap are not told apart"
+    )

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.stats.confseq import Interval, mean_interval
+from analysis.stats.confseq import Interval
+from analysis.stats.intervals import OLD_VERSION, interval_policy
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import game_variant
 
@@ -143,16 +144,18 @@ def _ordered(records: Iterable[MatchRecord]) -> list[MatchRecord]:
     return sorted(done, key=lambda r: (r.repeat, r.game, r.match_id))
 
 
-def points_share(records: Iterable[MatchRecord]) -> dict[str, Interval]:
+def points_share(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> dict[str, Interval]:
     """Each player's share of the points of its comparisons (:func:`pairwise_outcomes`: win 1, draw 1/2, loss 0),
-    with the fixed-n betting 95% interval of :func:`analysis.stats.confseq.mean_interval` on [0, 1], over its matches
-    in the
-    order of repetition. Against a mix of opponents it is the share over that schedule."""
+    with the 95% interval of version ``intervals``
+    (:meth:`~analysis.stats.intervals.IntervalPolicy.points_interval`: the fixed-n betting one on [0, 1] in
+    version 1, the exact one on 0, 1/2, 1 after), over its matches in the order of repetition. Against a mix of
+    opponents it is the share over that schedule."""
     points: dict[str, list[float]] = defaultdict(list)
     for a, b, score in pairwise_outcomes(_ordered(records)):
         points[a].append(score)
         points[b].append(1.0 - score)
-    return {name: mean_interval(values, 0.0, 1.0) for name, values in sorted(points.items())}
+    policy = interval_policy(intervals)
+    return {name: policy.points_interval(values) for name, values in sorted(points.items())}
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from analysis.stats.confseq import ConfidenceSequence, Interval, make_sequence
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
+    "STOPPING_INTERVALS",
     "AdaptiveStopping",
     "Key",
     "PairStatus",
@@ -362,9 +363,54 @@ def _gap(pair: PairStatus) -> str:
     return f"  minus {pair.worse[2]}: [{pair.difference.low:.3f}, {pair.difference.high:.3f}] {pair.status}"
 
 
+STOPPING_INTERVALS = (
+    "intervals: each player's anytime-valid 95% sequence of its mean payoff per round (betting/1, the level shared "
+    "by the players of a ranking): the rule's own kind, valid however often it looked, so wider than the 95% CI of "
+    "the means above"
+)
+"""What the intervals of the stopping block are, said once under its first line."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _told_apart(report: StoppingReport, keys: Sequence[Key]) -> list[str]:
+    """In words, every pair of ``keys`` (one ranking, best first) that the intervals tell apart and every pair they
+    do not, the latter with the interval of the difference the two intervals allow (which spans 0)."""
+    apart, tied, not_apart = [], [], []
+    status = {(p.better, p.worse): p.status for p in report.pairs}
+    for better, worse in itertools.combinations(keys, 2):
+        a, b = report.intervals[better], report.intervals[worse]
+        if a.n and b.n and not a.overlaps(b):
+            apart.append(f"{better[2]} above {worse[2]}")
+        elif status.get((better, worse)) == "tied":
+            tied.append(f"{better[2]} ~ {worse[2]}")
+        else:
+            low, high = a.low - b.high, a.high - b.low
+            not_apart.append(f"{better[2]} vs {worse[2]} (difference [{low:+.3f}, {high:+.3f}])")
+    lines = [f"  told apart: {'; '.join(apart) if apart else 'no pair'}"]
+    if tied:
+        lines.append(f"  tied within epsilon: {'; '.join(tied)}")
+    if not_apart:
+        lines.append(f"  not told apart (their intervals overlap): {'; '.join(not_apart)}")
+    return lines
+
+
+def _pair_words(report: StoppingReport, keys: Sequence[Key]) -> list[str]:
+    """In words, the adjacent pairs of a ranking decided by pair intervals (active matchmaking)."""
+    pairs = [p for p in report.pairs if p.better in keys and p.difference is not None]
+    apart = [f"{p.better[2]} above {p.worse[2]}" for p in pairs if p.status == "separated"]
+    other = [p for p in pairs if p.status != "separated"]
+    lines = [f"  told apart (adjacent in the ranking): {'; '.join(apart) if apart else 'no pair'}"]
+    if other:
+        lines.append("  not told apart: " + "; ".join(f"{p.better[2]} vs {p.worse[2]} ({p.status})" for p in other))
+    return lines
+
+
 def format_stopping(report: StoppingReport) -> str:
-    """The report in words: what stopped the run, matches per player, each ranking with its intervals, and what was
-    left unresolved."""
+    """The report in words: what stopped the run, matches per player, each ranking with its intervals, and which
+    pairs they tell apart and which not (every pair, with the difference the intervals allow)."""
     why = {
         "resolved": "every adjacent pair of every ranking is separated or tied",
         "budget": "the match budget would be passed by the next round",
@@ -372,14 +418,20 @@ def format_stopping(report: StoppingReport) -> str:
         "failed": "matches of the last round failed",
         "running": "not stopped yet",
     }[report.reason]
-    lines = [f"Stopping rule: stopped after {report.rounds} rounds, {report.matches} matches: {why}."]
+    lines = [
+        f"Stopping rule: stopped after {_plural(report.rounds, 'round')}, {report.matches} "
+        f"match{'' if report.matches == 1 else 'es'}: {why}."
+    ]
     by_group: dict[tuple[str, str], list[Key]] = defaultdict(list)
     for key in report.intervals:
         by_group[(key[0], key[1])].append(key)
+    by_pairs = {p.better: p for p in report.pairs if p.difference is not None}
+    if by_group and not by_pairs:
+        lines.append(f"({STOPPING_INTERVALS})")
     for (variant, role), keys in sorted(by_group.items()):
         lines.append(f"{variant}" + (f" [{role}]" if role != "player" else ""))
-        by_pairs = {p.better: p for p in report.pairs if p.difference is not None}
-        for key in sorted(keys, key=lambda k: -report.intervals[k].mean):
+        ranked = sorted(keys, key=lambda k: (-report.intervals[k].mean, k[2]))
+        for key in ranked:
             iv = report.intervals[key]
             matches = report.matches_per_key.get(key, 0)
             if by_pairs:  # ranked by a fit, decided by pair intervals: the fit's score, then the gap to the next
@@ -388,15 +440,10 @@ def format_stopping(report: StoppingReport) -> str:
                 lines.append(f"  {key[2]:<24} score {iv.mean:8.3f}  matches {matches}{gap}")
                 continue
             lines.append(
-                f"  {key[2]:<24} mean {iv.mean:8.3f}  interval [{iv.low:.3f}, {iv.high:.3f}]  "
-                f"blocks {iv.n:3d}  matches {matches}"
+                f"  {key[2]:<24} mean {iv.mean:8.3f}  anytime interval [{iv.low:.3f}, {iv.high:.3f}]  "
+                f"rounds {iv.n:3d}  matches {matches}"
             )
-    unresolved = report.unresolved
-    if unresolved:
-        lines.append("Unresolved: " + "; ".join(f"{p.better[2]} vs {p.worse[2]} ({p.better[1]})" for p in unresolved))
-    tied = [p for p in report.pairs if p.status == "tied"]
-    if tied:
-        lines.append("Tied within epsilon: " + "; ".join(f"{p.better[2]} ~ {p.worse[2]}" for p in tied))
+        lines += _pair_words(report, ranked) if by_pairs else _told_apart(report, ranked)
     return "\n".join(lines)
 
 

@@ -276,7 +276,7 @@ def format_early_late_intervals(table: EarlyLateTable, *, digits: int = 2) -> st
         table.cells,
         lambda c: (("s_E", c.early_ci), ("s_L", c.late_ci)),
         difference=("s_E - s_L", lambda c: c.difference),
-        title=f"95% intervals per cell ({table.metric}; valid at any number of matches, so wide at few):",
+        title=f"95% intervals per cell ({table.metric}; betting-eb/1, valid at any number of matches, so wide at few):",
         digits=digits,
     )
 

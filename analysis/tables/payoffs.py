@@ -66,9 +66,9 @@ def _fmt(value: float) -> str:
 
 
 INTERVAL_NOTE = (
-    "95% CI: the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
-    "whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are not "
-    "told apart"
+    "95% CI, betting-eb/1: the fixed-n betting interval of the mean on the game's payoff range, valid at any number "
+    "of matches whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are "
+    "not told apart"
 )
 """The caption under a table of scores: what its intervals are."""
 
@@ -83,9 +83,9 @@ def format_interval(low: float, high: float, digits: int = 2) -> str:
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
+def format_scores(scores: Sequence[Score], *, title: str = "", note: str = INTERVAL_NOTE) -> str:
     """A fixed-width table: player (role), matches, mean, std, 95% CI, min, max, and a caption saying what the
-    intervals are."""
+    intervals are (``note``: by default those of the betting method)."""
     with_role = any(s.role is not None for s in scores)
     header = ["player", *(["role"] if with_role else []), "matches", "mean", "std", "95% CI", "min", "max"]
     rows = [
@@ -112,7 +112,7 @@ def format_scores(scores: Sequence[Score], *, title: str = "") -> str:
 
     out = [title] if title else []
     out += [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
-    out.append(f"({INTERVAL_NOTE})")
+    out.append(f"({note})")
     return "\n".join(out)
 
 
@@ -475,7 +475,7 @@ def format_cell_intervals(
     entries: Callable[[C], Sequence[tuple[str, Interval]]],
     *,
     difference: tuple[str, Callable[[C], Interval]] | None = None,
-    title: str = "95% intervals per cell (valid at any number of matches, so wide at few):",
+    title: str = "95% intervals per cell (betting-eb/1, valid at any number of matches, so wide at few):",
     digits: int = 2,
 ) -> str:
     """Every cell's 95% intervals, a line per cell in row then column order: ``row \\ column (n matches): label mean

@@ -10,12 +10,14 @@ its headline this way (:class:`Headline`), e.g. Eq. 1 over seats that the record
 late) in a symmetric task.
 
 Each score carries its spread (standard deviation), the number of matches, and a 95% confidence interval of the
-mean that holds at any number of matches: the fixed-n hedged-capital betting interval of
-:func:`analysis.stats.confseq.mean_interval` on the game's payoff range (its min and max utility), over the payoffs in
-the
-order of repetition (repeat, game, match id). It assumes only that the payoffs lie in that range, so at the paper's
-sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no finite payoff range gets the
-interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from finitely many of them.
+mean that holds at any number of matches, by the method the interval version selects
+(:class:`~analysis.stats.intervals.IntervalPolicy`): version 1 (the default here, and a run that records none) the
+fixed-n hedged-capital betting interval (``betting-eb/1``) on the game's payoff range (its min and max utility);
+version 2 the exact interval (``exact-discrete/1``) where the game declares its payoff values, betting otherwise;
+over the payoffs in the order of repetition (repeat, game, match id). Either assumes only what the game says of its
+payoffs, so at the paper's sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no
+finite payoff range gets the interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from
+finitely many of them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.stats.confseq import mean_intervals, records_bounds
+from analysis.stats.confseq import records_bounds
+from analysis.stats.intervals import OLD_VERSION, IntervalPolicy, interval_policy, records_policy
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -87,10 +90,14 @@ class Table:
     """A sentence shown under the table (what its numbers are), if any."""
 
 
-def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tuple[float, float] | None) -> list[Score]:
-    """A score per (player, role, values) row. The intervals of rows of one length are computed together
-    (:func:`analysis.stats.confseq.mean_intervals` bets on each row apart, so each is the interval :func:`mean_interval`
-    gives that row alone; the work per value is shared by the rows)."""
+def _scores(
+    rows: Iterable[tuple[str, str | None, Sequence[float]]],
+    bounds: tuple[float, float] | None,
+    policy: IntervalPolicy,
+) -> list[Score]:
+    """A score per (player, role, values) row, its interval by ``policy``'s method of a mean. The intervals of rows
+    of one length are computed together (each method treats each row apart, so each is the interval of that row
+    alone; the work per value is shared by the rows)."""
     data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
     intervals = dict.fromkeys(data, (-math.inf, math.inf))
     if bounds is not None:
@@ -101,7 +108,7 @@ def _scores(rows: Iterable[tuple[str, str | None, Sequence[float]]], bounds: tup
             if size == 0:  # no values: no interval (as mean_interval has it)
                 intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
                 continue
-            low, high = mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            low, high = policy.mean_intervals(np.stack([data[key] for key in keys]), *bounds)
             intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
     return [
         Score(
@@ -149,19 +156,27 @@ def symmetric_scores(
     *,
     bounds: tuple[float, float] | None = None,
     data_dir: str | Path | None = None,
+    intervals: str = OLD_VERSION,
 ) -> list[Score]:
     """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
-    first (``data_dir``: where a game of the records may read files)."""
+    first (``data_dir``: where a game of the records may read files), with the interval of ``intervals``'s
+    method of a mean (:func:`~analysis.stats.intervals.records_policy`; a ``value`` gets the betting one)."""
     done = _complete(records)
     if value is None or bounds is None:
         bounds = records_bounds(done, data_dir=data_dir)
-    scores = _scores(((name, None, values) for name, values in payoffs_by_player(done, value).items()), bounds)
+    policy = records_policy(done, intervals, data_dir=data_dir) if value is None else interval_policy(intervals)
+    rows = ((name, None, values) for name, values in payoffs_by_player(done, value).items())
+    scores = _scores(rows, bounds, policy)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
-def role_scores(records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> list[Score]:
-    """Eq. 2: each player's mean payoff in each role, sorted by role then best first."""
+def role_scores(
+    records: Iterable[MatchRecord], *, data_dir: str | Path | None = None, intervals: str = OLD_VERSION
+) -> list[Score]:
+    """Eq. 2: each player's mean payoff in each role, sorted by role then best first (intervals as
+    :func:`symmetric_scores`)."""
     done = _complete(records)
     bounds = records_bounds(done, data_dir=data_dir)
-    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds)
+    policy = records_policy(done, intervals, data_dir=data_dir)
+    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds, policy)
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

@@ -406,7 +406,7 @@ def format_metric_intervals(table: TranslationTable, metric: str = "chrf") -> st
         table.cells,
         lambda c: (("T", c.metrics[metric].translation_ci), ("Pr", c.metrics[metric].proofread_ci)),
         difference=("gain", lambda c: c.metrics[metric].gain_ci),
-        title=f"95% intervals per cell ({_METRIC_NAMES.get(metric, metric)}; valid at any number of matches):",
+        title=f"95% intervals per cell ({_METRIC_NAMES.get(metric, metric)}; betting-eb/1, valid at any n of matches):",
     )
 
 

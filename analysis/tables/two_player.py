@@ -29,16 +29,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.stats.confseq import mean_interval, ratio_interval, records_bounds
+from analysis.stats.confseq import ratio_interval, records_bounds
+from analysis.stats.intervals import (
+    OLD_VERSION,
+    RATE_METHOD,
+    RATIO_METHODS,
+    IntervalPolicy,
+    interval_policy,
+    records_policy,
+    win_loss_ratio_interval,
+)
 from analysis.tables.outcomes import turn_outcomes
 from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
+    "TITLE",
     "Interval",
     "PairResult",
     "TwoPlayerSummary",
@@ -97,19 +107,27 @@ def gtbench_scores(mine: float, theirs: float) -> tuple[float, float]:
 _UNBOUNDED = (-math.inf, math.inf)
 
 
-def _mean_interval(values: Sequence[float], bounds: tuple[float, float] | None) -> Interval:
+def _mean_interval(values: Sequence[float], bounds: tuple[float, float] | None, policy: IntervalPolicy) -> Interval:
     if bounds is None:
         return Interval(float(np.mean(values)), *_UNBOUNDED)
-    interval = mean_interval(values, *bounds)
+    interval = policy.mean_interval(values, *bounds)
     return Interval(interval.mean, interval.low, interval.high)
 
 
-def _nra(mine: Sequence[float], theirs: Sequence[float], bounds: tuple[float, float] | None) -> Interval:
-    """GTBench's NRA of ``mine`` over ``theirs`` (per-match payoffs) with its interval (module docstring)."""
+def _nra(
+    mine: Sequence[float], theirs: Sequence[float], bounds: tuple[float, float] | None, policy: IntervalPolicy
+) -> Interval:
+    """GTBench's NRA of ``mine`` over ``theirs`` (per-match payoffs) with its interval by ``policy``'s method: the
+    exact conditional one of a game paid ``+c / -c`` (wins among the decisive matches), else by betting (module
+    docstring)."""
     scores = np.array([gtbench_scores(m, t) for m, t in zip(mine, theirs, strict=True)]).reshape(-1, 2)
     value = normalized_relative_advantage(scores[:, 0], scores[:, 1])
     if bounds is None:
         return Interval(value, *_UNBOUNDED)
+    if policy.ratio == RATIO_METHODS[1]:
+        wins = sum(m > t for m, t in zip(mine, theirs, strict=True))
+        losses = sum(m < t for m, t in zip(mine, theirs, strict=True))
+        return Interval(value, *win_loss_ratio_interval(wins, losses))
     largest = max(abs(bounds[0]), abs(bounds[1]))
     interval = ratio_interval(scores[:, 0] - scores[:, 1], np.abs(scores).sum(axis=1), 2.0 * largest)
     return Interval(value, interval.low, interval.high)
@@ -149,9 +167,17 @@ class TwoPlayerSummary:
     seat_wins: tuple[Interval, Interval, Interval]
     """Over every match: seat 0 wins, seat 1 wins, draws."""
     matches: int
+    policy: IntervalPolicy = field(default_factory=lambda: IntervalPolicy(OLD_VERSION))
+    """The interval methods of the means and NRAs."""
 
 
-def _pair(player: str, opponent: str, records: Sequence[MatchRecord], bounds: tuple[float, float] | None) -> PairResult:
+def _pair(
+    player: str,
+    opponent: str,
+    records: Sequence[MatchRecord],
+    bounds: tuple[float, float] | None,
+    policy: IntervalPolicy,
+) -> PairResult:
     records = sorted(records, key=lambda r: (r.repeat, r.game, r.match_id))
     mine = [r.returns[r.seats.index(player)] for r in records]
     theirs = [r.returns[r.seats.index(opponent)] for r in records]
@@ -174,20 +200,22 @@ def _pair(player: str, opponent: str, records: Sequence[MatchRecord], bounds: tu
         win_rate=clopper_pearson(wins, n),
         draw_rate=clopper_pearson(draws, n),
         loss_rate=clopper_pearson(n - wins - draws, n),
-        mean_payoff=_mean_interval(mine, bounds),
-        nra=_nra(mine, theirs, bounds),
+        mean_payoff=_mean_interval(mine, bounds, policy),
+        nra=_nra(mine, theirs, bounds, policy),
         first=won_in(0),
         second=won_in(1),
     )
 
 
-def two_player_summary(records: Iterable[MatchRecord]) -> TwoPlayerSummary:
-    """The metrics of complete two-seat matches of one game variant (self-play matches count for the game only)."""
+def two_player_summary(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> TwoPlayerSummary:
+    """The metrics of complete two-seat matches of one game variant (self-play matches count for the game only),
+    with the intervals of version ``intervals`` (:func:`~analysis.stats.intervals.records_policy`)."""
     done = [r for r in records if r.status == "complete" and len(r.seats) == 2]
     bounds = records_bounds(done) if done else None
+    policy = records_policy(done, intervals) if done else interval_policy(intervals)
     pairs = []
     for a, b in sorted({tuple(sorted(r.seats)) for r in done if r.seats[0] != r.seats[1]}):
-        pairs.append(_pair(a, b, [r for r in done if set(r.seats) == {a, b}], bounds))
+        pairs.append(_pair(a, b, [r for r in done if set(r.seats) == {a, b}], bounds, policy))
     illegal = {
         name: clopper_pearson(tally.total - tally.valid, tally.total)
         for name, tally in sorted(turn_outcomes(done).items())
@@ -206,14 +234,21 @@ def two_player_summary(records: Iterable[MatchRecord]) -> TwoPlayerSummary:
             clopper_pearson(len(done) - seat0 - seat1, len(done)),
         ),
         matches=len(done),
+        policy=policy,
     )
 
 
-_LEGEND = (
-    "95% intervals valid at any number of matches, so wide at few: rates Clopper-Pearson, mean payoff and NRA fixed-n "
-    "betting on the payoff range; NRA: GTBench's normalized relative advantage, summed over the pair's matches, draws "
-    "scored 0"
-)
+TITLE = "Wins, draws, losses and advantage per pair of players"
+"""The two-player metrics' title."""
+
+
+def _legend(policy: IntervalPolicy) -> str:
+    """What the pair table's intervals are: each kind's method (name/version)."""
+    return (
+        f"95% intervals valid at any number of matches, so wide at few: rates {RATE_METHOD}, the player's mean payoff "
+        f"against that opponent {policy.mean}, NRA {policy.ratio}; NRA: GTBench's normalized relative advantage, "
+        "summed over the pair's matches, draws scored 0"
+    )
 
 
 def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
@@ -237,7 +272,7 @@ def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
     s0, s1, draw = summary.seat_wins
     seats = (s0.describe(True), s1.describe(True), draw.describe(True), str(summary.matches))
     return [
-        Table("two_player", "Two-player metrics", header, pairs, note=_LEGEND + "."),
+        Table("two_player", TITLE, header, pairs, note=_legend(summary.policy) + "."),
         Table(
             "two_player_seats",
             "Wins by seat over every match (the game's first-mover advantage)",
@@ -253,15 +288,17 @@ def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
     ]
 
 
-def format_two_player(records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None) -> str:
-    """The two-player metrics as fixed-width text, for the report (``summary``: the records' summary, when made
-    already)."""
-    summary = summary if summary is not None else two_player_summary(records)
+def format_two_player(
+    records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None, intervals: str = OLD_VERSION
+) -> str:
+    """The two-player metrics as fixed-width text, for the report, under :data:`TITLE` (``summary``: the records'
+    summary, when made already; else made with the intervals of version ``intervals``)."""
+    summary = summary if summary is not None else two_player_summary(records, intervals=intervals)
     if not summary.matches:
-        return "Two-player metrics: no complete matches"
+        return f"{TITLE}: no complete matches"
     pairs = two_player_tables(summary)[0]
     widths = [max(len(row[i]) for row in [pairs.header, *pairs.rows]) for i in range(len(pairs.header))]
-    lines = [f"Two-player metrics ({_LEGEND}):"]
+    lines = [f"{TITLE} ({_legend(summary.policy)}):"]
     lines += [
         "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in [pairs.header, *pairs.rows]

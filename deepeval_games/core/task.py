@@ -35,6 +35,8 @@ hook                                without it
                                     OpenSpiel's player counts, and an estimate of a match's length and
                                     memory); with it, parameter name -> ``(lowest, highest)`` allowed,
                                     checked before the game is loaded with the parameters asked for
+``payoff_support() -> tuple``       the table of :func:`~deepeval_games.core.registry.games.payoff_support`,
+                                    else None: payoffs may take any value of the range (no exact intervals)
 ==================================  ===============================================================
 
 A task module registers the public files it reads with :func:`register_data_source` when its entry

@@ -240,6 +240,12 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="OUT", help="write the HTML report (a folder; open OUT/index.html)")
     _epsilon(parser, "also check stableness: every 95%% interval half-width below this")
     parser.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
+    parser.add_argument(
+        "--intervals",
+        choices=("1", "2"),
+        help="the interval methods to print, by version: 2 exact where the game declares its payoff values, 1 the "
+        "betting intervals of old runs (default: the version each run recorded; 1 for a run that records none)",
+    )
 
 
 def _add_leaderboard(parser: argparse.ArgumentParser) -> None:

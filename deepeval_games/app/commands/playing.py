@@ -11,6 +11,7 @@ from pathlib import Path
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.spec.extends import stored_intervals
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import recheck_epsilon, stopping_rule
@@ -21,7 +22,7 @@ from deepeval_games.core.records import MatchRecord
 __all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "score_report"]
 
 
-def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
+def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
     the headline the task's tables module gives (:data:`~deepeval_games.app.reports.report.TABLES_ENTRY_POINT_GROUP`).
 
@@ -34,7 +35,7 @@ def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None
     """
     from deepeval_games.app.reports.report import core_text  # the report's core sections
 
-    return core_text(records, epsilon=epsilon)
+    return core_text(records, epsilon=epsilon, intervals=intervals)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -80,7 +81,8 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
         summary.put_first(takewhile(lambda r: r.match_id in before, result.iter_records(rebuild_turns=False)))
     rule = stopping_rule(spec)
     epsilon = recheck_epsilon(rule)  # a half-width target under recheck; under adaptive the rule reports itself
-    print(summary.text(epsilon=epsilon))
+    intervals = stored_intervals(out)  # as the run directory records it: a resumed old run keeps its methods
+    print(summary.text(epsilon=epsilon, intervals=intervals))
     if spec.uses_models():
         played_now = (r for r in result.iter_records() if r.match_id not in before)
         totals = estimate.run_summary(played_now, spec.players, spec.judge)
@@ -132,15 +134,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     rule = stopping_rule(spec)
     print(f"Players: {players}")
     if rule is not None:
-        print(
-            f"Stopping: anytime-valid (adaptive), margin {rule.epsilon}, at most {rule.budget_matches} matches; "
-            f"it starts with {spec.experiment.repeats} round(s) of every seating"
-        )
+        print(_stopping_header(spec, rule.epsilon, rule.budget_matches))
     print(estimate.format_dry_run(estimate.dry_run(spec, out), spec, before_play=True))
     if out.exists():  # a directory that is not there yet is named once it holds results (the closing lines)
         print(f"Run directory: {out} (resumed: matches already there are not played again)")
     print()
     return _play(spec, out, args)
+
+
+def _stopping_header(spec: ExperimentSpec, epsilon: float, budget: int | None) -> str:
+    """The adaptive rule in one line before play: its margin and budget, and how many rounds of every seating it
+    starts with, as many as the budget allows (the count the stopping block reports at the end)."""
+    from deepeval_games.app.spec.schedule import plan_matches
+
+    per_round = len(plan_matches(spec.with_experiment(repeats=1)))
+    first = spec.experiment.repeats
+    if budget is not None and per_round:
+        first = max(1, min(first, budget // per_round))
+    rounds = f"{first} round{'' if first == 1 else 's'}"
+    cap = f", at most {budget} matches" if budget is not None else ""
+    return (
+        f"Stopping: anytime-valid (adaptive), margin {epsilon}{cap}; it starts with {rounds} of every seating "
+        f"({per_round} matches a round), then plays only the seatings of players not yet told apart"
+    )
 
 
 def cmd_init(args: argparse.Namespace) -> int:

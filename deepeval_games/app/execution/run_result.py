@@ -15,7 +15,7 @@ from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.store import RunLock, Store
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["RunResult", "RunSetup", "finish_manifest", "open_store"]
+__all__ = ["RunResult", "RunSetup", "finish_manifest", "open_store", "stored_source"]
 
 
 @dataclass
@@ -91,12 +91,19 @@ class RunSetup:
     (:attr:`MatchRunner.on_commit <deepeval_games.app.execution.match_runner.MatchRunner.on_commit>`)."""
 
 
+def stored_source(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec document a new run directory keeps: as written, with the interval version it selects written out
+    (``[experiment] intervals``), so that a later default does not change how the run is reported."""
+    experiment = {**spec.source.get("experiment", {}), "intervals": spec.experiment.intervals}
+    return {**spec.source, "experiment": experiment}
+
+
 def open_store(spec: ExperimentSpec, setup: RunSetup) -> Store:
     """The run directory's store, opened for ``spec`` (its hash and text) by the process holding the run's lock."""
     return Store(
         setup.out_dir,
         spec_hash=spec.content_hash(),
-        spec_text=json.dumps(spec.source, sort_keys=True),
+        spec_text=json.dumps(stored_source(spec), sort_keys=True),
         run_lock=setup.run_lock,
     )
 

@@ -321,9 +321,10 @@ def write_html_report(
     epsilon: float | None = None,
     chunk: int = CHUNK,
     live: str | None = None,
+    intervals: str | None = None,
 ) -> Path:
     """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``. ``live``: see
-    :meth:`HtmlReport.finish`.
+    :meth:`HtmlReport.finish`; ``intervals``: the interval version (default: the one the runs recorded).
 
     Raises:
         DeepEvalError: a run directory without results, or ``out`` cannot be written (a file, no permission).
@@ -342,6 +343,7 @@ def write_html_report(
         writer.add(run, record)
 
     data = load_report(run_dirs, on_record=add)
+    data.intervals = intervals or data.intervals
     if writer is None:
         writer = HtmlReport(folder, chunk)
     title = "deepeval-games report: " + ", ".join(r.label for r in data.runs)

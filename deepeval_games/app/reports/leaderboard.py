@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.reports.runs import RunSource, open_runs
+from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals
 from deepeval_games.app.spec.extends import stored_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError
@@ -43,6 +43,7 @@ COLUMNS = (
     "mean",
     "ci_low",
     "ci_high",
+    "ci_method",
     "anytime_low",
     "anytime_high",
     "rating",
@@ -67,6 +68,8 @@ class Row:
     mean: float
     ci_low: float
     ci_high: float
+    ci_method: str
+    """The interval method (name/version) of ``ci_low`` and ``ci_high``: the runs' ``[experiment] intervals``."""
     anytime_low: float | None
     anytime_high: float | None
     rating: float | None
@@ -178,14 +181,18 @@ def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[st
     }
 
 
-def _table(task: str, records: list[MatchRecord], role_filter: str | None) -> list[tuple[str, str, dict[str, Any]]]:
-    """(role, identity key, statistics) of every player of one task."""
+def _table(
+    task: str, records: list[MatchRecord], role_filter: str | None, intervals: str
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(role, identity key, statistics) of every player of one task, its 95% CI by version ``intervals``."""
     from analysis.stats.confseq import anytime_scores
+    from analysis.stats.intervals import records_policy
     from analysis.tables.scores import role_scores, symmetric_scores
 
     done = [r for r in records if r.status == "complete"]
     symmetric = all(len(set(r.roles or ["player"])) <= 1 for r in done)
-    scores = symmetric_scores(done) if symmetric else role_scores(done)
+    scores = symmetric_scores(done, intervals=intervals) if symmetric else role_scores(done, intervals=intervals)
+    method = records_policy(done, intervals).mean
     anytime = {(s.role, s.player): s.interval for s in anytime_scores(done)}
     out = []
     roles = sorted({s.role or "player" for s in scores})
@@ -203,6 +210,7 @@ def _table(task: str, records: list[MatchRecord], role_filter: str | None) -> li
                 "mean": score.mean,
                 "ci_low": score.ci_low,
                 "ci_high": score.ci_high,
+                "ci_method": method,
                 "anytime_low": iv.low if iv else None,
                 "anytime_high": iv.high if iv else None,
                 "rating": rating[0],
@@ -224,6 +232,7 @@ def build_leaderboard(
         DeepEvalError: a directory holds no results, or ``task`` / ``role`` matches nothing.
     """
     runs = open_runs(run_dirs)
+    intervals = spec_intervals(runs)
     records, identities, duplicates = merged_records(runs)
     by_task: dict[str, list[MatchRecord]] = defaultdict(list)
     for record in records:
@@ -234,7 +243,7 @@ def build_leaderboard(
         raise DeepEvalError(f"no match of task {task!r} in {', '.join(map(str, run_dirs))}")
     rows = []
     for variant, subset in sorted(by_task.items()):
-        table = _table(variant, subset, role)
+        table = _table(variant, subset, role, intervals)
         labels = _labels((key for _, key, _ in table), identities)
         for row_role, key, stats in table:
             name, differs = labels[key]
@@ -290,6 +299,13 @@ def format_leaderboard(board: Leaderboard, fmt: str = "text") -> str:
         lines.append(
             f"  {row.player:<28} {row.matches:>7}  {row.mean:>8.3f}  "
             f"{f'[{row.ci_low:.2f}, {row.ci_high:.2f}]':<19} {anytime:<19} {rating}"
+        )
+    methods = sorted({row.ci_method for row in board.rows})
+    if methods:
+        lines.append("")
+        lines.append(
+            f"95% CI: {', '.join(methods)} (fixed n); anytime-valid: betting/1, a second kind, for results looked at "
+            "while the runs went on"
         )
     kinds = sorted({row.rating_kind for row in board.rows if row.rating_kind})
     if kinds:

@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepeval_games.app.reports.runs import RunSource, open_runs, player_labels, spec_epsilon, stream_records
+from deepeval_games.app.reports.runs import (
+    RunSource,
+    open_runs,
+    player_labels,
+    spec_epsilon,
+    spec_intervals,
+    stream_records,
+)
 from deepeval_games.app.reports.sections import (
     ENTRY_POINT_GROUP,
     SECTIONS,
@@ -57,6 +64,9 @@ class ReportData:
     """Per variant, matches per run label."""
     epsilon: float | None = None
     """The stableness epsilon of the runs' specs (``until_stable``), used when the report is given none."""
+    intervals: str = "1"
+    """The interval version of the runs' specs (``[experiment] intervals``; ``"1"`` for a run that records none),
+    used when the report is asked for none."""
 
     @property
     def records(self) -> list[MatchRecord]:
@@ -84,24 +94,35 @@ def load_report(
     if len(runs) == 1:  # re-judged verdicts name the match ids of their own run
         with Store(runs[0].path, read_only=True) as store:
             judgements = list(store.judgements())
-    return ReportData(runs, dict(sorted(variants.items())), judgements, counts, spec_epsilon(runs))
+    return ReportData(
+        runs, dict(sorted(variants.items())), judgements, counts, spec_epsilon(runs), spec_intervals(runs)
+    )
 
 
 def render_blocks(
-    data: ReportData, *, epsilon: float | None = None, figures: bool = False, core_only: bool = False
+    data: ReportData,
+    *,
+    epsilon: float | None = None,
+    figures: bool = False,
+    core_only: bool = False,
+    intervals: str | None = None,
 ) -> Iterator[tuple[Section, str, list[Block]]]:
     """(section, variant or "", blocks) for every section and variant that has something to show.
 
-    Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one.
+    Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one; without
+    ``intervals`` the numbers get the interval version the runs recorded.
     """
     epsilon = epsilon if epsilon is not None else data.epsilon
+    version = intervals or data.intervals
     load_entry_points(ENTRY_POINT_GROUP)  # sections of installed outside packages
     for sec in SECTIONS:
         if core_only and not sec.core:
             continue
         if sec.scope == "variant":
             for variant, records in data.variants.items():
-                ctx = ReportContext(variant, records, epsilon, figures, data.runs, [], data.run_counts[variant])
+                ctx = ReportContext(
+                    variant, records, epsilon, figures, data.runs, [], data.run_counts[variant], version
+                )
                 blocks = _safe(sec, ctx)
                 if blocks:
                     yield sec, variant, blocks
@@ -110,7 +131,7 @@ def render_blocks(
             for per_run in data.run_counts.values():
                 for run, n in per_run.items():
                     totals[run] = totals.get(run, 0) + n
-            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals)
+            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals, version)
             blocks = _safe(sec, ctx)
             if blocks:
                 yield sec, "", blocks
@@ -135,12 +156,14 @@ def _variant_text(data: ReportData, variant: str, parts: list[tuple[Section, lis
     return "\n".join(lines)
 
 
-def text_report(data: ReportData, *, epsilon: float | None = None, core_only: bool = False) -> str:
+def text_report(
+    data: ReportData, *, epsilon: float | None = None, core_only: bool = False, intervals: str | None = None
+) -> str:
     """Every table as text: per variant its sections, then the report-wide ones (runs of a comparison, the
     judge audit)."""
     per_variant: dict[str, list[tuple[Section, list[Block]]]] = {v: [] for v in data.variants}
     report_wide: list[str] = []
-    for sec, variant, blocks in render_blocks(data, epsilon=epsilon, core_only=core_only):
+    for sec, variant, blocks in render_blocks(data, epsilon=epsilon, core_only=core_only, intervals=intervals):
         if variant:
             per_variant[variant].append((sec, blocks))
         elif sec.key != "runs" or len(data.runs) > 1:
@@ -184,8 +207,8 @@ class CoreSummary:
         for variant, slim_records in later.items():
             self.variants.setdefault(variant, []).extend(slim_records)
 
-    def text(self, *, epsilon: float | None = None) -> str:
-        """The core sections of the records added.
+    def text(self, *, epsilon: float | None = None, intervals: str = "1") -> str:
+        """The core sections of the records added, with the intervals of version ``intervals``.
 
         Raises:
             Exception: what reading a line given to :meth:`add_json` raised.
@@ -193,13 +216,14 @@ class CoreSummary:
         if self._unread is not None:
             raise self._unread
         data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
-        return text_report(data, epsilon=epsilon, core_only=True)
+        return text_report(data, epsilon=epsilon, core_only=True, intervals=intervals)
 
 
-def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None) -> str:
-    """The score summary of ``records`` (what ``run`` prints): the core sections only. The records are read once,
-    as they come, and kept slim (:class:`CoreSummary`): a stream from the store keeps memory small."""
+def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
+    """The score summary of ``records`` (what ``run`` prints): the core sections only, with the intervals of version
+    ``intervals``. The records are read once, as they come, and kept slim (:class:`CoreSummary`): a stream from the
+    store keeps memory small."""
     summary = CoreSummary()
     for record in records:
         summary.add(record)
-    return summary.text(epsilon=epsilon)
+    return summary.text(epsilon=epsilon, intervals=intervals)

@@ -27,6 +27,7 @@ __all__ = [
     "open_runs",
     "player_labels",
     "spec_epsilon",
+    "spec_intervals",
     "spec_source",
     "stream_records",
 ]
@@ -87,6 +88,14 @@ def spec_source(run: RunSource) -> dict[str, Any] | None:
     except (ValueError, TypeError):
         return None
     return source if isinstance(source, dict) else None
+
+
+def spec_intervals(runs: Sequence[RunSource]) -> str:
+    """The interval version the first run's stored spec records
+    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`): an old run keeps its old methods."""
+    from deepeval_games.app.spec.experiment import recorded_intervals
+
+    return recorded_intervals(spec_source(runs[0]) if runs else None)
 
 
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:

@@ -28,18 +28,25 @@ def _headline(ctx: ReportContext) -> Headline | None:
     return None
 
 
-@section("scores", "Scores (Eq. 1 / Eq. 2)", core=True)
+SCORES_TITLES = ("Mean payoff per player (the paper's Eq. 1)", "Mean payoff per player and role (the paper's Eq. 2)")
+"""The titles of the default score tables: symmetric tasks, asymmetric ones."""
+
+
+@section("scores", "Scores", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
-    from analysis.tables.payoffs import format_interval, format_scores
+    from analysis.stats.intervals import mean_caption, records_policy
+    from analysis.tables.payoffs import INTERVAL_NOTE, format_interval, format_scores
     from analysis.tables.scores import role_scores, symmetric_scores
 
-    headline, note = _headline(ctx), ""
+    headline, note, caption = _headline(ctx), "", INTERVAL_NOTE
     if headline is not None:
         scores, title, note = headline.scores, headline.title, headline.note
     elif _symmetric(ctx.records):
-        scores, title = symmetric_scores(ctx.records), "Eq. 1 — mean payoff per player"
+        scores, title = symmetric_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[0]
+        caption = mean_caption(records_policy(ctx.records, ctx.intervals))
     else:
-        scores, title = role_scores(ctx.records), "Eq. 2 — mean payoff per player and role"
+        scores, title = role_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[1]
+        caption = mean_caption(records_policy(ctx.records, ctx.intervals))
     if not scores:
         return []
     with_role = any(s.role is not None for s in scores)
@@ -57,15 +64,21 @@ def _scores(ctx: ReportContext) -> list[Block]:
         )
         for s in scores
     )
-    text = format_scores(scores, title=title) + (f"\n{note}" if note else "")
+    text = format_scores(scores, title=title, note=caption) + (f"\n{note}" if note else "")
     return [Block("scores", title, text=text, header=header, rows=rows)]
+
+
+ANYTIME_TITLE = (
+    "Anytime-valid 95% sequence of each mean payoff (betting/1, a second kind of interval beside the 95% CI above: "
+    "use it instead when the results were looked at while the run went on and it could have been stopped then)"
+)
+"""The anytime-valid table's title: what it is, and when to read it rather than the fixed-n interval."""
 
 
 @section("anytime", "Anytime-valid intervals")
 def _anytime(ctx: ReportContext) -> list[Block]:
     """Every mean of the scores with its anytime-valid confidence sequence (:mod:`analysis.stats.confseq`): valid
-    however
-    often the results were looked at before the run stopped."""
+    however often the results were looked at before the run stopped; a second kind, labelled as such."""
     from analysis.stats.confseq import anytime_scores
 
     scores = anytime_scores(ctx.records)
@@ -83,10 +96,21 @@ def _anytime(ctx: ReportContext) -> list[Block]:
         )
         for s in scores
     )
-    title = "Anytime-valid 95% intervals of the mean payoff (hedged-capital confidence sequence, game payoff range)"
     width = max(len(r[0]) for r in rows)
-    lines = [title] + ["  ".join([row[0].ljust(width), *row[1:]]) for row in rows]
-    return [Block("anytime", title, text="\n".join(lines), header=header, rows=rows)]
+    lines = [ANYTIME_TITLE] + ["  ".join([row[0].ljust(width), *row[1:]]) for row in rows]
+    return [Block("anytime", ANYTIME_TITLE, text="\n".join(lines), header=header, rows=rows)]
+
+
+BT_MEANING = (
+    "Bradley–Terry rating, Elo scale centred on 0 (a player 100 points above another is expected to score 64% of the "
+    "points between them, 200 points 76%; a win scores 1, a draw 1/2)"
+)
+"""What a Bradley–Terry rating means, in one line."""
+PL_MEANING = (
+    "Plackett–Luce rating (strength mu ± its standard error sigma, Elo scale centred on 0: a player 100 points above "
+    "another finishes ahead of it 64% of the time; players are ranked by mu - 3 sigma)"
+)
+"""What a Plackett–Luce rating means, in one line."""
 
 
 @section("ratings", "Ratings", core=True)
@@ -95,6 +119,7 @@ def _ratings(ctx: ReportContext) -> list[Block]:
     per role from paired comparisons (asymmetric tasks), and α-Rank where the seatings allow it
     (:mod:`analysis.stats.ratings`)."""
     from analysis.stats import ratings
+    from analysis.stats.intervals import interval_policy
 
     done = [r for r in ctx.records if r.status == "complete"]
     if not done:
@@ -115,10 +140,11 @@ def _ratings(ctx: ReportContext) -> list[Block]:
             title = "Bradley–Terry rating per role (Elo scale)"
             blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
     elif all(len(r.seats) == 2 for r in done):
-        points = ratings.points_share(done)
+        points = ratings.points_share(done, intervals=ctx.intervals)
         rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
         shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
-        text = "Bradley–Terry rating (Elo scale; points share with its 95% interval): " + ", ".join(
+        method = interval_policy(ctx.intervals).points
+        text = f"{BT_MEANING}, with each player's points share and its 95% interval ({method}): " + ", ".join(
             f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
         )
         rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
@@ -128,7 +154,7 @@ def _ratings(ctx: ReportContext) -> list[Block]:
         )
     else:
         pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
-        text = "Plackett–Luce rating (mu ± sigma): " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
+        text = f"{PL_MEANING}: " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
         pl_rows = tuple((p, f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.matches)) for p, r in pl)
         header = ("player", "mu", "sigma", "mu - 3 sigma", "matches")
         blocks.append(Block("ratings", "Plackett–Luce rating", text=text, header=header, rows=pl_rows))
@@ -144,16 +170,16 @@ def _ratings(ctx: ReportContext) -> list[Block]:
     return blocks
 
 
-@section("two_player", "Two-player metrics", core=True)
+@section("two_player", "Wins, draws, losses and advantage per pair of players", core=True)  # two_player.TITLE
 def _two_player(ctx: ReportContext) -> list[Block]:
-    from analysis.tables.two_player import format_two_player, two_player_summary, two_player_tables
+    from analysis.tables.two_player import TITLE, format_two_player, two_player_summary, two_player_tables
 
     if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
         return []
-    summary = two_player_summary(ctx.records)
+    summary = two_player_summary(ctx.records, intervals=ctx.intervals)
     text = format_two_player(ctx.records, summary=summary)
     if not summary.matches:
-        return [Block("two_player", "Two-player metrics", text=text)]
+        return [Block("two_player", TITLE, text=text)]
     pairs, *rest = two_player_tables(summary)
     return [table_block(pairs, text), *(table_block(table) for table in rest)]  # the text says all the tables
 

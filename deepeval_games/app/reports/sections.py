@@ -74,6 +74,9 @@ class ReportContext:
     judgements: list[JudgementRecord] = field(default_factory=list)
     run_counts: dict[str, int] = field(default_factory=dict)
     """Matches per run label (of this variant, or of the report)."""
+    intervals: str = "1"
+    """The interval version the numbers are printed with (``[experiment] intervals``,
+    :class:`~analysis.stats.intervals.IntervalPolicy`)."""
 
 
 @dataclass(frozen=True)

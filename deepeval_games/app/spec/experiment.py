@@ -31,6 +31,7 @@ __all__ = [
     "RUN_ONLY_KEYS",
     "ExperimentTable",
     "SweepRange",
+    "recorded_intervals",
 ]
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed", "active")
@@ -47,6 +48,7 @@ RUN_ONLY_KEYS = (
     "workers",
     "executor",
     "ray_address",
+    "intervals",
 )
 """Keys that change how a run executes, not what it measures; they stay out of the spec hash."""
 
@@ -200,6 +202,12 @@ class ExperimentTable(BaseModel):
     before the check; game strings read back from a run directory's records get the same check."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
+    intervals: Literal["1", "2"] = "2"
+    """Which interval methods the run's reports print, by version: ``"2"`` (new runs) the tightest valid method per
+    kind of number (exact where the game declares its payoff values, e.g. tic-tac-toe's -1, 0, 1; betting
+    otherwise), ``"1"`` the betting intervals printed before methods had versions. A run directory records the
+    version it was started with; one that records none (made before this key) is reported with ``"1"`` unless
+    ``report --intervals`` asks for another. Run setting (not part of the spec's hash)."""
     extends: Annotated[list[Name], Field(strict=False)] = Field(default_factory=list)
     """Run directories of an earlier study (the pool) that this spec adds players to: the run plays only the
     seatings with a listed player who is not in the pool, against the pool's players, with the pool's games, sweep,
@@ -254,3 +262,11 @@ class ExperimentTable(BaseModel):
         if (self.game is None) == (self.games is None):
             raise verbatim_error("[experiment]: give exactly one of 'game' (a game string) or 'games' (a list of them)")
         return self
+
+
+def recorded_intervals(source: Mapping[str, Any] | None) -> str:
+    """The interval version a run directory's stored spec document records (``[experiment] intervals``); ``"1"``,
+    the methods printed before versions, for one that records none (a run made before the key) or no document."""
+    experiment = (source or {}).get("experiment")
+    value = experiment.get("intervals") if isinstance(experiment, Mapping) else None
+    return str(value) if value in ("1", "2") else "1"

@@ -17,11 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from deepeval_games.app.spec.experiment import recorded_intervals
 from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
 from deepeval_games.app.storage.store import DB_NAME
 from deepeval_games.core.errors import DeepEvalError, SpecError
 
-__all__ = ["pool_names", "stored_spec", "stored_spec_text", "with_pool"]
+__all__ = ["pool_names", "stored_intervals", "stored_spec", "stored_spec_text", "with_pool"]
 
 _MEASURED = ("games", "seed", "sweep", "pairing")
 """What the pool and the extending spec must share for their matches to be one round robin's."""
@@ -37,6 +38,17 @@ def stored_spec_text(run_dir: str | Path) -> str | None:
     finally:
         db.close()
     return row[0] if row and row[0] else None
+
+
+def stored_intervals(run_dir: str | Path) -> str:
+    """The interval version the run directory's stored spec records
+    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`: ``"1"`` where it records none)."""
+    text = stored_spec_text(run_dir) if (Path(run_dir) / DB_NAME).exists() else None
+    try:
+        source = json.loads(text) if text else None
+    except ValueError:
+        source = None
+    return recorded_intervals(source if isinstance(source, dict) else None)
 
 
 def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:

@@ -32,7 +32,9 @@ __all__ = [
     "load_game",
     "load_recorded_game",
     "match_size",
+    "payoff_support",
     "register_game_family",
+    "register_payoff_support",
     "registered_games",
 ]
 
@@ -287,6 +289,31 @@ def _declared_bounds(short_name: str) -> dict[str, tuple[float, float]]:
         return parameter_bounds(default)
     except ValueError as exc:  # a task's own mistake: say so where it is used
         raise UnknownGameError(str(exc)) from exc
+
+
+_PAYOFF_SUPPORTS: dict[str, tuple[float, ...]] = {}
+
+
+def register_payoff_support(short_name: str, values: tuple[float, ...]) -> None:
+    """Declare that every payoff of a complete match of ``short_name`` (whatever its parameters) is one of
+    ``values``: what the game's rules say, never what a sample happens to show."""
+    if len(set(values)) < 2:
+        raise ValueError(f"the payoff support of {short_name} needs two distinct values or more")
+    _PAYOFF_SUPPORTS[short_name] = tuple(sorted({float(v) for v in values}))
+
+
+def payoff_support(game: pyspiel.Game) -> tuple[float, ...] | None:
+    """The values every payoff of ``game`` takes, ascending: the game's ``payoff_support()`` hook (the task
+    contract, :mod:`deepeval_games.core.task`), else the table of :func:`register_payoff_support`; None when it
+    declares none (its payoffs may take any value of its range) or declares values outside its utility range."""
+    _ensure_registered()  # the built-in tables register when the game packages load
+    hook = getattr(game, "payoff_support", None)
+    declared = hook() if callable(hook) else _PAYOFF_SUPPORTS.get(game.get_type().short_name)
+    if declared is None:
+        return None
+    values = tuple(sorted({float(v) for v in declared}))
+    low, high = float(game.min_utility()), float(game.max_utility())
+    return values if len(values) >= 2 and low <= values[0] and values[-1] <= high else None
 
 
 def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) -> pyspiel.Game:
