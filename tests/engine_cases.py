@@ -153,7 +153,14 @@ async def play(case: Case) -> dict[str, Any]:
     judge = make_bot(case.judge, game, -2, np.random.default_rng([case.seed, 99])) if case.judge else None
     scorers = scorers_for(game.get_type().short_name) if case.judge else ()
     record = await play_match(
-        game, bots, seed=case.seed, match_id=case.name, seat_names=list(case.seats), judge=judge, scorers=scorers
+        game,
+        bots,
+        seed=case.seed,
+        match_id=case.name,
+        seat_names=list(case.seats),
+        judge=judge,
+        scorers=scorers,
+        transcript="moves",
     )
     # as a run stores it and reads it back: a match stored as its moves is materialised by replaying them
     record = with_messages(MatchRecord.from_json(record.to_json()))

@@ -552,18 +552,18 @@ async def play_match(
     judge: DeepEvalBot | None = None,
     scorers: Sequence[Scorer] = (),
     max_rounds: int | None = None,
-    transcript: Literal["full", "moves"] = "moves",
+    transcript: Literal["full", "moves"] = "full",
 ) -> MatchRecord:
     """Play one match of ``game`` with ``bots[i]`` in seat i and return its record.
 
     ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
     bot (:class:`~deepeval_games.core.errors.InfrastructureError`) propagate: the caller reschedules the match.
 
-    ``transcript="moves"`` (the default): a match where no seat is awaited (classical players, scripted baselines),
-    in a game without a judge and with no ``scorers``, is recorded as its moves alone (:attr:`MatchRecord.transcript`
-    ``moves``: no messages, the turns as rows, no record per move while it plays), from which reading the record and
-    :func:`deepeval_games.core.transcript.with_messages` rebuild the rest; any other match is recorded in full (its
-    turns made into records once, when it is over).
+    ``transcript="moves"`` (what a run asks for by default: the spec's ``transcript = "auto"``): a match where no
+    seat is awaited (classical players, scripted baselines), in a game without a judge and with no ``scorers``, is
+    recorded as its moves alone (:attr:`MatchRecord.transcript` ``moves``: no messages, the turns as rows, no record
+    per move while it plays), from which reading the record and :func:`deepeval_games.core.transcript.with_messages`
+    rebuild the rest; any other match is recorded in full (its turns made into records once, when it is over).
 
     Raises:
         TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a plain legal move (play the
