@@ -70,3 +70,22 @@ def test_a_moves_record_reads_back_as_the_full_record(case: str) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_thousand_moves_records_read_back_as_the_full_records(case: str) -> None:
     _compare(case, 1000)
+
+
+def test_a_game_whose_moves_do_not_replay_fails_the_kit_and_may_say_so() -> None:
+    """A game whose move names depend on more than its history fails the kit's ``replays`` check, which says how to
+    declare it; declared (``replays_from_moves = False``), the check is left out and its matches are stored in full."""
+    import tests.broken_games  # noqa: F401  (registers the testkit_ games)
+    from deepeval_games.core.testing import check_game
+
+    report = check_game("testkit_clock_public_goods(players=3,rounds=2)", playouts=1, raise_on_failure=False)
+    assert [f for f in report.failures if f.startswith("[replays]")], report.failures
+    assert "replays_from_moves = False" in " ".join(report.failures)
+    stored = load_game("testkit_stored_clock_public_goods(players=3,rounds=2)")
+    report = check_game(stored, playouts=1, raise_on_failure=False)
+    assert not [f for f in report.failures if f.startswith("[replays]")] and "replays" not in report.checks
+    assert any(note.startswith("replays: not checked") for note in report.notes)
+    bots = [make_bot("random", stored, seat, np.random.default_rng(seat), {}) for seat in range(3)]
+    record = asyncio.run(play_match(stored, bots, seed=0, transcript="moves"))
+    assert record.transcript == "full" and record.moves is None and record.messages
+    assert check_game("tic_tac_toe", playouts=1).checks["replays"] == 3

@@ -85,6 +85,7 @@ class _GameFacts:
     n: int
     others: tuple[tuple[int, ...], ...]  # per seat, every other seat
     max_rounds: int  # the rounds a match may take before the referee stops it as endless
+    replays: bool  # its moves replay its transcript (task.replays_from_moves): a match may be stored as its moves
 
 
 _FACTS: dict[int, _GameFacts] = {}
@@ -107,6 +108,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         n=game.num_players(),
         others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
+        replays=task.replays_from_moves(game),
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -260,7 +262,7 @@ class _Match:
         self.state = game.new_initial_state()
         self.hooks = task.state_hooks(self.state, game)
         self.kinds = [_seat_kind(bot) for bot in bots]
-        derivable = not self.hooks.may_judge and not any(kind.awaits for kind in self.kinds)
+        derivable = self.facts.replays and not self.hooks.may_judge and not any(k.awaits for k in self.kinds)
         self.rows: list[MoveRow] | None = [] if rows and derivable else None
         """The match's moves as rows (``transcript="moves"``: no seat is awaited and no judge decides, so the moves
         alone replay the match), or None: recorded in full (turns and messages)."""

@@ -21,7 +21,7 @@ from deepeval_games.core.records import CHANCE_SEAT, MatchRecord, RecordError, t
 from deepeval_games.core.referee import play_match
 from deepeval_games.core.registry.games import load_game
 
-__all__ = ["with_messages"]
+__all__ = ["finished", "with_messages"]
 
 
 class _Replay(FieldsBot):
@@ -55,7 +55,7 @@ class _BlindReplay(StateBot):
         return move
 
 
-def _finished(coroutine: Coroutine[Any, Any, MatchRecord]) -> MatchRecord:
+def finished(coroutine: Coroutine[Any, Any, MatchRecord]) -> MatchRecord:
     """The value of a coroutine that never awaits (a match of fields bots without a judge or scorers), run here:
     it works inside a running event loop too."""
     try:
@@ -93,7 +93,7 @@ def with_messages(record: MatchRecord) -> MatchRecord:
         game, bots, seed=record.seed, match_id=record.match_id, seat_names=record.seats, transcript="full"
     )
     try:
-        replayed = _finished(match)
+        replayed = finished(match)
     except Exception as exc:  # a bot asked past its moves, a move the game refuses, a match that does not end
         raise RecordError(f"match record {record.match_id!r} does not replay: {type(exc).__name__}: {exc}") from exc
     played = [(t.round, t.seat, t.action, t.action_string, t.text) for t in replayed.turns]
