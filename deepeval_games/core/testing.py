@@ -61,7 +61,7 @@ from open_spiel.python.observation import make_observation
 
 from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, Observation, SyncBot
-from deepeval_games.core.errors import ConformanceError
+from deepeval_games.core.errors import ConformanceError, DeepEvalError
 from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.records import MatchRecord, RecordError
 from deepeval_games.core.referee import TranscriptNotDerivable, play_match
@@ -472,18 +472,18 @@ def _check_replays(game: pyspiel.Game, report: ConformanceReport, seed: int, mat
     if not task.replays_from_moves(game):
         report.notes.append("replays: not checked: the game says its moves do not replay it (stored in full)")
         return
+    if task.is_judged(game):  # a judge's verdicts are an exchange: such a match is stored in full
+        return
     for index in range(matches):
         played = []
         for transcript in ("full", "moves"):
             bots = [_RandomViewer(s, np.random.default_rng([seed, index, s])) for s in range(game.num_players())]
             try:
                 played.append(finished(play_match(game, bots, seed=index, transcript=transcript)))
-            except (TranscriptNotDerivable, RuntimeError, ValueError) as exc:  # free text, a judge: not by moves
-                report.notes.append(f"replays: not checked: {type(exc).__name__}: {exc}")
+            except (TranscriptNotDerivable, DeepEvalError, RuntimeError, ValueError):  # free text: stored in full
                 return
         full, moves = played
-        if moves.transcript != "moves":
-            report.notes.append("replays: not checked: the game's matches are not stored as their moves")
+        if moves.transcript != "moves":  # stored in full (a judge may decide it): nothing to replay
             return
         report.count("replays")
         try:
