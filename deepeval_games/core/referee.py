@@ -173,15 +173,13 @@ class _SeatKind:
     """``ask`` returns an awaitable (the seats that await are asked together, after the others)."""
     reads_views: bool
     """The seat is sent its view before each of its moves (else only the rules and the final view)."""
-    by_fields: bool
-    """The bot reads its observation fields alone (a match of such seats may be recorded as its moves)."""
 
 
-_PICK = _SeatKind(_ask_pick, awaits=False, reads_views=False, by_fields=False)
-_FIELDS = _SeatKind(_ask_fields, awaits=False, reads_views=True, by_fields=True)
-_DECIDE = _SeatKind(_ask_decide, awaits=False, reads_views=True, by_fields=False)
-_RESPOND = _SeatKind(_ask_respond, awaits=False, reads_views=True, by_fields=False)
-_ACT = _SeatKind(_ask_act, awaits=True, reads_views=True, by_fields=False)
+_PICK = _SeatKind(_ask_pick, awaits=False, reads_views=False)
+_FIELDS = _SeatKind(_ask_fields, awaits=False, reads_views=True)
+_DECIDE = _SeatKind(_ask_decide, awaits=False, reads_views=True)
+_RESPOND = _SeatKind(_ask_respond, awaits=False, reads_views=True)
+_ACT = _SeatKind(_ask_act, awaits=True, reads_views=True)
 
 
 def _seat_kind(bot: DeepEvalBot) -> _SeatKind:
@@ -360,8 +358,8 @@ class _Match:
         return view
 
     def fields(self, seat: int) -> Mapping[str, Any]:
-        """``seat``'s observation fields in the state as it is (computed once a state; read only). Under
-        ``transcript="moves"`` no view is rendered (nobody reads one): the fields alone are computed."""
+        """``seat``'s observation fields in the state as it is (computed once a state; read only). Where the
+        pool is not built (``transcript="moves"``, no seat reads its inbox) no view is rendered: the fields alone."""
         of = self.hooks.observation_fields
         if not self.tells:
             return of(seat)
