@@ -9,13 +9,12 @@ otherwise outweigh the whole OpenSpiel side of a figure (200 random connect_four
 
 * ``mcts``: OpenSpiel's C++ ``pyspiel.MCTSBot`` (1,000 simulations, random rollouts) against ``random``, the seats
   swapped match by match. Engine side: the ``mcts`` bot (:class:`llm_bots.players.classical.MCTSPlayer`) and the
-  ``random``
-  bot through :func:`deepeval_games.core.referee.play_match`, which records every turn. OpenSpiel side:
-  ``pyspiel.MCTSBot`` and ``pyspiel.make_uniform_random_bot`` built with the same seeds, played by
-  ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. Target: engine within 1.1x.
+  ``random`` bot through :func:`deepeval_games.core.referee.play_match`, which records the match as a run does (as
+  its moves). OpenSpiel side: ``pyspiel.MCTSBot`` and ``pyspiel.make_uniform_random_bot`` built with the same seeds,
+  played by ``open_spiel.python.algorithms.evaluate_bots.evaluate_bots``. Target: engine within 1.1x.
 * ``random``: uniformly random legal moves in both seats. Engine side: the ``random`` bot through ``play_match``
   (OpenSpiel's own C++ uniform random bot, wrapped: it reads no view, so no observation is built for it), where the
-  engine's own cost per move (the legality check, the pool message, the turn record, the move's latency) is what
+  engine's own cost per move (the legality check, the row of moves, the move's latency) is what
   is measured; OpenSpiel side: ``pyspiel.make_uniform_random_bot`` under ``evaluate_bots``. Target: engine within 3x.
 
 The seeds match, so both sides play the very same games (checked: the returns must agree), except for kuhn_poker's
@@ -37,6 +36,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pyspiel
@@ -51,6 +51,9 @@ from deepeval_games.core.registry.games import load_game
 from llm_bots.players.classical import MCTSPlayer, RandomBot
 
 TARGETS = {"mcts": 1.1, "random": 3.0}
+TRANSCRIPT: Literal["full", "moves"] = "moves"
+"""How the engine side records its matches: as a run does by default (``transcript = "auto"``: a match of classical
+players is stored as its moves since record version 7)."""
 SIMULATIONS = 1000
 GAMES: dict[str, dict[str, int]] = {
     # games per bot kind at --scale 1
@@ -100,9 +103,10 @@ async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float,
         else RandomBot(seat, _rng(seed, seat), game=game)
         for seat in range(game.num_players())
     ]
-    start = time.perf_counter()
-    record = await play_match(game, bots, seed=seed, match_id=f"bench-{seed}")
-    return time.perf_counter() - start, tuple(record.returns), sum(1 for t in record.turns if t.seat >= 0)
+    start = time.perf_counter()  # recorded as a run records it by default (transcript "auto": as its moves)
+    record = await play_match(game, bots, seed=seed, match_id=f"bench-{seed}", transcript=TRANSCRIPT)
+    seats = [row[1] for row in record.moves] if record.moves is not None else [t.seat for t in record.turns]
+    return time.perf_counter() - start, tuple(record.returns), sum(1 for seat in seats if seat >= 0)
 
 
 def _openspiel_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:

@@ -298,3 +298,33 @@ class PrivateCountingGame(CountingGame):
 
 pyspiel.register_game(_DEAL_TYPE, HiddenValuesGame)
 pyspiel.register_game(PrivateCountingGame.game_type, PrivateCountingGame)
+
+
+class _ClockState(PublicGoodsState):
+    """Names a move with how many names this process made so far: a name its history does not determine."""
+
+    names_made = 0
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        _ClockState.names_made += 1
+        return f"{super()._action_to_string(player, action)} (#{_ClockState.names_made})"
+
+
+class ClockPublicGoodsGame(PublicGoodsGame):
+    """PGG whose move names are not derived from its moves: the kit's ``replays`` check must fail it."""
+
+    game_type = renamed_type(PublicGoodsGame.game_type, "testkit_clock_public_goods")
+
+    def new_initial_state(self) -> _ClockState:
+        return _ClockState(self)
+
+
+class StoredClockPublicGoodsGame(ClockPublicGoodsGame):
+    """The same game saying so (``replays_from_moves = False``): its matches are stored in full."""
+
+    game_type = renamed_type(PublicGoodsGame.game_type, "testkit_stored_clock_public_goods")
+    replays_from_moves = False
+
+
+pyspiel.register_game(ClockPublicGoodsGame.game_type, ClockPublicGoodsGame)
+pyspiel.register_game(StoredClockPublicGoodsGame.game_type, StoredClockPublicGoodsGame)

@@ -30,7 +30,9 @@ import numpy as np
 import pyspiel
 
 from deepeval_games import Decision, DeepEvalBot, Observation, load_game, make_bot, play_match
+from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.bots import scorers_for
+from deepeval_games.core.transcript import with_messages
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "engine_records.jsonl"
 
@@ -142,7 +144,7 @@ def _bot(name: str, game: pyspiel.Game, seat: int, rng: np.random.Generator, par
 
 
 async def play(case: Case) -> dict[str, Any]:
-    """The canonical record (timings left out) of one case."""
+    """The canonical record (timings left out) of one case, written and read back as the store does."""
     game = load_game(case.game)
     bots = []
     for seat, name in enumerate(case.seats):
@@ -151,8 +153,17 @@ async def play(case: Case) -> dict[str, Any]:
     judge = make_bot(case.judge, game, -2, np.random.default_rng([case.seed, 99])) if case.judge else None
     scorers = scorers_for(game.get_type().short_name) if case.judge else ()
     record = await play_match(
-        game, bots, seed=case.seed, match_id=case.name, seat_names=list(case.seats), judge=judge, scorers=scorers
+        game,
+        bots,
+        seed=case.seed,
+        match_id=case.name,
+        seat_names=list(case.seats),
+        judge=judge,
+        scorers=scorers,
+        transcript="moves",
     )
+    # as a run stores it and reads it back: a match stored as its moves is materialised by replaying them
+    record = with_messages(MatchRecord.from_json(record.to_json()))
     return {"case": case.name, "record": record.canonical()}
 
 

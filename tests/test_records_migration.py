@@ -43,7 +43,7 @@ def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -208,13 +208,13 @@ def test_v4_run_directories_are_full_transcripts(name: str, tmp_path: Path) -> N
     (but for the turn fields of later versions)."""
     from deepeval_games.core.transcript import with_messages
 
-    later = ("cached_tokens", "cache_write_tokens")  # version 6
+    later = ("cached_tokens", "cache_write_tokens")  # version 6 (and "blind", version 7)
     for record, line in _migrated(name, 4, tmp_path):
         assert record.transcript == "full" and record.moves is None
         assert with_messages(record) is record  # nothing to rebuild
         data = record.to_dict()
         data["turns"] = [{k: v for k, v in turn.items() if k not in later} for turn in data["turns"]]
-        assert {k: v for k, v in data.items() if k not in ("transcript", "moves", "schema_version")} == {
+        assert {k: v for k, v in data.items() if k not in ("transcript", "moves", "blind", "schema_version")} == {
             k: v for k, v in line.items() if k != "schema_version"
         }
 
@@ -231,3 +231,35 @@ def test_v5_run_directories_gain_no_cached_tokens(name: str, tmp_path: Path) -> 
             assert [t.raw_replies for t in record.turns] == [t["raw_replies"] for t in line["turns"]]
         else:
             assert len(record.turns) == len(line["moves"])
+
+
+@pytest.mark.parametrize("name", ["v6/ttt_classical", "v6/pgg_scripted"])
+def test_v6_run_directories_read_with_no_blind_seats(name: str, tmp_path: Path) -> None:
+    """Version 6 named no seat that was sent no views: its records read ``blind`` empty, the rest as stored."""
+    for record, line in _migrated(name, 6, tmp_path):
+        assert record.blind == [] and record.transcript == line["transcript"]
+        assert record.returns == line["returns"]
+        if line["transcript"] == "full":
+            assert [t.model_dump(mode="json") for t in record.turns] == line["turns"]
+            assert record.messages == line["messages"]
+        else:
+            assert len(record.turns) == len(line["moves"])
+
+
+@pytest.mark.parametrize("name", ["v6/ttt_classical", "v6/pgg_scripted"])
+def test_v7_plays_the_v6_spec_to_the_same_records(name: str, tmp_path: Path) -> None:
+    """The spec that wrote a version-6 run, played again now: the same match ids, each stored as its moves, and each
+    record read back and replayed (:func:`with_messages`) equal to the version-6 one, field for field, timings aside
+    (a classical player's match was stored in full then)."""
+    from deepeval_games.core.transcript import with_messages
+
+    out = tmp_path / "v7"
+    assert main(["run", str(FIXTURES / name / "spec.toml"), "--out", str(out)]) == 0
+    with Store(out) as store:
+        now = {record.match_id: record for record in store.records()}
+    then = {record.match_id: record for record, _ in _migrated(name, 6, tmp_path)}
+    assert sorted(now) == sorted(then)
+    for match_id, old in then.items():
+        new = now[match_id]
+        assert new.transcript == "moves" and new.messages == []
+        assert with_messages(new).canonical() == with_messages(old).canonical()

@@ -220,14 +220,40 @@ def test_an_illegal_answer_cannot_be_kept_as_moves() -> None:
         asyncio.run(play_match(game, _bots(game, names, 0), seed=0, transcript="moves"))
 
 
-def test_matches_that_are_not_all_fields_bots_are_recorded_in_full() -> None:
+class Awaited(Talker):
+    """Answers through an awaited ``act`` (as an LLM or a person does)."""
+
+    async def act(self, observation: Any) -> Any:
+        return self.respond(observation)
+
+
+def test_matches_with_an_awaited_seat_are_recorded_in_full() -> None:
+    """Since record version 7 a seat that answers at once through its observation (not a fields bot) is recorded as
+    its moves too, and replays to the full record; a seat that is awaited makes the match recorded in full."""
     game = load_game("deepeval_public_goods(players=2,rounds=2)")
-    bots = [make_bot("pgg_free_rider", game, 0, np.random.default_rng(0), {}), Talker(1)]
+    played = {}
+    for transcript in ("moves", "full"):
+        bots = [make_bot("pgg_free_rider", game, 0, np.random.default_rng(0), {}), Talker(1)]
+        played[transcript] = asyncio.run(play_match(game, bots, seed=0, transcript=transcript))
+    assert played["moves"].transcript == "moves" and played["moves"].blind == []
+    read = with_messages(MatchRecord.from_json(played["moves"].to_json()))
+    assert read.canonical() == played["full"].canonical()
+    bots = [make_bot("pgg_free_rider", game, 0, np.random.default_rng(0), {}), Awaited(1)]
     record = asyncio.run(play_match(game, bots, seed=0, transcript="moves"))
     assert record.transcript == "full" and record.messages and record.turns
+
+
+def test_classical_players_are_recorded_as_their_moves_and_replay_without_views() -> None:
+    """Since record version 7 a match of classical players (no seat awaited) is stored as its moves too, its seats
+    that read no view named ``blind``; replayed, it is the match recorded in full, field for field."""
     kuhn = load_game("kuhn_poker")
-    bots = [make_bot("random", kuhn, seat, np.random.default_rng(seat), {}) for seat in range(2)]
-    assert asyncio.run(play_match(kuhn, bots, seed=0, transcript="moves")).transcript == "full"
+    played = []
+    for transcript in ("moves", "full"):
+        bots = [make_bot("random", kuhn, seat, np.random.default_rng(seat), {}) for seat in range(2)]
+        played.append(asyncio.run(play_match(kuhn, bots, seed=0, transcript=transcript)))
+    moves, full = played
+    assert moves.transcript == "moves" and moves.blind == [0, 1] and not moves.messages
+    assert with_messages(MatchRecord.from_json(moves.to_json())).canonical() == full.canonical()
 
 
 def _spec(name: str, players: list[str], **experiment: Any) -> dict[str, Any]:

@@ -5,9 +5,9 @@ who sat where, every turn (the prompts of every ask, raw replies, action, outcom
 tokens, cost), the message pool, and the returns. ``matches.jsonl`` in a run directory holds one record
 per line (:meth:`MatchRecord.to_dict`); the store's ``results.sqlite`` holds the same text.
 
-Records are built on the hot path without validation (the referee uses ``TurnRecord.model_construct``)
-and validated when they are read back (:meth:`MatchRecord.from_dict`). A record is mutable: the runner
-sets ``experiment``, ``repeat`` and ``metrics`` after the referee made it.
+No record is built per move: the referee keeps a match's moves as plain tuples and makes its record once, when the
+match is over (validated there, at the edge, as it is when read back: :meth:`MatchRecord.from_dict`). A record is
+mutable: the runner sets ``experiment``, ``repeat`` and ``metrics`` after the referee made it.
 
 **Versions.** ``schema_version`` names the layout of a record. Reading a record runs the migrations from
 its version up to :data:`SCHEMA_VERSION` (:data:`MIGRATIONS`), then validates it; a record of a newer
@@ -34,6 +34,10 @@ History:
   replaying the moves. Older records are ``transcript = "full"``, as every record was.
 * 6 — ``TurnRecord.cached_tokens`` and ``cache_write_tokens``: the turn's prompt tokens the provider read from (and
   wrote to) its prompt cache, as it reported them; older records read 0 (not reported).
+* 7 — records from moves: ``transcript = "moves"`` is what the referee writes for every match where no seat is
+  awaited (classical players and scripted baselines alike, not only fields bots), and ``MatchRecord.blind``: the seats
+  of such a match that were sent no views (classical players that read none), so that replaying the moves sends them
+  none either. Older records read ``blind`` empty (every seat of a version-6 ``moves`` record read its views).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ __all__ = [
     "turns_of_moves",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The version of the records this code writes."""
 _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
@@ -199,6 +203,9 @@ class MatchRecord(BaseModel):
     ``turns``; :func:`deepeval_games.core.transcript.with_messages` rebuilds ``messages`` by replaying the moves."""
     moves: list[MoveRow] | None = None
     """Under ``transcript = "moves"``: every turn, in order, as a row of :data:`MOVE_ROW`; None otherwise."""
+    blind: list[int] = Field(default_factory=list)
+    """Under ``transcript = "moves"``: the seats that were sent no views while the match played (classical players
+    that read none: only the rules and the final view reach them); empty otherwise."""
 
     @model_validator(mode="after")
     def _moves_agree(self) -> MatchRecord:
@@ -375,6 +382,12 @@ def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "turns": turns}
 
 
+def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Records gain ``blind``: a version-6 ``moves`` record was a match of fields bots, each sent its views, and a full
+    record has no use for it (empty in both)."""
+    return {**data, "blind": []}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
@@ -382,6 +395,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] =
     (3, _v3_to_v4),
     (4, _v4_to_v5),
     (5, _v5_to_v6),
+    (6, _v6_to_v7),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

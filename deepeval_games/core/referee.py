@@ -53,7 +53,7 @@ from deepeval_games.core.bot import (
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.judgements import judge_observation
 from deepeval_games.core.message_pool import REFEREE, MessagePool, seat_label
-from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow
 
 __all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match"]
 
@@ -85,6 +85,7 @@ class _GameFacts:
     n: int
     others: tuple[tuple[int, ...], ...]  # per seat, every other seat
     max_rounds: int  # the rounds a match may take before the referee stops it as endless
+    replays: bool  # its moves replay its transcript (task.replays_from_moves): a match may be stored as its moves
 
 
 _FACTS: dict[int, _GameFacts] = {}
@@ -107,6 +108,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         n=game.num_players(),
         others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
+        replays=task.replays_from_moves(game),
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -171,15 +173,13 @@ class _SeatKind:
     """``ask`` returns an awaitable (the seats that await are asked together, after the others)."""
     reads_views: bool
     """The seat is sent its view before each of its moves (else only the rules and the final view)."""
-    by_fields: bool
-    """The bot reads its observation fields alone (a match of such seats may be recorded as its moves)."""
 
 
-_PICK = _SeatKind(_ask_pick, awaits=False, reads_views=False, by_fields=False)
-_FIELDS = _SeatKind(_ask_fields, awaits=False, reads_views=True, by_fields=True)
-_DECIDE = _SeatKind(_ask_decide, awaits=False, reads_views=True, by_fields=False)
-_RESPOND = _SeatKind(_ask_respond, awaits=False, reads_views=True, by_fields=False)
-_ACT = _SeatKind(_ask_act, awaits=True, reads_views=True, by_fields=False)
+_PICK = _SeatKind(_ask_pick, awaits=False, reads_views=False)
+_FIELDS = _SeatKind(_ask_fields, awaits=False, reads_views=True)
+_DECIDE = _SeatKind(_ask_decide, awaits=False, reads_views=True)
+_RESPOND = _SeatKind(_ask_respond, awaits=False, reads_views=True)
+_ACT = _SeatKind(_ask_act, awaits=True, reads_views=True)
 
 
 def _seat_kind(bot: DeepEvalBot) -> _SeatKind:
@@ -203,42 +203,36 @@ _KINDS: dict[type, _SeatKind] = {}
 
 # -- records -------------------------------------------------------------------------------------------------
 
-# the fields a chance turn is built with (the rest at their defaults), as ``model_fields_set`` reports them
-_CHANCE_FIELDS_SET = frozenset(
-    ["index", "round", "seat", "action", "action_string"]
-    + [name for name, field in TurnRecord.model_fields.items() if field.default_factory is not None]
-)
-_MOVE_FIELDS_SET = frozenset(TurnRecord.model_fields)
+_Move = tuple[int, int, int, str, str, float, Decision]
+"""One move of a match recorded in full, as the referee keeps it while the match plays (a plain tuple, no model):
+its round, seat, action, the action's name, the text put in the pool, the seat's latency and the decision. The
+record's turns are made of these once, when the match is over (:func:`_turn_values`)."""
 
 
-def _turn(
-    index: int, round: int, seat: int, action: int, action_string: str, text: str, latency: float, decision: Decision
-) -> TurnRecord:
-    """The record of one move: where and what it was, and the decision's exchange with a model as it is. A move no
-    model was asked for is a copy of a plain turn with its own values and new lists (pydantic's ``model_copy``)."""
-    where: dict[str, Any]  # the update of the plain turn copied
-    where = {"index": index, "round": round, "seat": seat, "action": action, "action_string": action_string}
-    plain = _PLAIN_CHANCE  # a chance outcome's: no text, no latency (those fields keep their defaults, unset)
-    if seat != CHANCE_SEAT:
-        where["text"], where["latency_s"], where["error"] = text, latency, decision.error
-        where["outcome"] = decision.outcome if decision.outcome.__class__ is Outcome else Outcome(decision.outcome)
-        if not decision.is_plain():
-            return TurnRecord.model_construct(_fields_set=set(_MOVE_FIELDS_SET), **(where | decision.exchange()))
-        plain = _PLAIN_MOVE
-    for name in _LISTS:  # new lists, set in the one update dict (no second dict merged into it)
-        where[name] = []
-    return plain.model_copy(update=where)
+def _turn_values(index: int, move: _Move) -> dict[str, Any]:
+    """The values of one :class:`~deepeval_games.core.records.TurnRecord` (validated with the record, at its edge):
+    where and what the move was, and the decision's exchange with a model as it is (a chance outcome: no text, no
+    latency, no exchange)."""
+    round_, seat, action, action_string, text, latency, decision = move
+    values: dict[str, Any] = {"index": index, "round": round_, "seat": seat, "action": action}
+    values["action_string"] = action_string
+    if seat == CHANCE_SEAT:
+        return values
+    values |= {"text": text, "latency_s": latency, "outcome": decision.outcome, "error": decision.error}
+    if not decision.is_plain():
+        values |= decision.exchange()
+    return values
 
 
-_LISTS = tuple(name for name, field in TurnRecord.model_fields.items() if field.default_factory is list)  # new per turn
-_PLAIN_MOVE = TurnRecord.model_construct(
-    _fields_set=set(_MOVE_FIELDS_SET), index=0, round=0, seat=0, action=0, action_string="", text="", latency_s=0.0
-)
-"""A move with every field set, none of a model's exchange (copied: :func:`_turn`)."""
-_PLAIN_CHANCE = TurnRecord.model_construct(
-    _fields_set=set(_CHANCE_FIELDS_SET), index=0, round=0, seat=CHANCE_SEAT, action=0, action_string=""
-)
-"""A chance outcome as pydantic records its fields set: the place and the outcome, the rest at their defaults."""
+def _derivable(decision: Decision, action_string: str) -> bool:
+    """True when a legal move's decision is plain: no model asked, ``ok``, no error, and its text (if any) the
+    action's name, so that the move alone (a row of ``moves``) stands for its turn."""
+    return (
+        decision.is_plain()
+        and decision.outcome == Outcome.OK
+        and decision.error is None
+        and decision.text in ("", action_string)
+    )
 
 
 def _invalid(decision: Decision, reason: str) -> Decision:
@@ -266,14 +260,17 @@ class _Match:
         self.state = game.new_initial_state()
         self.hooks = task.state_hooks(self.state, game)
         self.kinds = [_seat_kind(bot) for bot in bots]
-        by_fields = all(kind.by_fields for kind in self.kinds) and not self.hooks.may_judge
-        self.rows: list[MoveRow] | None = [] if rows and by_fields else None
-        """The match's moves as rows (``transcript="moves"``: every seat reads its fields alone and no judge decides,
-        so the moves alone replay the match), or None: recorded in full (turns and messages)."""
+        derivable = self.facts.replays and not self.hooks.may_judge and not any(k.awaits for k in self.kinds)
+        self.rows: list[MoveRow] | None = [] if rows and derivable else None
+        """The match's moves as rows (``transcript="moves"``: no seat is awaited and no judge decides, so the moves
+        alone replay the match), or None: recorded in full (turns and messages)."""
         # a seat that reads no observation never reads its inbox: the pool keeps inboxes only where one is read
         observed = judge is not None or any(kind in (_DECIDE, _RESPOND, _ACT) for kind in self.kinds)
         self.pool = MessagePool(inboxes=observed)
-        self.turns: list[TurnRecord] = []
+        self.tells = self.rows is None or observed
+        """The pool is built as the match goes: recorded in full, or a seat reads its inbox (as rows, the pool is not
+        stored: replaying the moves builds it again)."""
+        self.turns: list[_Move] = []
         self.round = 0
         self.step = 0
         """Moves applied to the state so far: where the state is (an observation names moves only while it holds)."""
@@ -295,7 +292,7 @@ class _Match:
 
     async def run(self, max_rounds: int) -> None:
         """Rules, then node after node until the game is over, then every seat's final view."""
-        if self.rows is None:
+        if self.tells:
             self.pool.tell_copies(self.facts.seat_rules)
         while True:
             kind, seats = self.node()
@@ -313,7 +310,7 @@ class _Match:
                 await self.judge_round()
             else:
                 self.chance()
-        if self.rows is None:
+        if self.tells:
             for seat in range(self.facts.n):
                 self.deliver(seat)
 
@@ -347,7 +344,7 @@ class _Match:
 
     def deliver_views(self, seats: dict[int, tuple[int, ...]]) -> None:
         """Send each seat about to move that reads views its view, then open the round."""
-        if self.rows is None:
+        if self.tells:
             for seat in seats:
                 if self.kinds[seat].reads_views:
                     self.deliver(seat)
@@ -361,10 +358,10 @@ class _Match:
         return view
 
     def fields(self, seat: int) -> Mapping[str, Any]:
-        """``seat``'s observation fields in the state as it is (computed once a state; read only). Under
-        ``transcript="moves"`` no view is rendered (nobody reads one): the fields alone are computed."""
+        """``seat``'s observation fields in the state as it is (computed once a state; read only). Where the
+        pool is not built (``transcript="moves"``, no seat reads its inbox) no view is rendered: the fields alone."""
         of = self.hooks.observation_fields
-        if self.rows is not None:
+        if not self.tells:
             return of(seat)
         at, text, fields = self.view(seat)
         if fields is None:
@@ -431,9 +428,9 @@ class _Match:
         """Resolve ``seat``'s answer to the move applied (a legal move as it is), and record it; that move."""
         action = decision.action
         legal_move = action.__class__ is int and action in legal
-        if self.rows is not None and not (legal_move and decision.is_plain()):
-            raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
         if not legal_move or action is None:  # a legal int as it is, else resolved (None: for type checkers)
+            if self.rows is not None:
+                raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
             action, decision = self.resolve(seat, legal, decision)
         self.record(seat, action, self.hooks.action_name(seat, action), decision, latency)
         return action
@@ -473,14 +470,18 @@ class _Match:
     def record(self, seat: int, action: int, action_string: str, decision: Decision, latency: float) -> None:
         """Put a move in the record (a row under ``transcript="moves"``) and, a seat's or the judge's, in the pool."""
         if self.rows is not None:
+            if not _derivable(decision, action_string):
+                raise TranscriptNotDerivable(f"seat {seat}'s move {action} is not a plain move: {decision.error}")
             self.rows.append((self.round, seat, action, action_string, latency))
-            return
+            if not self.tells:
+                return
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
         if seat != CHANCE_SEAT:  # who reads it beside its seat: at a combined turn answered validly, every other seat
             hooks = self.hooks
             told = hooks.may_combine and decision.outcome in (Outcome.OK, Outcome.REASKED) and hooks.combined(seat)
             self.pool.add_move(self.round, seat, text, action, self.facts.others[seat] if told else ())
-        self.turns.append(_turn(len(self.turns), self.round, seat, action, action_string, text, latency, decision))
+        if self.rows is None:
+            self.turns.append((self.round, seat, action, action_string, text, latency, decision))
 
     # -- chance and the judge ------------------------------------------------------------------------------
 
@@ -528,11 +529,6 @@ async def _gather_or_cancel(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
         raise
 
 
-_BLANK_RECORD = MatchRecord.model_construct(_fields_set=set(), match_id="", game="", seats=[], returns=[], turns=[])
-"""Every field at its default: a played record is a copy with the values of its match (pydantic's ``model_copy``;
-every field a default factory makes is one of them, so no list is shared)."""
-
-
 def _returns(state: pyspiel.State) -> list[float]:
     """The returns as floats (a Python game's numpy array as ``.tolist()`` gives its floats)."""
     returns = state.returns()
@@ -563,15 +559,15 @@ async def play_match(
     ``seed`` drives chance nodes (bots carry their own generators). Infrastructure failures raised by a
     bot (:class:`~deepeval_games.core.errors.InfrastructureError`) propagate: the caller reschedules the match.
 
-    ``transcript="moves"``: a match whose every seat moves from its observation fields
-    (:class:`~deepeval_games.core.bot.FieldsBot`), in a game without a judge and with no ``scorers``, is recorded as
-    its moves alone (:attr:`MatchRecord.transcript` ``moves``: no messages, the turns as rows), from which reading
-    the record and :func:`deepeval_games.core.transcript.with_messages` rebuild the rest; any other match is recorded
-    in full.
+    ``transcript="moves"`` (what a run asks for by default: the spec's ``transcript = "auto"``): a match where no
+    seat is awaited (classical players, scripted baselines), in a game without a judge and with no ``scorers``, is
+    recorded as its moves alone (:attr:`MatchRecord.transcript` ``moves``: no messages, the turns as rows, no record
+    per move while it plays), from which reading the record and :func:`deepeval_games.core.transcript.with_messages`
+    rebuild the rest; any other match is recorded in full (its turns made into records once, when it is over).
 
     Raises:
-        TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a legal move (play the match
-            again with new bots and ``transcript="full"``).
+        TranscriptNotDerivable: under ``transcript="moves"``, a seat's answer was not a plain legal move (play the
+            match again with new bots and ``transcript="full"``).
     """
     started = _started(int(time.time()))
     clock = time.perf_counter()
@@ -582,18 +578,19 @@ async def play_match(
         "game": match.facts.name,
         "seats": list(seat_names) if seat_names is not None else [seat_label(i) for i in range(len(bots))],
         "returns": _returns(match.state),
-        "turns": match.turns,
+        "turns": [_turn_values(index, move) for index, move in enumerate(match.turns)],
         "seed": seed,
         "players": [bot.identity() for bot in bots],
         "roles": list(match.facts.roles),
-        "messages": match.pool.records(),  # the pool's own dicts: the match is over
+        "messages": match.pool.records() if match.rows is None else [],  # the pool's own dicts: the match is over
         "metrics": dict(match.hooks.match_metrics()),
         "started_at": started,
     }
     if match.rows is not None:
-        values |= {"transcript": "moves", "moves": match.rows}
+        blind = [seat for seat, kind in enumerate(match.kinds) if not kind.reads_views]
+        values |= {"transcript": "moves", "moves": match.rows, "blind": blind}
     values["wall_time_s"] = time.perf_counter() - clock
-    record = _BLANK_RECORD.model_copy(update=values)  # its fields set: those of ``values``
+    record = MatchRecord.model_validate(values)  # the record's edge: validated once, its turns with it
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
         record.metrics.update(await asyncio.to_thread(scorer, match.state, record))
         record.wall_time_s = time.perf_counter() - clock

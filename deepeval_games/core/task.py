@@ -15,6 +15,8 @@ hook                                without it
                                     else one line naming the game
 ``seat_roles() -> list[str]``       every seat plays the role ``player`` (a symmetric task, Eq. 1)
 ``judged: bool``                    False: the game has no verdict node and needs no judge
+``replays_from_moves: bool``        True: a match without awaited seats is stored as its moves, replayed
+                                    on read; False (the kit's ``replays`` check fails): stored in full
 ``prompt_file() -> Path``           the LLM players use the generic answer format and re-ask texts
 ``max_reply_chars() -> int``        :data:`DEFAULT_MAX_REPLY_CHARS`: a longer model reply is cut to it
                                     (the cut is recorded) before it is stored or sent back
@@ -125,6 +127,8 @@ class TaskGame(Protocol):
     """Optional hooks of a game (see the module docs for the defaults)."""
 
     judged: bool
+    replays_from_moves: bool
+    """False when a match's moves and chance outcomes do not determine its views or move names: stored in full."""
     presets: Mapping[str, Mapping[str, Any]]
     """Game parameters per preset name (``paper``, ``project``) that a spec's ``preset`` selects."""
     parameter_bounds: Mapping[str, tuple[float, float]]
@@ -134,31 +138,24 @@ class TaskGame(Protocol):
 
     def rules_text(self) -> str:
         """The rules in plain words; the referee broadcasts them to every seat before the first move."""
-        ...
 
     def seat_roles(self) -> list[str]:
         """The role of every seat, in seat order (``["programmer", "reviewer"]``)."""
-        ...
 
     def prompt_file(self) -> Path:
         """The task's prompt file (answer format and re-ask texts per role), beside the game."""
-        ...
 
     def reply_limit(self, role: str) -> int | None:
         """Tokens a reply in ``role`` may need (a whole paragraph for a translator); None: no task limit."""
-        ...
 
     def max_reply_chars(self) -> int:
         """The longest model reply kept, in characters; a longer one is cut (and the cut recorded)."""
-        ...
 
     def default_study(self) -> Study:
         """What ``deepeval-games eval`` plays on this task: games, preset, baselines, stopping rule, judge."""
-        ...
 
     def unlisted_moves(self) -> str | None:
         """Why ``legal_actions`` does not list the seats' moves (None: it does)."""
-        ...
 
 
 class TaskState(Protocol):
@@ -166,35 +163,27 @@ class TaskState(Protocol):
 
     def observation_fields(self, player: int) -> Mapping[str, Any]:
         """Structured values of ``player``'s observation (a per-task ``TypedDict``)."""
-        ...
 
     def penalty_action(self, player: int) -> int:
         """The move the referee applies when ``player`` gave no valid answer (may be referee-only)."""
-        ...
 
     def is_free_text_turn(self, player: int) -> bool:
         """True when ``player``'s move is an utterance, not a choice among legal actions."""
-        ...
 
     def intern_utterance(self, player: int, text: str) -> int:
         """Store an utterance in the state's pool and return its id (the action)."""
-        ...
 
     def is_combined_turn(self, player: int) -> bool:
         """True when ``player``'s one reply carries a message to every seat and its move (one call a decision)."""
-        ...
 
     def is_judge_turn(self) -> bool:
         """True at the verdict node: the referee asks the judge for the chance outcome."""
-        ...
 
     def judge_fields(self) -> Mapping[str, Any]:
         """What a judge needs as values: at least ``roles``, ``score_min`` and ``score_max``."""
-        ...
 
     def judge_text(self) -> str:
         """The judge's brief (rubric and the quoted dialogue), delivered to it through the pool."""
-        ...
 
     def judge_text_presented(self, order: Sequence[int], labels: Sequence[str]) -> str:
         """The judge's brief with the roles introduced in ``order`` (seats) under ``labels`` (per seat).
@@ -203,15 +192,12 @@ class TaskState(Protocol):
         under other anonymous labels. ``order`` as played and the default labels give the same facts as
         ``judge_text()``.
         """
-        ...
 
     def match_metrics(self) -> Mapping[str, Any]:
         """Task metrics of a finished match (hits, who broke the chain, ...)."""
-        ...
 
     def indistinguishable_variants(self, player: int, joint_action: Sequence[int]) -> list[list[int]]:
         """Other joint actions of a round that ``player`` may not tell apart (for the conformance kit)."""
-        ...
 
 
 # -- the default study and the data a task reads ---------------------------------------------------------------
@@ -347,6 +333,11 @@ def seat_roles(game: pyspiel.Game) -> list[str]:
 def is_judged(game: pyspiel.Game) -> bool:
     """True when the game ends in a verdict node, so a spec must name a judge."""
     return bool(getattr(game, "judged", False))
+
+
+def replays_from_moves(game: pyspiel.Game) -> bool:
+    """True unless the game says its moves and chance outcomes do not replay its transcript (then stored in full)."""
+    return bool(getattr(game, "replays_from_moves", True))
 
 
 def presets(game: pyspiel.Game) -> dict[str, dict[str, Any]]:

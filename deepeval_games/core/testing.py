@@ -20,6 +20,11 @@ Checks, over seeded random playouts (random legal moves, now and then the refere
   raise; a seat's public and private texts differ (an observer that ignores the type it is made for gives
   one text for both); a game of perfect information has no private text; and where chance went, the public
   observation tells every seat alike;
+* ``replays`` — a few seeded matches of seats that read their views and play random legal moves, each recorded in
+  full and as its moves (``transcript = "moves"``), the latter written, read back and replayed
+  (:func:`~deepeval_games.core.transcript.with_messages`): field for field the full record. A game whose views or
+  move names depend on more than its history and chance outcomes fails, and must say ``replays_from_moves = False``
+  (its matches are then stored in full; the check is left out, with a note);
 * ``no_leak`` — an observation never shows a seat what the rules hide:
 
   - chance: at every chance node the kit also follows the histories where chance chose another outcome
@@ -55,9 +60,13 @@ import pyspiel
 from open_spiel.python.observation import make_observation
 
 from deepeval_games.core import task
+from deepeval_games.core.bot import Decision, Observation, SyncBot
 from deepeval_games.core.errors import ConformanceError
 from deepeval_games.core.message_pool import seat_label
+from deepeval_games.core.records import MatchRecord, RecordError
+from deepeval_games.core.referee import TranscriptNotDerivable, play_match
 from deepeval_games.core.registry.games import load_game
+from deepeval_games.core.transcript import finished, with_messages
 
 __all__ = ["ConformanceReport", "check_game", "openspiel_random_sim_test"]
 
@@ -450,6 +459,49 @@ def _apply_move(state: pyspiel.State, player: int, action: int, text: str | None
     state.apply_action(action if text is None else task.intern_utterance(state, player, text))
 
 
+class _RandomViewer(SyncBot):
+    """A seat that is sent its views and plays a random legal move (the ``replays`` check)."""
+
+    def respond(self, observation: Observation) -> Decision:
+        legal = observation.legal_actions
+        return Decision.move(int(legal[int(self.rng.integers(len(legal)))]) if legal else None)
+
+
+def _check_replays(game: pyspiel.Game, report: ConformanceReport, seed: int, matches: int = 3) -> None:
+    """The ``replays`` check: matches recorded as their moves read back, replayed, as the same matches in full."""
+    if not task.replays_from_moves(game):
+        report.notes.append("replays: not checked: the game says its moves do not replay it (stored in full)")
+        return
+    if task.is_judged(game):  # a judge's verdicts are an exchange: such a match is stored in full
+        return
+    for index in range(matches):
+        played = []
+        for transcript in ("full", "moves"):
+            bots = [_RandomViewer(s, np.random.default_rng([seed, index, s])) for s in range(game.num_players())]
+            try:
+                played.append(finished(play_match(game, bots, seed=index, transcript=transcript)))
+            except TranscriptNotDerivable:  # free-text or other answers that are not plain moves: stored in full
+                return
+            except Exception:  # a game that fails while played fails the playouts' checks, not this one
+                return
+        full, moves = played
+        if moves.transcript != "moves":  # stored in full (a judge may decide it): nothing to replay
+            return
+        report.count("replays")
+        try:
+            read = with_messages(MatchRecord.from_json(moves.to_json())).canonical()
+        except RecordError as exc:
+            read = {"error": str(exc)}
+        if read != full.canonical():
+            report.fail(
+                "replays",
+                f"match {index} stored as its moves does not read back as the match recorded in full (its views or "
+                "move names depend on more than the moves and chance outcomes): set replays_from_moves = False on "
+                "the game to store its matches in full",
+            )
+            return
+
+
 def check_game(
     game: pyspiel.Game | str,
     *,
@@ -474,6 +526,7 @@ def check_game(
             report.fail("deterministic", "the same seed gave two different transcripts")
         if len(report.failures) > 50:
             break
+    _check_replays(game, report, seed)
     if report.failures and raise_on_failure:
         shown = "\n  ".join(report.failures[:20])
         more = f"\n  ... and {len(report.failures) - 20} more" if len(report.failures) > 20 else ""

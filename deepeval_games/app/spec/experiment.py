@@ -160,11 +160,10 @@ class ExperimentTable(BaseModel):
     ``paper`` (the paper's behaviour wherever it is known) or ``project`` (this project's first choices). It fills
     game parameters the game strings do not set, so it changes the game strings (never pooled across presets)."""
     transcript: Literal["auto", "full"] = "auto"
-    """How records keep a match's transcript. ``auto``: a match whose every seat is a scripted bot that moves from its
-    observation fields (:class:`~deepeval_games.core.bot.FieldsBot`), without a judge or scorers, is stored as its
-    moves (``transcript = "moves"`` in the record, a fraction of a full transcript); reading
-    it rebuilds its turns and :func:`deepeval_games.core.transcript.with_messages` its messages, as the HTML report
-    does.
+    """How records keep a match's transcript. ``auto``: a match where no seat is awaited (classical players, scripted
+    baselines), without a judge or scorers, is stored as its moves (``transcript = "moves"`` in the record, a fraction
+    of a full transcript); reading it rebuilds its turns and :func:`deepeval_games.core.transcript.with_messages` its
+    messages, as the HTML report does.
     ``full``: every record keeps its turns and message pool as played. Run setting: not part of the spec hash (a run
     may hold both kinds)."""
     max_concurrency: int = Field(default=8, ge=1)
