@@ -146,13 +146,13 @@ AUTO_SCRIPTED_MIN_MATCH_S = 100e-6
 """Under ``"auto"``, the least CPU time a scripted match must take in the driver (its record committed included) for
 worker processes to pay. The driver plays too, beside one worker fewer (``placement._plays_too``), and each match a
 worker plays costs the driver its record's line instead of the match, so only matches dearer than a line gain
-(measurements: ``bench/README.md``, "Thresholds of the executors")."""
+(measurements: ``bench/README.md``, "Constants measured here")."""
 AUTO_SCRIPTED_MIN_WORK_S = 0.5
 """Under ``"auto"``, the least time the rest of a scripted run must take in one process for worker processes to
 pay: forking a worker costs milliseconds, but a fork server not started yet imports the tasks first (:func:`prestart`
 starts it while the run is planned and probed, and a driver that plays too plays on while its workers start:
 :attr:`ProcessExecutor.lazy`), so workers are up some way into a first run (measurements: ``bench/README.md``,
-"Thresholds of the executors")."""
+"Constants measured here")."""
 _PRESTART_MATCH_S = 300e-6
 """What :func:`prestart` supposes a scripted match may cost (a cheap scripted match of a few seats and rounds) when it
 decides, before the probe, whether a run may use workers."""
