@@ -13,6 +13,7 @@ from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.report import ReportData, load_report, text_report
 from deepeval_games.app.reports.slim import slim
+from deepeval_games.app.spec.extends import stored_intervals
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 
@@ -58,7 +59,7 @@ def test_report_shares_equal_slim_turns_and_its_tables_are_those_of_the_full_rec
             (t.seat, t.action, t.outcome, t.tokens_in) for t in record.turns
         ]
     (variant,) = data.variants
-    unslimmed = ReportData(data.runs, {variant: full}, [], data.run_counts, data.epsilon)
+    unslimmed = ReportData(data.runs, {variant: full}, [], data.run_counts, data.epsilon, data.intervals)
     assert text_report(data) == text_report(unslimmed)
 
 
@@ -109,7 +110,7 @@ def test_run_feeds_its_summary_as_it_commits_and_a_resumed_run_reads_only_its_ea
 
     def summary_of_the_store() -> str:
         with Store(out, read_only=True) as store:
-            return score_report(store.records(rebuild_turns=False))
+            return score_report(store.records(rebuild_turns=False), intervals=stored_intervals(out))
 
     assert main(command) == 0
     assert streamed == []  # a fresh run's summary was fed each record as it was committed: nothing read back
@@ -129,7 +130,10 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
     from deepeval_games.app.commands.playing import score_report
 
     full = _full(run_dir)
-    assert score_report(iter(full)) == score_report(full) == text_report(load_report([run_dir]), core_only=True)
+    data = load_report([run_dir])
+    assert data.intervals == stored_intervals(run_dir) == "2"  # a new run records the current interval version
+    summary = score_report(iter(full), intervals=data.intervals)
+    assert summary == score_report(full, intervals=data.intervals) == text_report(data, core_only=True)
 
 
 def test_the_run_summary_of_records_read_as_stored_is_that_of_the_full_records(run_dir: Path) -> None:
