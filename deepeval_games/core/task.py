@@ -335,6 +335,12 @@ def is_judged(game: pyspiel.Game) -> bool:
     return bool(getattr(game, "judged", False))
 
 
+def declared_payoffs(game: pyspiel.Game) -> tuple[float, ...] | None:
+    """The game's own ``payoff_support()`` hook: the values every payoff takes; None without the hook."""
+    hook = getattr(game, "payoff_support", None)
+    return tuple(hook()) if callable(hook) else None
+
+
 def replays_from_moves(game: pyspiel.Game) -> bool:
     """True unless the game says its moves and chance outcomes do not replay its transcript (then stored in full)."""
     return bool(getattr(game, "replays_from_moves", True))

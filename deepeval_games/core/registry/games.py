@@ -307,8 +307,9 @@ def payoff_support(game: pyspiel.Game) -> tuple[float, ...] | None:
     contract, :mod:`deepeval_games.core.task`), else the table of :func:`register_payoff_support`; None when it
     declares none (its payoffs may take any value of its range) or declares values outside its utility range."""
     _ensure_registered()  # the built-in tables register when the game packages load
-    hook = getattr(game, "payoff_support", None)
-    declared = hook() if callable(hook) else _PAYOFF_SUPPORTS.get(game.get_type().short_name)
+    from deepeval_games.core.task import declared_payoffs
+
+    declared = declared_payoffs(game) or _PAYOFF_SUPPORTS.get(game.get_type().short_name)
     if declared is None:
         return None
     values = tuple(sorted({float(v) for v in declared}))
