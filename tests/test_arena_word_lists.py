@@ -7,6 +7,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import http.server
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,8 +91,10 @@ def test_without_the_files_a_word_game_is_refused_with_the_fetch_command(
     offline_machine: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DEEPEVAL_GAMES_OFFLINE", "1")
-    found = textarena_env.facts("Hangman-v0")
-    assert found.refusal is not None and f"deepeval-games data fetch {DATA_TASK}" in found.refusal
+    # in a fresh interpreter: a word list another test loaded stays in NLTK's memory for the rest of this process
+    probe = "from game_defs.arena import textarena_env; print(textarena_env.facts('Hangman-v0').refusal)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=os.environ)
+    assert f"deepeval-games data fetch {DATA_TASK}" in done.stdout, done.stdout + done.stderr
 
 
 def test_after_data_fetch_the_word_games_play_offline(
