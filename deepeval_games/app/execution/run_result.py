@@ -92,7 +92,7 @@ class RunSetup:
 
 
 def stored_source(spec: ExperimentSpec) -> dict[str, Any]:
-    """The spec document a new run directory keeps: as written, with the interval version it selects written out
+    """The spec document a new run directory keeps: as written, with the interval version it selects recorded explicitly
     (``[experiment] intervals``), so that a later default does not change how the run is reported."""
     experiment = {**spec.source.get("experiment", {}), "intervals": spec.experiment.intervals}
     return {**spec.source, "experiment": experiment}
