@@ -125,25 +125,27 @@ def _rules_message(rules: str, seat: int) -> dict[str, Any]:
 
 # -- how a seat is asked ---------------------------------------------------------------------------------------
 
-_Ask = Callable[["_Match", int, tuple[int, ...]], Any]  # a Decision, or an awaitable of one where the kind awaits
-_Answer = tuple[Decision, float]  # a seat's decision and the seconds its bot took
+_Ask = Callable[["_Match", int, tuple[int, ...]], Any]  # an answer, or an awaitable of one where the kind awaits
+_Answer = tuple["int | Decision", float]
+"""A seat's answer and the seconds it took: a :class:`Decision`, or a bare ``int`` (a pick or a scripted move with
+nothing else to say), made a decision only where one is recorded (a move not legal, a transcript in full)."""
 
 
-def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
+def _ask_pick(match: _Match, seat: int, legal: tuple[int, ...]) -> int | Decision:
     """A classical player that reads no view: its move from the state and the seat's legal moves."""
     bot: StateBot = match.bots[seat]
     if not legal or bot.player_id != seat:  # nothing to pick, or seated where it was not made for: it says why
         return _ask_decide(match, seat, legal)
-    return Decision.move(int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal))))
+    return int(bot.pick(match.state.clone() if bot.copies_state else match.state, list(legal)))
 
 
-def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> Decision:
+def _ask_fields(match: _Match, seat: int, legal: tuple[int, ...]) -> int | Decision:
     """A scripted baseline that reads its observation fields alone: handed the fields its view was delivered with.
     An answer that is not a legal move is named as the bot's own ``respond`` names it."""
     bot: FieldsBot = match.bots[seat]
     action = bot.move_from_fields(match.fields(seat))
     if action.__class__ is int and action in legal:
-        return Decision.move(action)
+        return action
     return Decision.move(action, match.observation(seat, legal).action_to_string(action))
 
 
@@ -204,9 +206,8 @@ _KINDS: dict[type, _SeatKind] = {}
 # -- records -------------------------------------------------------------------------------------------------
 
 _Move = tuple[int, int, int, str, str, float, Decision]
-"""One move of a match recorded in full, as the referee keeps it while the match plays (a plain tuple, no model):
-its round, seat, action, the action's name, the text put in the pool, the seat's latency and the decision. The
-record's turns are made of these once, when the match is over (:func:`_turn_values`)."""
+"""A move of a match recorded in full while it plays (a plain tuple): round, seat, action, the action's name, the text
+put in the pool, latency, decision; made the record's turns once, when the match is over (:func:`_turn_values`)."""
 
 
 def _turn_values(index: int, move: _Move) -> dict[str, Any]:
@@ -214,8 +215,7 @@ def _turn_values(index: int, move: _Move) -> dict[str, Any]:
     where and what the move was, and the decision's exchange with a model as it is (a chance outcome: no text, no
     latency, no exchange)."""
     round_, seat, action, action_string, text, latency, decision = move
-    values: dict[str, Any] = {"index": index, "round": round_, "seat": seat, "action": action}
-    values["action_string"] = action_string
+    values: dict[str, Any] = dict(index=index, round=round_, seat=seat, action=action, action_string=action_string)
     if seat == CHANCE_SEAT:
         return values
     values |= {"text": text, "latency_s": latency, "outcome": decision.outcome, "error": decision.error}
@@ -227,12 +227,8 @@ def _turn_values(index: int, move: _Move) -> dict[str, Any]:
 def _derivable(decision: Decision, action_string: str) -> bool:
     """True when a legal move's decision is plain: no model asked, ``ok``, no error, and its text (if any) the
     action's name, so that the move alone (a row of ``moves``) stands for its turn."""
-    return (
-        decision.is_plain()
-        and decision.outcome == Outcome.OK
-        and decision.error is None
-        and decision.text in ("", action_string)
-    )
+    plain = decision.is_plain() and decision.outcome == Outcome.OK and decision.error is None
+    return plain and decision.text in ("", action_string)
 
 
 def _invalid(decision: Decision, reason: str) -> Decision:
@@ -301,7 +297,9 @@ class _Match:
             if self.round >= max_rounds:
                 raise RuntimeError(f"{self.game} did not end within {max_rounds} rounds")
             if kind is not _CHANCE:  # the turn pipeline; nothing is awaited unless a seat's bot awaits
-                self.deliver_views(seats)
+                if self.tells:
+                    self.deliver_views(seats)
+                self.round += 1
                 answers = self.ask_at_once(seats)
                 if len(answers) < len(seats):
                     answers |= await self.ask_awaited(seats, answers)
@@ -330,25 +328,22 @@ class _Match:
     def settle_round(self, kind: str, seats: dict[int, tuple[int, ...]], answers: dict[int, _Answer]) -> None:
         """Resolve and record every seat's answer, in seat order (into the pool together, once every seat has
         chosen), then apply the round's moves."""
-        joint = [pyspiel.INVALID_ACTION] * self.facts.n
-        for seat, legal in seats.items():
-            joint[seat] = self.settle(seat, legal, *answers[seat])
         if kind is _SIMULTANEOUS:
+            joint = [pyspiel.INVALID_ACTION] * self.facts.n
+            for seat, legal in seats.items():
+                joint[seat] = self.settle(seat, legal, *answers[seat])
             self.state.apply_actions(joint)
         else:
-            (seat,) = seats
-            self.state.apply_action(joint[seat])
+            ((seat, legal),) = seats.items()
+            self.state.apply_action(self.settle(seat, legal, *answers[seat]))
         self.step += 1
 
     # -- deliver -------------------------------------------------------------------------------------------
 
     def deliver_views(self, seats: dict[int, tuple[int, ...]]) -> None:
-        """Send each seat about to move that reads views its view, then open the round."""
-        if self.tells:
-            for seat in seats:
-                if self.kinds[seat].reads_views:
-                    self.deliver(seat)
-        self.round += 1
+        """Send each seat about to move that reads views its view (before the round opens)."""
+        for seat in (seat for seat in seats if self.kinds[seat].reads_views):
+            self.deliver(seat)
 
     def view(self, seat: int) -> tuple[int, str, Mapping[str, Any] | None]:
         """``seat``'s view of the state as it is: (step, text, fields where computed already)."""
@@ -413,7 +408,9 @@ class _Match:
     async def ask_awaited(self, seats: dict[int, tuple[int, ...]], answered: dict[int, _Answer]) -> dict[int, _Answer]:
         """The other seats (LLMs, people), asked together from the same state."""
         waiting = [seat for seat in seats if seat not in answered]
-        timed = [self.timed(self.kinds[seat].ask(self, seat, seats[seat])) for seat in waiting]
+        timed: list[Coroutine[Any, Any, _Answer]] = [
+            self.timed(self.kinds[seat].ask(self, seat, seats[seat])) for seat in waiting
+        ]
         return dict(zip(waiting, await _gather_or_cancel(timed), strict=True))
 
     @staticmethod
@@ -424,13 +421,16 @@ class _Match:
 
     # -- resolve and record --------------------------------------------------------------------------------
 
-    def settle(self, seat: int, legal: tuple[int, ...], decision: Decision, latency: float) -> int:
+    def settle(self, seat: int, legal: tuple[int, ...], answer: int | Decision, latency: float) -> int:
         """Resolve ``seat``'s answer to the move applied (a legal move as it is), and record it; that move."""
-        action = decision.action
-        legal_move = action.__class__ is int and action in legal
-        if not legal_move or action is None:  # a legal int as it is, else resolved (None: for type checkers)
-            if self.rows is not None:
-                raise TranscriptNotDerivable(f"seat {seat} answered {action!r}, not one of its legal moves")
+        decision: Decision | None = None
+        if answer.__class__ is int and answer in legal:  # a plain legal move: nothing to resolve
+            action = answer
+        else:
+            decision = answer if isinstance(answer, Decision) else Decision.move(answer)
+            chosen = decision.action
+            if self.rows is not None and not (chosen.__class__ is int and chosen in legal):
+                raise TranscriptNotDerivable(f"seat {seat} answered {chosen!r}, not one of its legal moves")
             action, decision = self.resolve(seat, legal, decision)
         self.record(seat, action, self.hooks.action_name(seat, action), decision, latency)
         return action
@@ -467,14 +467,17 @@ class _Match:
         note = f"a random legal move ({hooks.action_name(seat, action)}) was played for the seat"
         return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
 
-    def record(self, seat: int, action: int, action_string: str, decision: Decision, latency: float) -> None:
-        """Put a move in the record (a row under ``transcript="moves"``) and, a seat's or the judge's, in the pool."""
+    def record(self, seat: int, action: int, action_string: str, decision: Decision | None, latency: float) -> None:
+        """Put a move in the record (a row under ``transcript="moves"``) and, a seat's or the judge's, in the pool
+        (``decision`` None: a plain legal move, its text the action's name)."""
         if self.rows is not None:
-            if not _derivable(decision, action_string):
+            if decision is not None and not _derivable(decision, action_string):
                 raise TranscriptNotDerivable(f"seat {seat}'s move {action} is not a plain move: {decision.error}")
             self.rows.append((self.round, seat, action, action_string, latency))
             if not self.tells:
                 return
+        if decision is None:
+            decision = Decision.move(action)
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
         if seat != CHANCE_SEAT:  # who reads it beside its seat: at a combined turn answered validly, every other seat
             hooks = self.hooks
