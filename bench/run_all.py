@@ -23,9 +23,10 @@ sandbox     sandboxed MBPP reference solutions ÷ a plain subprocess per program
 concurrency 200 PGG matches of four LLM seats, 50 ms endpoint, concurrency 64: engine ÷ raw litellm      ≤ 1.10
             making the same calls in the same pattern (wall)
 workers2    the same with ``--workers 2`` ÷ one process                                                   ≤ 0.65
-ttt_random  random against random on tic-tac-toe: ``play_match`` ÷ OpenSpiel's ``evaluate_bots``, the     ≤ 3
-            same games and seeds (``classical``; ``c4_random``: connect four)
-ttt_mcts    MCTS (1,000 simulations) against random, both seat orders, likewise (``c4_mcts``: connect     ≤ 1.1
+ttt_random  random against random on tic-tac-toe: ``play_match`` ÷ OpenSpiel's ``evaluate_bots``, the     ≤ 2
+            same games and seeds (``classical``; ``c4_random``: connect four); its notes give the floor
+            loop's ratio beside it (``bench_classical._floor_game``: the least a recording loop does)
+ttt_mcts    MCTS (1,000 simulations) against random, both seat orders, likewise (``c4_mcts``: connect     ≤ 1.05
             four)
 summary     the end-of-run summary (score tables, stopping note) ÷ the whole ``deepeval-games run`` of     ≤ 0.15
             10,000 scripted PGG matches, timed inside the one command (issues 31, 41): the summary is fed
@@ -634,7 +635,7 @@ def fig_concurrency(args: argparse.Namespace, work: Path) -> tuple[Figure, Figur
 def fig_classical(args: argparse.Namespace, work: Path) -> tuple[Figure, ...]:
     """``play_match`` ÷ OpenSpiel's ``evaluate_bots`` on the same games and seeds (``bench/bench_classical.py``):
     random against random and MCTS against random, on tic-tac-toe and connect four."""
-    from bench.bench_classical import GAMES, TARGETS, measure
+    from bench.bench_classical import GAMES, TARGETS, Side, measure
 
     figures = []
     for game_string, short in (("tic_tac_toe", "ttt"), ("connect_four", "c4")):
@@ -643,12 +644,14 @@ def fig_classical(args: argparse.Namespace, work: Path) -> tuple[Figure, ...]:
             figure = Figure(f"{short}_{kind}", what, TARGETS[kind], True)
             games = max(2, round(GAMES[game_string][kind] * args.scale))
             for _ in range(args.repeats):
-                engine, openspiel = asyncio.run(measure(game_string, kind, games, repeats=3))
+                floor = Side() if kind == "random" else None
+                engine, openspiel = asyncio.run(measure(game_string, kind, games, repeats=3, floor=floor))
                 if engine.returns != openspiel.returns:
                     figure.notes.append("the two sides played different games")
                 figure.values.append(engine.seconds / openspiel.seconds)
                 per_move = [1e6 * side.seconds / max(engine.moves, 1) for side in (engine, openspiel)]
-                figure.notes.append(f"{games} games: {per_move[0]:.1f} us a move against {per_move[1]:.1f} us")
+                least = f"; the floor loop {floor.seconds / openspiel.seconds:.2f}x" if floor is not None else ""
+                figure.notes.append(f"{games} games: {per_move[0]:.1f} us a move against {per_move[1]:.1f} us{least}")
             figures.append(figure)
     return tuple(figures)
 
