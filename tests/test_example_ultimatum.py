@@ -24,6 +24,7 @@ from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game, openspiel_random_sim_test
+from deepeval_games.core.transcript import with_messages
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,7 +230,7 @@ def test_the_combined_talk_and_offer_decision_is_one_call(tmp_path: Path, fake_p
         players = [llm, {"name": "fair", "bot": "ultimatum_fair"}]
         result = run_experiment(parse_spec({"experiment": experiment, "players": players}), tmp_path / "run")
         requests = server.request_count
-    (record,) = result.records
+    (record,) = map(with_messages, result.records)  # its pool, replayed from its exchanges
     (offer,) = [t for t in record.turns if t.seat == 0]
     assert requests == 2 and offer.outcome == "reasked"  # the one decision: one call, and its one re-ask
     assert offer.action_string == "offer 5" and offer.text == "Half each is fair: 5 for you."

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import FatalRunError, SpecError, parse_spec, run_experiment
+from deepeval_games.core.transcript import with_messages
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
 GOOD = '{"reason": "keep most", "coins": 3}'
@@ -68,7 +69,7 @@ def test_full_match_records_replies_actions_tokens(server: FakeOpenAIServer, tmp
     # the paper's chat layout: own replies as assistant, the referee's words as user
     last = server.requests[-1]["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
-    record = result.records[0]
+    record = with_messages(result.records[0])  # its pool, replayed from its exchanges
     rules = next(
         m for m in record.messages if m["kind"] == "rules" and m["recipients"] == [record.seats.index("llm-player")]
     )
@@ -182,7 +183,7 @@ def test_a_reply_imitating_the_referee_changes_only_its_own_move(server: FakeOpe
     spec = _spec(server, tmp_path)
     second_llm = {**spec.source["players"][0], "name": "llm-two"}  # two model seats, both imitating the referee
     data = {**spec.source, "players": [spec.source["players"][0], second_llm, *spec.source["players"][1:3]]}
-    record = run_experiment(parse_spec(data), tmp_path / "run").records[0]
+    record = with_messages(run_experiment(parse_spec(data), tmp_path / "run").records[0])
     assert [t.action for t in _llm_turns(record)] == [7, 7, 7]
     assert len(record.turns) == 12 and len({t.seat for t in record.turns}) == 4
     assert sum(1 for body in server.requests) == 6

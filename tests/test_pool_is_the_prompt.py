@@ -33,6 +33,7 @@ from deepeval_games import load_game, parse_spec, run_experiment
 from deepeval_games.core.message_pool import REFEREE, seat_label
 from deepeval_games.core.quoting import quote_player_text
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
+from deepeval_games.core.transcript import with_messages
 from game_defs.idiom_solitaire.dictionary import load_idioms
 from llm_bots.idiom_solitaire.scripted import valid_replies
 from llm_bots.prompts import PromptSet, load_prompts
@@ -145,7 +146,7 @@ def check_pool_is_the_prompt(
     (a ``window`` of ``rounds``; or per seat), the judge's under ``full``; returns the re-asks seen."""
     asked: Counter[tuple[str, str]] = Counter()
     reasks = 0
-    for record in records:
+    for record in map(with_messages, records):  # a stored record's pool, replayed from its turns
         prose = _rules_prose(record)
         assert prose
         for message in record.messages:  # (c) the rules are in the rules messages only

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.records import SCHEMA_VERSION, MatchRecord
 from deepeval_games.core.referee import play_match
 from deepeval_games.core.registry.bots import make_bot
 from deepeval_games.core.registry.games import load_game
@@ -56,7 +56,7 @@ def _compare(case: str, matches: int) -> None:
         full, moves = _play(case, seed, "full"), _play(case, seed, "moves")
         assert full.transcript == "full" and moves.transcript == "moves" and not moves.messages
         stored = MatchRecord.from_json(moves.to_json())
-        assert stored.schema_version == 7 and stored.moves == moves.moves
+        assert stored.schema_version == SCHEMA_VERSION and stored.moves == moves.moves
         read = with_messages(stored)
         expected = MatchRecord.from_json(full.to_json()).canonical()
         assert read.canonical() == expected, f"{case} seed {seed}"

@@ -43,7 +43,7 @@ def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]

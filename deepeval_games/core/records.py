@@ -38,6 +38,11 @@ History:
   awaited (classical players and scripted baselines alike, not only fields bots), and ``MatchRecord.blind``: the seats
   of such a match that were sent no views (classical players that read none), so that replaying the moves sends them
   none either. Older records read ``blind`` empty (every seat of a version-6 ``moves`` record read its views).
+* 8 — ``transcript = "exchanges"``: a match where a model or a person spoke (no judge) is stored with every turn as
+  it was exchanged (prompts, replies, outcome, action) and without its message pool, which
+  :func:`deepeval_games.core.transcript.with_messages` rebuilds by replaying the turns; the runner stores a match so
+  only after such a replay gave its pool back exactly. ``blind`` names its seats sent no views, as for ``moves``.
+  Older records are unchanged (no version-7 record is ``exchanges``).
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ __all__ = [
     "turns_of_moves",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The version of the records this code writes."""
 _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
@@ -196,16 +201,19 @@ class MatchRecord(BaseModel):
     """Wall-clock duration of the match, in seconds."""
     started_at: str = ""
     """When the match started (ISO 8601, UTC)."""
-    transcript: Literal["full", "moves"] = "full"
+    transcript: Literal["full", "moves", "exchanges"] = "full"
     """``full``: ``turns`` and ``messages`` are stored as played. ``moves``: the match's transcript is derived from its
     moves (every seat a scripted bot that moves from its observation fields, every move legal): the record stores
     ``moves`` instead of ``turns`` and no ``messages``. Reading it (:meth:`from_dict`, :meth:`from_json`) rebuilds
-    ``turns``; :func:`deepeval_games.core.transcript.with_messages` rebuilds ``messages`` by replaying the moves."""
+    ``turns``; :func:`deepeval_games.core.transcript.with_messages` rebuilds ``messages`` by replaying the moves.
+    ``exchanges``: ``turns`` as played (every model's or person's exchange in them) and no ``messages``, which
+    :func:`~deepeval_games.core.transcript.with_messages` rebuilds by replaying the turns."""
     moves: list[MoveRow] | None = None
     """Under ``transcript = "moves"``: every turn, in order, as a row of :data:`MOVE_ROW`; None otherwise."""
     blind: list[int] = Field(default_factory=list)
-    """Under ``transcript = "moves"``: the seats that were sent no views while the match played (classical players
-    that read none: only the rules and the final view reach them); empty otherwise."""
+    """Under ``transcript = "moves"`` or ``"exchanges"`` (or a match played to be stored so): the seats that were sent
+    no views while the match played (classical players that read none: only the rules and the final view reach them);
+    empty otherwise."""
 
     @model_validator(mode="after")
     def _moves_agree(self) -> MatchRecord:
@@ -388,6 +396,11 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "blind": []}
 
 
+def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Nothing to change: version 8 adds a kind of transcript (``exchanges``) that no version-7 record has."""
+    return data
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
@@ -396,6 +409,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] =
     (4, _v4_to_v5),
     (5, _v5_to_v6),
     (6, _v6_to_v7),
+    (7, _v7_to_v8),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

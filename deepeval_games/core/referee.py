@@ -14,9 +14,8 @@ Every node where seats move goes through one turn pipeline, written once: **deli
 **ask** each seat's bot, **resolve** its answer to a legal move (or the task's penalty), **record** the move in the
 pool and the match record, and **apply** the round's moves. What differs between kinds of players is only how a seat
 is asked (:class:`_SeatKind`): a classical player that reads no view picks from the state, a scripted baseline that
-reads its observation fields alone is handed those, an LLM is awaited with its full :class:`Observation`. What
-differs between transcripts is only how a move is recorded: in full, or as a row of moves
-(:mod:`deepeval_games.core.transcript` rebuilds the rest).
+reads its observation fields alone is handed those, an LLM is awaited with its full :class:`Observation`. Transcripts
+differ only in how a move is recorded: in full, or as a row (:mod:`deepeval_games.core.transcript` derives the rest).
 
 No model or bot name ever reaches a seat: observations come from the game, and the referee's own messages name seats
 only by their anonymous ids. The game's hooks are read through the task contract (:func:`task.state_hooks`).
@@ -55,7 +54,7 @@ from deepeval_games.core.judgements import judge_observation
 from deepeval_games.core.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow
 
-__all__ = ["Scorer", "TranscriptNotDerivable", "judge_observation", "play_match"]
+__all__ = ["Scorer", "TranscriptNotDerivable", "blind_seats", "judge_observation", "play_match"]
 
 _T = TypeVar("_T")
 
@@ -79,8 +78,7 @@ class _GameFacts:
     name: str  # str(game): the game string of the record
     short_name: str
     params: Mapping[str, Any]  # shared by the observations of every match: read-only by contract
-    seat_rules: tuple[dict[str, Any], ...]
-    """Per seat, its rules message in the pool's record form, made once a game (each match's pool holds copies)."""
+    seat_rules: tuple[dict[str, Any], ...]  # per seat, its rules message as the pool records it (copied per match)
     roles: tuple[str, ...]
     n: int
     others: tuple[tuple[int, ...], ...]  # per seat, every other seat
@@ -184,6 +182,11 @@ _RESPOND = _SeatKind(_ask_respond, awaits=False, reads_views=True)
 _ACT = _SeatKind(_ask_act, awaits=True, reads_views=True)
 
 
+def blind_seats(bots: Sequence[DeepEvalBot]) -> list[int]:
+    """The seats whose bots are sent no views (classical players that read none): a record's ``blind``."""
+    return [seat for seat, bot in enumerate(bots) if not _seat_kind(bot).reads_views]
+
+
 def _seat_kind(bot: DeepEvalBot) -> _SeatKind:
     """How ``bot`` is asked, from its class (remembered per class), or from the instance where a ``respond`` or an
     ``act`` was patched onto it."""
@@ -264,11 +267,9 @@ class _Match:
         observed = judge is not None or any(kind in (_DECIDE, _RESPOND, _ACT) for kind in self.kinds)
         self.pool = MessagePool(inboxes=observed)
         self.tells = self.rows is None or observed
-        """The pool is built as the match goes: recorded in full, or a seat reads its inbox (as rows, the pool is not
-        stored: replaying the moves builds it again)."""
+        """The pool is built as the match goes: recorded in full, or a seat reads its inbox (else replays build it)."""
         self.turns: list[_Move] = []
-        self.round = 0
-        self.step = 0
+        self.round = self.step = 0
         """Moves applied to the state so far: where the state is (an observation names moves only while it holds)."""
         self._delivered: dict[int, str] = {}
         self._views: dict[int, tuple[int, str, Mapping[str, Any] | None]] = {}
@@ -590,8 +591,7 @@ async def play_match(
         "started_at": started,
     }
     if match.rows is not None:
-        blind = [seat for seat, kind in enumerate(match.kinds) if not kind.reads_views]
-        values |= {"transcript": "moves", "moves": match.rows, "blind": blind}
+        values |= {"transcript": "moves", "moves": match.rows, "blind": blind_seats(bots)}
     values["wall_time_s"] = time.perf_counter() - clock
     record = MatchRecord.model_validate(values)  # the record's edge: validated once, its turns with it
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free

@@ -24,6 +24,7 @@ from deepeval_games.core.message_pool import seat_label
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.bots import lookup_bot, registered_bots
 from deepeval_games.core.registry.games import check_file_parameters, load_game
+from deepeval_games.core.transcript import with_messages
 
 __all__ = ["HUMAN_NAME", "default_opponent", "default_out", "final_view", "play_spec"]
 
@@ -133,7 +134,7 @@ def final_view(record: MatchRecord, seat: int) -> str:
     """What the person in ``seat`` (0-based) is shown when the match is over: the referee's last view for the seat
     and every seat's return, by anonymous id only (never a player's name, bot or model)."""
     last = None
-    for message in record.messages:
+    for message in with_messages(record).messages:  # a record stored as its exchanges: its pool replayed
         if message.get("kind") == "observation" and seat in message.get("recipients", ()):
             last = message.get("text")
     returns = ", ".join(

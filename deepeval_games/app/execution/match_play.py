@@ -22,9 +22,10 @@ from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
 from deepeval_games.core.errors import FatalRunError, SpecError
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
-from deepeval_games.core.referee import TranscriptNotDerivable, play_match
+from deepeval_games.core.referee import TranscriptNotDerivable, blind_seats, play_match
 from deepeval_games.core.registry.bots import BotFactory, bot_factory, make_bot, scorers_for
 from deepeval_games.core.registry.games import load_game
+from deepeval_games.core.transcript import without_messages
 from llm_bots.model_config import LOCAL_PREFIX
 
 __all__ = [
@@ -193,7 +194,8 @@ class MatchPlayer:
 
         Under the spec's ``transcript = "auto"`` (the default) a match of fields bots is recorded as its moves
         (:func:`~deepeval_games.core.referee.play_match`'s ``transcript="moves"``); should a seat answer an illegal
-        move, the match is played again from the start, with new bots from the same seeds, and recorded in full."""
+        move, the match is played again from the start, with new bots from the same seeds, and recorded in full. A match
+        where a model or a person spoke is stored as its exchanges, its pool derived (:func:`without_messages`)."""
         game = self.game(planned.game)
         transcript: Literal["full", "moves"] = "moves" if self.spec.experiment.transcript == "auto" else "full"
         try:
@@ -232,4 +234,6 @@ class MatchPlayer:
             scorers=scorers,
             transcript=transcript,
         )
+        if transcript == "moves" and record.transcript == "full":  # a model or a person spoke: its turns, no pool
+            record = without_messages(record, blind_seats(bots))
         return record
