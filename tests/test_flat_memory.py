@@ -159,3 +159,49 @@ def test_a_record_the_summary_cannot_read_never_stops_the_run_it_fails_the_summa
     assert sum(len(records) for records in summary.variants.values()) == 1
     with pytest.raises(RecordError):
         summary.text()
+
+
+def test_the_run_summary_keeps_an_outline_a_match_and_its_memory_per_match_stays_small(run_dir: Path) -> None:
+    """Issue 41, item 4: the summary ``run`` prints holds no record per match, only its outline (a few hundred
+    bytes: no texts, no pydantic model); what it holds grows by less than 400 bytes a match from 200 to 2,000."""
+    from deepeval_games.app.reports.report import CoreSummary
+    from deepeval_games.app.reports.slim import Outline
+
+    lines = (run_dir / JSONL_NAME).read_bytes().splitlines()
+
+    def held(matches: int) -> int:
+        summary = CoreSummary()
+        summary.add_json(lines[0])  # the section registry and the task's tables module loaded first
+        tracemalloc.start()
+        try:
+            for index in range(matches - 1):
+                summary.add_json(lines[(index + 1) % len(lines)])
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        kept = [item for items in summary.variants.values() for item in items]
+        assert len(kept) == matches and all(type(item) is Outline for item in kept)
+        return size
+
+    small, large = held(200), held(2_000)
+    assert (large - small) / 1_800 < 400, (small, large)
+
+
+def test_a_ratio_interval_of_many_matches_works_a_block_of_matches_at_a_time() -> None:
+    """The betting tests of every candidate ratio (401 of them) advance a block of matches at a time: the working
+    memory of an NRA interval no longer grows 401 x 8 bytes x several arrays a match (5,000 matches: 100+ MB
+    before)."""
+    import numpy as np
+
+    from analysis.stats.confseq import ratio_interval
+
+    rng = np.random.default_rng(0)
+    mine = rng.choice([-1.0, 0.0, 1.0], size=5_000)
+    tracemalloc.start()
+    try:
+        interval = ratio_interval(mine, np.abs(mine), 1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert interval.low < interval.mean < interval.high
+    assert peak < 10_000_000, peak

@@ -207,31 +207,45 @@ class _HedgedCapital:
     def advance(self, x: np.ndarray) -> None:
         """Bet on the observations ``x`` (``rows`` x ``k``, in ``[0, 1]``, in order)."""
         x = np.asarray(x, dtype=float).reshape(self.rows, -1)
-        k = x.shape[1]
-        # the bets of the k steps first (running sums along time), then the capital step by step, in place
-        t = self.t + np.arange(1, k + 1)
-        sums = self._sum[:, None] + np.cumsum(x, axis=1)
-        means = (0.5 + sums) / (t + 1)  # m_t, after x_t
-        var_sums = self._var_sum[:, None] + np.cumsum((x - means) ** 2, axis=1)
-        before = np.concatenate([self._var_sum[:, None], var_sums[:, :-1]], axis=1)  # 1/4 + sum up to t - 1
-        scale = (before / t) * (self.horizon if self.horizon is not None else t * np.log1p(t))  # s2_{t-1} * ...
-        bets = np.sqrt(2.0 * self._log_term / scale)
+        step = max(1, _CHUNK // self.rows)
+        self.advance_blocks(x[:, start : start + step] for start in range(0, x.shape[1], step))
+
+    def advance_blocks(self, blocks: Iterable[np.ndarray]) -> None:
+        """:meth:`advance` on the observations of ``blocks`` (each ``rows`` x some, in order) put end to end: the
+        same capital to the last bit (the running sums are carried from block to block), with the work arrays of
+        one block at a time, so a long sample is never held several times over (``rows`` a value each)."""
+        base_sum, base_var = self._sum, self._var_sum
+        run_sum, run_dev, last_var = np.zeros(self.rows), np.zeros(self.rows), base_var
         threshold = self._threshold + math.log(2.0)  # (K+ + K-) / 2 >= 1 / alpha
         term = np.empty(self.up.shape)
-        for step in range(k):
-            diff = x[:, step, None] - self.grid
-            bet = bets[:, step, None]
-            np.minimum(bet, self._cap_up, out=term)
-            term *= diff
-            self.up += np.log1p(term, out=term)
-            np.minimum(bet, self._cap_down, out=term)
-            term *= diff
-            np.negative(term, out=term)
-            self.down += np.log1p(term, out=term)
-            if self.horizon is None or self.t + step + 1 >= self.horizon:
-                self.excluded |= np.logaddexp(self.up, self.down, out=term) >= threshold
-        self._sum, self._var_sum = sums[:, -1], var_sums[:, -1]
-        self.t += k
+        for block in blocks:
+            x = np.asarray(block, dtype=float).reshape(self.rows, -1)
+            k = x.shape[1]
+            # the bets of the k steps first (running sums along time), then the capital step by step, in place
+            t = self.t + np.arange(1, k + 1)
+            cum = np.cumsum(np.concatenate([run_sum[:, None], x], axis=1), axis=1)[:, 1:]
+            sums = base_sum[:, None] + cum
+            means = (0.5 + sums) / (t + 1)  # m_t, after x_t
+            dev = np.cumsum(np.concatenate([run_dev[:, None], (x - means) ** 2], axis=1), axis=1)[:, 1:]
+            var_sums = base_var[:, None] + dev
+            before = np.concatenate([last_var[:, None], var_sums[:, :-1]], axis=1)  # 1/4 + sum up to t - 1
+            scale = (before / t) * (self.horizon if self.horizon is not None else t * np.log1p(t))  # s2_{t-1} * ..
+            bets = np.sqrt(2.0 * self._log_term / scale)
+            for step in range(k):
+                diff = x[:, step, None] - self.grid
+                bet = bets[:, step, None]
+                np.minimum(bet, self._cap_up, out=term)
+                term *= diff
+                self.up += np.log1p(term, out=term)
+                np.minimum(bet, self._cap_down, out=term)
+                term *= diff
+                np.negative(term, out=term)
+                self.down += np.log1p(term, out=term)
+                if self.horizon is None or self.t + step + 1 >= self.horizon:
+                    self.excluded |= np.logaddexp(self.up, self.down, out=term) >= threshold
+            run_sum, run_dev, last_var = cum[:, -1], dev[:, -1], var_sums[:, -1]
+            self.t += k
+        self._sum, self._var_sum = base_sum + run_sum, base_var + run_dev
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per stream, the span of the candidate means never excluded (see :func:`_span`), in ``[0, 1]``."""
@@ -437,9 +451,17 @@ def ratio_intervals(
     lo, hi = np.empty(runs), np.empty(runs)
     for part in _chunks(runs, grid):
         count = part.stop - part.start
-        x = (a[part, None, :] - ratios[None, :, None] * b[part, None, :]) / (2.0 * bound) + nulls[None, :, None]
         capital = _HedgedCapital(count * grid, np.tile(nulls, count)[:, None], alpha=alpha, horizon=n)
-        capital.advance(np.clip(x, 0.0, 1.0).reshape(count * grid, n))  # a row per (run, ratio)
+        step = max(1, _CHUNK // (count * grid))
+        capital.advance_blocks(  # a row per (run, ratio); the tests' values a block of matches at a time
+            np.clip(
+                (a[part, None, cols] - ratios[None, :, None] * b[part, None, cols]) / (2.0 * bound)
+                + nulls[None, :, None],
+                0.0,
+                1.0,
+            ).reshape(count * grid, -1)
+            for cols in (slice(start, start + step) for start in range(0, n, step))
+        )
         shape = (count, grid)
         lo[part], hi[part] = _span(
             capital.excluded.reshape(shape),

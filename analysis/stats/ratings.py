@@ -188,7 +188,7 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
     Raises:
         ValueError: a record has seats of different roles (rate those per role with :func:`role_ratings`).
     """
-    by_size: dict[int, tuple[list[list[str]], list[list[float]]]] = defaultdict(lambda: ([], []))
+    by_size: dict[int, tuple[list[list[str]], list[Sequence[float]]]] = defaultdict(lambda: ([], []))
     for record in records:
         if record.status != "complete" or (task is not None and game_variant(record.game) != task):
             continue
@@ -200,14 +200,17 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
         if len(set(record.seats)) == len(record.seats) > 1:
             seats, returns = by_size[len(record.seats)]
             seats.append(record.seats)
-            returns.append([float(payoff) for payoff in record.returns])
+            returns.append(record.returns)  # the record's own list (float below, in one array)
     players = sorted({name for seats, _ in by_size.values() for match in seats for name in match})
     if not players:
         return {}
     index = {name: i for i, name in enumerate(players)}
-    groups = [
-        (np.array([[index[name] for name in match] for match in seats]), np.asarray(returns))
-        for seats, returns in by_size.values()
+    groups = [  # per number of seats: the players' indices and the payoffs, one array each (no list a match)
+        (
+            np.fromiter((index[name] for match in seats for name in match), dtype=np.int64).reshape(len(seats), size),
+            np.fromiter((float(x) for payoffs in returns for x in payoffs), dtype=float).reshape(len(seats), size),
+        )
+        for size, (seats, returns) in by_size.items()
     ]
     wins = np.zeros((len(players), len(players)))
     for pair_seats, outcome in _seat_pairs(groups):

@@ -23,9 +23,11 @@ finitely many of them.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,7 @@ __all__ = [
     "Score",
     "SeatValue",
     "Table",
+    "in_repetition_order",
     "payoffs_by_player",
     "payoffs_by_role",
     "role_scores",
@@ -126,23 +129,34 @@ def _scores(
     ]
 
 
+def in_repetition_order(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+    """``records`` in the order of repetition (repeat, game, match id): an order the payoffs do not set. Sorted by
+    each field in turn, least significant first (stable sorts: the order of the three together), so no key tuple is
+    made a record."""
+    ordered = list(records)
+    for name in ("match_id", "game", "repeat"):
+        ordered.sort(key=attrgetter(name))
+    return ordered
+
+
 def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
-    """The complete records in the order of repetition (repeat, game, match id): an order the payoffs do not set."""
-    return sorted((r for r in records if r.status == "complete"), key=lambda r: (r.repeat, r.game, r.match_id))
+    """The complete records in the order of repetition (:func:`in_repetition_order`)."""
+    return in_repetition_order(r for r in records if r.status == "complete")
 
 
-def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, list[float]]:
-    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in the order of repetition."""
-    rows: dict[str, list[float]] = defaultdict(list)
+def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, array[float]]:
+    """The rows of the payoff matrix V: every payoff (or ``value``) of every player, in the order of repetition (as
+    arrays of doubles: 8 bytes a payoff, no float object kept)."""
+    rows: dict[str, array[float]] = defaultdict(lambda: array("d"))
     for record in _complete(records):
         for seat, name in enumerate(record.seats):
             rows[name].append(float(record.returns[seat]) if value is None else float(value(record, seat)))
     return dict(rows)
 
 
-def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], list[float]]:
-    """Payoffs keyed by (player, role), in the order of repetition."""
-    rows: dict[tuple[str, str], list[float]] = defaultdict(list)
+def payoffs_by_role(records: Iterable[MatchRecord]) -> dict[tuple[str, str], array[float]]:
+    """Payoffs keyed by (player, role), in the order of repetition (arrays, as :func:`payoffs_by_player`)."""
+    rows: dict[tuple[str, str], array[float]] = defaultdict(lambda: array("d"))
     for record in _complete(records):
         roles = record.roles or ["player"] * len(record.seats)
         for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):

@@ -44,7 +44,7 @@ from analysis.stats.intervals import (
     win_loss_ratio_interval,
 )
 from analysis.tables.outcomes import turn_outcomes
-from analysis.tables.scores import Table
+from analysis.tables.scores import Table, in_repetition_order
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -107,7 +107,9 @@ def gtbench_scores(mine: float, theirs: float) -> tuple[float, float]:
 _UNBOUNDED = (-math.inf, math.inf)
 
 
-def _mean_interval(values: Sequence[float], bounds: tuple[float, float] | None, policy: IntervalPolicy) -> Interval:
+def _mean_interval(
+    values: Sequence[float] | np.ndarray, bounds: tuple[float, float] | None, policy: IntervalPolicy
+) -> Interval:
     if bounds is None:
         return Interval(float(np.mean(values)), *_UNBOUNDED)
     interval = policy.mean_interval(values, *bounds)
@@ -115,18 +117,22 @@ def _mean_interval(values: Sequence[float], bounds: tuple[float, float] | None, 
 
 
 def _nra(
-    mine: Sequence[float], theirs: Sequence[float], bounds: tuple[float, float] | None, policy: IntervalPolicy
+    mine: Sequence[float] | np.ndarray,
+    theirs: Sequence[float] | np.ndarray,
+    bounds: tuple[float, float] | None,
+    policy: IntervalPolicy,
 ) -> Interval:
     """GTBench's NRA of ``mine`` over ``theirs`` (per-match payoffs) with its interval by ``policy``'s method: the
     exact conditional one of a game paid ``+c / -c`` (wins among the decisive matches), else by betting (module
     docstring)."""
-    scores = np.array([gtbench_scores(m, t) for m, t in zip(mine, theirs, strict=True)]).reshape(-1, 2)
+    me, them = np.asarray(mine, dtype=float), np.asarray(theirs, dtype=float)
+    draws = me == them  # GTBench's scores (gtbench_scores), for every match at once
+    scores = np.column_stack([np.where(draws, 0.0, me), np.where(draws, 0.0, them)]).reshape(-1, 2)
     value = normalized_relative_advantage(scores[:, 0], scores[:, 1])
     if bounds is None:
         return Interval(value, *_UNBOUNDED)
     if policy.ratio == RATIO_METHODS[1]:
-        wins = sum(m > t for m, t in zip(mine, theirs, strict=True))
-        losses = sum(m < t for m, t in zip(mine, theirs, strict=True))
+        wins, losses = int(np.count_nonzero(me > them)), int(np.count_nonzero(me < them))
         return Interval(value, *win_loss_ratio_interval(wins, losses))
     largest = max(abs(bounds[0]), abs(bounds[1]))
     interval = ratio_interval(scores[:, 0] - scores[:, 1], np.abs(scores).sum(axis=1), 2.0 * largest)
@@ -178,12 +184,11 @@ def _pair(
     bounds: tuple[float, float] | None,
     policy: IntervalPolicy,
 ) -> PairResult:
-    records = sorted(records, key=lambda r: (r.repeat, r.game, r.match_id))
-    mine = [r.returns[r.seats.index(player)] for r in records]
-    theirs = [r.returns[r.seats.index(opponent)] for r in records]
-    wins = sum(m > t for m, t in zip(mine, theirs, strict=True))
-    draws = sum(m == t for m, t in zip(mine, theirs, strict=True))
+    records = in_repetition_order(records)
     n = len(records)
+    mine = np.fromiter((r.returns[r.seats.index(player)] for r in records), dtype=float, count=n)
+    theirs = np.fromiter((r.returns[r.seats.index(opponent)] for r in records), dtype=float, count=n)
+    wins, draws = int(np.count_nonzero(mine > theirs)), int(np.count_nonzero(mine == theirs))
 
     def won_in(seat: int) -> Interval:
         subset = [r for r in records if r.seats[seat] == player]

@@ -83,7 +83,7 @@ async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup
         try:
             await pool.enter_async_context(worker_pool(runner, setup.workers, max(0, limit - len(committed))))
             selected_ids = await _play_rounds(runner, stopping, first_round, committed, result)
-            result.match_ids = frozenset(selected_ids & store.completed_ids())
+            result.match_ids = frozenset(i for i in selected_ids if store.holds(i))
             status = "finished"
         finally:
             await pool.aclose()

@@ -46,7 +46,7 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatc
         status = "failed"
         try:
             await _play(runner, todo, setup.workers, result)
-            result.match_ids = frozenset({m.match_id for m in plan} & store.completed_ids())
+            result.match_ids = frozenset(m.match_id for m in plan if store.holds(m.match_id))  # the plan's strings
             status = "finished"
         finally:
             finish_manifest(manifest, status, runtime, result)

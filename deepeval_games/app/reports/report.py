@@ -7,7 +7,8 @@ as one (:mod:`deepeval_games.app.reports.runs`); different game variants are nev
 
 **Memory.** Tables read *slim* records (:func:`~deepeval_games.app.reports.slim.slim`: no prompts, raw replies,
 transport attempts or message pool); the full records stream past once
-(:func:`~deepeval_games.app.reports.runs.stream_records`), for transcripts and exports.
+(:func:`~deepeval_games.app.reports.runs.stream_records`), for transcripts and exports. The score summary ``run``
+prints (:class:`CoreSummary`) keeps less: each match's outline (:class:`~deepeval_games.app.reports.slim.Outline`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from deepeval_games.app.reports.runs import (
     RunSource,
@@ -33,7 +35,8 @@ from deepeval_games.app.reports.sections import (
     Section,
     variant_title,
 )
-from deepeval_games.app.reports.slim import Interned, slim
+from deepeval_games.app.reports.slim import Interned, outline, slim
+from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import MatchRecord
@@ -174,19 +177,29 @@ def text_report(
 
 
 class CoreSummary:
-    """The score summary ``run`` prints (the core sections), fed one record at a time: each record is kept slim as
-    it is added (:func:`slim`), so a run that feeds its records as it commits them (``run_experiment``'s
-    ``on_commit``) is left with only the tables to compute after its last match (:meth:`text`)."""
+    """The score summary ``run`` prints (the core sections), fed one record at a time: each record is kept as its
+    :class:`~deepeval_games.app.reports.slim.Outline` as it is added (the few fields those sections read, 200 to 300
+    bytes a match), so a run that feeds its records as it commits them (``run_experiment``'s ``on_commit``) is left
+    with only the tables to compute after its last match (:meth:`text`). A variant whose task gives its own headline
+    (:mod:`~deepeval_games.app.reports.task_tables`), or a summary with a core section from an outside package, keeps
+    slim records instead (:func:`slim`): such code may read any field."""
 
     def __init__(self) -> None:
         self.variants: dict[str, list[MatchRecord]] = {}
-        """The slim records added, per game variant, in the order added."""
+        """What was added, per game variant, in the order added: outlines, or slim records (class docstring)."""
         self._interned: Interned = {}
         self._unread: Exception | None = None
+        self._whole: dict[str, bool] = {}  # per variant: keep slim records
 
     def add(self, record: MatchRecord) -> None:
-        """Add one record (kept slim)."""
-        self.variants.setdefault(game_variant(record.game), []).append(slim(record, self._interned))
+        """Add one record (kept as its outline, or slim)."""
+        variant = game_variant(record.game)
+        whole = self._whole.get(variant)
+        if whole is None:
+            whole = self._whole[variant] = _reads_records(variant)
+        # an outline stands for the record: the core sections read only its fields (OUTLINE_FIELDS)
+        kept = slim(record, self._interned) if whole else cast(MatchRecord, outline(record, self._interned))
+        self.variants.setdefault(variant, []).append(kept)
 
     def add_json(self, line: str | bytes) -> None:
         """Add one record as the store holds it (its JSON line), read as the store reads it back. A line that cannot
@@ -217,6 +230,15 @@ class CoreSummary:
             raise self._unread
         data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
         return text_report(data, epsilon=epsilon, core_only=True, intervals=intervals)
+
+
+def _reads_records(variant: str) -> bool:
+    """Whether the core sections of ``variant`` may read more of a record than its outline: the task gives its own
+    headline, or a core section comes from an outside package."""
+    load_entry_points(ENTRY_POINT_GROUP)
+    here = __name__.rsplit(".", 1)[0] + "."  # the built-in sections' package
+    outside = any(sec.core and not sec.render.__module__.startswith(here) for sec in SECTIONS)
+    return outside or any(callable(getattr(module, "headline", None)) for _, module in variant_tables(variant))
 
 
 def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:

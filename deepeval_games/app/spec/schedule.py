@@ -63,9 +63,9 @@ def stable_hash(value: object, length: int = 20) -> str:
     return hashlib.sha256(_canonical_json(value).encode()).hexdigest()[:length]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedMatch:
-    """One match to play."""
+    """One match to play (slotted: a plan of 100,000 matches is held whole, about 200 bytes a match)."""
 
     match_id: str
     game: str
@@ -277,7 +277,9 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
         prefix = f'{{"game": {_canonical_json(canonical)}, "repeat": '
         suffix = f'], "seed": {_canonical_json(spec.seed)}}}'
         identities: dict[tuple[str, int], str] = {}  # per player and seat of this game, not per match
-        for repeat, seats in _seatings(spec, game, only_repeat):
+        seatings: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per seating, not per match
+        for repeat, listed in _seatings(spec, game, only_repeat):
+            seats = seatings.setdefault(listed, listed)
             if pool and pool.issuperset(seats):
                 continue
             for seat, name in enumerate(seats):

@@ -406,6 +406,16 @@ class Store:
         self.flush()
         return {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
 
+    def holds(self, match_id: str) -> bool:
+        """Whether the match ``match_id`` is committed: a writer answers from the ids it keeps (those of
+        :meth:`completed_ids`, pending ones included), without a query or a new string; a reader asks the database.
+        Keeping the run's own id strings (``{id for id in plan if store.holds(id)}``) holds no second copy of them."""
+        if not self.read_only:
+            with self._log:
+                return match_id in self._ids
+        row = self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
+        return row is not None
+
     def stamp(self) -> str:
         """A short text that changes whenever a match or a judgement reaches the database (rows are never
         removed, so their counts and last sequence numbers tell): how ``deepeval-games view`` notices a commit."""
