@@ -110,6 +110,7 @@ class LiveEnv:
         self._random = random.Random(seed).getstate()
         self._numpy = np.random.RandomState(seed).get_state()
         kind = JURY_ENVIRONMENTS.get(base_name(env_id))
+        self._copyable = kind is None  # a jury's stand-in reads the verdicts of the match it was built for
         kwargs = {"jury_class": self.verdicts.jury_class(), "jury_size": 1} if kind == "jury" else {}
         with _LOCK, contextlib.redirect_stdout(io.StringIO()), nltk_from_data_files():
             if kind is None:
@@ -146,6 +147,18 @@ class LiveEnv:
                 self._random, self._numpy = random.getstate(), np.random.get_state()
                 random.setstate(saved)
                 np.random.set_state(saved_numpy)
+
+    def duplicate(self) -> LiveEnv | None:
+        """A deep copy of this environment, its generator states with it, to go on from where it is (a state's
+        ``clone`` copies it instead of replaying the match); None where it cannot be copied, or asks a jury (its
+        stand-in reads the verdicts of this match): a copy of the state then replays."""
+        if not self._copyable:
+            return None
+        with _LOCK:
+            try:
+                return copy.deepcopy(self)
+            except Exception:  # an environment that holds what cannot be copied
+                return None
 
     def step(self, text: str) -> None:
         """Play ``text`` as the move of the seat to move."""
@@ -368,9 +381,15 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     turns = int(getattr(env.env.state, "max_turns", None) or DEFAULT_TURNS)
     description = _description(env)
     try:
-        trace = functools.partial(_trace, env_id, players)
+        first: dict[int, list[str]] = {}  # each seed's first play, which tells the seeds apart too
+
+        def trace(seed: int) -> list[str]:
+            played = _trace(env_id, players, seed)
+            first.setdefault(seed, played)
+            return played
+
         refusal = replays_alike(trace)
-        seeded = trace(0) != trace(1) or (
+        seeded = _first(first, 0, trace) != _first(first, 1, trace) or (
             players != 2 and _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
         )
         names = bool(env.moves(env.to_move, 0))
@@ -388,6 +407,11 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     jury = base_name(env_id) in JURY_ENVIRONMENTS
     declared = public_state_declared(env_id)
     return replace(found, jury=jury, perfect_information=declared and public is None, public_note=public)
+
+
+def _first(first: dict[int, list[str]], seed: int, trace: Callable[[int], list[str]]) -> list[str]:
+    """The first play from ``seed``: the one kept, else played now."""
+    return first[seed] if seed in first else trace(seed)
 
 
 def _hidden_state(env_id: str, players: int, seed: int) -> str:
