@@ -390,7 +390,7 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
 
         refusal = replays_alike(trace)
         seeded = _first(first, 0, trace) != _first(first, 1, trace) or (
-            players != 2 and _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
+            _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
         )
         names = bool(env.moves(env.to_move, 0))
         public = _public_check(env_id, players, seeded) if public_state_declared(env_id) else None
@@ -415,9 +415,9 @@ def _first(first: dict[int, list[str]], seed: int, trace: Callable[[int], list[s
 
 
 def _hidden_state(env_id: str, players: int, seed: int) -> str:
-    """The environment's own state after ``reset`` from ``seed`` (a puzzle's answer, which no seat is shown). Read
-    for the environments of another count than two only: the two-player ones, which this adapter played before,
-    keep the seeding their messages showed (MemoryGame's layout is the same in every match, as it was)."""
+    """The environment's own state after ``reset`` from ``seed`` (a puzzle's answer, which no seat is shown): an
+    environment whose hidden state the seed changes is seeded, though its seats are shown alike at first (MemoryGame's
+    face-down layout; of TextArena 0.7.4's two-player environments, the one so found)."""
     env = LiveEnv(env_id, seed, players, RecordedVerdicts(auto=True))
     return repr(getattr(env.env.state, "game_state", None))
 
