@@ -98,11 +98,19 @@ class LiveEnv:
     """A TextArena environment with its own generator state, driven move by move.
 
     ``verdicts`` answer the environment's jury questions in order; a question beyond them leaves the environment
-    :attr:`pending` (it is then a judge node, and unusable until it is rebuilt with one more verdict).
+    :attr:`pending` (it is then a judge node, and unusable until it is rebuilt with one more verdict). ``copies``:
+    whether :meth:`duplicate` may deep-copy it (:attr:`Facts.copies`: the probe found a copy goes on alike).
     """
 
     def __init__(
-        self, env_id: str, seed: int, players: int = 2, verdicts: RecordedVerdicts | None = None, *, reset: bool = True
+        self,
+        env_id: str,
+        seed: int,
+        players: int = 2,
+        verdicts: RecordedVerdicts | None = None,
+        *,
+        reset: bool = True,
+        copies: bool = True,
     ) -> None:
         import textarena
 
@@ -114,7 +122,7 @@ class LiveEnv:
         self._random = random.Random(seed).getstate()
         self._numpy = np.random.RandomState(seed).get_state()
         kind = JURY_ENVIRONMENTS.get(base_name(env_id))
-        self._copyable = kind is None  # a jury's stand-in reads the verdicts of the match it was built for
+        self._copyable = copies and kind is None  # a jury's stand-in reads the verdicts of the match it was built for
         kwargs = {"jury_class": self.verdicts.jury_class(), "jury_size": 1} if kind == "jury" else {}
         with _LOCK, contextlib.redirect_stdout(io.StringIO()), nltk_from_data_files():
             if kind is None:
@@ -308,6 +316,9 @@ class Facts:
     """Its whole state is public: declared in the table and checked (every seat shown the same, no seed)."""
     public_note: str | None = None
     """Why a declared public state was not found to be one (None: not declared, or it was)."""
+    copies: bool = False
+    """A deep copy of a live environment, made halfway through a fixed line, goes on as the original does (a state's
+    ``clone`` copies it; else a clone replays the match)."""
 
 
 def _fixed_line(env: LiveEnv, moves: int) -> list[str]:
@@ -428,6 +439,7 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
             _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
         )
         names = bool(env.moves(env.to_move, 0))
+        copies = _copies_alike(env_id, players)
         public = _public_check(env_id, players, seeded) if public_state_declared(env_id) else None
     except NetworkBlocked as exc:
         return _refused(f"it needs the network ({exc})", turns, description)
@@ -441,7 +453,16 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     found = Facts(seeded, turns, names, description, refusal, not _docstring(env), counts)
     jury = base_name(env_id) in JURY_ENVIRONMENTS
     declared = public_state_declared(env_id)
-    return replace(found, jury=jury, perfect_information=declared and public is None, public_note=public)
+    return replace(found, jury=jury, perfect_information=declared and public is None, public_note=public, copies=copies)
+
+
+def _copies_alike(env_id: str, players: int) -> bool:
+    """Whether a deep copy of the environment, made halfway through a fixed line, shows the seats what the original
+    does and goes on to the same end (an environment that rebuilds itself when copied does not)."""
+    env = LiveEnv(env_id, 0, players, RecordedVerdicts(auto=True))
+    _fixed_line(env, _PROBE_MOVES // 2)
+    twin = env.duplicate()
+    return twin is not None and _fixed_line(twin, _PROBE_MOVES) == _fixed_line(env, _PROBE_MOVES)
 
 
 def _first(first: dict[int, list[str]], seed: int, trace: Callable[[int], list[str]]) -> list[str]:
