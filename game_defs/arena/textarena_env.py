@@ -225,6 +225,7 @@ def _reward(value: Any) -> float:
 
 
 _ATOMS = (str, bytes, int, float, bool, type(None))
+_ATOM_TYPES = frozenset(_ATOMS)
 _FLAT_SIZE = 1000
 """A list or set of at least this many atoms is copied flat by :func:`deep_copy`."""
 _FLAT_DEPTH = 4
@@ -249,7 +250,7 @@ def _flat_copies(obj: Any, memo: dict[int, Any], depth: int) -> None:
     for value in attributes.values():
         kind = type(value)
         if kind in (list, set) and len(value) >= _FLAT_SIZE:
-            if id(value) not in memo and all(type(item) in _ATOMS for item in value):
+            if id(value) not in memo and set(map(type, value)) <= _ATOM_TYPES:
                 memo[id(value)] = kind(value)
         elif kind not in _ATOMS and not callable(value):
             _flat_copies(value, memo, depth - 1)
