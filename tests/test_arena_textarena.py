@@ -264,3 +264,24 @@ def test_memory_game_deals_its_layout_from_the_match_seed(tmp_path: Path, fake_p
         assert state.is_terminal() and list(state.returns()) == list(record.returns)
         flipped = next(line for line in state.observation_string(1).splitlines() if "[0 0] and [0 1]" in line)
         assert flipped in "\n".join(str(m.get("text", "")) for m in record.messages)  # the layout the match was shown
+
+
+def test_a_clone_copies_the_live_environment_and_goes_on_as_a_replayed_copy_does() -> None:
+    from game_defs.arena.textarena_env import facts
+
+    assert facts("PigDice-v0").copies and not facts("ScenarioPlanning-v0").copies  # a jury's stand-in is not copied
+    game = load_game("textarena:PigDice-v0")  # its dice: the match's own generator, copied with the environment
+    rng = np.random.default_rng(5)
+    state = game.new_initial_state()
+    state.apply_action(11)
+    for _ in range(4):
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    copied = state.clone()
+    rebuilt = pyspiel.deserialize_game_and_state(pyspiel.serialize_game_and_state(game, state))[1]
+    while not copied.is_terminal():
+        assert [copied.observation_string(s) for s in (0, 1)] == [rebuilt.observation_string(s) for s in (0, 1)]
+        action = int(rng.choice(copied.legal_actions()))
+        copied.apply_action(action)
+        rebuilt.apply_action(action)
+    assert rebuilt.is_terminal() and list(copied.returns()) == list(rebuilt.returns())
+    assert str(state) != str(copied)  # the original stayed where it was
