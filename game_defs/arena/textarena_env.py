@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import functools
 import io
 import random
@@ -226,34 +227,49 @@ def _reward(value: Any) -> float:
 
 _ATOMS = (str, bytes, int, float, bool, type(None))
 _ATOM_TYPES = frozenset(_ATOMS)
-_FLAT_SIZE = 1000
-"""A list or set of at least this many atoms is copied flat by :func:`deep_copy`."""
+_FLAT_SIZE = 8
+"""A list or set of at least this many immutable items is copied flat by :func:`deep_copy`."""
 _FLAT_DEPTH = 4
-"""How deep in attributes :func:`deep_copy` looks for them (a live environment, TextArena's, its dictionary)."""
+"""How deep in attributes :func:`deep_copy` looks for them (a live environment, TextArena's, its state)."""
 
 
 def deep_copy(obj: T) -> T:
-    """``copy.deepcopy(obj)``, faster where ``obj`` holds large word lists: a list or set of strings (or other
-    immutable atoms) found in its attributes, theirs and so on, is copied as a new container of the same elements,
-    which is what ``deepcopy`` makes of it, without visiting every element (an English dictionary of sets of 100,000
-    words is most of a word game's environment)."""
+    """``copy.deepcopy(obj)``, faster where ``obj`` holds large lists of immutable items: a list or set of atoms
+    (strings, numbers) or of tuples of atoms and enum members (TextArena's messages: sender, text, type), found in
+    its attributes (and in the values of a dictionary there), theirs and so on, is copied as a new container of the
+    same items, which is what ``deepcopy`` makes of it (each such item is its own deep copy), without copying item by
+    item: an English dictionary of sets of 100,000 words is most of a word game's environment, and the messages
+    most of a long match's."""
     memo: dict[int, Any] = {}
     _flat_copies(obj, memo, _FLAT_DEPTH)
     return copy.deepcopy(obj, memo)
 
 
 def _flat_copies(obj: Any, memo: dict[int, Any], depth: int) -> None:
-    """Put in ``memo`` the copy of each large list or set of atoms among ``obj``'s attributes (``depth`` deep)."""
+    """Put in ``memo`` the copy of each list or set of immutable items among ``obj``'s attributes and the values of
+    its dictionaries (``depth`` deep)."""
     attributes = getattr(obj, "__dict__", None)
     if depth == 0 or not isinstance(attributes, dict) or isinstance(obj, (type, types.ModuleType)):
         return
     for value in attributes.values():
-        kind = type(value)
-        if kind in (list, set) and len(value) >= _FLAT_SIZE:
-            if id(value) not in memo and set(map(type, value)) <= _ATOM_TYPES:
-                memo[id(value)] = kind(value)
-        elif kind not in _ATOMS and not callable(value):
-            _flat_copies(value, memo, depth - 1)
+        values = value.values() if type(value) is dict else (value,)
+        for item in values:
+            kind = type(item)
+            if kind in (list, set) and len(item) >= _FLAT_SIZE:
+                if id(item) not in memo and _immutable_items(item):
+                    memo[id(item)] = kind(item)
+            elif kind not in _ATOM_TYPES and kind is not dict and not callable(item):
+                _flat_copies(item, memo, depth - 1)
+
+
+def _immutable_items(items: list[Any] | set[Any]) -> bool:
+    """Whether every item is an atom, or a tuple of atoms and enum members (``deepcopy`` returns each as it is)."""
+    kinds = set(map(type, items))
+    if kinds <= _ATOM_TYPES:
+        return True
+    return kinds == {tuple} and all(
+        type(part) in _ATOM_TYPES or isinstance(part, enum.Enum) for item in items for part in item
+    )
 
 
 _PRISTINE: dict[str, Any] = {}
