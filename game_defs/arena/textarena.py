@@ -182,7 +182,8 @@ class TextArenaState(pyspiel.State):
 
     def _replay(self) -> LiveEnv:
         assert self._seed is not None
-        env = LiveEnv(self._env_id, self._seed, self._players, RecordedVerdicts(self._verdicts), copies=self._copies)
+        copies = getattr(self, "_copies", False)  # a state pickled before states were copied: it replays
+        env = LiveEnv(self._env_id, self._seed, self._players, RecordedVerdicts(self._verdicts), copies=copies)
         for action in self._moves:
             env.step(self._pool[action])
         return env

@@ -476,10 +476,16 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
 def _copies_alike(env_id: str, players: int) -> bool:
     """Whether a deep copy of the environment, made halfway through a fixed line, shows the seats what the original
     does and goes on to the same end (an environment that rebuilds itself when copied does not)."""
-    env = LiveEnv(env_id, 0, players, RecordedVerdicts(auto=True))
-    _fixed_line(env, _PROBE_MOVES // 2)
-    twin = env.duplicate()
-    return twin is not None and _fixed_line(twin, _PROBE_MOVES) == _fixed_line(env, _PROBE_MOVES)
+    half = _PROBE_MOVES // 2
+    try:
+        env = LiveEnv(env_id, 0, players, RecordedVerdicts(auto=True))
+        _fixed_line(env, half)
+        twin = env.duplicate()
+        return twin is not None and _fixed_line(twin, _PROBE_MOVES - half) == _fixed_line(env, _PROBE_MOVES - half)
+    except NetworkBlocked:
+        raise
+    except Exception:  # the copy, or the line played on it, failed: states replay
+        return False
 
 
 def _first(first: dict[int, list[str]], seed: int, trace: Callable[[int], list[str]]) -> list[str]:
