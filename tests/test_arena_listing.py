@@ -137,7 +137,7 @@ def word_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
 
 @pytest.mark.slow
 def test_at_least_80_environments_play_and_none_that_played_stops(word_lists: None) -> None:
-    lines = [line for line in family_listing() if line.startswith("textarena:")]
+    lines = [line for line in family_listing("textarena:") if line.startswith("textarena:")]
     verdicts = {m.group(1): m.group(2) for m in (re.match(r"textarena:(\S+)  \[(.*?)\]", line) for line in lines) if m}
     assert len(verdicts) == 94
     playable = sorted(env for env, verdict in verdicts.items() if verdict.startswith("playable by LLM"))

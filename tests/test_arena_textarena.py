@@ -12,12 +12,15 @@ import pytest
 pytest.importorskip("textarena")
 
 import game_defs.arena.textarena as arena  # noqa: F401  (the entry point's module: registers the family)
+from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownGameError
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game
 from llm_bots.players.classical import MCTSPlayer, RandomBot, mcts_refusal, random_refusal
+from tests.arena_play import records, replayed, write_spec
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
 
 PLAYABLE = [
     "Alquerque-v0",
@@ -227,3 +230,57 @@ def test_a_move_list_of_templates_or_examples_names_no_moves_and_random_is_refus
     game = load_game(f"textarena:{env_id}")
     assert random_refusal(game) == f"random plays listed legal moves; {task.unlisted_moves(game)}"
     assert task.unlisted_moves(game) is not None
+
+
+def _memory_view(seed: int) -> str:
+    """What the second seat is shown after the first seat flips the two top-left cards of MemoryGame from ``seed``."""
+    state = load_game("textarena:MemoryGame-v0").new_initial_state()
+    state.apply_action(seed)
+    state.apply_action(task.intern_utterance(state, 0, "[0 0 0 1]"))
+    return str(state.observation_string(1))
+
+
+def _flip_once(body: dict[str, object]) -> str:
+    """The first seat flips the two top-left cards; the second answers off the board (asked again, it loses)."""
+    return "[9 9 9 9]" if "[0 0 0 1]" in last_user_message(body) else "[0 0 0 1]"
+
+
+def test_memory_game_deals_its_layout_from_the_match_seed(tmp_path: Path, fake_provider_key: str) -> None:
+    game = load_game("textarena:MemoryGame-v0")
+    assert game.get_type().chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
+    assert _memory_view(0) == _memory_view(0)
+    assert "are C and G" in _memory_view(0) and "are C and D" in _memory_view(5)  # two seeds, two layouts
+    with FakeOpenAIServer(default=Behaviour.responder(_flip_once), max_hang_s=5) as server:
+        spec = write_spec(
+            tmp_path / "spec.toml",
+            {"name": "memory", "game": "textarena:MemoryGame-v0", "repeats": 1, "seed": 3, "pairing": "fixed"},
+            [model_player("fake-a", server), model_player("fake-b", server)],
+        )
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    [record] = records(tmp_path / "run")  # one match: the seed its chance node drew, then 60 moves to the turn limit
+    assert record.turns[0].action_string == f"seed {record.turns[0].action}"
+    state = replayed(record)
+    assert state.is_terminal() and list(state.returns()) == list(record.returns)
+    flipped = next(line for line in state.observation_string(1).splitlines() if "[0 0] and [0 1]" in line)
+    assert flipped in "\n".join(str(m.get("text", "")) for m in record.messages)  # the layout the match was shown
+
+
+def test_a_clone_copies_the_live_environment_and_goes_on_as_a_replayed_copy_does() -> None:
+    from game_defs.arena.textarena_env import facts
+
+    assert facts("PigDice-v0").copies and not facts("ScenarioPlanning-v0").copies  # a jury's stand-in is not copied
+    game = load_game("textarena:PigDice-v0")  # its dice: the match's own generator, copied with the environment
+    rng = np.random.default_rng(5)
+    state = game.new_initial_state()
+    state.apply_action(11)
+    for _ in range(4):
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    copied = state.clone()
+    rebuilt = pyspiel.deserialize_game_and_state(pyspiel.serialize_game_and_state(game, state))[1]
+    while not copied.is_terminal():
+        assert [copied.observation_string(s) for s in (0, 1)] == [rebuilt.observation_string(s) for s in (0, 1)]
+        action = int(rng.choice(copied.legal_actions()))
+        copied.apply_action(action)
+        rebuilt.apply_action(action)
+    assert rebuilt.is_terminal() and list(copied.returns()) == list(rebuilt.returns())
+    assert str(state) != str(copied)  # the original stayed where it was

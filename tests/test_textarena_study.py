@@ -48,8 +48,8 @@ def test_the_seats_study_names_one_three_and_four_seat_and_judged_environments(r
     games = [load_game(g) for g in _games(repo_root, SEATS)]
     assert {1, 3, 4} <= {game.num_players() for game in games}
     assert any(task.is_judged(game) for game in games)
-    # not the conformance kit here: a four-seat Poker of 400 moves takes it minutes (every copy replays the match);
-    # such environments are played through `run` and replayed in tests/test_arena_seats.py
+    # not the conformance kit here: on a four-seat Poker it takes minutes (each state's serialized copy replays the
+    # match, hundreds of moves); such environments are played through `run` and replayed in tests/test_arena_seats.py
 
 
 @pytest.mark.parametrize("name", [*SPECS, SEATS])

@@ -3,9 +3,9 @@
 Neither library's environments form a history tree, so an adapted state keeps what made it (the seed drawn at its
 chance node and the moves played since) and a live environment built from them. OpenSpiel copies a Python state by
 deep-copying its attributes (``clone``) and serializes it by pickling them: :class:`ReplayedEnv` takes part in both
-by dropping the live environment, so every copy rebuilds its own from the seed and the moves, the way a finished
-match is replayed from its record. An environment that does not replay to the same place is refused when its game
-is registered (:func:`replays_alike`).
+by dropping the live environment, so a copy rebuilds its own from the seed and the moves, the way a finished match
+is replayed from its record (a pickle always; a ``clone`` where the environment cannot copy itself). An environment
+that does not replay to the same place is refused when its game is registered (:func:`replays_alike`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ DEFAULT_SEEDS = 1024
 
 
 class ReplayedEnv(Generic[Env]):
-    """A live environment, rebuilt on first use after a copy: a deep copy or a pickle carries no environment."""
+    """A live environment, rebuilt on first use after a copy: a pickle carries no environment, and neither does a
+    deep copy, unless the environment copies itself (its ``duplicate()`` returns a copy; None: it cannot, and the
+    copy replays)."""
 
     __slots__ = ("env",)
 
@@ -43,7 +45,8 @@ class ReplayedEnv(Generic[Env]):
         self.env = env
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ReplayedEnv[Env]:
-        return ReplayedEnv()
+        duplicate = getattr(self.env, "duplicate", None)
+        return ReplayedEnv(duplicate() if duplicate is not None else None)
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
         return (ReplayedEnv, ())

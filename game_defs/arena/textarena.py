@@ -19,8 +19,9 @@ registers the ``textarena:`` family when its entry point loads; the core names n
   live environment keeps its own generator state, swapped in around every call into the environment (under a lock),
   so concurrent matches and replays never draw from one another's stream
   (:class:`~game_defs.arena.textarena_env.LiveEnv`);
-* a state keeps its seed, its moves, its verdicts and its pool; a copy (``clone``, ``serialize``) replays them on a
-  fresh environment (:mod:`game_defs.arena.common`); an environment that does not replay alike is refused, and so is
+* a state keeps its seed, its moves, its verdicts and its pool; a copy (``serialize``; ``clone`` where the
+  environment asks a jury, or the probe did not find that a deep copy of it goes on alike) replays them on a fresh
+  environment (:mod:`game_defs.arena.common`); an environment that does not replay alike is refused, and so is
   one that fails to start with the network blocked, with its reason (a file of TextArena's that does not compile on
   this Python is named with TextArena's version). NLTK's word lists are data files (``deepeval-games data fetch
   textarena``, :mod:`game_defs.arena.word_lists`): an environment that reads them plays offline once they are
@@ -173,6 +174,7 @@ class TextArenaState(pyspiel.State):
         self._verdicts: list[int] = []  # a jury's answers, an option's index each
         self._seen = [0] * game.players  # per seat: its messages shown before its last move
         self._rules_prompt = game.facts.first_prompt_is_rules  # the first seat's prompt is in the rules
+        self._copies = game.facts.copies  # a clone deep-copies the live environment (else it replays)
         self._live: ReplayedEnv[LiveEnv] = ReplayedEnv()
 
     def _env(self) -> LiveEnv:
@@ -180,7 +182,8 @@ class TextArenaState(pyspiel.State):
 
     def _replay(self) -> LiveEnv:
         assert self._seed is not None
-        env = LiveEnv(self._env_id, self._seed, self._players, RecordedVerdicts(self._verdicts))
+        copies = getattr(self, "_copies", False)  # a state pickled before states were copied: it replays
+        env = LiveEnv(self._env_id, self._seed, self._players, RecordedVerdicts(self._verdicts), copies=copies)
         for action in self._moves:
             env.step(self._pool[action])
         return env

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import functools
 import io
 import random
@@ -19,11 +20,12 @@ import re
 import socket
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,11 +41,14 @@ __all__ = [
     "Facts",
     "LiveEnv",
     "NetworkBlocked",
+    "deep_copy",
     "facts",
     "listed_moves",
     "no_network",
     "relabelled",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_TURNS = 100
 """Turns of an environment that sets no ``max_turns`` (a match is cut there as a draw)."""
@@ -94,11 +99,19 @@ class LiveEnv:
     """A TextArena environment with its own generator state, driven move by move.
 
     ``verdicts`` answer the environment's jury questions in order; a question beyond them leaves the environment
-    :attr:`pending` (it is then a judge node, and unusable until it is rebuilt with one more verdict).
+    :attr:`pending` (it is then a judge node, and unusable until it is rebuilt with one more verdict). ``copies``:
+    whether :meth:`duplicate` may deep-copy it (:attr:`Facts.copies`: the probe found a copy goes on alike).
     """
 
     def __init__(
-        self, env_id: str, seed: int, players: int = 2, verdicts: RecordedVerdicts | None = None, *, reset: bool = True
+        self,
+        env_id: str,
+        seed: int,
+        players: int = 2,
+        verdicts: RecordedVerdicts | None = None,
+        *,
+        reset: bool = True,
+        copies: bool = True,
     ) -> None:
         import textarena
 
@@ -110,6 +123,7 @@ class LiveEnv:
         self._random = random.Random(seed).getstate()
         self._numpy = np.random.RandomState(seed).get_state()
         kind = JURY_ENVIRONMENTS.get(base_name(env_id))
+        self._copyable = copies and kind is None  # a jury's stand-in reads the verdicts of the match it was built for
         kwargs = {"jury_class": self.verdicts.jury_class(), "jury_size": 1} if kind == "jury" else {}
         with _LOCK, contextlib.redirect_stdout(io.StringIO()), nltk_from_data_files():
             if kind is None:
@@ -146,6 +160,18 @@ class LiveEnv:
                 self._random, self._numpy = random.getstate(), np.random.get_state()
                 random.setstate(saved)
                 np.random.set_state(saved_numpy)
+
+    def duplicate(self) -> LiveEnv | None:
+        """A deep copy of this environment, its generator states with it, to go on from where it is (a state's
+        ``clone`` copies it instead of replaying the match); None where it cannot be copied, or asks a jury (its
+        stand-in reads the verdicts of this match): a copy of the state then replays."""
+        if not self._copyable:
+            return None
+        with _LOCK:
+            try:
+                return deep_copy(self)
+            except Exception:  # an environment that holds what cannot be copied
+                return None
 
     def step(self, text: str) -> None:
         """Play ``text`` as the move of the seat to move."""
@@ -199,6 +225,53 @@ def _reward(value: Any) -> float:
         return -1.0
 
 
+_ATOMS = (str, bytes, int, float, bool, type(None))
+_ATOM_TYPES = frozenset(_ATOMS)
+_FLAT_SIZE = 8
+"""A list or set of at least this many immutable items is copied flat by :func:`deep_copy`."""
+_FLAT_DEPTH = 4
+"""How deep in attributes :func:`deep_copy` looks for them (a live environment, TextArena's, its state)."""
+
+
+def deep_copy(obj: T) -> T:
+    """``copy.deepcopy(obj)``, faster where ``obj`` holds large lists of immutable items: a list or set of atoms
+    (strings, numbers) or of tuples of atoms and enum members (TextArena's messages: sender, text, type), found in
+    its attributes (and in the values of a dictionary there), theirs and so on, is copied as a new container of the
+    same items, which is what ``deepcopy`` makes of it (each such item is its own deep copy), without copying item by
+    item: an English dictionary of sets of 100,000 words is most of a word game's environment, and the messages
+    most of a long match's."""
+    memo: dict[int, Any] = {}
+    _flat_copies(obj, memo, _FLAT_DEPTH)
+    return copy.deepcopy(obj, memo)
+
+
+def _flat_copies(obj: Any, memo: dict[int, Any], depth: int) -> None:
+    """Put in ``memo`` the copy of each list or set of immutable items among ``obj``'s attributes and the values of
+    its dictionaries (``depth`` deep)."""
+    attributes = getattr(obj, "__dict__", None)
+    if depth == 0 or not isinstance(attributes, dict) or isinstance(obj, (type, types.ModuleType)):
+        return
+    for value in attributes.values():
+        values = value.values() if type(value) is dict else (value,)
+        for item in values:
+            kind = type(item)
+            if kind in (list, set) and len(item) >= _FLAT_SIZE:
+                if id(item) not in memo and _immutable_items(item):
+                    memo[id(item)] = kind(item)
+            elif kind not in _ATOM_TYPES and kind is not dict and not callable(item):
+                _flat_copies(item, memo, depth - 1)
+
+
+def _immutable_items(items: list[Any] | set[Any]) -> bool:
+    """Whether every item is an atom, or a tuple of atoms and enum members (``deepcopy`` returns each as it is)."""
+    kinds = set(map(type, items))
+    if kinds <= _ATOM_TYPES:
+        return True
+    return kinds == {tuple} and all(
+        type(part) in _ATOM_TYPES or isinstance(part, enum.Enum) for item in items for part in item
+    )
+
+
 _PRISTINE: dict[str, Any] = {}
 """Per environment (without a jury), one built and never reset: each live environment is a copy of it, since some
 environments take seconds to build (SpellingBee and WordChains read a dictionary of English words)."""
@@ -211,7 +284,7 @@ def _fresh(env_id: str) -> Any:
     if env_id not in _PRISTINE:
         _PRISTINE[env_id] = textarena.make(f"{env_id}-raw")
     try:
-        return copy.deepcopy(_PRISTINE[env_id])
+        return deep_copy(_PRISTINE[env_id])
     except Exception:  # an environment that holds what cannot be copied: built anew
         return textarena.make(f"{env_id}-raw")
 
@@ -260,6 +333,9 @@ class Facts:
     """Its whole state is public: declared in the table and checked (every seat shown the same, no seed)."""
     public_note: str | None = None
     """Why a declared public state was not found to be one (None: not declared, or it was)."""
+    copies: bool = False
+    """A deep copy of a live environment, made halfway through a fixed line, goes on as the original does (a state's
+    ``clone`` copies it; else a clone replays the match)."""
 
 
 def _fixed_line(env: LiveEnv, moves: int) -> list[str]:
@@ -291,7 +367,7 @@ def _accepted_counts(env_id: str) -> tuple[tuple[int, ...], str | None]:
     failure = None
     built = LiveEnv(env_id, 0, verdicts=RecordedVerdicts(auto=True), reset=False)
     for players in PLAYER_COUNTS:
-        env = copy.deepcopy(built)
+        env = deep_copy(built)
         try:
             env.reset(players, 0)
         except Exception:  # the environment's own refusal of the count (an assertion, mostly)
@@ -368,12 +444,19 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     turns = int(getattr(env.env.state, "max_turns", None) or DEFAULT_TURNS)
     description = _description(env)
     try:
-        trace = functools.partial(_trace, env_id, players)
+        first: dict[int, list[str]] = {}  # each seed's first play, which tells the seeds apart too
+
+        def trace(seed: int) -> list[str]:
+            played = _trace(env_id, players, seed)
+            first.setdefault(seed, played)
+            return played
+
         refusal = replays_alike(trace)
-        seeded = trace(0) != trace(1) or (
-            players != 2 and _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
+        seeded = _first(first, 0, trace) != _first(first, 1, trace) or (
+            _hidden_state(env_id, players, 0) != _hidden_state(env_id, players, 1)
         )
         names = bool(env.moves(env.to_move, 0))
+        copies = _copies_alike(env_id, players)
         public = _public_check(env_id, players, seeded) if public_state_declared(env_id) else None
     except NetworkBlocked as exc:
         return _refused(f"it needs the network ({exc})", turns, description)
@@ -387,13 +470,33 @@ def _probe(env_id: str, env: LiveEnv, counts: tuple[int, ...]) -> Facts:
     found = Facts(seeded, turns, names, description, refusal, not _docstring(env), counts)
     jury = base_name(env_id) in JURY_ENVIRONMENTS
     declared = public_state_declared(env_id)
-    return replace(found, jury=jury, perfect_information=declared and public is None, public_note=public)
+    return replace(found, jury=jury, perfect_information=declared and public is None, public_note=public, copies=copies)
+
+
+def _copies_alike(env_id: str, players: int) -> bool:
+    """Whether a deep copy of the environment, made halfway through a fixed line, shows the seats what the original
+    does and goes on to the same end (an environment that rebuilds itself when copied does not)."""
+    half = _PROBE_MOVES // 2
+    try:
+        env = LiveEnv(env_id, 0, players, RecordedVerdicts(auto=True))
+        _fixed_line(env, half)
+        twin = env.duplicate()
+        return twin is not None and _fixed_line(twin, _PROBE_MOVES - half) == _fixed_line(env, _PROBE_MOVES - half)
+    except NetworkBlocked:
+        raise
+    except Exception:  # the copy, or the line played on it, failed: states replay
+        return False
+
+
+def _first(first: dict[int, list[str]], seed: int, trace: Callable[[int], list[str]]) -> list[str]:
+    """The first play from ``seed``: the one kept, else played now."""
+    return first[seed] if seed in first else trace(seed)
 
 
 def _hidden_state(env_id: str, players: int, seed: int) -> str:
-    """The environment's own state after ``reset`` from ``seed`` (a puzzle's answer, which no seat is shown). Read
-    for the environments of another count than two only: the two-player ones, which this adapter played before,
-    keep the seeding their messages showed (MemoryGame's layout is the same in every match, as it was)."""
+    """The environment's own state after ``reset`` from ``seed`` (a puzzle's answer, which no seat is shown): an
+    environment whose hidden state the seed changes is seeded, though its seats are shown alike at first (MemoryGame's
+    face-down layout; of TextArena 0.7.4's two-player environments, the one so found)."""
     env = LiveEnv(env_id, seed, players, RecordedVerdicts(auto=True))
     return repr(getattr(env.env.state, "game_state", None))
 

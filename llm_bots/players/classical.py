@@ -454,15 +454,17 @@ class ExactBot(StateBot):
 # -- the listing of OpenSpiel's games ----------------------------------------------------------------------------
 
 
-def family_listing() -> list[str]:
+def family_listing(prefix: str | None = None) -> list[str]:
     """Per registered game family (:func:`deepeval_games.core.registry.games.register_game_family`: another library's
     environments), a header, then one line per environment it finds: who can play it (an LLM seat, probed by a
-    playout; the classical bots), or why nothing can."""
+    playout; the classical bots), or why nothing can. ``prefix``: that family alone (``"textarena:"``)."""
     from deepeval_games.core import task
     from deepeval_games.core.registry.games import game_families, load_game
 
     lines = []
     for family in game_families():
+        if prefix is not None and family.prefix != prefix:
+            continue
         rows = family.listing()
         lines.append(f"\n{family.description} ({family.prefix}..., {len(rows)} found):")
         for name, refusal in rows:
