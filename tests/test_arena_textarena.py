@@ -18,6 +18,7 @@ from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownGameError
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.testing import check_game
+from deepeval_games.core.transcript import with_messages
 from llm_bots.players.classical import MCTSPlayer, RandomBot, mcts_refusal, random_refusal
 from tests.arena_play import records, replayed, write_spec
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message, model_player
@@ -262,7 +263,8 @@ def test_memory_game_deals_its_layout_from_the_match_seed(tmp_path: Path, fake_p
     state = replayed(record)
     assert state.is_terminal() and list(state.returns()) == list(record.returns)
     flipped = next(line for line in state.observation_string(1).splitlines() if "[0 0] and [0 1]" in line)
-    assert flipped in "\n".join(str(m.get("text", "")) for m in record.messages)  # the layout the match was shown
+    shown = with_messages(record).messages  # stored as its exchanges: the pool is replayed from the turns
+    assert flipped in "\n".join(str(m.get("text", "")) for m in shown)  # the layout the match was shown
 
 
 def test_a_clone_copies_the_live_environment_and_goes_on_as_a_replayed_copy_does() -> None:
