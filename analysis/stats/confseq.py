@@ -373,10 +373,11 @@ def rescaled(values: np.ndarray, low: float, high: float) -> np.ndarray:
     (float noise of a part in a billion is clipped)."""
     if not (math.isfinite(low) and math.isfinite(high) and high > low):
         raise ValueError(f"an interval needs finite bounds low < high, got [{low}, {high}]")
-    x = (np.asarray(values, dtype=float) - low) / (high - low)
+    x = np.subtract(np.asarray(values, dtype=float), low)  # one new array, worked on in place (a long sample is
+    x /= high - low  # held once more, not three times)
     if x.size and (not np.all(np.isfinite(x)) or x.min() < -1e-9 or x.max() > 1 + 1e-9):
         raise ValueError(f"a value lies outside the declared range [{low}, {high}]")
-    return np.clip(x, 0.0, 1.0)
+    return np.clip(x, 0.0, 1.0, out=x)
 
 
 def mean_intervals(

@@ -14,12 +14,12 @@ number of looks. Its verdict says when the results stopped moving, not that they
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from analysis import views
 from analysis.stats.confseq import mean_interval, records_bounds
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import game_variant
@@ -36,15 +36,16 @@ def payoff_sequences(records: Iterable[MatchRecord], task: str | None = None) ->
     seats play different roles, a player's payoffs are kept per role, under ``"name (role)"``: a programmer's payoff
     is never pooled with a reviewer's.
     """
-    rows: dict[str, list[tuple[tuple[int, str, str], float]]] = defaultdict(list)
-    for record in records:
-        if record.status != "complete" or (task is not None and game_variant(record.game) != task):
-            continue
-        key = (record.repeat, record.game, record.match_id)
-        roles = record.roles if len(set(record.roles)) > 1 else [""] * len(record.seats)
-        for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
-            rows[f"{name} ({role})" if role else name].append((key, float(payoff)))
-    return {name: [p for _, p in sorted(values, key=lambda pair: pair[0])] for name, values in rows.items()}
+    kept = views.select(records, lambda r: r.status == "complete" and (task is None or game_variant(r.game) == task))
+    rows: dict[str, list[float]] = {}
+    for fill, ordered in ((False, kept), (True, views.in_repetition_order(kept))):  # the names in the order met,
+        for record in ordered:  # then the payoffs in the order of repetition
+            roles = record.roles if len(set(record.roles)) > 1 else [""] * len(record.seats)
+            for name, role, payoff in zip(record.seats, roles, record.returns, strict=True):
+                values = rows.setdefault(f"{name} ({role})" if role else name, [])
+                if fill:
+                    values.append(float(payoff))
+    return rows
 
 
 def running_means(records: Iterable[MatchRecord], task: str | None = None) -> dict[str, list[float]]:

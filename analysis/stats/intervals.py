@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis import views
 from analysis.stats.confseq import Interval, rescaled
 from analysis.stats.confseq import mean_intervals as betting_intervals
 from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
@@ -292,7 +293,7 @@ def records_policy(
     """:func:`interval_policy` for the complete records' games: their declared payoff values
     (:func:`~deepeval_games.core.registry.games.payoff_support`) where every game of the records declares the same,
     checked against every payoff they hold."""
-    done = [r for r in records if r.status == "complete"]
+    done = views.complete(records)  # (records kept as columns select themselves: no list of records)
     if version == OLD_VERSION or not done:
         return interval_policy(version)
     supports = set()

@@ -27,12 +27,14 @@ comparison-based ratings; α-Rank uses them.
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from analysis import views
 from analysis.stats.confseq import Interval
 from analysis.stats.intervals import OLD_VERSION, interval_policy
 from deepeval_games.core.records import MatchRecord
@@ -138,10 +140,9 @@ def elo(records: Iterable[MatchRecord], *, k: float = 16.0, start: float = 1500.
     return dict(rating)
 
 
-def _ordered(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+def _ordered(records: Iterable[MatchRecord]) -> Sequence[MatchRecord]:
     """Complete records in the order of repetition (repeat, game, match id): the same for any listing order."""
-    done = [r for r in records if r.status == "complete"]
-    return sorted(done, key=lambda r: (r.repeat, r.game, r.match_id))
+    return views.in_repetition_order(views.complete(records))
 
 
 def points_share(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> dict[str, Interval]:
@@ -188,7 +189,7 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
     Raises:
         ValueError: a record has seats of different roles (rate those per role with :func:`role_ratings`).
     """
-    by_size: dict[int, tuple[list[list[str]], list[Sequence[float]]]] = defaultdict(lambda: ([], []))
+    by_size: dict[int, tuple[list[list[str]], array[float]]] = defaultdict(lambda: ([], array("d")))
     for record in records:
         if record.status != "complete" or (task is not None and game_variant(record.game) != task):
             continue
@@ -200,7 +201,7 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
         if len(set(record.seats)) == len(record.seats) > 1:
             seats, returns = by_size[len(record.seats)]
             seats.append(record.seats)
-            returns.append(record.returns)  # the record's own list (float below, in one array)
+            returns.extend(record.returns)  # one array of doubles a seat count: no object a match
     players = sorted({name for seats, _ in by_size.values() for match in seats for name in match})
     if not players:
         return {}
@@ -208,7 +209,7 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
     groups = [  # per number of seats: the players' indices and the payoffs, one array each (no list a match)
         (
             np.fromiter((index[name] for match in seats for name in match), dtype=np.int64).reshape(len(seats), size),
-            np.fromiter((float(x) for payoffs in returns for x in payoffs), dtype=float).reshape(len(seats), size),
+            np.array(returns, dtype=float).reshape(len(seats), size),
         )
         for size, (seats, returns) in by_size.items()
     ]
@@ -384,7 +385,7 @@ def meta_game(records: Iterable[MatchRecord], *, task: str | None = None) -> Met
     Raises:
         ValueError: no complete match, several variants without ``task``, or a seating that was never played.
     """
-    done = [r for r in records if r.status == "complete" and (task is None or game_variant(r.game) == task)]
+    done = views.select(records, lambda r: r.status == "complete" and (task is None or game_variant(r.game) == task))
     if not done:
         raise ValueError("no complete matches to build a meta-game from")
     variants = {game_variant(r.game) for r in done}

@@ -27,11 +27,11 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
 
+from analysis import views
 from analysis.stats.confseq import records_bounds
 from analysis.stats.intervals import OLD_VERSION, IntervalPolicy, interval_policy, records_policy
 from deepeval_games.core.records import MatchRecord
@@ -129,19 +129,16 @@ def _scores(
     ]
 
 
-def in_repetition_order(records: Iterable[MatchRecord]) -> list[MatchRecord]:
-    """``records`` in the order of repetition (repeat, game, match id): an order the payoffs do not set. Sorted by
-    each field in turn, least significant first (stable sorts: the order of the three together), so no key tuple is
-    made a record."""
-    ordered = list(records)
-    for name in ("match_id", "game", "repeat"):
-        ordered.sort(key=attrgetter(name))
-    return ordered
+def in_repetition_order(records: Iterable[MatchRecord]) -> Sequence[MatchRecord]:
+    """``records`` in the order of repetition (repeat, game, match id): an order the payoffs do not set
+    (:func:`analysis.views.in_repetition_order`: stable sorts by each field in turn, no key tuple a record; records
+    kept as columns sort themselves)."""
+    return views.in_repetition_order(records)
 
 
-def _complete(records: Iterable[MatchRecord]) -> list[MatchRecord]:
+def _complete(records: Iterable[MatchRecord]) -> Sequence[MatchRecord]:
     """The complete records in the order of repetition (:func:`in_repetition_order`)."""
-    return in_repetition_order(r for r in records if r.status == "complete")
+    return views.in_repetition_order(views.complete(records))
 
 
 def payoffs_by_player(records: Iterable[MatchRecord], value: SeatValue | None = None) -> dict[str, array[float]]:

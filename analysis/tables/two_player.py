@@ -28,11 +28,12 @@ independent draws of the pair's schedule; a game with no finite payoff range get
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis import views
 from analysis.stats.confseq import ratio_interval, records_bounds
 from analysis.stats.intervals import (
     OLD_VERSION,
@@ -191,7 +192,7 @@ def _pair(
     wins, draws = int(np.count_nonzero(mine > theirs)), int(np.count_nonzero(mine == theirs))
 
     def won_in(seat: int) -> Interval:
-        subset = [r for r in records if r.seats[seat] == player]
+        subset = views.select(records, lambda r: r.seats[seat] == player)
         won = sum(r.returns[seat] > r.returns[1 - seat] for r in subset)
         return clopper_pearson(won, len(subset))
 
@@ -212,15 +213,21 @@ def _pair(
     )
 
 
+def _between(a: str, b: str) -> Callable[[MatchRecord], bool]:
+    """Whether a match is one of ``a`` against ``b`` (either seating)."""
+    pair = {a, b}
+    return lambda record: set(record.seats) == pair
+
+
 def two_player_summary(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> TwoPlayerSummary:
     """The metrics of complete two-seat matches of one game variant (self-play matches count for the game only),
     with the intervals of version ``intervals`` (:func:`~analysis.stats.intervals.records_policy`)."""
-    done = [r for r in records if r.status == "complete" and len(r.seats) == 2]
+    done = views.select(records, lambda r: r.status == "complete" and len(r.seats) == 2)  # no list of columns
     bounds = records_bounds(done) if done else None
     policy = records_policy(done, intervals) if done else interval_policy(intervals)
     pairs = []
     for a, b in sorted({tuple(sorted(r.seats)) for r in done if r.seats[0] != r.seats[1]}):
-        pairs.append(_pair(a, b, [r for r in done if set(r.seats) == {a, b}], bounds, policy))
+        pairs.append(_pair(a, b, views.select(done, _between(a, b)), bounds, policy))
     illegal = {
         name: clopper_pearson(tally.total - tally.valid, tally.total)
         for name, tally in sorted(turn_outcomes(done).items())

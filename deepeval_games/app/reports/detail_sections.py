@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def _task_tables(ctx: ReportContext) -> list[Block]:
     return blocks
 
 
-def _task_cells(name: str, module: TaskTables, records: list[MatchRecord], text: str) -> list[Block]:
+def _task_cells(name: str, module: TaskTables, records: Sequence[MatchRecord], text: str) -> list[Block]:
     """A task's tables as cells where its module gives them (``tables(records)``: the first block carries ``text``,
     what the terminal prints of them all), else its ``text`` as one block."""
     give = getattr(module, "tables", None)

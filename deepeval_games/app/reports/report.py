@@ -8,7 +8,8 @@ as one (:mod:`deepeval_games.app.reports.runs`); different game variants are nev
 **Memory.** Tables read *slim* records (:func:`~deepeval_games.app.reports.slim.slim`: no prompts, raw replies,
 transport attempts or message pool); the full records stream past once
 (:func:`~deepeval_games.app.reports.runs.stream_records`), for transcripts and exports. The score summary ``run``
-prints (:class:`CoreSummary`) keeps less: each match's outline (:class:`~deepeval_games.app.reports.slim.Outline`).
+prints (:class:`CoreSummary`) keeps less: each match's outline, as columns
+(:class:`~deepeval_games.app.reports.columns.OutlineColumns`, a few array entries a match).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
+from deepeval_games.app.reports.columns import OutlineColumns, Outlines
 from deepeval_games.app.reports.runs import (
     RunSource,
     open_runs,
@@ -35,7 +36,7 @@ from deepeval_games.app.reports.sections import (
     Section,
     variant_title,
 )
-from deepeval_games.app.reports.slim import Interned, outline, slim
+from deepeval_games.app.reports.slim import Interned, slim
 from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.judgements import JudgementRecord
@@ -61,7 +62,8 @@ class ReportData:
     """The slim records of a report, grouped by game variant, with its runs and judgements."""
 
     runs: list[RunSource]
-    variants: dict[str, list[MatchRecord]]
+    variants: dict[str, Sequence[MatchRecord]]
+    """Per game variant, its slim records (or, for the score summary, its outlines: :class:`CoreSummary`)."""
     judgements: list[JudgementRecord]
     run_counts: dict[str, dict[str, int]]
     """Per variant, matches per run label."""
@@ -178,28 +180,38 @@ def text_report(
 
 class CoreSummary:
     """The score summary ``run`` prints (the core sections), fed one record at a time: each record is kept as its
-    :class:`~deepeval_games.app.reports.slim.Outline` as it is added (the few fields those sections read, 200 to 300
-    bytes a match), so a run that feeds its records as it commits them (``run_experiment``'s ``on_commit``) is left
-    with only the tables to compute after its last match (:meth:`text`). A variant whose task gives its own headline
+    outline as it is added (the few fields those sections read), in columns
+    (:class:`~deepeval_games.app.reports.columns.OutlineColumns`: a few array entries a match, no object), so a run
+    that feeds its records as it commits them (``run_experiment``'s ``on_commit``) is left with only the tables to
+    compute after its last match (:meth:`text`). A variant whose task gives its own headline
     (:mod:`~deepeval_games.app.reports.task_tables`), or a summary with a core section from an outside package, keeps
     slim records instead (:func:`slim`): such code may read any field."""
 
     def __init__(self) -> None:
-        self.variants: dict[str, list[MatchRecord]] = {}
-        """What was added, per game variant, in the order added: outlines, or slim records (class docstring)."""
+        self._kept: dict[str, list[MatchRecord] | OutlineColumns] = {}
         self._interned: Interned = {}
         self._unread: Exception | None = None
         self._whole: dict[str, bool] = {}  # per variant: keep slim records
 
+    @property
+    def variants(self) -> dict[str, Sequence[MatchRecord]]:
+        """What was added, per game variant, in the order added: its outlines
+        (:class:`~deepeval_games.app.reports.columns.Outlines`, each made as it is read), or slim records."""
+        return {v: kept if isinstance(kept, list) else Outlines(kept) for v, kept in self._kept.items()}
+
     def add(self, record: MatchRecord) -> None:
         """Add one record (kept as its outline, or slim)."""
         variant = game_variant(record.game)
-        whole = self._whole.get(variant)
-        if whole is None:
-            whole = self._whole[variant] = _reads_records(variant)
-        # an outline stands for the record: the core sections read only its fields (OUTLINE_FIELDS)
-        kept = slim(record, self._interned) if whole else cast(MatchRecord, outline(record, self._interned))
-        self.variants.setdefault(variant, []).append(kept)
+        kept = self._kept.get(variant)
+        if kept is None:
+            whole = self._whole.get(variant)
+            if whole is None:
+                whole = self._whole[variant] = _reads_records(variant)
+            kept = self._kept[variant] = [] if whole else OutlineColumns(self._interned)
+        if isinstance(kept, list):
+            kept.append(slim(record, self._interned))
+        else:  # an outline stands for the record: the core sections read only its fields (OUTLINE_FIELDS)
+            kept.add(record)
 
     def add_json(self, line: str | bytes) -> None:
         """Add one record as the store holds it (its JSON line), read as the store reads it back. A line that cannot
@@ -214,11 +226,17 @@ class CoreSummary:
 
     def put_first(self, records: Iterable[MatchRecord]) -> None:
         """Add ``records`` ahead of those added so far (a resumed run's records, committed before this run's)."""
-        later, self.variants = self.variants, {}
+        later, self._kept = self._kept, {}
         for record in records:
             self.add(record)
-        for variant, slim_records in later.items():
-            self.variants.setdefault(variant, []).extend(slim_records)
+        for variant, kept in later.items():
+            now = self._kept.setdefault(variant, kept)
+            if now is kept:  # none of the records given
+                continue
+            if isinstance(now, OutlineColumns) and isinstance(kept, OutlineColumns):
+                now.extend(kept)
+            elif isinstance(now, list) and isinstance(kept, list):
+                now += kept
 
     def text(self, *, epsilon: float | None = None, intervals: str = "1") -> str:
         """The core sections of the records added, with the intervals of version ``intervals``.

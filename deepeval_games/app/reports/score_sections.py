@@ -118,10 +118,11 @@ def _ratings(ctx: ReportContext) -> list[Block]:
     """Bradley–Terry with intervals (two seats, one role), Plackett–Luce (more seats, one role), Bradley–Terry
     per role from paired comparisons (asymmetric tasks), and α-Rank where the seatings allow it
     (:mod:`analysis.stats.ratings`)."""
+    from analysis import views
     from analysis.stats import ratings
     from analysis.stats.intervals import interval_policy
 
-    done = [r for r in ctx.records if r.status == "complete"]
+    done = views.complete(ctx.records)  # (the summary's columns select themselves: no list of records)
     if not done:
         return []
     blocks = []

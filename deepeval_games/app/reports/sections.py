@@ -66,7 +66,7 @@ class ReportContext:
 
     variant: str
     """The game variant, or ``""`` for a report-wide section."""
-    records: list[MatchRecord]
+    records: Sequence[MatchRecord]
     epsilon: float | None = None
     figures: bool = False
     """Whether figures are wanted (the HTML report); the text report leaves them out."""

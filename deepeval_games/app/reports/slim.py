@@ -1,19 +1,16 @@
 """Slim records: a match record without the texts no table reads (prompts, raw replies, reasoning, the message
-pool), with equal parts shared across a report (:data:`Interned`), so a report of many matches stays small; and
-outlines (:class:`Outline`): the few fields the score summary's sections read of a record, about 200 bytes a match."""
+pool), with equal parts shared across a report (:data:`Interned`), so a report of many matches stays small (the
+score summary ``run`` prints keeps less: :mod:`~deepeval_games.app.reports.columns`)."""
 
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
-from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import MatchRecord, MoveRow, TurnRecord, turns_of_moves
 
-__all__ = ["OUTLINE_FIELDS", "SHARED_PAYOFFS", "Interned", "Outline", "TurnOutline", "outline", "slim"]
+__all__ = ["Interned", "slim"]
 
 Interned = dict[Any, Any]
 """Shared parts of slim records (:func:`slim`'s ``interned``): equal slim turns, seat lists and player entries."""
@@ -101,85 +98,3 @@ def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
             game=interned.setdefault(("game", record.game), record.game),
         )
     return record.model_copy(update=update)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutline:
-    """A seat's turn as the score summary reads it: whose it was and how it went."""
-
-    seat: int
-    outcome: Outcome
-
-
-@dataclass(frozen=True, slots=True)
-class Outline:
-    """What the score summary's sections (``core`` :mod:`~deepeval_games.app.reports.sections`) read of a match
-    record, and nothing else (:data:`OUTLINE_FIELDS`): its id, game, repeat and status, the seats' names and roles,
-    the payoffs, and the seats' turns in order (chance moves and the judge's verdicts left out, for no such section
-    counts them). Equal parts are shared (:func:`outline`), so an outline is 200 to 300 bytes: this object, its id,
-    repeat and (beyond :data:`SHARED_PAYOFFS`) payoffs."""
-
-    match_id: str
-    game: str
-    repeat: int
-    status: str
-    seats: list[str]
-    roles: list[str]
-    returns: Sequence[float]
-    """The payoffs: a list shared by every outline with the same, or (past :data:`SHARED_PAYOFFS` distinct ones) an
-    array of doubles."""
-    turns: tuple[TurnOutline, ...]
-    """The seats' turns (seat >= 0), each its seat and outcome, in the order played."""
-
-
-OUTLINE_FIELDS = frozenset(Outline.__slots__)
-"""The fields of a record an outline keeps."""
-
-
-def _seat_turns(record: MatchRecord, interned: Interned) -> tuple[TurnOutline, ...]:
-    """The seats' turns of ``record`` (a ``moves`` record's rows: each ``ok``), the whole tuple shared by every
-    record that has the same (a run of few distinct turn sequences holds each once)."""
-    if record.moves is not None and not record.turns:
-        seats = [(seat, Outcome.OK) for _, seat, _, _, _ in record.moves if seat >= 0]
-    else:
-        seats = [(turn.seat, turn.outcome) for turn in record.turns if turn.seat >= 0]
-    key = ("seat turns", *seats)
-    found = interned.get(key)
-    if found is None:
-        found = interned[key] = tuple(interned.setdefault(("turn", s), TurnOutline(*s)) for s in seats)
-    return cast("tuple[TurnOutline, ...]", found)
-
-
-SHARED_PAYOFFS = 256
-"""The distinct payoff lists a summary shares (a two-player game has a few); past them each outline holds its own,
-as an array of doubles (96 bytes for four seats, against 184 for a list of floats)."""
-
-
-def _payoffs(returns: list[float], interned: Interned) -> Sequence[float]:
-    """``returns`` as an outline keeps them (:attr:`Outline.returns`); the shared lists are keyed by their exact
-    text (``-0.0`` is not ``0.0``)."""
-    key = ("payoffs", repr(returns))
-    found = interned.get(key)
-    if found is not None:
-        return cast("list[float]", found)
-    if interned.get("payoffs shared", 0) >= SHARED_PAYOFFS:
-        return array("d", returns)
-    interned["payoffs shared"] = interned.get("payoffs shared", 0) + 1
-    interned[key] = returns
-    return returns
-
-
-def outline(record: MatchRecord, interned: Interned) -> Outline:
-    """The :class:`Outline` of ``record``, its parts shared through ``interned`` (one dict per summary, empty at
-    first): the game, status, seat and role lists and turn sequences of a summary are held once each, and its first
-    :data:`SHARED_PAYOFFS` distinct payoff lists."""
-    return Outline(
-        match_id=record.match_id,
-        game=interned.setdefault(("game", record.game), record.game),
-        repeat=record.repeat,
-        status=interned.setdefault(("status", record.status), record.status),
-        seats=_strings(interned, record.seats),
-        roles=_strings(interned, record.roles),
-        returns=_payoffs(record.returns, interned),
-        turns=_seat_turns(record, interned),
-    )
