@@ -417,8 +417,7 @@ class _Match:
     @staticmethod
     async def timed(answer: Awaitable[Decision]) -> tuple[Decision, float]:
         start = time.perf_counter()
-        decision = await answer
-        return decision, time.perf_counter() - start
+        return await answer, time.perf_counter() - start
 
     # -- resolve and record --------------------------------------------------------------------------------
 
@@ -591,7 +590,8 @@ async def play_match(
         "started_at": started,
     }
     if match.rows is not None:
-        values |= {"transcript": "moves", "moves": match.rows, "blind": blind_seats(bots)}
+        blind = [seat for seat, kind in enumerate(match.kinds) if not kind.reads_views]  # blind_seats(bots)
+        values |= {"transcript": "moves", "moves": match.rows, "blind": blind}
     values["wall_time_s"] = time.perf_counter() - clock
     record = MatchRecord.model_validate(values)  # the record's edge: validated once, its turns with it
     for scorer in scorers:  # ground truth may be slow (a sandbox run): keep the event loop free
