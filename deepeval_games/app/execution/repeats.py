@@ -4,6 +4,7 @@ same run extended by more repeats until every task's results are stable (:func:`
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import Plan, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import StoppingRule
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 
 __all__ = ["run_once", "run_until_stable"]
@@ -46,7 +48,7 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: Plan | None) -> 
         status = "failed"
         try:
             await _play(runner, todo, setup.workers, result)
-            result.match_ids = frozenset(i for i in plan.match_ids() if store.holds(i))
+            result.match_ids = _run_ids(plan, store)
             status = "finished"
         finally:
             finish_manifest(manifest, status, runtime, result)
@@ -56,6 +58,14 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: Plan | None) -> 
         if runtime is not None:
             runtime.close()
         store.close()
+
+
+def _run_ids(plan: Plan, store: Store) -> AbstractSet[str]:
+    """The ids of ``plan``'s matches that ``store`` holds: the store's own set when it holds no other match (no second
+    set of the run's ids), else a new one."""
+    held = sum(1 for match_id in plan.match_ids() if store.holds(match_id))
+    ids = store.held_ids()
+    return ids if held == len(ids) else frozenset(i for i in plan.match_ids() if store.holds(i))
 
 
 async def _play(runner: MatchRunner, todo: Plan, workers: int | str | None, result: RunResult) -> None:
