@@ -285,7 +285,7 @@ def test_a_run_takes_its_matches_from_the_plan_as_it_plays_them() -> None:
         size = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert size < 2_000, size  # what it holds does not grow with the plan
+    assert size < 20_000, size  # what it holds does not grow with the plan (a queue of 5,000 tuples: 300+ kB)
     assert first == (plan[0], 1) and len(waiting) == len(plan) - 1
     second = waiting.popleft()
     waiting.append((first[0], 2))  # a retry: after the rest of the plan

@@ -18,19 +18,19 @@ class Waiting:
     :class:`~deepeval_games.app.spec.plan.Plan` makes it then). :meth:`append` puts a match at the end (a retry),
     :meth:`extendleft` back at the front (a batch that could not be sent)."""
 
-    __slots__ = ("_back", "_front", "_next", "_todo")
+    __slots__ = ("_back", "_front", "_left", "_rest")
 
     def __init__(self, todo: Sequence[PlannedMatch]) -> None:
-        self._todo = todo
-        self._next = 0
-        """The position in ``todo`` of the next match not taken yet."""
+        self._rest = iter(todo)
+        """The matches of ``todo`` not taken yet (each made as it is taken)."""
+        self._left = len(todo)
         self._front: collections.deque[tuple[PlannedMatch, int]] = collections.deque()
         """Matches handed back: before the rest of ``todo``."""
         self._back: collections.deque[tuple[PlannedMatch, int]] = collections.deque()
         """Matches appended: after the rest of ``todo``."""
 
     def __len__(self) -> int:
-        return len(self._front) + len(self._todo) - self._next + len(self._back)
+        return len(self._front) + self._left + len(self._back)
 
     def __bool__(self) -> bool:
         return len(self) > 0
@@ -43,10 +43,9 @@ class Waiting:
         """
         if self._front:
             return self._front.popleft()
-        if self._next < len(self._todo):
-            planned = self._todo[self._next]
-            self._next += 1
-            return planned, 1
+        if self._left:
+            self._left -= 1
+            return next(self._rest), 1
         return self._back.popleft()
 
     def append(self, item: tuple[PlannedMatch, int]) -> None:

@@ -409,8 +409,7 @@ class Store:
 
     def holds(self, match_id: str) -> bool:
         """Whether the match ``match_id`` is committed: a writer answers from the ids it keeps (those of
-        :meth:`completed_ids`, pending ones included), without a query or a new string; a reader asks the database.
-        Keeping the run's own id strings (``{id for id in plan if store.holds(id)}``) holds no second copy of them."""
+        :meth:`completed_ids`, pending ones included), without a query or a new string; a reader asks the database."""
         if not self.read_only:
             with self._log:
                 return match_id in self._ids
