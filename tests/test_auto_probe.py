@@ -50,7 +50,7 @@ def test_the_probe_times_matches_from_all_over_the_plan(monkeypatch: pytest.Monk
     assert {m.game for m in probed} == {"cheap_game", "costly_game"}
     assert {m.game for m in fake.chunks[1]} == {"cheap_game", "costly_game"}  # from the second chunk on
     # every match is played once: the probed ones now, the rest later, in plan order
-    assert sorted(m.match_id for m in probed + rest) == sorted(m.match_id for m in todo)
+    assert sorted(m.match_id for m in [*probed, *rest]) == sorted(m.match_id for m in todo)
     assert rest == [m for m in todo if m not in probed]
 
 

@@ -237,3 +237,60 @@ def test_a_ratio_interval_of_many_matches_works_a_block_of_matches_at_a_time() -
         tracemalloc.stop()
     assert interval.low < interval.mean < interval.high
     assert peak < 10_000_000, peak
+
+
+def test_the_plan_keeps_its_matches_as_columns_and_its_memory_per_match_stays_small() -> None:
+    """Issue 41, item 4: a run holds its plan from start to end, as columns (the id's bytes, the repeat and seed, a
+    seating index: about 45 bytes a match; an object a match, as the ``PlannedMatch`` list before, cost about 210
+    bytes with its id string and ints); what a plan holds grows by less than 80 bytes a match from 1,000 to 10,000
+    matches, and its matches read back, sliced and filtered with the fields they were planned with."""
+    from deepeval_games.app.spec.plan import Plan, PlannedMatch
+    from deepeval_games.app.spec.schedule import plan_matches
+    from deepeval_games.app.spec.spec import parse_spec
+
+    def held(repeats: int) -> tuple[int, Plan]:
+        spec = parse_spec(_spec(repeats))
+        plan_matches(parse_spec(_spec(1)))  # the game and the players' identities loaded first
+        tracemalloc.start()
+        try:
+            plan = plan_matches(spec)
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert type(plan) is Plan and len(plan) == repeats
+        return size, plan
+
+    (small, _), (large, plan) = held(1_000), held(10_000)
+    assert (large - small) / 9_000 < 80, (small, large)
+    matches = list(plan)
+    assert all(type(m) is PlannedMatch for m in matches[:3]) and plan[-1] == matches[-1] == plan[len(plan) - 1]
+    assert len({m.match_id for m in matches}) == len(plan) and {m.repeat for m in matches} == set(range(len(plan)))
+    assert plan[10:13] == matches[10:13] and list(plan.match_ids())[:5] == [m.match_id for m in matches[:5]]
+    assert plan.without({m.match_id for m in matches[1:]}) == matches[:1] and plan.without(set()) is plan
+    assert plan.games() == {matches[0].game} and Plan.of(matches[:50]) == plan[:50]
+
+
+def test_a_run_takes_its_matches_from_the_plan_as_it_plays_them() -> None:
+    """The matches waiting to be played are the plan's, in order, each made as it is taken (no queue of an object
+    a match for the whole run), then the retries; a batch handed back comes first again."""
+    from deepeval_games.app.execution.waiting import Waiting
+    from deepeval_games.app.spec.schedule import plan_matches
+    from deepeval_games.app.spec.spec import parse_spec
+
+    plan = plan_matches(parse_spec(_spec(5_000)))
+    tracemalloc.start()
+    try:
+        waiting = Waiting(plan)
+        first = waiting.popleft()
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert size < 20_000, size  # what it holds does not grow with the plan (a queue of 5,000 tuples: 300+ kB)
+    assert first == (plan[0], 1) and len(waiting) == len(plan) - 1
+    second = waiting.popleft()
+    waiting.append((first[0], 2))  # a retry: after the rest of the plan
+    waiting.extendleft([second])  # handed back: first again
+    taken = [waiting.popleft() for _ in range(len(waiting))]
+    assert taken == [second, *((m, 1) for m in plan[2:]), (first[0], 2)] and not waiting
+    with pytest.raises(IndexError):
+        waiting.popleft()

@@ -77,6 +77,7 @@ __all__ = [
     "records_bounds",
     "rescaled",
     "sequence_intervals",
+    "unit_mean_intervals",
 ]
 
 _MAX_BET = 0.5
@@ -207,7 +208,7 @@ class _HedgedCapital:
     def advance(self, x: np.ndarray) -> None:
         """Bet on the observations ``x`` (``rows`` x ``k``, in ``[0, 1]``, in order)."""
         x = np.asarray(x, dtype=float).reshape(self.rows, -1)
-        step = max(1, _CHUNK // self.rows)
+        step = max(1, _BLOCK // self.rows)
         self.advance_blocks(x[:, start : start + step] for start in range(0, x.shape[1], step))
 
     def advance_blocks(self, blocks: Iterable[np.ndarray]) -> None:
@@ -391,7 +392,15 @@ def mean_intervals(
     Raises:
         ValueError: bad bounds, or a value outside them.
     """
-    x = rescaled(np.atleast_2d(samples), low, high)
+    lo, hi = unit_mean_intervals(rescaled(np.atleast_2d(samples), low, high), alpha=alpha, grid=grid, anytime=anytime)
+    return low + (high - low) * lo, low + (high - low) * hi
+
+
+def unit_mean_intervals(
+    x: np.ndarray, *, alpha: float = 0.05, grid: int = 1000, anytime: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_intervals` of values already on ``[0, 1]`` (runs x n, as :func:`rescaled` gives them; not checked
+    again, and no new copy of them made): the interval of each row's mean, on ``[0, 1]``."""
     lo, hi = np.empty(x.shape[0]), np.empty(x.shape[0])
     for rows in _chunks(x.shape[0], grid):
         capital = _HedgedCapital(
@@ -399,11 +408,16 @@ def mean_intervals(
         )
         capital.advance(x[rows])
         lo[rows], hi[rows] = capital.bounds()
-    return low + (high - low) * lo, low + (high - low) * hi
+    return lo, hi
 
 
 _CHUNK = 1 << 16
 """Capital entries (streams x candidates) worked on at once: a few arrays of this size stay in the CPU's cache."""
+
+_BLOCK = 1 << 13
+"""Observations (streams x steps) whose bets :meth:`_HedgedCapital.advance` works out at once: about ten work arrays
+of this size (a long sample's values are never held several times over; the capital is the same whatever the
+block)."""
 
 
 def _chunks(rows: int, per_row: int) -> list[slice]:

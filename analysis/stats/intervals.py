@@ -31,8 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis import views
-from analysis.stats.confseq import Interval, rescaled
-from analysis.stats.confseq import mean_intervals as betting_intervals
+from analysis.stats.confseq import Interval, rescaled, unit_mean_intervals
 from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
@@ -76,7 +75,7 @@ class IntervalMethod:
 
 
 def _betting(x: np.ndarray, alpha: float, _: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray]:
-    return betting_intervals(x, 0.0, 1.0, alpha=alpha)
+    return unit_mean_intervals(x, alpha=alpha)  # x is rescaled to [0, 1] already (mean_intervals)
 
 
 TRINOMIAL_MAX_N = 40

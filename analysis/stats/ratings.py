@@ -206,20 +206,26 @@ def plackett_luce(records: Iterable[MatchRecord], *, task: str | None = None, pr
     if not players:
         return {}
     index = {name: i for i, name in enumerate(players)}
-    groups = [  # per number of seats: the players' indices and the payoffs, one array each (no list a match)
+    groups = [  # per number of seats: the players' indices and the payoffs (read in place), one array each
         (
-            np.fromiter((index[name] for match in seats for name in match), dtype=np.int64).reshape(len(seats), size),
-            np.array(returns, dtype=float).reshape(len(seats), size),
+            np.fromiter(
+                (index[name] for match in seats for name in match), dtype=np.int32, count=len(seats) * size
+            ).reshape(len(seats), size),
+            np.frombuffer(returns, dtype=float).reshape(len(seats), size),
         )
         for size, (seats, returns) in by_size.items()
     ]
+    by_size.clear()  # the seats' lists (the payoffs stay, read by the groups)
     wins = np.zeros((len(players), len(players)))
     for pair_seats, outcome in _seat_pairs(groups):
         np.add.at(wins, (pair_seats[:, 0], pair_seats[:, 1]), outcome)
         np.add.at(wins, (pair_seats[:, 1], pair_seats[:, 0]), 1.0 - outcome)
     theta = fit_strengths(wins, prior=prior)
     sigma = ELO * np.sqrt(np.clip(np.diag(_sandwich(theta, wins, groups, prior)), 0.0, None))
-    matches = np.bincount(np.concatenate([seats.ravel() for seats, _ in groups]), minlength=len(players))
+    matches = np.zeros(len(players), dtype=np.int64)
+    for indices, _ in groups:  # a seat at a time (no array of every seat of every match at once)
+        for column in indices.T:
+            matches += np.bincount(column, minlength=len(players))
     return {name: Rating(float(ELO * theta[i]), float(sigma[i]), int(matches[i])) for name, i in sorted(index.items())}
 
 

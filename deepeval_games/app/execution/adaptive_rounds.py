@@ -18,7 +18,7 @@ from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.placement import worker_pool
 from deepeval_games.app.execution.run_result import RunResult, RunSetup, finish_manifest, open_store
 from deepeval_games.app.spec.manifest import RunManifest
-from deepeval_games.app.spec.schedule import PlannedMatch, count_matches, plan_matches
+from deepeval_games.app.spec.schedule import Plan, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import ACTIVE_DEFAULT_EPSILON, ACTIVE_MARGIN, StoppingRule
 from deepeval_games.app.storage.store import Store
@@ -127,7 +127,7 @@ def _stopping(spec: ExperimentSpec, rule: StoppingRule, games: Mapping[str, Any]
 async def _play_rounds(
     runner: MatchRunner,
     stopping: ActiveRanking | AdaptiveStopping,
-    first_round: list[PlannedMatch],
+    first_round: Plan,
     committed: Mapping[str, Any],
     result: RunResult,
 ) -> set[str]:

@@ -9,15 +9,15 @@ wherever it runs: the same bots, seeded the same way, give the same record.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pyspiel
 
+from deepeval_games.app.spec.plan import PlannedMatch, as_plan
 from deepeval_games.app.spec.players import PlayerSpec
-from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
 from deepeval_games.core.errors import FatalRunError, SpecError
@@ -163,10 +163,10 @@ class MatchPlayer:
             self._factories[key] = factory
         return self._factories[key]
 
-    def validate(self, plan: list[PlannedMatch]) -> None:
+    def validate(self, plan: Sequence[PlannedMatch]) -> None:
         """Build every player once per game before any match starts, so spec errors surface at once; then check
         the model players' API keys (and local models) and the model-call cache."""
-        for game_string in sorted({m.game for m in plan}):
+        for game_string in sorted(as_plan(plan).games()):
             game = self.game(game_string)
             for player in self.spec.players:
                 build_player(player, game, 0, np.random.default_rng(0), runtime=self.runtime)

@@ -6,7 +6,6 @@ fails is rescheduled, logged, or stops the run (:meth:`MatchRunner.run` says whi
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import sys
@@ -19,7 +18,8 @@ from tqdm import tqdm
 from deepeval_games.app.execution.executors import ProcessExecutor
 from deepeval_games.app.execution.match_play import MatchPlayer
 from deepeval_games.app.execution.run_result import RunResult
-from deepeval_games.app.spec.schedule import PlannedMatch
+from deepeval_games.app.execution.waiting import Waiting
+from deepeval_games.app.spec.plan import PlannedMatch, as_plan
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import FatalRunError, InfrastructureError, SpecError
@@ -63,9 +63,9 @@ class MatchRunner(MatchPlayer):
         self.played(record)
         return record
 
-    def load_games(self, plan: list[PlannedMatch]) -> None:
+    def load_games(self, plan: Sequence[PlannedMatch]) -> None:
         """Load the games that ``plan`` plays, in the order of their game strings."""
-        for game_string in sorted({m.game for m in plan}):
+        for game_string in sorted(as_plan(plan).games()):
             self.game(game_string)
 
     def played(self, record: MatchRecord) -> None:
@@ -126,7 +126,7 @@ class MatchRunner(MatchPlayer):
                 await ticking
             shown.set_postfix_str("", refresh=False)
 
-    async def run(self, todo: list[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
+    async def run(self, todo: Sequence[PlannedMatch], result: RunResult, *, bar: tqdm | None = None) -> None:
         """Play and commit ``todo`` (up to ``max_concurrency`` at once), counting into ``result``; ``bar``: the run's
         progress bar when it spans more than this call (else one is drawn for ``todo`` and closed)."""
         if isinstance(self.executor, ProcessExecutor) and not self.spec.uses_models() and todo:
@@ -137,9 +137,7 @@ class MatchRunner(MatchPlayer):
                 if bar is None:
                     shown.close()
             return
-        queue: asyncio.Queue[tuple[PlannedMatch, int]] = asyncio.Queue()
-        for planned in todo:
-            queue.put_nowait((planned, 1))
+        waiting = Waiting(todo)  # each match made as it is taken (no queue of the whole plan)
         humans = self.spec.has_humans()  # a person plays one match at a time
         shown = bar if bar is not None else self.progress_bar(len(todo))
         fatal: list[BaseException] = []
@@ -147,13 +145,13 @@ class MatchRunner(MatchPlayer):
         async def worker() -> None:
             while not fatal:
                 try:
-                    planned, attempt = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                    planned, attempt = waiting.popleft()
+                except IndexError:
                     return
                 try:
                     committed = await self.play_and_commit(planned)
                 except Exception as exc:
-                    settled = self.handle_failure(planned, attempt, exc, result, queue.put_nowait, fatal)
+                    settled = self.handle_failure(planned, attempt, exc, result, waiting.append, fatal)
                     if settled:
                         shown.update(settled)
                     continue  # the loop ends when the run stops (a fatal error)
@@ -214,12 +212,17 @@ class _BatchedRun:
     their fill."""
 
     def __init__(
-        self, runner: MatchRunner, executor: ProcessExecutor, todo: list[PlannedMatch], result: RunResult, shown: tqdm
+        self,
+        runner: MatchRunner,
+        executor: ProcessExecutor,
+        todo: Sequence[PlannedMatch],
+        result: RunResult,
+        shown: tqdm,
     ) -> None:
         assert runner.store is not None
         self.runner, self.store, self.executor, self.result, self.shown = runner, runner.store, executor, result, shown
-        self.waiting: collections.deque[tuple[PlannedMatch, int]] = collections.deque((p, 1) for p in todo)
-        """Matches to send, with their attempt."""
+        self.waiting = Waiting(todo)
+        """Matches to send, with their attempt (each made as it is taken)."""
         self.here = runner.plays_too
         self.limit = max(1, min(runner.spec.max_concurrency - (1 if self.here else 0), len(todo)))  # one is played here
         """The most matches in flight in the workers."""

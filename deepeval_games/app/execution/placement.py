@@ -10,7 +10,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from tqdm import tqdm
 
@@ -23,7 +23,7 @@ from deepeval_games.app.execution.executors import (
 )
 from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.run_result import RunResult
-from deepeval_games.app.spec.schedule import PlannedMatch
+from deepeval_games.app.spec.plan import Plan, PlannedMatch, as_plan
 from deepeval_games.app.spec.spec import ExperimentSpec
 
 __all__ = ["run_probe", "worker_pool"]
@@ -97,8 +97,8 @@ async def _ray_executor(runner: MatchRunner, workers: int | str | None, matches:
 
 
 async def run_probe(
-    runner: MatchRunner, todo: list[PlannedMatch], limit: int, result: RunResult, bar: tqdm | None
-) -> tuple[list[PlannedMatch], int]:
+    runner: MatchRunner, todo: Sequence[PlannedMatch], limit: int, result: RunResult, bar: tqdm | None
+) -> tuple[Plan, int]:
     """Play the first matches of ``todo`` in this process, timing them: up to ``limit`` matches, in chunks of 1, 2,
     4... until :data:`~deepeval_games.app.execution.executors.AUTO_PROBE_S` has passed; return the matches left and the
     worker processes that play them (:func:`~deepeval_games.app.execution.executors.workers_after_probe`). A match is
@@ -106,7 +106,8 @@ async def run_probe(
     that wait (a bot's I/O, a sandboxed program's own process) already overlap in one event loop. The probed matches
     are drawn from all over ``todo`` (:func:`_spread`), so a sweep whose first game is cheap and whose last is costly
     is judged by both."""
-    sample = [todo[i] for i in _spread(min(limit, len(todo)), len(todo))]
+    positions = _spread(min(limit, len(todo)), len(todo))
+    sample = [todo[i] for i in positions]
     played, size, start, cpu = 0, 1, time.perf_counter(), time.process_time()
     while played < len(sample):
         chunk = sample[played : played + size]
@@ -116,8 +117,8 @@ async def run_probe(
         if time.perf_counter() - start >= AUTO_PROBE_S:
             break
     seconds = (time.process_time() - cpu) / max(1, played)
-    probed = {id(m) for m in sample[:played]}
-    rest = [m for m in todo if id(m) not in probed]
+    probed = set(positions[:played])
+    rest = as_plan(todo).take(i for i in range(len(todo)) if i not in probed)
     count = workers_after_probe(len(rest), seconds)
     log.info(
         "%d matches took %.2f ms of CPU each here: %d process(es) play the %d left",

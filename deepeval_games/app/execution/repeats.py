@@ -4,6 +4,7 @@ same run extended by more repeats until every task's results are stable (:func:`
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.placement import run_probe, worker_pool
 from deepeval_games.app.execution.run_result import RunResult, RunSetup, finish_manifest, open_store
 from deepeval_games.app.spec.manifest import RunManifest
-from deepeval_games.app.spec.schedule import PlannedMatch, plan_matches
+from deepeval_games.app.spec.schedule import Plan, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import StoppingRule
+from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
 
 __all__ = ["run_once", "run_until_stable"]
@@ -23,7 +25,7 @@ __all__ = ["run_once", "run_until_stable"]
 log = logging.getLogger(__name__)
 
 
-async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatch] | None) -> RunResult:
+async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: Plan | None) -> RunResult:
     """Play the matches of ``plan`` (None: ``spec``'s plan, checked here) that the store does not hold yet, and commit
     them; the run's manifest says how it ended."""
     if plan is None:  # a later round of until_stable: the first was checked in full
@@ -34,7 +36,7 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatc
     try:
         runtime = open_runtime(spec)
         done = store.completed_ids()
-        todo = [m for m in plan if m.match_id not in done]
+        todo = plan.without(done)
         result = RunResult(
             run_dir=Path(setup.out_dir), planned=len(plan), skipped=len(plan) - len(todo), repeats=spec.repeats
         )
@@ -46,7 +48,7 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatc
         status = "failed"
         try:
             await _play(runner, todo, setup.workers, result)
-            result.match_ids = frozenset(m.match_id for m in plan if store.holds(m.match_id))  # the plan's strings
+            result.match_ids = _run_ids(plan, store)
             status = "finished"
         finally:
             finish_manifest(manifest, status, runtime, result)
@@ -58,7 +60,15 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatc
         store.close()
 
 
-async def _play(runner: MatchRunner, todo: list[PlannedMatch], workers: int | str | None, result: RunResult) -> None:
+def _run_ids(plan: Plan, store: Store) -> AbstractSet[str]:
+    """The ids of ``plan``'s matches that ``store`` holds: the store's own set when it holds no other match (no second
+    set of the run's ids), else a new one."""
+    held = sum(1 for match_id in plan.match_ids() if store.holds(match_id))
+    ids = store.held_ids()
+    return ids if held == len(ids) else frozenset(i for i in plan.match_ids() if store.holds(i))
+
+
+async def _play(runner: MatchRunner, todo: Plan, workers: int | str | None, result: RunResult) -> None:
     """Play and commit ``todo``: under ``workers = "auto"``, first the probe's matches here
     (:func:`~deepeval_games.app.execution.placement.run_probe`), then the rest where
     :func:`~deepeval_games.app.execution.placement.worker_pool` plays them, under one progress bar."""
@@ -75,16 +85,14 @@ async def _play(runner: MatchRunner, todo: list[PlannedMatch], workers: int | st
             bar.close()
 
 
-async def run_until_stable(
-    spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup, plan: list[PlannedMatch]
-) -> RunResult:
+async def run_until_stable(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup, plan: Plan) -> RunResult:
     """``until_stable`` (``rule``, not the adaptive rule): play ``spec``'s repeats (``plan``), then more repeats, a
     ``step`` at a time, until every task's results are stable, ``max_repeats`` is reached or a match failed; the
     result counts every round."""
     repeats, played, model_calls = spec.repeats, 0, 0
     sent: dict[str, int] = {}
     hits: dict[str, int] = {}
-    first: list[PlannedMatch] | None = plan
+    first: Plan | None = plan
     while True:
         result = await run_once(spec.with_experiment(repeats=repeats), setup, first)
         first = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ class RunResult:
     """Matches already in the store (resumed)."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """(match id, error) of matches that could not be completed."""
-    match_ids: frozenset[str] = field(default_factory=frozenset, repr=False)
-    """Ids of the run's matches (old and new) committed in the store: what :attr:`records` reads."""
+    match_ids: AbstractSet[str] = field(default_factory=frozenset, repr=False)
+    """Ids of the run's matches (old and new) committed in the store: what :attr:`records` reads (read it, never
+    change it: it may be the set the run's store kept)."""
     model_calls: int = 0
     """Model calls sent by this run (cache hits not counted)."""
     calls_by_model: dict[str, int] = field(default_factory=dict)

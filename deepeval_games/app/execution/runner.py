@@ -30,13 +30,7 @@ from deepeval_games.app.execution.repeats import run_once, run_until_stable
 from deepeval_games.app.execution.run_result import RunResult, RunSetup
 from deepeval_games.app.spec.extends import with_pool
 from deepeval_games.app.spec.loading import as_spec
-from deepeval_games.app.spec.schedule import (
-    PlannedMatch,
-    check_plan_size,
-    check_round_budget,
-    count_matches,
-    plan_matches,
-)
+from deepeval_games.app.spec.schedule import Plan, check_plan_size, check_round_budget, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
 from deepeval_games.app.storage.store import RunLock
@@ -56,7 +50,7 @@ def _out_dir(out_dir: str | Path) -> Path:
     return path
 
 
-def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path) -> list[PlannedMatch]:
+def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: str | Path) -> Plan:
     """Every check that can fail a run, before anything is written; returns the plan.
 
     The run directory's name; the data folder; the plan's size (under ``until_stable``, at its ``max_repeats``)
@@ -132,7 +126,7 @@ async def run_experiment_async(
         return await _run_locked(spec, setup, plan)
 
 
-async def _run_locked(spec: ExperimentSpec, setup: RunSetup, plan: list[PlannedMatch]) -> RunResult:
+async def _run_locked(spec: ExperimentSpec, setup: RunSetup, plan: Plan) -> RunResult:
     """Play the run (its directory locked): its repeats once, or as its stopping rule extends them."""
     rule = stopping_rule(spec)
     if rule is None:

@@ -192,7 +192,7 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
     if out_dir is not None and (Path(out_dir) / DB_NAME).exists():
         with Store(out_dir, read_only=True) as store:
             done = store.completed_ids()
-    todo = [m for m in plan if m.match_id not in done]
+    todo = plan.without(done)
     games: dict[str, object] = {}
     per_match = [_match_bounds(spec, planned, games) for planned in todo]
     if rule is not None and rule.rule == "adaptive" and rule.budget_matches is not None:

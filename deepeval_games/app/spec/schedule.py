@@ -35,13 +35,13 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pyspiel
 
 from deepeval_games.app.spec.experiment import MAX_MATCHES_CEILING, SweepRange
 from deepeval_games.app.spec.extends import pool_names, with_pool
+from deepeval_games.app.spec.plan import Plan, PlannedMatch
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import StoppingRule
@@ -49,7 +49,15 @@ from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.registry.games import check_file_parameters, load_game
 
-__all__ = ["PlannedMatch", "check_plan_size", "check_round_budget", "count_matches", "plan_matches", "stable_hash"]
+__all__ = [
+    "Plan",
+    "PlannedMatch",
+    "check_plan_size",
+    "check_round_budget",
+    "count_matches",
+    "plan_matches",
+    "stable_hash",
+]
 
 
 def _canonical_json(value: object) -> str:
@@ -61,20 +69,6 @@ def _canonical_json(value: object) -> str:
 def stable_hash(value: object, length: int = 20) -> str:
     """Hex sha256 of the canonical JSON of ``value``."""
     return hashlib.sha256(_canonical_json(value).encode()).hexdigest()[:length]
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedMatch:
-    """One match to play (slotted: a plan of 100,000 matches is held whole, about 200 bytes a match)."""
-
-    match_id: str
-    game: str
-    """Canonical game string (all parameters spelled out)."""
-    seats: tuple[str, ...]
-    """Player names in seat order."""
-    repeat: int
-    seed: int
-    """Seed of this match (chance nodes and the bots' generators derive from it)."""
 
 
 def _identity(player: PlayerSpec, game: pyspiel.Game, seat: int = 0) -> dict[str, object]:
@@ -244,8 +238,9 @@ def check_round_budget(spec: ExperimentSpec, rule: StoppingRule | None) -> None:
         )
 
 
-def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> list[PlannedMatch]:
-    """Every match of the experiment, in a deterministic order; with ``only_repeat``, only the matches of that
+def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> Plan:
+    """Every match of the experiment, in a deterministic order (a :class:`~deepeval_games.app.spec.plan.Plan`: columns,
+    each :class:`PlannedMatch` made when it is read); with ``only_repeat``, only the matches of that
     repeat (the same ids as in a plan with more repeats: a round of the adaptive stopping rule). A spec that
     ``extends`` a pool plans the seatings of pool and listed players that seat a player new to the pool
     (:mod:`deepeval_games.app.spec.extends`), with the ids a round robin of them all would give.
@@ -261,7 +256,7 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
     lower = len(spec.games) * _sweep_size(spec) * spec.repeats
     if lower > limit:  # before a sweep is spelled out
         raise _too_many(spec, lower, spec.repeats)
-    plan: list[PlannedMatch] = []
+    plan = Plan()
     keys = sorted(spec.sweep)
     variants = [dict(zip(keys, values, strict=True)) for values in itertools.product(*(spec.sweep[k] for k in keys))]
     for game_string, overrides in itertools.product(spec.games, variants):
@@ -288,13 +283,5 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> lis
             seated = ", ".join([identities[name, seat] for seat, name in enumerate(seats)])
             text = f'{prefix}{repeat}, "seats": [{seated}{suffix}'
             digest = hashlib.sha256(text.encode()).hexdigest()
-            plan.append(
-                PlannedMatch(
-                    match_id=digest[:20],
-                    game=canonical,
-                    seats=seats,
-                    repeat=repeat,
-                    seed=int(digest[20:36], 16) & (2**63 - 1),
-                )
-            )
+            plan.append(digest[:20], canonical, seats, repeat, int(digest[20:36], 16) & (2**63 - 1))
     return plan

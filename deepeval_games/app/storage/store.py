@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
@@ -408,13 +409,19 @@ class Store:
 
     def holds(self, match_id: str) -> bool:
         """Whether the match ``match_id`` is committed: a writer answers from the ids it keeps (those of
-        :meth:`completed_ids`, pending ones included), without a query or a new string; a reader asks the database.
-        Keeping the run's own id strings (``{id for id in plan if store.holds(id)}``) holds no second copy of them."""
+        :meth:`completed_ids`, pending ones included), without a query or a new string; a reader asks the database."""
         if not self.read_only:
             with self._log:
                 return match_id in self._ids
         row = self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
         return row is not None
+
+    def held_ids(self) -> AbstractSet[str]:
+        """The ids a writer keeps of every committed match (those :meth:`holds` answers from), not a copy: read it,
+        never change it (it grows with every commit). A run whose plan holds them all keeps this set as its
+        :attr:`~deepeval_games.app.execution.run_result.RunResult.match_ids` rather than a second one."""
+        self._writable()
+        return self._ids
 
     def stamp(self) -> str:
         """A short text that changes whenever a match or a judgement reaches the database (rows are never
