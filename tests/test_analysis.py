@@ -117,3 +117,36 @@ def test_tables_pool_data_items_but_never_different_games(tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert out.count("Table 1.") == 2 and "(4 matches)" in out
     assert (tmp_path / "t-1.png").exists() and (tmp_path / "t-2.png").exists()
+
+
+def test_turn_outcomes_of_shared_and_distinct_turns_equal_a_count_turn_by_turn() -> None:
+    """Matches sharing their seat list and turns are counted by identity (each pair tallied once, times its matches),
+    past 256 distinct pairs record by record: the counts and the players' order equal a plain count turn by turn."""
+    import random
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from analysis.tables.outcomes import turn_outcomes
+
+    draw = random.Random(7)
+    outcomes = ["ok", "invalid", "reasked", "truncated"]
+
+    def turns(seats: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(seat=draw.randrange(-1, seats), outcome=draw.choice(outcomes)) for _ in range(6)]
+
+    shared = [(["c", "a"], turns(2)), (["a", "b"], turns(2)), (["b", "c"], turns(2))]
+    records: list[Any] = []
+    for index in range(900):
+        seats, played = shared[index % 3] if index % 2 else (["d", "e", "a"][: 2 + index % 2], turns(2 + index % 2))
+        records.append(SimpleNamespace(seats=seats, turns=played))
+    expected: dict[str, dict[str, int]] = {}
+    for record in records:
+        for name in record.seats:
+            expected.setdefault(name, {})
+        for turn in record.turns:
+            if 0 <= turn.seat < len(record.seats):
+                tally = expected[record.seats[turn.seat]]
+                tally[turn.outcome] = tally.get(turn.outcome, 0) + 1
+    counted = turn_outcomes(cast(list[MatchRecord], records))
+    assert list(counted) == list(expected)
+    assert {name: dict(tally.counts) for name, tally in counted.items()} == expected

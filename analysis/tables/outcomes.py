@@ -8,8 +8,9 @@ outcomes and the judge's verdicts are not counted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from analysis.tables.scores import Table
 from deepeval_games.core.bot import Outcome
@@ -57,18 +58,42 @@ _VALUES: dict[Outcome | str, str] = {**{o: o.value for o in Outcome}, **{o.value
 """An outcome's value by the outcome or its text (a look-up per turn instead of an enum call)."""
 
 
+_SHARED_KEPT = 256
+"""Distinct shared (seats, turns) pairs :func:`turn_outcomes` counts by identity before it tallies record by record."""
+
+
 def turn_outcomes(records: Iterable[MatchRecord]) -> dict[str, TurnOutcomes]:
-    """Per player name (in order of first appearance), how its turns went over ``records``."""
+    """Per player name (in order of first appearance), how its turns went over ``records``.
+
+    Matches that share their seat list and turns (the summary's outlines, slim records: equal parts are one object)
+    are counted by identity and each such pair tallied once, times its matches; the pairs are held while counting,
+    so an identity is never another object's."""
     counts: dict[str, dict[str, int]] = {}
+    shared: dict[tuple[int, int], list[Any]] = {}  # (id(seats), id(turns)) -> [seats, turns, matches]
     for record in records:
-        for name in record.seats:
+        seats, turns = record.seats, record.turns
+        entry = shared.get((id(seats), id(turns)))
+        if entry is not None:
+            entry[2] += 1
+            continue
+        for name in seats:
             counts.setdefault(name, {})
-        for turn in record.turns:
-            if 0 <= turn.seat < len(record.seats):
-                tally = counts[record.seats[turn.seat]]
-                key = _VALUES.get(turn.outcome) or _value(turn.outcome)
-                tally[key] = tally.get(key, 0) + 1
+        if len(shared) < _SHARED_KEPT:
+            shared[(id(seats), id(turns))] = [seats, turns, 1]
+        else:
+            _tally(counts, seats, turns, 1)
+    for seats, turns, matches in shared.values():
+        _tally(counts, seats, turns, matches)
     return {player: TurnOutcomes(player, tally) for player, tally in counts.items()}
+
+
+def _tally(counts: dict[str, dict[str, int]], seats: Sequence[str], turns: Iterable[Any], matches: int) -> None:
+    """Add the outcomes of ``turns`` (the players' seats only), ``matches`` times over, to ``counts``."""
+    for turn in turns:
+        if 0 <= turn.seat < len(seats):
+            tally = counts[seats[turn.seat]]
+            key = _VALUES.get(turn.outcome) or _value(turn.outcome)
+            tally[key] = tally.get(key, 0) + matches
 
 
 def format_turn_outcomes(outcomes: Mapping[str, TurnOutcomes]) -> str:
