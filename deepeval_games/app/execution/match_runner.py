@@ -79,16 +79,22 @@ class MatchRunner(MatchPlayer):
             text = await self.executor.play_json(planned)
             self.played_json(planned.match_id, text)
             return self.fed([text], [self.store.commit_json(planned.match_id, text)])[0]
-        record = await self.play(planned)
-        return self.fed([record], [self.store.commit(record)])[0]
+        return self.commit(await self.play(planned))
 
-    def fed(self, records: Sequence[MatchRecord | str | bytes], committed: list[bool]) -> list[bool]:
-        """``committed`` (whether each of ``records``, a record or its JSON line, was stored now), once the line of
-        each record stored now is handed to :attr:`on_commit`."""
+    def commit(self, record: MatchRecord) -> bool:
+        """Commit a record played in this process, serialised once (the line stored is the line fed); True if it
+        was stored now."""
+        assert self.store is not None
+        line = record.to_json_bytes()
+        return self.fed([line], [self.store.commit_json(record.match_id, line)])[0]
+
+    def fed(self, lines: Sequence[str | bytes], committed: list[bool]) -> list[bool]:
+        """``committed`` (whether each record of ``lines``, its JSON line, was stored now), once the line of each
+        record stored now is handed to :attr:`on_commit`."""
         if self.on_commit is not None:
-            for record, stored in zip(records, committed, strict=True):
+            for line, stored in zip(lines, committed, strict=True):
                 if stored:
-                    self.on_commit(record.to_json_bytes() if isinstance(record, MatchRecord) else record)
+                    self.on_commit(line)
         return committed
 
     def played_json(self, match_id: str, text: str | bytes) -> None:
@@ -300,7 +306,7 @@ class _BatchedRun:
         try:
             record = await MatchPlayer.play(self.runner, planned)
             self.runner.played(record)
-            (committed,) = self.runner.fed([record], [self.store.commit(record)])
+            committed = self.runner.commit(record)
         except Exception as exc:
             settled = self.failed(planned, attempt, exc)
         else:
