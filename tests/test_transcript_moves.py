@@ -125,7 +125,7 @@ def test_a_moves_record_read_back_is_written_as_it_was_stored(tmp_path: Path) ->
 
 
 def test_the_report_keeps_no_rows_in_its_slim_records() -> None:
-    from deepeval_games.app.reports.slim import slim
+    from deepeval_games.app.reports.columns import slim
 
     _, moves = _both("deepeval_public_goods(players=4,rounds=5)", list(PGG_BOTS[:4]), 2)
     light = slim(MatchRecord.from_json(moves.to_json()))
@@ -138,7 +138,7 @@ def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
 ) -> None:
     """The run summary reads moves records as stored (``rebuild_turns=False``: rows, no turns) and slims them from
     their rows: the very slim record the rebuilt turns give, sharing its turns with theirs."""
-    from deepeval_games.app.reports.slim import slim
+    from deepeval_games.app.reports.columns import slim
 
     _, moves = _both(game_string, [PGG_BOTS[i] for i in bots], 5, params)
     text = moves.to_json()
@@ -160,7 +160,7 @@ def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
 def test_chance_rows_read_as_stored_keep_their_outcome_names() -> None:
     """A chance row's slim turn keeps its outcome's name (a seat's is dropped): two records that differ only in a
     chance outcome's name get different slim turns, a seat's name alone shares one."""
-    from deepeval_games.app.reports.slim import slim
+    from deepeval_games.app.reports.columns import slim
 
     def record(chance_name: str, seat_name: str) -> MatchRecord:
         rows = [[0, -1, 1, chance_name, 0.0], [1, 0, 3, seat_name, 0.25]]

@@ -6,11 +6,12 @@ fails is rescheduled, logged, or stops the run (:meth:`MatchRunner.run` says whi
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -18,7 +19,6 @@ from tqdm import tqdm
 from deepeval_games.app.execution.executors import ProcessExecutor
 from deepeval_games.app.execution.match_play import MatchPlayer
 from deepeval_games.app.execution.run_result import RunResult
-from deepeval_games.app.execution.waiting import Waiting
 from deepeval_games.app.spec.plan import PlannedMatch, as_plan
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.store import Store
@@ -35,6 +35,52 @@ log = logging.getLogger(__name__)
 
 LIVE_TICK_S = 1.0
 """Seconds between two redraws of what the models are doing, beside the progress bar (:meth:`MatchRunner.live_line`)."""
+
+
+class Waiting:
+    """A first-in first-out queue of ``(match, attempt)`` that starts with every match of ``todo`` at attempt 1, in
+    order, without holding them: :meth:`popleft` reads the next one from ``todo`` (a
+    :class:`~deepeval_games.app.spec.plan.Plan` makes it then). :meth:`append` puts a match at the end (a retry),
+    :meth:`extendleft` back at the front (a batch that could not be sent)."""
+
+    __slots__ = ("_back", "_front", "_left", "_rest")
+
+    def __init__(self, todo: Sequence[PlannedMatch]) -> None:
+        self._rest = iter(todo)
+        """The matches of ``todo`` not taken yet (each made as it is taken)."""
+        self._left = len(todo)
+        self._front: collections.deque[tuple[PlannedMatch, int]] = collections.deque()
+        """Matches handed back: before the rest of ``todo``."""
+        self._back: collections.deque[tuple[PlannedMatch, int]] = collections.deque()
+        """Matches appended: after the rest of ``todo``."""
+
+    def __len__(self) -> int:
+        return len(self._front) + self._left + len(self._back)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def popleft(self) -> tuple[PlannedMatch, int]:
+        """The first match waiting and its attempt, taken out.
+
+        Raises:
+            IndexError: nothing is waiting.
+        """
+        if self._front:
+            return self._front.popleft()
+        if self._left:
+            self._left -= 1
+            return next(self._rest), 1
+        return self._back.popleft()
+
+    def append(self, item: tuple[PlannedMatch, int]) -> None:
+        """Put ``item`` at the end."""
+        self._back.append(item)
+
+    def extendleft(self, items: Iterable[tuple[PlannedMatch, int]]) -> None:
+        """Put ``items`` back at the front, each before the ones already there (as :meth:`collections.deque.extendleft`:
+        hand back a batch reversed to keep its order)."""
+        self._front.extendleft(items)
 
 
 class MatchRunner(MatchPlayer):

@@ -5,7 +5,7 @@ report-wide ones. The text report (``deepeval-games report``) prints every block
 (:mod:`deepeval_games.app.reports.html`) shows the same blocks and the transcripts. Several run directories are read
 as one (:mod:`deepeval_games.app.reports.runs`); different game variants are never pooled.
 
-**Memory.** Tables read *slim* records (:func:`~deepeval_games.app.reports.slim.slim`: no prompts, raw replies,
+**Memory.** Tables read *slim* records (:func:`~deepeval_games.app.reports.columns.slim`: no prompts, raw replies,
 transport attempts or message pool); the full records stream past once
 (:func:`~deepeval_games.app.reports.runs.stream_records`), for transcripts and exports. The score summary ``run``
 prints (:class:`CoreSummary`) keeps less: each match's outline, as columns
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepeval_games.app.reports.columns import OutlineColumns, Outlines
+from deepeval_games.app.reports.columns import Interned, OutlineColumns, Outlines, slim
 from deepeval_games.app.reports.runs import (
     RunSource,
     open_runs,
@@ -36,7 +36,6 @@ from deepeval_games.app.reports.sections import (
     Section,
     variant_title,
 )
-from deepeval_games.app.reports.slim import Interned, slim
 from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.judgements import JudgementRecord
