@@ -217,6 +217,18 @@ def test_the_summary_columns_select_and_order_themselves_as_lists_do(run_dir: Pa
     assert [r.match_id for r in odd] == [r.match_id for r in views.in_repetition_order(records) if r.repeat % 2]
     assert [r.match_id for r in odd[1:3]] == [r.match_id for r in list(odd)[1:3]]
     assert views.complete(kept) is kept  # every match complete: the same view
+    # a filter of what a shape holds is asked once a shape (each seat's player here): the same matches as the list's
+    first = records[0].seats[0]
+    for view in (kept, ordered, odd):
+        listed = list(view)
+        seated = views.select(view, lambda r: r.seats[0] == first)
+        assert isinstance(seated, views.RecordColumns)
+        assert 0 < len(seated) < len(view)
+        assert [r.match_id for r in seated] == [r.match_id for r in listed if r.seats[0] == first]
+        mixed = views.select(view, lambda r: r.seats[0] == first and r.returns[0] > r.returns[1])
+        assert [r.match_id for r in mixed] == [
+            r.match_id for r in listed if r.seats[0] == first and r.returns[0] > r.returns[1]
+        ]
 
 
 def test_a_ratio_interval_of_many_matches_works_a_block_of_matches_at_a_time() -> None:

@@ -217,6 +217,24 @@ _record = cast("Callable[[OutlineColumns, int, Shape], MatchRecord]", Outline)
 """An outline stands for the record: the summary's sections read only its fields (:data:`OUTLINE_FIELDS`)."""
 
 
+class _ShapeOnly:
+    """A match as a filter sees it when only its :class:`Shape` is known: reading any other field (the id, the repeat,
+    the payoffs) raises ``AttributeError``, and the filter is then asked of every match."""
+
+    __slots__ = ("game", "roles", "seats", "status", "turns")
+
+    def __init__(self, shape: Shape) -> None:
+        self.game, self.status, self.seats, self.roles, self.turns = shape
+
+
+def _kept_shapes(table: Sequence[Shape], keep: Callable[[MatchRecord], bool]) -> np.ndarray | None:
+    """Per shape of ``table``, whether ``keep`` keeps its matches; None when ``keep`` reads more than a shape holds."""
+    try:
+        return np.array([bool(keep(cast(MatchRecord, _ShapeOnly(shape)))) for shape in table], dtype=bool)
+    except AttributeError:
+        return None
+
+
 class Outlines(Sequence[MatchRecord]):
     """The matches of :class:`OutlineColumns` (all, or those of ``positions``, in that order), each read as an
     :class:`Outline` made when read; it selects and orders itself as a view (:class:`analysis.views.RecordColumns`),
@@ -253,8 +271,19 @@ class Outlines(Sequence[MatchRecord]):
         return _record(self._columns, at, self._columns.shape_table[self._columns.shapes[at]])
 
     def select(self, keep: Callable[[MatchRecord], bool]) -> Outlines:
-        """The matches ``keep`` keeps, in this order (this view when it keeps all)."""
-        kept = array("I", (at for at, record in zip(self._at(), self, strict=True) if keep(record)))
+        """The matches ``keep`` keeps, in this order (this view when it keeps all). A ``keep`` that reads only the
+        parts a shape holds (status, game, seats, roles, turns: the analyses' filters) is asked once a shape, not
+        once a match; one that reads more (an id, a repeat, the payoffs) is asked of every match."""
+        by_shape = _kept_shapes(self._columns.shape_table, keep)
+        if by_shape is None:
+            kept = array("I", (at for at, record in zip(self._at(), self, strict=True) if keep(record)))
+        elif by_shape.all():
+            return self
+        else:
+            at = np.asarray(self._at(), dtype=np.int64)
+            shapes = np.frombuffer(self._columns.shapes, dtype=_INDEX)[: len(self._columns)]
+            kept = array("I")
+            kept.frombytes(at[by_shape[shapes[at]]].astype(_INDEX).tobytes())
         return self if len(kept) == len(self) else Outlines(self._columns, kept)
 
     def in_repetition_order(self) -> Outlines:
