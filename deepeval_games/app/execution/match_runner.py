@@ -124,15 +124,19 @@ class MatchRunner(MatchPlayer):
         if isinstance(self.executor, ProcessExecutor):
             text = await self.executor.play_json(planned)
             self.played_json(planned.match_id, text)
-            return self.fed([text], [self.store.commit_json(planned.match_id, text)])[0]
+            return self.commit_line(planned.match_id, text)
         return self.commit(await self.play(planned))
 
     def commit(self, record: MatchRecord) -> bool:
         """Commit a record played in this process, serialised once (the line stored is the line fed); True if it
         was stored now."""
+        return self.commit_line(record.match_id, record.to_json_bytes())
+
+    def commit_line(self, match_id: str, line: str | bytes) -> bool:
+        """Commit one record's JSON line (:meth:`Store.commit_json`) and feed it to :attr:`on_commit` if it was
+        stored now; True if it was."""
         assert self.store is not None
-        line = record.to_json_bytes()
-        return self.fed([line], [self.store.commit_json(record.match_id, line)])[0]
+        return self.fed([line], [self.store.commit_json(match_id, line)])[0]
 
     def fed(self, lines: Sequence[str | bytes], committed: list[bool]) -> list[bool]:
         """``committed`` (whether each record of ``lines``, its JSON line, was stored now), once the line of each
@@ -403,7 +407,7 @@ class _BatchedRun:
             committed = []
             for planned, (match_id, data) in zip(played, lines, strict=True):
                 try:
-                    committed.extend(self.runner.fed([data], [self.store.commit_json(match_id, data)]))
+                    committed.append(self.runner.commit_line(match_id, data))
                 except Exception as exc:
                     committed.append(False)
                     settled += self.failed(planned, 1, exc) - 1
