@@ -31,6 +31,13 @@ _INDEX = np.dtype(f"=u{array('I').itemsize}")
 """The numpy type of an ``array('I')`` entry (a match's position in a view)."""
 
 
+def _positions(at: np.ndarray) -> array[int]:
+    """Matches' positions worked out in numpy, as the ``array('I')`` a view keeps."""
+    positions = array("I")
+    positions.frombytes(at.astype(_INDEX).tobytes())
+    return positions
+
+
 @dataclass(frozen=True, slots=True)
 class TurnOutline:
     """A seat's turn as the score summary reads it: whose it was and how it went."""
@@ -147,9 +154,7 @@ class OutlineColumns:
         order = np.lexsort(keys)  # a stable sort, the last key first
         if np.array_equal(order, np.arange(len(at))):
             return positions
-        ordered = array("I")
-        ordered.frombytes(at[order].astype(_INDEX).tobytes())
-        return ordered
+        return _positions(at[order])
 
     def _sorted(self, positions: Sequence[int]) -> Sequence[int]:
         """:meth:`repetition_order` by three stable sorts (each id made for the sort)."""
@@ -281,9 +286,7 @@ class Outlines(Sequence[MatchRecord]):
             return self
         else:
             at = np.asarray(self._at(), dtype=np.int64)
-            shapes = np.frombuffer(self._columns.shapes, dtype=_INDEX)[: len(self._columns)]
-            kept = array("I")
-            kept.frombytes(at[by_shape[shapes[at]]].astype(_INDEX).tobytes())
+            kept = _positions(at[by_shape[np.frombuffer(self._columns.shapes, dtype=_INDEX)[at]]])
         return self if len(kept) == len(self) else Outlines(self._columns, kept)
 
     def in_repetition_order(self) -> Outlines:
