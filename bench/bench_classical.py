@@ -106,8 +106,9 @@ async def _engine_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float,
     ]
     start = time.perf_counter()  # recorded as a run records it by default (transcript "auto": as its moves)
     record = await play_match(game, bots, seed=seed, match_id=f"bench-{seed}", transcript=TRANSCRIPT)
+    seconds = time.perf_counter() - start  # the match alone (not the counting below)
     seats = [row[1] for row in record.moves] if record.moves is not None else [t.seat for t in record.turns]
-    return time.perf_counter() - start, tuple(record.returns), sum(1 for seat in seats if seat >= 0)
+    return seconds, tuple(record.returns), sum(1 for seat in seats if seat >= 0)
 
 
 def _openspiel_game(game: pyspiel.Game, kind: str, seed: int) -> tuple[float, tuple[float, ...]]:
@@ -142,7 +143,7 @@ def _floor_game(game: pyspiel.Game, seed: int) -> tuple[float, tuple[float, ...]
         if action not in legal:
             raise AssertionError(f"seat {seat} picked {action}, not a legal move")
         round_ += 1
-        rows.append((round_, seat, action, state.action_to_string(seat, action), latency))
+        rows.append((round_, seat, action, latency))
         state.apply_action(action)
     returns = tuple(float(r) for r in state.returns())
     seats = [f"Player {seat + 1}" for seat in range(game.num_players())]

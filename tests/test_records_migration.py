@@ -43,7 +43,7 @@ def _migrated(name: str, version: int, tmp_path: Path) -> list[tuple[MatchRecord
 
 
 def test_every_old_version_has_a_migration_and_a_fixture() -> None:
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     assert [version for version, _ in MIGRATIONS] == list(range(SCHEMA_VERSION))
     for version in range(1, SCHEMA_VERSION):
         runs = [p for p in (FIXTURES / f"v{version}").iterdir() if (p / DB_NAME).exists()]
@@ -263,3 +263,62 @@ def test_v7_plays_the_v6_spec_to_the_same_records(name: str, tmp_path: Path) -> 
         new = now[match_id]
         assert new.transcript == "moves" and new.messages == []
         assert with_messages(new).canonical() == with_messages(old).canonical()
+
+
+V8_RUNS = ["v8/ttt_classical", "v8/pgg_scripted", "v8/kuhn_classical"]
+
+
+@pytest.mark.parametrize("name", V8_RUNS)
+def test_v8_rows_lose_their_names_and_reading_replays_the_same_names(name: str, tmp_path: Path) -> None:
+    """Version 8 wrote each move's name in its row; version 9 drops the column and names the moves by replaying them
+    (sequential moves of a C++ game, simultaneous moves of a Python game, chance outcomes): every name read back is
+    the one version 8 stored, and the rows, latencies and returns are as stored."""
+    for record, line in _migrated(name, 8, tmp_path):
+        old = line["moves"]
+        assert line["transcript"] == record.transcript == "moves" and all(len(row) == 5 for row in old)
+        assert record.moves == [(r, seat, action, latency) for r, seat, action, _, latency in old]
+        assert [t.action_string for t in record.turns] == [row[3] for row in old]
+        assert [t.text for t in record.turns] == [row[3] if row[1] >= 0 else "" for row in old]
+        assert [t.latency_s for t in record.turns] == [row[4] if row[1] >= 0 else 0.0 for row in old]
+        assert record.returns == line["returns"] and record.blind == line["blind"]
+        stored = json.loads(record.to_json())
+        assert stored["turns"] == [] and [len(row) for row in stored["moves"]] == [4] * len(old)
+    if name == "v8/kuhn_classical":
+        assert any(row[1] == -1 for line in _lines(name) for row in line["moves"])  # deals named by replaying
+
+
+@pytest.mark.parametrize("name", V8_RUNS)
+def test_v9_plays_the_v8_spec_to_the_same_records(name: str, tmp_path: Path) -> None:
+    """The spec that wrote a version-8 run, played again now: the same match ids and moves, and each record read back
+    (its names replayed) and replayed in full equal to the version-8 one, field for field, timings aside."""
+    from deepeval_games.core.transcript import with_messages
+
+    out = tmp_path / "v9"
+    assert main(["run", str(FIXTURES / name / "spec.toml"), "--out", str(out)]) == 0
+    with Store(out) as store:
+        now = {record.match_id: record for record in store.records()}
+    then = {record.match_id: record for record, _ in _migrated(name, 8, tmp_path)}
+    assert sorted(now) == sorted(then)
+    for match_id, old in then.items():
+        new = now[match_id]
+        assert new.canonical() == old.canonical()
+        assert with_messages(new).canonical() == with_messages(old).canonical()
+    lines = (out / JSONL_NAME).read_text(encoding="utf-8").splitlines()
+    assert all(json.loads(line)["schema_version"] == SCHEMA_VERSION for line in lines)
+    assert sum(map(len, lines)) < sum(len(json.dumps(line, separators=(",", ":"))) for line in _lines(name))
+
+
+def test_a_record_of_a_game_not_loaded_here_reads_as_stored_and_says_why_its_turns_cannot_be_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """Reading the names replays the game: a record of a game not registered here (a plugin since removed) still
+    reads as stored (its rows, for the report's tables), and rebuilding its turns is a clear :class:`RecordError`."""
+    [line, *_] = _lines("v8/ttt_classical")
+    data = migrate({**line, "game": "deepeval_no_such_game()"})
+    text = json.dumps(data)
+    stored = MatchRecord.from_json(text, rebuild_turns=False)
+    assert stored.moves is not None and stored.turns == []
+    with pytest.raises(RecordError, match="does not load here"):
+        MatchRecord.from_json(text)
+    with pytest.raises(RecordError, match="does not replay"):
+        MatchRecord.from_json(json.dumps({**migrate(line), "moves": [[1, 0, 99, 0.0]]}))

@@ -25,11 +25,12 @@ from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.app.storage.store import JSONL_NAME, Store
 from deepeval_games.core.bot import FieldsBot, SyncBot
 from deepeval_games.core.errors import UnknownGameError
-from deepeval_games.core.records import SCHEMA_VERSION, MatchRecord, RecordError
+from deepeval_games.core.records import CHANCE_SEAT, MatchRecord, RecordError
 from deepeval_games.core.referee import TranscriptNotDerivable, play_match
 from deepeval_games.core.registry.bots import make_bot, register_bot
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.transcript import with_messages
+from llm_bots.players.classical import RandomBot
 
 PGG_BOTS = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random", "pgg_grim_trigger")
 
@@ -100,7 +101,7 @@ def test_a_moves_record_replays_to_the_full_record(
     assert [t.model_dump(exclude={"latency_s"}) for t in back.turns] == [
         t.model_dump(exclude={"latency_s"}) for t in full.turns
     ]
-    assert [t.latency_s for t in back.turns] == [row[4] for row in moves.moves]  # the recorded latencies kept
+    assert [t.latency_s for t in back.turns] == [row[3] for row in moves.moves]  # the recorded latencies kept
     for record in (back, moves, MatchRecord.from_dict(json.loads(moves.to_json()))):
         whole = with_messages(record)
         assert whole.transcript == "full" and whole.moves is None
@@ -157,33 +158,23 @@ def test_a_moves_record_read_as_stored_slims_to_the_slim_record_of_its_turns(
     assert slim(stored, first).model_dump() == light.model_dump()
 
 
-def test_chance_rows_read_as_stored_keep_their_outcome_names() -> None:
-    """A chance row's slim turn keeps its outcome's name (a seat's is dropped): two records that differ only in a
-    chance outcome's name get different slim turns, a seat's name alone shares one."""
+def test_chance_rows_slim_as_a_full_record_s_chance_turns_without_names() -> None:
+    """A slim turn keeps no move's name, a chance outcome's included (rows hold none since version 9; the report's
+    tables read none): the slim turns of a Kuhn poker record's rows are those of its turns read back in full, the very
+    same objects, though the full record names its deals."""
     from deepeval_games.app.reports.columns import slim
 
-    def record(chance_name: str, seat_name: str) -> MatchRecord:
-        rows = [[0, -1, 1, chance_name, 0.0], [1, 0, 3, seat_name, 0.25]]
-        data = {
-            "match_id": "m",
-            "game": "g",
-            "seats": ["a"],
-            "returns": [1.0],
-            "turns": [],
-            "schema_version": SCHEMA_VERSION,
-        }
-        text = json.dumps({**data, "transcript": "moves", "moves": rows})
-        return MatchRecord.from_json(text, rebuild_turns=False)
-
+    game = load_game("kuhn_poker")
+    bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
+    moves = asyncio.run(play_match(game, bots, seed=3, match_id="kuhn", transcript="moves"))
+    assert moves.moves is not None and [row[1] for row in moves.moves[:2]] == [CHANCE_SEAT, CHANCE_SEAT]
+    stored = MatchRecord.from_json(moves.to_json(), rebuild_turns=False)
+    rebuilt = MatchRecord.from_json(moves.to_json())
+    assert [t.action_string for t in rebuilt.turns[:2]] == [f"Deal:{row[2]}" for row in moves.moves[:2]]
     interned: dict[Any, Any] = {}
-    heads, tails, renamed = (
-        slim(record(*names), interned) for names in [("heads", "x"), ("tails", "x"), ("heads", "y")]
-    )
-    assert [t.action_string for t in heads.turns] == ["heads", ""] and tails.turns[0].action_string == "tails"
-    assert heads.turns[0] is not tails.turns[0] and heads.turns[1] is tails.turns[1] is renamed.turns[1]
-    assert heads.turns[0] is renamed.turns[0]
-    full = MatchRecord.from_json(record("tails", "z").to_json())
-    assert full.turns and slim(full).model_dump() == tails.model_dump()
+    light, again = slim(rebuilt, interned), slim(stored, interned)
+    assert [t.action_string for t in light.turns] == [""] * len(light.turns)
+    assert all(a is b for a, b in zip(light.turns, again.turns, strict=True))
 
 
 def test_a_replay_that_fails_any_other_way_is_a_record_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,7 +293,7 @@ def test_a_record_whose_moves_do_not_replay_is_refused() -> None:
     _, moves = _both("deepeval_public_goods(players=3,rounds=3)", ["pgg_free_rider", "pgg_random", "pgg_random"], 4)
     assert moves.moves is not None
     rows = [list(row) for row in moves.moves]
-    changed = [*rows[:1], [rows[1][0], rows[1][1], (rows[1][2] + 1) % 11, rows[1][3], rows[1][4]], *rows[2:]]
+    changed = [*rows[:1], [rows[1][0], rows[1][1], (rows[1][2] + 1) % 11, rows[1][3]], *rows[2:]]
     for bad in (changed, rows[:-1], [*rows, rows[-1]]):
         record = moves.model_copy(update={"moves": [tuple(row) for row in bad]})
         with pytest.raises(RecordError, match="does not replay"):

@@ -43,6 +43,10 @@ History:
   :func:`deepeval_games.core.transcript.with_messages` rebuilds by replaying the turns; the runner stores a match so
   only after such a replay gave its pool back exactly. ``blind`` names its seats sent no views, as for ``moves``.
   Older records are unchanged (no version-7 record is ``exchanges``).
+* 9 — a row of ``moves`` is the move alone: its round, seat, action and latency (:data:`MOVE_ROW`), without the
+  action's name, which a game's history and chance outcomes determine: reading the record replays the moves in its
+  game for the names (:func:`move_names`; a game whose names depend on more says ``replays_from_moves = False``, as
+  the conformance kit checks, and its matches are stored in full). Version-8 rows lose their name column.
 """
 
 from __future__ import annotations
@@ -51,10 +55,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import pyspiel
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from deepeval_games.core import task
 from deepeval_games.core.bot import CallAttempt, Outcome
 from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.registry.games import load_game
 
 __all__ = [
     "CHANCE_SEAT",
@@ -68,10 +75,11 @@ __all__ = [
     "RecordError",
     "TurnRecord",
     "migrate",
+    "move_names",
     "turns_of_moves",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The version of the records this code writes."""
 _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
@@ -84,11 +92,12 @@ JUDGE_SEAT = -2
 """The seat of the judge's verdicts in :attr:`TurnRecord.seat`."""
 
 
-MOVE_ROW = ("round", "seat", "action", "action_string", "latency_s")
-"""The columns of a row of :attr:`MatchRecord.moves`: the turn's round, seat (-1: chance), action, the action's name
-(also the turn's ``text``; a chance outcome's text is empty) and latency."""
+MOVE_ROW = ("round", "seat", "action", "latency_s")
+"""The columns of a row of :attr:`MatchRecord.moves`: the turn's round, seat (-1: chance), action and latency. The
+action's name (also the turn's ``text``; a chance outcome's text is empty) is not stored: :func:`move_names` replays
+the moves for it."""
 
-MoveRow = tuple[int, int, int, str, float]
+MoveRow = tuple[int, int, int, float]
 """One row of :attr:`MatchRecord.moves` (:data:`MOVE_ROW`)."""
 
 
@@ -231,7 +240,7 @@ class MatchRecord(BaseModel):
     def _as_stored(self) -> MatchRecord:
         """This record, or for a ``moves`` record read back (its turns rebuilt from its rows, unchanged since) a copy
         without them. Turns changed after reading are kept beside the rows (reading then keeps them as they are)."""
-        if self.moves is not None and self.turns and self.turns == turns_of_moves(self.moves):
+        if self.moves is not None and self.turns and self.turns == turns_of_moves(self.moves, self.game):
             return self.model_copy(update={"turns": []})
         return self
 
@@ -279,7 +288,7 @@ class MatchRecord(BaseModel):
             else:
                 if record.schema_version == SCHEMA_VERSION:
                     if rebuild_turns and record.moves is not None and not record.turns:
-                        record.turns = turns_of_moves(record.moves)
+                        record.turns = turns_of_moves(record.moves, record.game, record.match_id)
                     return record
         return cls._validated(migrate(json.loads(text)), rebuild_turns=rebuild_turns)
 
@@ -287,11 +296,14 @@ class MatchRecord(BaseModel):
     def _validated(cls, data: dict[str, Any], *, rebuild_turns: bool = True) -> MatchRecord:
         moves = data.get("moves")
         if rebuild_turns and moves is not None and not data.get("turns") and isinstance(moves, list):
+            match_id = str(data.get("match_id", "?"))
+            if not all(isinstance(row, (list, tuple)) and len(row) == len(MOVE_ROW) for row in moves):
+                raise RecordError(f"match record {match_id!r}: its moves are not rows of {MOVE_ROW}")
+            names = move_names(str(data.get("game", "")), moves, match_id)
             try:
-                data = {**data, "turns": turn_dicts_of_moves(moves)}
+                data = {**data, "turns": turn_dicts_of_moves(moves, names)}
             except (TypeError, ValueError) as exc:
-                message = f"match record {data.get('match_id', '?')!r}: its moves are not rows of {MOVE_ROW}: {exc}"
-                raise RecordError(message) from exc
+                raise RecordError(f"match record {match_id!r}: its moves are not rows of {MOVE_ROW}: {exc}") from exc
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -308,18 +320,23 @@ class MatchRecord(BaseModel):
             data.pop(key, None)
         moves = data.pop("moves", None)  # the rows are the turns, as a record read back has them
         if moves is not None and not data["turns"]:
-            data["turns"] = [turn.model_dump(mode="json") for turn in turns_of_moves(moves)]
+            data["turns"] = [turn.model_dump(mode="json") for turn in turns_of_moves(moves, self.game, self.match_id)]
         for turn in data["turns"]:
             for key in (*TIMING_FIELDS, "attempts"):
                 turn.pop(key, None)
         return data
 
 
-def turn_dicts_of_moves(moves: Sequence[MoveRow] | Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    """The turns of a ``transcript = "moves"`` record as plain values, rebuilt from its rows (:data:`MOVE_ROW`): each a
-    plain move (outcome ``ok``, no exchange with a model), its text the action's name (empty for a chance outcome)."""
+def turn_dicts_of_moves(
+    moves: Sequence[MoveRow] | Sequence[Sequence[Any]], names: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The turns of a ``transcript = "moves"`` record as plain values, rebuilt from its rows (:data:`MOVE_ROW`) and the
+    names of their actions (:func:`move_names`): each a plain move (outcome ``ok``, no exchange with a model), its text
+    the action's name (empty for a chance outcome)."""
+    if len(names) != len(moves):
+        raise ValueError(f"{len(moves)} rows and {len(names)} names")
     turns = []
-    for index, (round_, seat, action, name, latency) in enumerate(moves):
+    for index, ((round_, seat, action, latency), name) in enumerate(zip(moves, names, strict=True)):
         chance = seat == CHANCE_SEAT
         turns.append(
             {
@@ -335,9 +352,84 @@ def turn_dicts_of_moves(moves: Sequence[MoveRow] | Sequence[Sequence[Any]]) -> l
     return turns
 
 
-def turns_of_moves(moves: Sequence[MoveRow] | Sequence[Sequence[Any]]) -> list[TurnRecord]:
-    """:func:`turn_dicts_of_moves` as validated turn records (one pass of pydantic's validator over the list)."""
-    return _TURNS.validate_python(turn_dicts_of_moves(moves))
+def turns_of_moves(
+    moves: Sequence[MoveRow] | Sequence[Sequence[Any]], game: str, match_id: str = "?"
+) -> list[TurnRecord]:
+    """The turns of a ``moves`` record of ``game`` (its rows named by :func:`move_names`), as validated turn records
+    (one pass of pydantic's validator over the list).
+
+    Raises:
+        RecordError: the game cannot be loaded here, or the rows do not replay in it.
+    """
+    return _TURNS.validate_python(turn_dicts_of_moves(moves, move_names(game, moves, match_id)))
+
+
+def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], match_id: str = "?") -> list[str]:
+    """The name of each row's action in ``game``, as the referee named it while the match played: the moves replayed
+    from the game's initial state, each named in the state it was made in (a seat's by the game's own
+    ``action_to_string``, through :func:`~deepeval_games.core.task.state_hooks` as the referee calls it; a chance
+    outcome's as seat -1's), the rows of one simultaneous round all named before any is applied. The state is asked
+    what the referee asks it before it names a move (the seats' legal moves, the chance outcomes), for a game that
+    lists its moves when asked (a TextArena environment names a move from its list).
+
+    Raises:
+        RecordError: the game cannot be loaded here, or the rows do not replay in it (another game's, or a game that
+            changed since).
+    """
+    try:
+        loaded = _game(game)
+    except DeepEvalError as exc:
+        raise RecordError(
+            f"match record {match_id!r}: the names of its moves are read by replaying them in {game!r}, which does not "
+            f"load here: {exc}"
+        ) from exc
+    state = loaded.new_initial_state()
+    hooks = task.state_hooks(state, loaded)
+    name_of, legal_of = hooks.action_name, hooks.legal_actions
+    names: list[str] = []
+    at = 0
+    try:
+        while at < len(moves):
+            round_, seat, action = moves[at][0], moves[at][1], moves[at][2]
+            if seat == CHANCE_SEAT:
+                state.chance_outcomes()
+                names.append(state.action_to_string(CHANCE_SEAT, action))
+                state.apply_action(action)
+                at += 1
+            elif state.is_simultaneous_node():  # the round's rows, named in the same state, applied together
+                joint = [pyspiel.INVALID_ACTION] * loaded.num_players()
+                for each in range(len(joint)):
+                    legal_of(each)
+                while at < len(moves) and moves[at][0] == round_:
+                    seat, action = moves[at][1], moves[at][2]
+                    names.append(name_of(seat, action))
+                    joint[seat] = action
+                    at += 1
+                state.apply_actions(joint)
+            else:
+                legal_of(seat)
+                names.append(name_of(seat, action))
+                state.apply_action(action)
+                at += 1
+    except Exception as exc:  # a move the game refuses (SpielError, or a Python game's own error), a bad row
+        raise RecordError(
+            f"match record {match_id!r} does not replay in {game!r}: row {at} of its moves: {type(exc).__name__}: {exc}"
+        ) from exc
+    return names
+
+
+_GAMES: dict[str, pyspiel.Game] = {}
+_GAMES_KEPT = 64
+
+
+def _game(game: str) -> pyspiel.Game:
+    """``load_game(game)``, loaded once for the records of a run (OpenSpiel's games are immutable)."""
+    loaded = _GAMES.get(game)
+    if loaded is None:
+        if len(_GAMES) >= _GAMES_KEPT:
+            _GAMES.clear()
+        loaded = _GAMES[game] = load_game(game)
+    return loaded
 
 
 _TURNS: TypeAdapter[list[TurnRecord]] = TypeAdapter(list[TurnRecord])
@@ -401,6 +493,15 @@ def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """A row of ``moves`` loses the action's name (its fourth column): reading replays the moves for it."""
+    moves = data.get("moves")
+    if not isinstance(moves, list):
+        return data
+    rows = [[*row[:3], *row[4:]] if isinstance(row, (list, tuple)) and len(row) == 5 else row for row in moves]
+    return {**data, "moves": rows}
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (0, _v0_to_v1),
     (1, _v1_to_v2),
@@ -410,6 +511,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[dict[str, Any]], dict[str, Any]]], ...] =
     (5, _v5_to_v6),
     (6, _v6_to_v7),
     (7, _v7_to_v8),
+    (8, _v8_to_v9),
 )
 """``(from_version, migration)`` in order: each turns a record of ``from_version`` into one of the next."""
 

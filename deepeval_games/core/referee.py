@@ -79,6 +79,7 @@ class _GameFacts:
     short_name: str
     params: Mapping[str, Any]  # shared by the observations of every match: read-only by contract
     seat_rules: tuple[dict[str, Any], ...]  # per seat, its rules message as the pool records it (copied per match)
+    labels: tuple[str, ...]  # per seat, its anonymous id (a record's seats when no names are given)
     roles: tuple[str, ...]
     n: int
     others: tuple[tuple[int, ...], ...]  # per seat, every other seat
@@ -102,6 +103,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         short_name=game.get_type().short_name,
         params=dict(game.get_parameters()),
         seat_rules=tuple(_rules_message(rules, seat) for seat in range(game.num_players())),
+        labels=tuple(seat_label(seat) for seat in range(game.num_players())),
         roles=tuple(task.seat_roles(game)),
         n=game.num_players(),
         others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
@@ -239,8 +241,6 @@ def _invalid(decision: Decision, reason: str) -> Decision:
     return replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
-_NO_MOVE = Decision.move(None)  # a chance outcome's: no seat decided it
-
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
 _P = pyspiel.PlayerId
 _TERMINAL_ID, _CHANCE_ID, _SIMULTANEOUS_ID = int(_P.TERMINAL), int(_P.CHANCE), int(_P.SIMULTANEOUS)
@@ -309,26 +309,22 @@ class _Match:
                 await self.judge_round()
             else:
                 self.chance()
-        if self.tells:
-            for seat in range(self.facts.n):
-                self.deliver(seat)
+        for seat in range(self.facts.n) if self.tells else ():
+            self.deliver(seat)
 
     def node(self) -> tuple[str, dict[int, tuple[int, ...]]]:
         """The kind of node the state is at, and the seats to move there with their legal moves."""
         state = self.state
         player = _TERMINAL_ID if state.is_terminal() else state.current_player()
-        if player == _TERMINAL_ID:
-            return _TERMINAL, {}
-        if player == _CHANCE_ID:
-            return _CHANCE, {}
+        if player in (_TERMINAL_ID, _CHANCE_ID):
+            return (_TERMINAL if player == _TERMINAL_ID else _CHANCE), {}
         legal_of = self.hooks.legal_actions
         if player == _SIMULTANEOUS_ID:  # the seats with a move
             return _SIMULTANEOUS, {seat: legal for seat in range(self.facts.n) if (legal := legal_of(seat))}
         return _SEQUENTIAL, {player: legal_of(player)}
 
     def settle_round(self, kind: str, seats: dict[int, tuple[int, ...]], answers: dict[int, _Answer]) -> None:
-        """Resolve and record every seat's answer, in seat order (into the pool together, once every seat has
-        chosen), then apply the round's moves."""
+        """Resolve and record every seat's answer in seat order (into the pool together), then apply the moves."""
         if kind is _SIMULTANEOUS:
             joint = [pyspiel.INVALID_ACTION] * self.facts.n
             for seat, legal in seats.items():
@@ -394,8 +390,7 @@ class _Match:
     # -- ask -----------------------------------------------------------------------------------------------
 
     def ask_at_once(self, seats: dict[int, tuple[int, ...]]) -> dict[int, _Answer]:
-        """The seats whose bots answer at once, asked first (a failure there costs no model call), from the same
-        state; each answer with the seconds it took."""
+        """The seats answering at once, asked first from the same state (no model call wasted), each with its time."""
         clock = time.perf_counter
         answers: dict[int, _Answer] = {}
         start = clock()
@@ -432,7 +427,7 @@ class _Match:
             if self.rows is not None and not (chosen.__class__ is int and chosen in legal):
                 raise TranscriptNotDerivable(f"seat {seat} answered {chosen!r}, not one of its legal moves")
             action, decision = self.resolve(seat, legal, decision)
-        self.record(seat, action, self.hooks.action_name(seat, action), decision, latency)
+        self.record(seat, action, decision, latency)
         return action
 
     def resolve(self, seat: int, legal: tuple[int, ...], decision: Decision) -> tuple[int, Decision]:
@@ -467,15 +462,20 @@ class _Match:
         note = f"a random legal move ({hooks.action_name(seat, action)}) was played for the seat"
         return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
 
-    def record(self, seat: int, action: int, action_string: str, decision: Decision | None, latency: float) -> None:
-        """Put a move in the record (a row under ``transcript="moves"``) and, a seat's or the judge's, in the pool
-        (``decision`` None: a plain legal move, its text the action's name)."""
+    def name(self, seat: int, action: int) -> str:
+        """The name of a move in the state it is made in (a chance outcome's or a verdict's by OpenSpiel's own)."""
+        return self.hooks.action_name(seat, action) if seat >= 0 else self.state.action_to_string(seat, action)
+
+    def record(self, seat: int, action: int, decision: Decision | None, latency: float) -> None:
+        """Put a move in the record (a row under ``transcript="moves"``, its name left to reading) and, a seat's or the
+        judge's, in the pool (``decision`` None: a plain legal move, its text the action's name; or chance's)."""
         if self.rows is not None:
-            if decision is not None and not _derivable(decision, action_string):
+            if decision is not None and not _derivable(decision, self.name(seat, action)):
                 raise TranscriptNotDerivable(f"seat {seat}'s move {action} is not a plain move: {decision.error}")
-            self.rows.append((self.round, seat, action, action_string, latency))
+            self.rows.append((self.round, seat, action, latency))
             if not self.tells:
                 return
+        action_string = self.name(seat, action)
         if decision is None:
             decision = Decision.move(action)
         text = "" if seat == CHANCE_SEAT else decision.text or action_string
@@ -493,7 +493,7 @@ class _Match:
         self.round += 1
         outcomes, probs = zip(*self.state.chance_outcomes(), strict=True)
         action = int(self.rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs)))
-        self.record(CHANCE_SEAT, action, self.state.action_to_string(CHANCE_SEAT, action), _NO_MOVE, 0.0)
+        self.record(CHANCE_SEAT, action, None, 0.0)
         self.state.apply_action(action)
         self.step += 1
 
@@ -513,7 +513,7 @@ class _Match:
         if verdict is None or verdict not in legal:
             raise SpecError(f"the judge returned {verdict}, which is not a verdict of {self.game}")
         pool.add(round=at, sender=REFEREE, recipients=(), kind="verdict", text=decision.text, action=verdict)
-        self.record(JUDGE_SEAT, verdict, self.state.action_to_string(JUDGE_SEAT, verdict), decision, latency)
+        self.record(JUDGE_SEAT, verdict, decision, latency)
         self.state.apply_action(verdict)
         self.step += 1
 
@@ -579,7 +579,7 @@ async def play_match(
     values: dict[str, Any] = {
         "match_id": match_id,
         "game": match.facts.name,
-        "seats": list(seat_names) if seat_names is not None else [seat_label(i) for i in range(len(bots))],
+        "seats": list(seat_names if seat_names is not None else match.facts.labels),
         "returns": _returns(match.state),
         "turns": [_turn_values(index, move) for index, move in enumerate(match.turns)],
         "seed": seed,

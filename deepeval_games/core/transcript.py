@@ -106,8 +106,8 @@ def with_messages(record: MatchRecord) -> MatchRecord:
     """
     if record.transcript == "full":
         return record
-    turns = record.turns or turns_of_moves(record.moves or [])
     game = load_game(record.game)
+    turns = record.turns or turns_of_moves(record.moves or [], record.game, record.match_id)
     per_seat: list[list[TurnRecord]] = [[] for _ in range(game.num_players())]
     for turn in turns:
         if turn.seat != CHANCE_SEAT:

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, cast, overload
 import numpy as np
 
 from deepeval_games.core.bot import Outcome
-from deepeval_games.core.records import MatchRecord, MoveRow, TurnRecord, turns_of_moves
+from deepeval_games.core.records import JUDGE_SEAT, MatchRecord, MoveRow, TurnRecord
 
 __all__ = ["OUTLINE_FIELDS", "Interned", "Outline", "OutlineColumns", "Outlines", "Shape", "TurnOutline", "slim"]
 
@@ -87,7 +87,7 @@ class OutlineColumns:
         """Add ``record``'s outline (a ``moves`` record read as stored: its rows' seats, each turn ``ok``)."""
         shared = self._interned
         if record.moves is not None and not record.turns:
-            seat_turns = [(seat, Outcome.OK) for _, seat, _, _, _ in record.moves if seat >= 0]
+            seat_turns = [(seat, Outcome.OK) for _, seat, _, _ in record.moves if seat >= 0]
         else:
             seat_turns = [(turn.seat, turn.outcome) for turn in record.turns if turn.seat >= 0]
         key = ("seat turns", *seat_turns)
@@ -304,12 +304,12 @@ Interned = dict[Any, Any]
 
 
 def _turn_key(turn: TurnRecord) -> tuple[Any, ...] | None:
-    """The fields ``turn`` keeps once slim (:func:`slim`: a seat's texts emptied), as a key under which equal slim
-    turns share one object; None when it has attempts. Read from the full turn, so a turn already interned is
-    found without a copy being made."""
+    """The fields ``turn`` keeps once slim (:func:`slim`: a seat's texts and a chance outcome's name emptied), as a key
+    under which equal slim turns share one object; None when it has attempts. Read from the full turn, so a turn
+    already interned is found without a copy being made."""
     if turn.attempts:
         return None
-    seat_turn = turn.seat >= 0
+    seat_turn = turn.seat != JUDGE_SEAT
     return (
         turn.index, turn.round, turn.seat, turn.action, "" if seat_turn else turn.action_string,
         "" if seat_turn else turn.text, turn.outcome,
@@ -339,7 +339,7 @@ def _slim_turn(turn: TurnRecord, interned: Interned | None) -> TurnRecord:
     if key is not None and interned is not None and key in interned:  # most turns of a large run: no copy
         return cast(TurnRecord, interned[key])
     update: dict[str, Any] = {"prompts": [], "reasoning": [], "latency_s": 0.0}
-    if turn.seat >= 0:
+    if turn.seat != JUDGE_SEAT:
         update.update(text="", action_string="", raw_replies=[""] * len(turn.raw_replies))
     light = turn.model_copy(update=update)
     return light if key is None or interned is None else cast(TurnRecord, interned.setdefault(key, light))
@@ -347,25 +347,26 @@ def _slim_turn(turn: TurnRecord, interned: Interned | None) -> TurnRecord:
 
 def _slim_rows(moves: Sequence[MoveRow], interned: Interned) -> list[TurnRecord]:
     """The slim turns of a ``moves`` record's rows (:data:`~deepeval_games.core.records.MOVE_ROW`). A row's slim
-    turn is set by its place, round, seat and action (and a chance outcome's name: a seat's name and latency are
-    dropped), so rows seen before are looked up; the record's turns are rebuilt only when a row is new."""
-    keys = [
-        ("row", index, round_, seat, action, name if seat < 0 else "")
-        for index, (round_, seat, action, name, _) in enumerate(moves)
-    ]
+    turn is set by its place, round, seat and action (a slim turn keeps no name and no latency, and a row holds no
+    name: none is replayed), so rows seen before are looked up; each is the slim turn a full record's equal turn
+    shares."""
+    keys = [("row", index, round_, seat, action) for index, (round_, seat, action, _) in enumerate(moves)]
     try:
         return [interned[key] for key in keys]
     except KeyError:  # a row not seen yet
-        for key, turn in zip(keys, turns_of_moves(moves), strict=True):
+        for key in keys:
             if key not in interned:
+                _, index, round_, seat, action = key
+                turn = TurnRecord(index=index, round=round_, seat=seat, action=action, action_string="")
                 interned[key] = _slim_turn(turn, interned)
         return [interned[key] for key in keys]
 
 
 def slim(record: MatchRecord, interned: Interned | None = None) -> MatchRecord:
     """A copy without the texts tables never read: prompts, reasoning, the message pool, the seats' replies and
-    utterances (each reply becomes ``""``, so the number of asks stays) and the turns' latency. Transport attempts,
-    outcomes, tokens, cost and the judge's verdicts (seat -2) are kept.
+    utterances (each reply becomes ``""``, so the number of asks stays), the names of the seats' moves and of chance
+    outcomes, and the turns' latency. Transport attempts, outcomes, tokens, cost and the judge's verdicts (seat -2)
+    are kept.
 
     With ``interned`` (one dict per report, empty at first) equal slim turns, seat lists, role lists and player
     entries are one shared object, so a report of many matches of few distinct moves stays small: sections only
