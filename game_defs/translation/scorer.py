@@ -24,14 +24,16 @@ does). Importing this module registers the game too (it imports :mod:`game_defs.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyspiel
-from sacrebleu.metrics import BLEU, CHRF
 
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.bots import register_scorer
 from game_defs.translation.game import SHORT_NAME, TranslationState, paragraph_of
+
+if TYPE_CHECKING:  # sacrebleu is imported when a text is first scored: every command registers this scorer
+    from sacrebleu.metrics import BLEU, CHRF
 
 __all__ = ["BLEU_STATS", "bleu", "bleu_statistics", "chrf", "reference_metrics", "score_texts"]
 
@@ -52,6 +54,8 @@ BLEU_STATS = (
 
 @functools.cache
 def _chrf() -> CHRF:
+    from sacrebleu.metrics import CHRF
+
     metric = CHRF()
     metric.sentence_score("a", ["a"])  # sacrebleu's signature names the number of references of a scored text
     return metric
@@ -59,6 +63,8 @@ def _chrf() -> CHRF:
 
 @functools.cache
 def _bleu(target_lang: str) -> BLEU:
+    from sacrebleu.metrics import BLEU
+
     metric = BLEU(tokenize="zh" if target_lang == "zh" else "13a", effective_order=True)
     metric.sentence_score("a", ["a"])  # as above: a signature is available before any real text is scored
     return metric
@@ -66,6 +72,8 @@ def _bleu(target_lang: str) -> BLEU:
 
 @functools.cache
 def _corpus_bleu(target_lang: str) -> BLEU:
+    from sacrebleu.metrics import BLEU
+
     metric = BLEU(tokenize="zh" if target_lang == "zh" else "13a")  # corpus_bleu's defaults otherwise
     metric.corpus_score(["a"], [["a"]])  # as above: the signature names the number of references
     return metric
