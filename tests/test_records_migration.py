@@ -320,5 +320,13 @@ def test_a_record_of_a_game_not_loaded_here_reads_as_stored_and_says_why_its_tur
     assert stored.moves is not None and stored.turns == []
     with pytest.raises(RecordError, match="does not load here"):
         MatchRecord.from_json(text)
-    with pytest.raises(RecordError, match="does not replay"):
-        MatchRecord.from_json(json.dumps({**migrate(line), "moves": [[1, 0, 99, 0.0]]}))
+    bad_rows = (
+        [[1, 0, 99, 0.0]],  # no such square (the replay checks every move before the game's C++ is given it)
+        [[1, 1, 4, 0.0]],  # the seat not to move
+        [[1, 0, 4, 0.0], [2, 1, 4, 0.0]],  # a square taken
+        [[1, -1, 0, 0.0]],  # a chance outcome where the game has no chance node
+        [[1, 0, "4", 0.0]],  # not a move
+    )
+    for rows in bad_rows:
+        with pytest.raises(RecordError, match="does not replay"):
+            MatchRecord.from_json(json.dumps({**migrate(line), "moves": rows}))

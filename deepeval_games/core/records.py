@@ -392,22 +392,22 @@ def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], ma
         while at < len(moves):
             round_, seat, action = moves[at][0], moves[at][1], moves[at][2]
             if seat == CHANCE_SEAT:
-                state.chance_outcomes()
+                _legal(action, [outcome for outcome, _ in state.chance_outcomes()] if state.is_chance_node() else [])
                 names.append(state.action_to_string(CHANCE_SEAT, action))
                 state.apply_action(action)
                 at += 1
             elif state.is_simultaneous_node():  # the round's rows, named in the same state, applied together
-                joint = [pyspiel.INVALID_ACTION] * loaded.num_players()
-                for each in range(len(joint)):
-                    legal_of(each)
+                legal = [legal_of(each) for each in range(loaded.num_players())]
+                joint = [pyspiel.INVALID_ACTION] * len(legal)
                 while at < len(moves) and moves[at][0] == round_:
                     seat, action = moves[at][1], moves[at][2]
+                    _legal(action, legal[seat] if 0 <= seat < len(legal) else ())
                     names.append(name_of(seat, action))
                     joint[seat] = action
                     at += 1
                 state.apply_actions(joint)
             else:
-                legal_of(seat)
+                _legal(action, legal_of(seat) if seat == state.current_player() else ())
                 names.append(name_of(seat, action))
                 state.apply_action(action)
                 at += 1
@@ -416,6 +416,13 @@ def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], ma
             f"match record {match_id!r} does not replay in {game!r}: row {at} of its moves: {type(exc).__name__}: {exc}"
         ) from exc
     return names
+
+
+def _legal(action: Any, legal: Sequence[int]) -> None:
+    """A row's move checked before the game is asked anything of it (a game's C++ may not check a move it is given):
+    a move of the seat to move, legal where it was made."""
+    if action not in legal:
+        raise ValueError(f"move {action!r} is not a legal move of that seat there (or the seat is not to move)")
 
 
 _GAMES: dict[str, pyspiel.Game] = {}
