@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyspiel
 
@@ -399,7 +400,7 @@ class LLMBot(DeepEvalBot):
         """No valid move this turn: no action, so the referee applies the task's penalty (or a random legal move)."""
         log.info("seat %d: %s (%s); the penalty applies", self.player_id, outcome.value, error)
         last = decision.raw_replies[-1] if decision.raw_replies else ""
-        return replace(decision, action=None, text=last, outcome=outcome, error=error)
+        return msgspec.structs.replace(decision, action=None, text=last, outcome=outcome, error=error)
 
 
 _OVERFLOW = "the prompt exceeds the context"
