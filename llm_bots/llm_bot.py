@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyspiel
 
@@ -399,31 +400,10 @@ class LLMBot(DeepEvalBot):
         """No valid move this turn: no action, so the referee applies the task's penalty (or a random legal move)."""
         log.info("seat %d: %s (%s); the penalty applies", self.player_id, outcome.value, error)
         last = decision.raw_replies[-1] if decision.raw_replies else ""
-        return replace(decision, action=None, text=last, outcome=outcome, error=error)
+        return msgspec.structs.replace(decision, action=None, text=last, outcome=outcome, error=error)
 
 
 _OVERFLOW = "the prompt exceeds the context"
-
-_DECISION_FIELDS = (
-    "action",
-    "text",
-    "outcome",
-    "raw_replies",
-    "prompts",
-    "retries",
-    "model",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-    "error",
-    "attempts",
-    "cut_chars",
-    "finish_reasons",
-    "reasoning_tokens",
-    "reasoning",
-    "cached_tokens",
-    "cache_write_tokens",
-)
 
 
 def cut_reply(completion: Completion, max_chars: int) -> Completion:
@@ -439,12 +419,6 @@ def cut_reply(completion: Completion, max_chars: int) -> Completion:
         reasoning=completion.reasoning[:max_chars],
         cut_chars=completion.cut_chars + over,
     )
-
-
-_new = object.__new__
-_set_decision_dict: Callable[[Any, dict[str, Any]], None] = vars(Decision)["__dict__"].__set__
-if tuple(f.name for f in fields(Decision)) != _DECISION_FIELDS:  # _Exchange.decision sets every field
-    raise TypeError("_Exchange.decision must set every field of Decision, in order")
 
 
 class _Exchange:
@@ -508,32 +482,26 @@ class _Exchange:
     ) -> Decision:
         """The turn's decision: ``action`` and ``text`` (no action: the text of the last reply is filled in by the
         caller), with everything asked so far."""
-        # Decision(...) without the frozen dataclass's per-field __setattr__ (every field given: the same object)
-        decision = _new(Decision)
-        _set_decision_dict(
-            decision,
-            {
-                "action": action,
-                "text": text,
-                "outcome": outcome,
-                "raw_replies": tuple(self.raw_replies),
-                "prompts": tuple(self.prompts),
-                "retries": self.retries,
-                "model": self.model,
-                "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out,
-                "cost_usd": self.cost_usd,
-                "error": error,
-                "attempts": tuple(self.attempts),
-                "cut_chars": tuple(self.cut_chars),
-                "finish_reasons": tuple(self.finish_reasons),
-                "reasoning_tokens": self.reasoning_tokens,
-                "reasoning": tuple(self.reasoning),
-                "cached_tokens": self.cached_tokens,
-                "cache_write_tokens": self.cache_write_tokens,
-            },
+        return Decision(
+            action=action,
+            text=text,
+            outcome=outcome,
+            raw_replies=tuple(self.raw_replies),
+            prompts=tuple(self.prompts),
+            retries=self.retries,
+            model=self.model,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost_usd=self.cost_usd,
+            error=error,
+            attempts=tuple(self.attempts),
+            cut_chars=tuple(self.cut_chars),
+            finish_reasons=tuple(self.finish_reasons),
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning=tuple(self.reasoning),
+            cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens,
         )
-        return decision
 
 
 def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[str, Any]]:

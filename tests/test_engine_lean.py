@@ -6,17 +6,27 @@ they were is ``tests/test_engine_records.py``."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import pickle
 import sys
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyspiel
 import pytest
 
 from deepeval_games import Decision, Observation, load_game, make_bot, play_match
-from deepeval_games.core.bot import DeepEvalBot, StateBot, SyncBot, answers_at_once, make_observation, observe
+from deepeval_games.core.bot import (
+    DeepEvalBot,
+    Outcome,
+    StateBot,
+    SyncBot,
+    answers_at_once,
+    make_observation,
+    observe,
+)
 from deepeval_games.core.message_pool import REFEREE, Message, MessagePool
 from deepeval_games.core.records import TurnRecord
 from llm_bots.players.classical import MCTSPlayer, RandomBot
@@ -25,22 +35,33 @@ from llm_bots.players.classical import MCTSPlayer, RandomBot
 def test_decision_move_is_the_same_decision() -> None:
     fast, slow = Decision.move(3, "invest 3"), Decision(action=3, text="invest 3")
     assert fast == slow and repr(fast) == repr(slow) and hash(fast) == hash(slow)
-    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
-    assert dataclasses.replace(fast, error="late") == dataclasses.replace(slow, error="late")
-    assert pickle.loads(pickle.dumps(fast)) == slow
+    assert msgspec.structs.asdict(fast) == msgspec.structs.asdict(slow)
+    assert msgspec.structs.replace(fast, error="late") == msgspec.structs.replace(slow, error="late")
+    assert pickle.loads(pickle.dumps(fast)) == slow and copy.copy(fast) == slow
     assert fast.exchange() == slow.exchange()
-    assert fast.is_plain() and slow.is_plain() and not dataclasses.replace(slow, retries=1).is_plain()
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert fast.is_plain() and slow.is_plain() and not msgspec.structs.replace(slow, retries=1).is_plain()
+    for field in msgspec.structs.fields(Decision)[3:]:  # a field of the exchange away from its default: not plain
+        other = {(): ("x",), 0: 1, None: "x"}[field.default]  # 0.0 == 0: cost_usd gets 1
+        plain = field.name == "error"  # an error alone is the referee's note, not an exchange with a model
+        assert msgspec.structs.replace(slow, **{field.name: other}).is_plain() is plain, field.name
+    assert Decision(3, "invest 3", Outcome.OK, ()) == slow  # positional, as a bot may write it
+    with pytest.raises(AttributeError):
         fast.action = 4  # type: ignore[misc]
 
 
 def test_make_observation_is_the_same_observation() -> None:
     state = pyspiel.load_game("tic_tac_toe").new_initial_state()
     slow = observe(state, 0)
-    fast = make_observation(**{f.name: getattr(slow, f.name) for f in dataclasses.fields(Observation)})
+    fast = make_observation(**{f.name: getattr(slow, f.name) for f in msgspec.structs.fields(Observation)})
     assert fast == slow and repr(fast) == repr(slow)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert "action_to_string" not in repr(fast) and fast == msgspec.structs.replace(slow, action_to_string=repr)
+    assert fast != msgspec.structs.replace(slow, round=3) and fast != object()
+    positional = Observation(*(getattr(slow, f.name) for f in msgspec.structs.fields(Observation)))
+    assert positional == slow and positional.action_to_string is slow.action_to_string
+    with pytest.raises(AttributeError):
         fast.round = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hash(fast)  # its params and fields are mappings
 
 
 @pytest.mark.parametrize("inboxes", [True, False])
@@ -416,9 +437,7 @@ def test_a_played_record_is_the_record_pydantic_builds_of_its_values() -> None:
 def test_an_observations_inbox_is_read_when_first_asked_for_as_it_was_when_made() -> None:
     """The referee hands an observation its seat's inbox unread (a scripted baseline never reads it): read later,
     after more messages reached the seat, it holds the messages the seat had when the observation was made; equal,
-    ``repr``, ``dataclasses.replace`` and a pickle see the messages."""
-    from deepeval_games.core.message_pool import InboxAt
-
+    ``repr``, ``msgspec.structs.replace``, a copy and a pickle see the messages."""
     pool = MessagePool()
     pool.tell(0, 0, "rules", "the rules", {})
     pool.add_move(1, 0, "a", 1)
@@ -426,17 +445,18 @@ def test_an_observations_inbox_is_read_when_first_asked_for_as_it_was_when_made(
         seat=0, num_seats=2, game="g", params={}, round=1, text="t", fields={}, legal_actions=(1, 2)
     )
     values.update(penalty_action=None, free_text=False, action_to_string=str)
-    later = make_observation(**values, inbox=pool.inbox_later(0))
-    assert isinstance(later.__dict__["inbox"], InboxAt)  # not read yet
+    inbox = pool.inbox_later(0)
+    later = make_observation(**values, inbox=inbox)
+    assert msgspec.structs.asdict(later)["inbox"] is inbox and inbox.messages is None  # not read yet
     pool.tell(1, 0, "observation", "more", {})
     pool.add_move(2, 0, "b", 2)
     now = make_observation(**values, inbox=pool.visible_to(0)[:2])
-    assert [m.text for m in later.inbox] == ["the rules", "a"] and later.inbox is later.inbox
+    assert [m.text for m in later.inbox] == ["the rules", "a"] and later.inbox is later.inbox is inbox.messages
     assert later == now and repr(later) == repr(now)
     unread = make_observation(**values, inbox=pool.inbox_later(0))
-    assert dataclasses.replace(unread, round=2).inbox == pool.visible_to(0)
+    assert msgspec.structs.replace(unread, round=2).inbox == pool.visible_to(0) == copy.copy(unread).inbox
     values["action_to_string"] = repr  # picklable
     copied = pickle.loads(pickle.dumps(make_observation(**values, inbox=pool.inbox_later(0))))
     assert [m.text for m in copied.inbox] == ["the rules", "a", "more", "b"]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         later.inbox = ()  # type: ignore[misc]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
+import msgspec
 import pyspiel
 import pytest
 from hypothesis import given, settings
@@ -115,7 +115,7 @@ def test_format_lists_the_legal_names_and_the_schema_is_exactly_them() -> None:
 
 
 def test_free_text_turns_take_the_reply_and_have_no_schema() -> None:
-    observation = replace(_observation(), free_text=True)
+    observation = msgspec.structs.replace(_observation(), free_text=True)
     assert ADAPTER.parse("  hello  ", observation).text == "hello"
     assert not ADAPTER.parse(" ", observation).ok
     assert ADAPTER.response_schema(observation) is None

@@ -9,6 +9,7 @@ import pickle
 import time
 from typing import Any
 
+import msgspec
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -205,7 +206,7 @@ def test_the_configs_of_one_player_share_their_plans_fixed_parts() -> None:
 # -- a turn's decision and its answer format
 
 
-def test_a_turns_decision_is_the_dataclasss_own() -> None:
+def test_a_turns_decision_is_the_structs_own() -> None:
     turn = _Exchange()
     completion = Completion._made(
         **{
@@ -242,7 +243,7 @@ def test_a_turns_decision_is_the_dataclasss_own() -> None:
     )
     assert made == built and repr(made) == repr(built) and not made.is_plain()
     assert pickle.loads(pickle.dumps(made)) == built
-    assert dataclasses.replace(made, action=None).action is None
+    assert msgspec.structs.replace(made, action=None).action is None
 
 
 def test_a_rendered_prompt_is_remembered_by_its_values_as_text() -> None:

@@ -12,12 +12,12 @@ a simultaneous node can be asked at once; :meth:`DeepEvalBot.step` wraps it so O
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import msgspec
 import numpy as np
 import pyspiel
 
@@ -65,9 +65,9 @@ class Outcome(str, enum.Enum):
     applied. A cut reply is never read as a move: it is re-asked like an invalid one."""
 
 
-@dataclass(frozen=True)
-class Observation:
-    """Everything a seat may know when it is asked to move."""
+class _ObservationFields(msgspec.Struct, frozen=True):
+    """The fields of an :class:`Observation`, as given: ``inbox`` may be an unread
+    :class:`~deepeval_games.core.message_pool.InboxAt` (the subclass reads it when it is first asked for)."""
 
     seat: int
     num_seats: int
@@ -83,16 +83,34 @@ class Observation:
     """Structured values of the same observation (the task's ``observation_fields``), may be empty."""
     legal_actions: tuple[int, ...]
     """Actions the seat may take; for a free-text move, a placeholder (any utterance is accepted)."""
-    inbox: tuple[Message, ...]
+    inbox: tuple[Message, ...] | InboxAt
     """Every pool message this seat may read, in order, its own moves included: what the referee delivered."""
     penalty_action: int | None = None
     """The task's move for a seat without a valid answer (None: the referee draws a random legal move)."""
     free_text: bool = False
     """True when the move is an utterance rather than a choice among ``legal_actions``."""
-    action_to_string: Callable[[int], str] = field(default=str, repr=False, compare=False)
+    action_to_string: Callable[[int], str] = str
     """Names an action for this seat (e.g. ``invest 3``)."""
     combined: bool = False
     """True when the answer carries a message to every seat beside the move (the task's combined turn)."""
+
+
+class Observation(_ObservationFields, frozen=True):
+    """Everything a seat may know when it is asked to move.
+
+    A frozen :class:`msgspec.Struct`: build it as ``Observation(seat, num_seats, ...)`` or with keywords, change it
+    with :func:`msgspec.structs.replace`. Equality and ``repr`` leave out ``action_to_string`` and see the inbox's
+    messages; a pickle holds the messages, not the pool.
+    """
+
+    @property  # type: ignore[misc] # the field, read (mypy allows only an attribute over a dataclass field)
+    def inbox(self) -> tuple[Message, ...]:
+        """Every pool message this seat may read, in order, its own moves included: what the referee delivered.
+
+        The referee hands the field over unread (an :class:`~deepeval_games.core.message_pool.InboxAt`, which
+        reads the pool once, when first asked, and keeps what it read): a bot that never looks costs no message."""
+        inbox = super().inbox
+        return inbox.read() if isinstance(inbox, InboxAt) else inbox
 
     def action_names(self) -> dict[str, int]:
         """Every legal action by its name (the first action of a name wins)."""
@@ -101,38 +119,44 @@ class Observation:
             names.setdefault(self.action_to_string(action), action)
         return names
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The fields, its inbox read (a copy or a pickle holds the messages, not the pool)."""
-        state = dict(self.__dict__)
-        state["inbox"] = self.inbox
-        return state
+    def _compared(self) -> tuple[Any, ...]:
+        """The values equality compares: every field but ``action_to_string``, the inbox read."""
+        return (
+            self.seat,
+            self.num_seats,
+            self.game,
+            self.params,
+            self.round,
+            self.text,
+            self.fields,
+            self.legal_actions,
+            self.inbox,
+            self.penalty_action,
+            self.free_text,
+            self.combined,
+        )
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Observation):
+            return NotImplemented
+        return self._compared() == other._compared()
 
-class _Inbox:
-    """``Observation.inbox``: the field's value, which the referee may hand over unread (an
-    :class:`~deepeval_games.core.message_pool.InboxAt`); it is read, and kept, when first asked for. Equality, ``repr``,
-    :func:`dataclasses.replace` and copies see the messages."""
+    __hash__ = None  # type: ignore[assignment] # its params and fields are mappings
 
-    def __get__(self, observation: Observation | None, owner: type | None = None) -> Any:
-        if observation is None:
-            return self
-        value = observation.__dict__["inbox"]
-        if value.__class__ is InboxAt:
-            value = observation.__dict__["inbox"] = value.read()
-        return value
+    def __repr__(self) -> str:
+        shown = (f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__ if name != "action_to_string")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
-    def __set__(self, observation: Observation, value: tuple[Message, ...] | InboxAt) -> None:
-        observation.__dict__["inbox"] = value  # the frozen dataclass sets its fields through object.__setattr__
-
-
-setattr(Observation, "inbox", _Inbox())  # noqa: B010 (after @dataclass made the field)
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its inbox read (the messages, not the pool)."""
+        return type(self), tuple(getattr(self, name) for name in self.__struct_fields__)
 
 
 Prompt = tuple[Mapping[str, str], ...]
 """The chat messages of one request, exactly as sent."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallAttempt:
     """One transport attempt of a model call: what came back, and how long the retry loop waited after it."""
 
@@ -150,12 +174,12 @@ class CallAttempt:
     """Seconds waited after this attempt before the next one (backoff, Retry-After); 0 for the last."""
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """A bot's answer to one :class:`Observation`, with what it cost.
 
     The fields after ``text`` are the turn's exchange with a model; the match record copies them as they are
-    (:meth:`exchange`), so they are named once, here.
+    (:meth:`exchange`), so they are named once, here. A frozen :class:`msgspec.Struct`: build it as
+    ``Decision(action, text, ...)`` or with keywords, change it with :func:`msgspec.structs.replace`.
     """
 
     action: int | None
@@ -194,32 +218,14 @@ class Decision:
 
     @classmethod
     def move(cls, action: int | None, text: str = "") -> Decision:
-        """``Decision(action=action, text=text)``: a plain move, every other field at its default.
-
-        Built without the dataclass's per-field ``__setattr__`` (a scripted bot makes one a move): only ``action``
-        and ``text`` are stored on the instance, the other fields read their defaults from the class, as a
-        dataclass keeps them; equality, ``repr``, :func:`dataclasses.replace` and pickling see the same decision.
-        """
-        if not text and cls is Decision and action.__class__ is int:  # immutable: one serves every such move
-            known = _PLAIN_MOVES.get(action)
-            if known is not None:
-                return known
-        decision = _new(cls)
-        _set_decision_dict(decision, {"action": action, "text": text, "_plain": True})
-        if not text and cls is Decision and action.__class__ is int and len(_PLAIN_MOVES) < 65536:
-            _PLAIN_MOVES[action] = decision
-        return decision
-
-    _plain: ClassVar[bool] = False
-    """True on a decision made by :meth:`move` (not a field: a frozen decision made so keeps every default)."""
+        """``Decision(action, text)``: a plain move, every other field at its default."""
+        return cls(action, text)
 
     def is_plain(self) -> bool:
         """True when no model was asked: every field of the exchange with a model is at its default."""
-        if self._plain:
-            return True
         return (
-            not self.raw_replies
-            and not self.prompts
+            not self.prompts
+            and not self.raw_replies
             and not self.attempts
             and not self.cut_chars
             and not self.finish_reasons
@@ -254,21 +260,6 @@ class Decision:
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
-
-
-_new = object.__new__
-_PLAIN_MOVES: dict[int, Decision] = {}
-"""``Decision.move(action)`` per action, made once."""
-# object.__setattr__(x, "__dict__", values) for a Decision and an Observation: the ``__dict__`` descriptor's own
-# __set__, bound once (object.__setattr__ looks the name up on the type at every call; one of each is made a move)
-_set_decision_dict: Callable[[Any, dict[str, Any]], None] = vars(Decision)["__dict__"].__set__
-_set_observation_dict: Callable[[Any, dict[str, Any]], None] = vars(Observation)["__dict__"].__set__
-if not all(  # Decision.move relies on it: every field but action has a plain default, kept on the class
-    f.default is not dataclasses.MISSING and getattr(Decision, name) == f.default
-    for name, f in Decision.__dataclass_fields__.items()
-    if name != "action"
-):
-    raise TypeError("Decision.move needs every field of Decision but action to have a plain default")
 
 
 class ActionNames:
@@ -329,29 +320,23 @@ def make_observation(
     action_to_string: Callable[[int], str],
     combined: bool = False,
 ) -> Observation:
-    """An :class:`Observation` of these values, built without the frozen dataclass's per-field ``__setattr__``
-    (the referee makes one a move; the result equals ``Observation(...)`` of the same values). ``inbox`` may be an
-    :class:`~deepeval_games.core.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
-    observation = _new(Observation)
-    _set_observation_dict(
-        observation,
-        {
-            "seat": seat,
-            "num_seats": num_seats,
-            "game": game,
-            "params": params,
-            "round": round,
-            "text": text,
-            "fields": fields,
-            "legal_actions": legal_actions,
-            "inbox": inbox,
-            "penalty_action": penalty_action,
-            "free_text": free_text,
-            "action_to_string": action_to_string,
-            "combined": combined,
-        },
+    """``Observation(...)`` of these values, all given by keyword (the referee's way of making one). ``inbox`` may be
+    an :class:`~deepeval_games.core.message_pool.InboxAt`, read when the bot first reads ``observation.inbox``."""
+    return Observation(
+        seat=seat,
+        num_seats=num_seats,
+        game=game,
+        params=params,
+        round=round,
+        text=text,
+        fields=fields,
+        legal_actions=legal_actions,
+        inbox=inbox,
+        penalty_action=penalty_action,
+        free_text=free_text,
+        action_to_string=action_to_string,
+        combined=combined,
     )
-    return observation
 
 
 def observe(

@@ -241,14 +241,19 @@ class InboxAt:
 
     The pool only appends, so the messages read later are the very ones the seat had then."""
 
-    __slots__ = ("count", "pool", "seat")
+    __slots__ = ("count", "messages", "pool", "seat")
 
     def __init__(self, pool: MessagePool, seat: int, count: int) -> None:
         self.pool = pool
         self.seat = seat
         self.count = count
+        self.messages: tuple[Message, ...] | None = None
+        """What :meth:`read` read, once it has."""
 
     def read(self) -> tuple[Message, ...]:
-        """The messages (:meth:`MessagePool.visible_to`, as it was)."""
-        view = self.pool.visible_to(self.seat)
-        return view if len(view) == self.count else view[: self.count]
+        """The messages (:meth:`MessagePool.visible_to`, as it was), read from the pool the first time only."""
+        messages = self.messages
+        if messages is None:
+            view = self.pool.visible_to(self.seat)
+            messages = self.messages = view if len(view) == self.count else view[: self.count]
+        return messages

@@ -27,10 +27,11 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar, cast
 
+import msgspec
 import numpy as np
 import pyspiel
 
@@ -238,7 +239,7 @@ def _derivable(decision: Decision, action_string: str) -> bool:
 
 def _invalid(decision: Decision, reason: str) -> Decision:
     """``decision`` marked invalid, with the reason."""
-    return replace(decision, outcome=Outcome.INVALID, error=reason)
+    return msgspec.structs.replace(decision, outcome=Outcome.INVALID, error=reason)
 
 
 _TERMINAL, _CHANCE, _SIMULTANEOUS, _SEQUENTIAL = "terminal", "chance", "simultaneous", "sequential"
@@ -460,7 +461,7 @@ class _Match:
             return action, decision
         action = int(self.penalty_rng.choice(legal))
         note = f"a random legal move ({hooks.action_name(seat, action)}) was played for the seat"
-        return action, replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
+        return action, msgspec.structs.replace(decision, error=f"{decision.error}; {note}" if decision.error else note)
 
     def name(self, seat: int, action: int) -> str:
         """The name of a move in the state it is made in (a chance outcome's or a verdict's by OpenSpiel's own)."""

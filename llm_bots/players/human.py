@@ -28,9 +28,10 @@ import re
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import msgspec
 import numpy as np
 import pyspiel
 
@@ -259,7 +260,7 @@ class HumanBot(DeepEvalBot):
                 moves = self._moves_hint(observation)
                 shown = f"{shown}\n\n{moves}" if moves else shown
         self.terminal.show(prompts.render("seat", "penalty"))
-        return replace(self._decision(asks, typed, Outcome.INVALID, None), error=error)
+        return msgspec.structs.replace(self._decision(asks, typed, Outcome.INVALID, None), error=error)
 
     @staticmethod
     def _decision(asks: list[str], typed: list[str], outcome: Outcome, parsed: Parsed | None) -> Decision:
