@@ -352,16 +352,10 @@ class ModelConfig:
         return cls(**values)
 
     def with_valid(self, **changes: Any) -> ModelConfig:
-        """A copy with ``changes``, values the caller knows to be valid for their fields (a seed drawn from a
-        generator, a reply cap from :func:`resolve_max_tokens` over a checked task limit): what
-        :func:`dataclasses.replace` returns, without validating every field again (made for every LLM seat of
-        every match)."""
-        unknown = changes.keys() - self.__dict__.keys()
-        if unknown:
-            raise TypeError(f"ModelConfig has no field(s) {sorted(unknown)}")
-        copy = object.__new__(ModelConfig)
-        object.__setattr__(copy, "__dict__", {**self.__dict__, **changes})
-        return copy
+        """A copy with ``changes`` (a seed drawn from a generator, a reply cap from :func:`resolve_max_tokens`):
+        :func:`dataclasses.replace`, every field checked again (about 8 µs, once an LLM seat a match or a turn
+        whose cap differs: nothing beside a model call)."""
+        return dataclasses.replace(self, **changes)
 
     # -- views --
 

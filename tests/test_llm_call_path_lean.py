@@ -208,7 +208,7 @@ def test_the_configs_of_one_player_share_their_plans_fixed_parts() -> None:
 
 def test_a_turns_decision_is_the_structs_own() -> None:
     turn = _Exchange()
-    completion = Completion._made(
+    completion = Completion(
         **{
             **{f.name: f.default for f in dataclasses.fields(Completion) if f.default is not f.default_factory},
             "text": "r",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import pytest
 
 from deepeval_games.core.bot import observe
@@ -26,7 +26,7 @@ def test_message_to_dict_is_the_deep_form_without_the_deep_copy() -> None:
     fields = {"coins": [1, 2], "nested": {"a": (1, 2)}}
     message = pool.add(round=1, sender=0, recipients=(0, 1), kind="observation", text="t", action=3, fields=fields)
     data = message.to_dict()
-    expected = asdict(message)
+    expected = msgspec.structs.asdict(message)
     expected["recipients"] = [0, 1]
     assert data == expected and list(data) == list(expected)  # same keys, same order, same values
     data["fields"]["coins"] = "changed"  # a record's copy can be changed without changing the pool

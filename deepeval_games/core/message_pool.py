@@ -8,8 +8,9 @@ of Algorithm 1 it was written. What a seat is shown is exactly the messages addr
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 __all__ = ["REFEREE", "InboxAt", "Message", "MessagePool", "seat_label"]
 
@@ -22,9 +23,8 @@ def seat_label(seat: int) -> str:
     return f"Player {seat + 1}"
 
 
-@dataclass(frozen=True)
-class Message:
-    """One entry of the pool."""
+class Message(msgspec.Struct, frozen=True):
+    """One entry of the pool (a frozen :class:`msgspec.Struct`, like a turn's ``Observation``: made in C)."""
 
     index: int
     """Position in the pool, from 0."""
@@ -40,20 +40,17 @@ class Message:
     """The words, as delivered."""
     action: int | None = None
     """The game action a ``move`` stands for."""
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
     """Structured values behind ``text`` (for prompts and scripted bots)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form: a shallow copy (``fields`` is a new dict holding the same values, which the pool
         never changes), so a record is not built by deep-copying every message."""
-        data = self.__dict__.copy()  # the fields, in order (the pool's fast constructors keep that order too)
+        data = msgspec.structs.asdict(self)  # the fields, in order
         data["recipients"] = list(self.recipients)
         data["fields"] = dict(self.fields)
         return data
 
-
-_new = object.__new__
-_set = object.__setattr__
 
 _MOVE: dict[str, Any] = dict.fromkeys(("index", "round", "sender", "recipients", "kind", "text", "action", "fields"))
 """A message record's keys in order (:meth:`Message.to_dict`), as a move has them: copied, then filled in."""
@@ -185,16 +182,13 @@ class MessagePool:
                 deliver(seat, record)
 
     def _message(self, record: dict[str, Any]) -> Message:
-        """The :class:`Message` of a record (made once, without the frozen dataclass's per-field ``__setattr__``:
-        the same message as its constructor makes). Its ``fields`` is a copy: a reader cannot change the record."""
+        """The :class:`Message` of a record (made once). Its ``fields`` is a copy: a reader cannot change the
+        record."""
         index = record["index"]
         message = self._made.get(index)
         if message is None:
-            values = record.copy()
-            values["recipients"] = tuple(record["recipients"])
-            values["fields"] = dict(record["fields"])
-            message = _new(Message)
-            _set(message, "__dict__", values)
+            r, recipients, fields = record, tuple(record["recipients"]), dict(record["fields"])
+            message = Message(index, r["round"], r["sender"], recipients, r["kind"], r["text"], r["action"], fields)
             self._made[index] = message
         return message
 

@@ -81,11 +81,8 @@ class Parsed:
 
     @classmethod
     def move(cls, action: int | None, text: str = "") -> Parsed:
-        """``Parsed(action=action, text=text)``, made without the frozen dataclass's per-field ``__setattr__`` (a
-        parser makes one a model turn): the same object."""
-        parsed = object.__new__(cls)
-        object.__setattr__(parsed, "__dict__", {"action": action, "text": text, "error": None})
-        return parsed
+        """``Parsed(action=action, text=text)``: a reply read as a valid move."""
+        return cls(action=action, text=text)
 
 
 class TaskAdapter:

@@ -155,16 +155,6 @@ def limits_of(config: ModelConfig) -> Limits:
     )
 
 
-def _grant(key: str, serial: int, est_tokens: int, granted_at: float) -> Grant:
-    """``Grant(key, serial, est_tokens, granted_at)`` without the frozen dataclass's per-field ``__setattr__``
-    (one a model call): the same object, equal, hashable and picklable alike."""
-    grant = object.__new__(Grant)
-    object.__setattr__(
-        grant, "__dict__", {"key": key, "serial": serial, "est_tokens": est_tokens, "granted_at": granted_at}
-    )
-    return grant
-
-
 class _KeyState:
     """What a :class:`LocalLimiter` keeps for one key. Every field is guarded by the limiter's lock.
 
@@ -318,7 +308,7 @@ class LocalLimiter:
                 return None
             serial = next(self._serials)
             state.start(serial, est_tokens)
-            return _grant(key, serial, est_tokens, now)
+            return Grant(key, serial, est_tokens, now)
 
     async def acquire(self, key: str, limits: Limits, est_tokens: int = 0) -> Grant:
         """Wait until a call under ``key`` may start within ``limits``; count it as started.
@@ -338,7 +328,7 @@ class LocalLimiter:
                     state.start(serial, est_tokens)
                     if state.waiters:
                         self._wake(state)  # the next in line looks too, while slots are free
-                    return _grant(key, serial, est_tokens, now)
+                    return Grant(key, serial, est_tokens, now)
                 waiter = loop.create_future()
                 if front:
                     state.waiters.appendleft(waiter)

@@ -68,18 +68,9 @@ class Completion:
         object.__setattr__(self, "attempt_log", log)
 
     @classmethod
-    def _made(cls, **values: Any) -> Completion:
-        """A completion from every field's value, ``attempt_log`` a tuple of :class:`CallAttempt` (what
-        :func:`~llm_bots.transport.call.complete` builds): the same object as the constructor's, without a frozen
-        dataclass's per-field ``__setattr__`` (one is made for every reply)."""
-        return cls.from_fields(values)
-
-    @classmethod
     def from_fields(cls, values: dict[str, Any]) -> Completion:
-        """:meth:`_made` from the dict of every field's value (kept as the completion's own)."""
-        completion = object.__new__(cls)
-        object.__setattr__(completion, "__dict__", values)
-        return completion
+        """``Completion(**values)``: a completion from every field's value."""
+        return cls(**values)
 
 
 class Budget:

@@ -55,7 +55,7 @@ class _RecordingRunner(MatchRunner):
     def played_json(self, match_id: str, text: str | bytes) -> None:
         data = json.loads(text)  # the fields the sink reads (the adaptive stopping rule: status and payoffs)
         fields = {key: data.get(key) for key in ("game", "seats", "returns", "status")}
-        self.sink(MatchRecord.model_construct(match_id=match_id, turns=[], **fields))
+        self.sink(MatchRecord.model_validate({"match_id": match_id, "turns": [], **fields}))
 
 
 async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup) -> RunResult:

@@ -404,7 +404,7 @@ async def _judge_one(job: _Job, source: JudgeSource) -> JudgementRecord:
     scores = decode_scores(
         int(decision.action), job.game.num_players(), int(fields["score_min"]), int(fields["score_max"])
     )
-    turn = TurnRecord.model_construct(
+    turn = TurnRecord(
         index=len(job.record.turns) - 1,
         round=job.round,
         seat=JUDGE_SEAT,
