@@ -5,10 +5,13 @@ documentation's table (docs/tasks/openspiel.md) of which classical bot plays whi
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.tables.two_player import format_two_player
@@ -20,9 +23,11 @@ from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import UnknownGameError
-from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.records import MatchRecord, RecordError
+from deepeval_games.core.referee import play_match
 from deepeval_games.core.registry.games import load_game
-from llm_bots.players.classical import classical_support
+from deepeval_games.core.transcript import with_messages
+from llm_bots.players.classical import RandomBot, classical_support
 
 
 def _spec(game: str, *, repeats: int, pairing: str = "auto", players: tuple[str, ...] = ("a", "b")) -> dict:
@@ -152,6 +157,30 @@ def test_play_refuses_a_file_outside_its_data_folder_before_reading_it(
     assert spec.experiment.data_dir == str(data) and spec.pairing == "fixed"
     argv = ["play", f"efg_game(filename={secret})", "--data-dir", str(data), "--out", str(tmp_path / "p")]
     assert main(argv) == 2 and "outside the data folder" in capsys.readouterr().err  # --data-dir: the same rule
+
+
+def test_a_game_that_names_a_file_is_stored_in_full_and_reading_a_record_never_opens_a_file(tmp_path: Path) -> None:
+    """Reading a ``moves`` record replays its game (records v9: the moves' names), and a run directory may come from
+    anyone: a game that names a file is never loaded for that (as re-judging loads none). So the referee stores such a
+    game's matches in full, and a ``moves`` record naming a file reads as its rows, its turns and messages refused."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pennies.efg").write_text(EFG)
+    game = load_game(f"efg_game(filename={data / 'pennies.efg'})")
+    bots = [RandomBot(seat, np.random.default_rng(seat), game=game) for seat in range(2)]
+    record = asyncio.run(play_match(game, bots, seed=1, match_id="efg", transcript="moves"))
+    assert record.transcript == "full" and record.moves is None and record.turns
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the first line of a private file\n")
+    rows = [[turn.round, turn.seat, turn.action, turn.latency_s] for turn in record.turns]
+    crafted = {**json.loads(record.to_json()), "game": f"efg_game(filename={secret})", "transcript": "moves"}
+    text = json.dumps({**crafted, "moves": rows, "turns": [], "messages": []})
+    assert MatchRecord.from_json(text, rebuild_turns=False).moves == [tuple(row) for row in rows]
+    with pytest.raises(RecordError, match="names a file") as refused:
+        MatchRecord.from_json(text)
+    assert "private file" not in str(refused.value)
+    with pytest.raises(UnknownGameError, match="names a file"):
+        with_messages(MatchRecord.from_json(text, rebuild_turns=False))
 
 
 # -- the documentation's table of classical bots is what the code says --------------------------------------------

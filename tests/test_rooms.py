@@ -32,6 +32,19 @@ def test_no_module_is_over_800_lines() -> None:
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
+def test_the_referee_stays_one_pipeline_of_at_most_600_lines_and_no_function_over_60() -> None:
+    """Issue 41's size rule for the referee (``deepeval_games/core/referee.py``), tighter than the house's."""
+    path = REPO / "deepeval_games" / "core" / "referee.py"
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 600
+    long = {
+        node.name: size
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (size := (node.end_lineno or node.lineno) - node.lineno + 1) > 60
+    }
+    assert not long, f"referee functions over 60 lines: {long}"
+
+
 def test_no_function_is_over_80_lines() -> None:
     long: dict[str, int] = {}
     for path in _modules():

@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from deepeval_games.core import task
 from deepeval_games.core.bot import CallAttempt, Outcome
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.registry.games import load_game
+from deepeval_games.core.registry.games import recorded_game
 
 __all__ = [
     "CHANCE_SEAT",
@@ -372,12 +372,16 @@ def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], ma
     what the referee asks it before it names a move (the seats' legal moves, the chance outcomes), for a game that
     lists its moves when asked (a TextArena environment names a move from its list).
 
+    The game is loaded as a record's game is (:func:`~deepeval_games.core.registry.games.recorded_game`): a run
+    directory may come from anyone, so a game that names a file is refused, never opened (the referee stores such a
+    game's matches in full).
+
     Raises:
-        RecordError: the game cannot be loaded here, or the rows do not replay in it (another game's, or a game that
-            changed since).
+        RecordError: the game cannot be loaded here (or names a file), or the rows do not replay in it (another
+            game's, or a game that changed since).
     """
     try:
-        loaded = _game(game)
+        loaded = recorded_game(game)
     except DeepEvalError as exc:
         raise RecordError(
             f"match record {match_id!r}: the names of its moves are read by replaying them in {game!r}, which does not "
@@ -423,20 +427,6 @@ def _legal(action: Any, legal: Sequence[int]) -> None:
     a move of the seat to move, legal where it was made."""
     if action not in legal:
         raise ValueError(f"move {action!r} is not a legal move of that seat there (or the seat is not to move)")
-
-
-_GAMES: dict[str, pyspiel.Game] = {}
-_GAMES_KEPT = 64
-
-
-def _game(game: str) -> pyspiel.Game:
-    """``load_game(game)``, loaded once for the records of a run (OpenSpiel's games are immutable)."""
-    loaded = _GAMES.get(game)
-    if loaded is None:
-        if len(_GAMES) >= _GAMES_KEPT:
-            _GAMES.clear()
-        loaded = _GAMES[game] = load_game(game)
-    return loaded
 
 
 _TURNS: TypeAdapter[list[TurnRecord]] = TypeAdapter(list[TurnRecord])

@@ -54,6 +54,7 @@ from deepeval_games.core.errors import SpecError
 from deepeval_games.core.judgements import judge_observation
 from deepeval_games.core.message_pool import REFEREE, MessagePool, seat_label
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, MoveRow
+from deepeval_games.core.registry.games import names_files
 
 __all__ = ["Scorer", "TranscriptNotDerivable", "blind_seats", "judge_observation", "play_match"]
 
@@ -64,8 +65,7 @@ Scorer = Callable[[pyspiel.State, MatchRecord], Mapping[str, Any]]
 
 
 class TranscriptNotDerivable(Exception):
-    """Raised by :func:`play_match` under ``transcript="moves"`` when a seat's answer is not a legal move (a penalty
-    and an error, which rows of moves do not hold): the caller plays the match again with new bots, in full."""
+    """Under ``transcript="moves"``, a seat answered other than a plain legal move: play the match again in full."""
 
 
 # -- what the referee reads of a game once ---------------------------------------------------------------------
@@ -109,7 +109,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         n=game.num_players(),
         others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
-        replays=task.replays_from_moves(game),
+        replays=task.replays_from_moves(game) and not names_files(str(game)),  # replayed in a game that opens no file
     )
     if len(_FACTS) >= _FACTS_KEPT:
         _FACTS.clear()
@@ -231,8 +231,7 @@ def _turn_values(index: int, move: _Move) -> dict[str, Any]:
 
 
 def _derivable(decision: Decision, action_string: str) -> bool:
-    """True when a legal move's decision is plain: no model asked, ``ok``, no error, and its text (if any) the
-    action's name, so that the move alone (a row of ``moves``) stands for its turn."""
+    """True when a legal move's decision is plain (no model, ``ok``, no error, text "" or its name): a row holds it."""
     plain = decision.is_plain() and decision.outcome == Outcome.OK and decision.error is None
     return plain and decision.text in ("", action_string)
 

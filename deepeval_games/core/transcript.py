@@ -26,7 +26,7 @@ from deepeval_games.core import task
 from deepeval_games.core.bot import Decision, FieldsBot, Observation, StateBot, SyncBot
 from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, RecordError, TurnRecord, turns_of_moves
 from deepeval_games.core.referee import play_match
-from deepeval_games.core.registry.games import load_game
+from deepeval_games.core.registry.games import recorded_game
 
 __all__ = ["finished", "with_messages", "without_messages"]
 
@@ -106,7 +106,7 @@ def with_messages(record: MatchRecord) -> MatchRecord:
     """
     if record.transcript == "full":
         return record
-    game = load_game(record.game)
+    game = recorded_game(record.game)
     turns = record.turns or turns_of_moves(record.moves or [], record.game, record.match_id)
     per_seat: list[list[TurnRecord]] = [[] for _ in range(game.num_players())]
     for turn in turns:
@@ -149,7 +149,7 @@ def without_messages(record: MatchRecord, blind: Sequence[int] = ()) -> MatchRec
     if any(turn.seat == JUDGE_SEAT for turn in record.turns):
         return record
     try:
-        if not task.replays_from_moves(load_game(record.game)):
+        if not task.replays_from_moves(recorded_game(record.game)):
             return record
         stored = record.model_copy(update={"transcript": "exchanges", "messages": [], "blind": list(blind)})
         if with_messages(stored).messages == record.messages:

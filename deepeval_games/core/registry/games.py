@@ -32,7 +32,9 @@ __all__ = [
     "load_game",
     "load_recorded_game",
     "match_size",
+    "names_files",
     "payoff_support",
+    "recorded_game",
     "register_game_family",
     "register_payoff_support",
     "registered_games",
@@ -329,6 +331,27 @@ def load_recorded_game(game_string: str, *, data_dir: str | Path | None = None) 
     """
     check_file_parameters(game_string, data_dir=data_dir)
     return load_game(game_string)
+
+
+@functools.lru_cache(maxsize=64)  # a run's records share a few game strings; a game is immutable
+def recorded_game(game_string: str) -> pyspiel.Game:
+    """:func:`load_recorded_game` without a data folder, loaded once a game string: the game a record is replayed in
+    (its moves named, its messages rebuilt). A game that names a file is refused, never opened.
+
+    Raises:
+        UnknownGameError: the game cannot be loaded, or a parameter names a file.
+    """
+    return load_recorded_game(game_string)
+
+
+def names_files(game_string: str) -> bool:
+    """True when a parameter of ``game_string`` names a file (:func:`check_file_parameters` refuses it without a
+    data folder): its records cannot be replayed by :func:`recorded_game`."""
+    try:
+        params: dict[str, Any] = dict(pyspiel.game_parameters_from_string(game_string))
+    except (pyspiel.SpielError, ValueError, TypeError, RuntimeError):
+        return False
+    return bool(_file_parameters(params))
 
 
 @functools.lru_cache(maxsize=4096)  # a report asks once per record, and a run's records share a few game strings
