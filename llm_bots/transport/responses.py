@@ -192,26 +192,24 @@ def parse_response(
     reasoning = reasoning if isinstance(reasoning, str) else ""
     if not (text.isascii() and reasoning.isascii()) or "\\u" in text:  # a lone surrogate, or its JSON escape
         text, reasoning, attempt = valid_reply(text, reasoning, attempt)
-    return Completion.from_fields(
-        {
-            "text": text,
-            "model": reported or config.model,
-            "finish_reason": finish_reason,
-            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
-            "completion_tokens": int(usage.get("completion_tokens") or 0),
-            "cost_usd": _cost_usd(response),
-            "latency_s": latency,
-            "attempts": attempts,
-            "outcome": outcome,
-            "usage": usage,
-            "elapsed_s": elapsed,
-            "requested_model": config.model,
-            "attempt_log": (*log, attempt),
-            "system_fingerprint": str(fingerprint) if fingerprint else None,
-            "reasoning_tokens": _reasoning_tokens(usage),
-            "reasoning": reasoning,
-            "cut_chars": 0,
-            "cached_tokens": _cached_tokens(usage),
-            "cache_write_tokens": _count(usage.get("cache_creation_input_tokens")),
-        }
+    return Completion(
+        text=text,
+        model=reported or config.model,
+        finish_reason=finish_reason,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cost_usd=_cost_usd(response),
+        latency_s=latency,
+        attempts=attempts,
+        outcome=outcome,
+        usage=usage,
+        elapsed_s=elapsed,
+        requested_model=config.model,
+        attempt_log=(*log, attempt),
+        system_fingerprint=str(fingerprint) if fingerprint else None,
+        reasoning_tokens=_reasoning_tokens(usage),
+        reasoning=reasoning,
+        cut_chars=0,
+        cached_tokens=_cached_tokens(usage),
+        cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
     )

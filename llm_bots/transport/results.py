@@ -67,11 +67,6 @@ class Completion:
         log = tuple(a if isinstance(a, CallAttempt) else CallAttempt(**a) for a in self.attempt_log)
         object.__setattr__(self, "attempt_log", log)
 
-    @classmethod
-    def from_fields(cls, values: dict[str, Any]) -> Completion:
-        """``Completion(**values)``: a completion from every field's value."""
-        return cls(**values)
-
 
 class Budget:
     """A spending limit in USD shared by many calls and threads; `complete` refuses to start once spent.
