@@ -38,17 +38,16 @@ def test_paired_observations_rank_and_separate_clear_differences() -> None:
     assert report.reason == "resolved"
     assert [p.status for p in report.pairs] == ["separated"] * 3
     assert [(p.better[2], p.worse[2]) for p in report.pairs] == [("d", "c"), ("c", "b"), ("b", "a")]
-    # what is printed: each player's score from the fit, and the payoff-difference interval to the next below (one
-    # scale each: the fit's score is not given a payoff-unit interval)
+    # what is printed: the fit's order, and the payoff-difference interval of each pair of neighbours (the fit's
+    # score is given no payoff-unit interval)
     assert all(p.difference is not None and p.difference.low > 0 for p in report.pairs)
     text = format_stopping(report)
     for p in report.pairs:
         assert p.difference is not None
-        gap = f"minus {p.worse[2]}: [{p.difference.low:.3f}, {p.difference.high:.3f}] separated"
-        assert any(
-            line.strip().startswith(p.better[2]) and " score " in line and gap in line for line in text.splitlines()
-        )
-    assert "interval [" not in text
+        gap = f"{p.better[2]} minus {p.worse[2]}: 95% interval [{p.difference.low:.3f}, {p.difference.high:.3f}]"
+        assert any(line.strip() == gap for line in text.splitlines())
+        assert f"{p.better[2]} above {p.worse[2]}" in text
+    assert "ranking: d, c, b, a" in text and "anytime interval" not in text
     assert StoppingReport.from_dict(report.to_dict()) == report
 
 

@@ -68,7 +68,7 @@ def test_adaptive_run_resolves_in_complete_blocks_and_resumes_to_the_same_schedu
     assert min(len(played) for played in by_repeat.values()) < 6  # later rounds skip resolved players' seatings
     assert set(report.matches_per_key.values()) != {report.matches_per_key[next(iter(report.matches_per_key))]}
     text = format_stopping(report)
-    assert "separated or tied" in text and "free-rider" in text and "rounds" in text and "told apart: " in text
+    assert "told apart or tied" in text and "free-rider" in text and "batches" in text and "told apart: " in text
 
 
 def _synthetic(
@@ -156,7 +156,7 @@ def test_cli_run_reports_what_stopped_the_adaptive_rule(tmp_path: Path, capsys: 
 
     assert main(["run", str(REPO / "examples" / "pgg_adaptive.toml"), "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "Stopping rule: stopped after" in out and "separated or tied" in out and "mostly-full" in out
+    assert "Stopping rule: stopped after" in out and "told apart or tied" in out and "mostly-full" in out
     saved = json.loads((tmp_path / "run" / "stopping.json").read_text(encoding="utf-8"))
     assert format_stopping(StoppingReport.from_dict(saved)) in out  # the report file says what the run printed
     assert main(["report", str(tmp_path / "run")]) == 0
@@ -194,7 +194,7 @@ def test_four_seat_pgg_declares_identical_players_tied(tmp_path: Path) -> None:
     assert report.reason == "resolved" and report.rounds < 300
     statuses = {frozenset((p.better[2], p.worse[2])): p.status for p in report.pairs}
     assert statuses[frozenset(("full", "conditional"))] == "tied"
-    assert "tied within epsilon: " in format_stopping(report)
+    assert "tied (their means differ by less than the margin): " in format_stopping(report)
 
 
 def _toml(spec: dict[str, object]) -> str:

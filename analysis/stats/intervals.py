@@ -31,13 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from analysis import views
-from analysis.stats.confseq import Interval, rescaled, unit_mean_intervals
+from analysis.stats.confseq import Interval, make_sequence, rescaled, unit_mean_intervals
 from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import load_recorded_game, payoff_support
 
 __all__ = [
+    "COLLECTED_MARK",
     "DEFAULT_METHOD",
     "INTERVAL_METHODS",
     "INTERVAL_VERSIONS",
@@ -49,12 +50,15 @@ __all__ = [
     "SEQUENCE_METHODS",
     "IntervalMethod",
     "IntervalPolicy",
+    "collected_key",
     "interval_policy",
     "mean_caption",
     "mean_interval",
     "mean_intervals",
     "records_policy",
+    "split_key",
     "win_loss_ratio_interval",
+    "with_kind",
 ]
 
 Compute = Callable[[np.ndarray, float, tuple[float, ...] | None], tuple[np.ndarray, np.ndarray]]
@@ -212,18 +216,85 @@ POINTS_SUPPORT = (0.0, 0.5, 1.0)
 """A points share's values by its definition: a win, a draw, a loss."""
 
 
+COLLECTED_MARK = "+anytime:"
+"""How an intervals key says the run was collected adaptively: ``VERSION+anytime:SEQUENCE:ALPHA``
+(:func:`collected_key`)."""
+
+
+def collected_key(version: str, sequence: str | None = None, alpha: float = 0.05) -> str:
+    """The intervals key of a run: its version (:data:`INTERVAL_VERSIONS`) alone when its number of matches was fixed
+    in advance; with ``sequence`` (a confidence sequence of :data:`SEQUENCE_METHODS`) and the stopping rule's
+    ``alpha`` when a rule looked at the results to decide when to stop, so that every interval of the run is the
+    anytime-valid one at the stopping time (:class:`IntervalPolicy`)."""
+    return version if sequence is None else f"{version}{COLLECTED_MARK}{sequence}:{alpha:g}"
+
+
+def split_key(key: str) -> tuple[str, str | None, float]:
+    """(version, sequence or None, alpha) of an intervals key (:func:`collected_key`).
+
+    Raises:
+        ValueError: a malformed key, an unknown version or sequence, or an alpha outside (0, 1).
+    """
+    version, mark, rest = key.partition(COLLECTED_MARK)
+    if version not in INTERVAL_VERSIONS:
+        raise ValueError(f"unknown intervals version {version!r}; use one of {', '.join(INTERVAL_VERSIONS)}")
+    if not mark:
+        return version, None, 0.05
+    sequence, _, level = rest.partition(":")
+    try:
+        alpha = float(level)
+    except ValueError:
+        raise ValueError(f"malformed intervals key {key!r}") from None
+    if sequence not in SEQUENCE_METHODS or not 0.0 < alpha < 1.0:
+        raise ValueError(f"malformed intervals key {key!r}")
+    return version, sequence, alpha
+
+
+def with_kind(key: str, kind: str | None) -> str:
+    """``key`` with its kind of interval switched on request (``report --interval``): ``fixed`` drops the anytime
+    mark (the fixed-n intervals of its version), ``anytime`` adds it (the betting sequence at 95%) where it is
+    missing, None keeps the key."""
+    version, sequence, _ = split_key(key)
+    if kind == "fixed":
+        return version
+    if kind == "anytime" and sequence is None:
+        return collected_key(version, "betting", 0.05)
+    return key
+
+
 @dataclass(frozen=True)
 class IntervalPolicy:
     """The interval method of each kind of number for one set of records (one game variant, or games paying alike),
-    chosen by a version (:data:`INTERVAL_VERSIONS`) and the payoff values the games declare."""
+    chosen by a version (:data:`INTERVAL_VERSIONS`), the payoff values the games declare, and how the run was
+    collected: with ``sequence`` set (a rule looked at the results to decide when to stop), a player's mean gets the
+    anytime-valid confidence sequence at the stopping time, at the level ``alpha`` shared by the players of a
+    ranking, exactly as the adaptive stopping rule computed it (:mod:`analysis.stats.stopping`); a fixed-n interval
+    there would not be valid."""
 
     version: str
     support: tuple[float, ...] | None = None
     """The payoff values every game of the records declares (and every payoff of them takes); None: any value."""
+    sequence: str | None = None
+    """The confidence sequence of an adaptively collected run (``betting`` or ``bernstein``); None: a fixed number of
+    matches."""
+    alpha: float = 0.05
+    """The error level of a ranking (the adaptive rule's ``alpha``), shared by its players."""
+
+    @property
+    def anytime(self) -> bool:
+        """Whether the means get anytime-valid intervals (the run was stopped by looking at its results)."""
+        return self.sequence is not None
+
+    @property
+    def key(self) -> str:
+        """The intervals key this policy was made from (:func:`collected_key`)."""
+        return collected_key(self.version, self.sequence, self.alpha)
 
     @property
     def mean(self) -> str:
         """The method of a player's mean payoff."""
+        if self.sequence is not None:
+            return SEQUENCE_METHODS[self.sequence]
         exact = self.version != OLD_VERSION and self.support is not None and len(self.support) in (2, 3)
         return "exact-discrete/1" if exact else DEFAULT_METHOD
 
@@ -239,19 +310,34 @@ class IntervalPolicy:
         symmetric = s is not None and s[0] < 0 and s[0] == -s[-1] and (len(s) == 2 or (len(s) == 3 and s[1] == 0))
         return RATIO_METHODS[1] if self.version != OLD_VERSION and symmetric else RATIO_METHODS[0]
 
-    def mean_intervals(self, samples: np.ndarray, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`mean_intervals` of payoffs by :attr:`mean`."""
+    def mean_intervals(
+        self, samples: np.ndarray, low: float, high: float, *, players: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`mean_intervals` of payoffs by :attr:`mean`; for an adaptively collected run, each row's sequence
+        after its last value (rows in the order of repetition), at level ``alpha / players`` (``players``: how many
+        share the ranking)."""
+        if self.sequence is not None:
+            rows = np.atleast_2d(samples)
+            level = self.alpha / max(players, 1)
+            ends = [make_sequence(self.sequence, low, high, alpha=level).extend(row) for row in rows]
+            return np.array([e.low for e in ends]), np.array([e.high for e in ends])
         method = self.mean
         return mean_intervals(
             samples, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None
         )
 
-    def mean_interval(self, values: Sequence[float] | np.ndarray, low: float, high: float) -> Interval:
-        """:func:`mean_interval` of payoffs by :attr:`mean`."""
+    def mean_interval(
+        self, values: Sequence[float] | np.ndarray, low: float, high: float, *, players: int = 1
+    ) -> Interval:
+        """:func:`mean_interval` of payoffs by :attr:`mean` (``players`` as :meth:`mean_intervals`)."""
+        data = np.asarray(values, dtype=float)
+        if self.sequence is not None:
+            if data.size == 0:
+                return Interval(math.nan, math.nan, math.nan, 0)
+            lo, hi = self.mean_intervals(data[None, :], low, high, players=players)
+            return Interval(float(lo[0]), float(hi[0]), float(data.mean()), int(data.size))
         method = self.mean
-        return mean_interval(
-            values, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None
-        )
+        return mean_interval(data, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None)
 
     def points_interval(self, values: Sequence[float]) -> Interval:
         """:func:`mean_interval` of a points share by :attr:`points`."""
@@ -259,10 +345,15 @@ class IntervalPolicy:
         return mean_interval(values, 0.0, 1.0, method=self.points, support=support)
 
     def note(self) -> str:
-        """One line for a report: the version and which method made which interval."""
+        """One line for a report's methods: the version and which method made which interval."""
         values = "" if self.support is None else " (the game pays " + ", ".join(f"{v:g}" for v in self.support) + ")"
+        collected = (
+            f"adaptively collected, anytime-valid {self.mean} at alpha {self.alpha:g} shared by a ranking's players"
+            if self.sequence is not None
+            else f"{self.mean}{values}"
+        )
         return (
-            f"intervals {self.version}: player means {self.mean}{values}; differences {DEFAULT_METHOD}; "
+            f"intervals {self.version}: player means {collected}; differences {DEFAULT_METHOD}; "
             f"NRA {self.ratio}; points shares {self.points}; rates {RATE_METHOD}"
         )
 
@@ -270,20 +361,20 @@ class IntervalPolicy:
 def interval_policy(
     version: str, support: Sequence[float] | None = None, values: Iterable[float] = ()
 ) -> IntervalPolicy:
-    """The policy of ``version`` for payoffs declared to take the values ``support``; a value of ``values`` (the
-    payoffs seen) off the support drops it (the betting methods then hold), as a game that broke its declaration.
+    """The policy of ``version`` (an intervals key: :func:`collected_key`) for payoffs declared to take the values
+    ``support``; a value of ``values`` (the payoffs seen) off the support drops it (the betting methods then hold),
+    as a game that broke its declaration.
 
     Raises:
-        ValueError: an unknown version.
+        ValueError: an unknown version or a malformed key.
     """
-    if version not in INTERVAL_VERSIONS:
-        raise ValueError(f"unknown intervals version {version!r}; use one of {', '.join(INTERVAL_VERSIONS)}")
+    number, sequence, alpha = split_key(version)
     if support is None:
-        return IntervalPolicy(version)
+        return IntervalPolicy(number, sequence=sequence, alpha=alpha)
     points = tuple(float(v) for v in sorted(support))
     if not all(any(math.isclose(v, p, abs_tol=1e-9) for p in points) for v in values):
-        return IntervalPolicy(version)
-    return IntervalPolicy(version, points)
+        return IntervalPolicy(number, sequence=sequence, alpha=alpha)
+    return IntervalPolicy(number, points, sequence, alpha)
 
 
 def records_policy(
@@ -293,7 +384,7 @@ def records_policy(
     (:func:`~deepeval_games.core.registry.games.payoff_support`) where every game of the records declares the same,
     checked against every payoff they hold."""
     done = views.complete(records)  # (records kept as columns select themselves: no list of records)
-    if version == OLD_VERSION or not done:
+    if split_key(version)[0] == OLD_VERSION or not done:
         return interval_policy(version)
     supports = set()
     for game_string in sorted({r.game for r in done}):
@@ -305,17 +396,36 @@ def records_policy(
     return interval_policy(version, support, (float(x) for r in done for x in r.returns))
 
 
-def mean_caption(policy: IntervalPolicy) -> str:
-    """The caption under a table of mean payoffs: which interval it prints (method and version) and what it says."""
-    if policy.mean == DEFAULT_METHOD:
+SMALL_SAMPLE = 10
+"""Up to this many matches a player, the caption under a table of means says that its intervals are wide."""
+
+
+def mean_caption(policy: IntervalPolicy, *, players: int = 0, fewest: int | None = None) -> str:
+    """The caption under a table of mean payoffs, in words: what its 95% intervals are, why they are the valid kind
+    for how the run was collected, and how a reader tells two players apart (``players``: how many share the
+    ranking; ``fewest``: the fewest matches of a row, for the small-sample warning where it applies). Method names
+    and versions are for the methods section (:meth:`IntervalPolicy.note`), not for this line."""
+    if policy.anytime:
+        together = f" for all {players} players at once" if players > 1 else ""
         what = (
-            "the fixed-n betting interval of the mean on the game's payoff range, valid at any number of matches "
-            "whatever the payoffs' shape"
+            f"95% interval: where each player's true mean payoff lies, with 95% confidence{together}; valid although "
+            "the run looked at its results to decide when to stop, so wider than an interval for a number of matches "
+            "fixed in advance"
+        )
+    elif policy.mean == DEFAULT_METHOD:
+        what = (
+            "95% interval: where each player's true mean payoff lies, with 95% confidence, for the number of matches "
+            "fixed in advance; it assumes nothing of the payoffs but the game's range"
         )
     else:
         values = ", ".join(f"{v:g}" for v in policy.support or ())
-        what = f"the exact interval of a mean of payoffs that take only the values the game declares ({values})"
-    return (
-        f"95% CI, {policy.mean} (intervals {policy.version}): {what}; at 6-10 matches it is wide, and two players "
-        "whose intervals overlap are not told apart"
+        what = (
+            "95% interval: where each player's true mean payoff lies, with 95% confidence, for the number of matches "
+            f"fixed in advance; exact for a game that pays only {values}"
+        )
+    small = (
+        f"; with {fewest} match{'' if fewest == 1 else 'es'} a player it is wide"
+        if fewest is not None and 0 < fewest <= SMALL_SAMPLE
+        else ""
     )
+    return f"{what}{small}. Players whose intervals do not overlap are told apart"

@@ -66,9 +66,8 @@ def _fmt(value: float) -> str:
 
 
 INTERVAL_NOTE = (
-    "95% CI, betting-eb/1: the fixed-n betting interval of the mean on the game's payoff range, valid at any number "
-    "of matches whatever the payoffs' shape; at 6-10 matches it is wide, and two players whose intervals overlap are "
-    "not told apart"
+    "95% interval: where each player's true mean score lies, with 95% confidence; it assumes nothing of the scores "
+    "but their range. Players whose intervals do not overlap are told apart"
 )
 """The caption under a table of scores: what its intervals are."""
 
@@ -84,10 +83,10 @@ def format_interval(low: float, high: float, digits: int = 2) -> str:
 
 
 def format_scores(scores: Sequence[Score], *, title: str = "", note: str = INTERVAL_NOTE) -> str:
-    """A fixed-width table: player (role), matches, mean, std, 95% CI, min, max, and a caption saying what the
+    """A fixed-width table: player (role), matches, mean, std, 95% interval, min, max, and a caption saying what the
     intervals are (``note``: by default those of the betting method)."""
     with_role = any(s.role is not None for s in scores)
-    header = ["player", *(["role"] if with_role else []), "matches", "mean", "std", "95% CI", "min", "max"]
+    header = ["player", *(["role"] if with_role else []), "matches", "mean", "std", "95% interval", "min", "max"]
     rows = [
         [
             s.player,

@@ -18,6 +18,12 @@ over the payoffs in the order of repetition (repeat, game, match id). Either ass
 payoffs, so at the paper's sizes (6 to 10 matches) it is wide, which is what such a sample can say. A game with no
 finite payoff range gets the interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from
 finitely many of them.
+
+A run whose stopping rule looked at its results to decide when to stop (an intervals key marked as collected
+adaptively: :func:`~analysis.stats.intervals.collected_key`) gets, instead, the anytime-valid interval at the stopping
+time that the rule itself computed: its confidence sequence over each player's repeat blocks (:func:`repeat_blocks`),
+at the level shared by the players of a ranking. A fixed-n interval would not be valid there, and printing both
+would give one number two intervals.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ __all__ = [
     "in_repetition_order",
     "payoffs_by_player",
     "payoffs_by_role",
+    "repeat_blocks",
     "role_scores",
     "symmetric_scores",
 ]
@@ -97,21 +104,29 @@ def _scores(
     rows: Iterable[tuple[str, str | None, Sequence[float]]],
     bounds: tuple[float, float] | None,
     policy: IntervalPolicy,
+    blocks: dict[tuple[str, str | None], np.ndarray] | None = None,
 ) -> list[Score]:
-    """A score per (player, role, values) row, its interval by ``policy``'s method of a mean. The intervals of rows
-    of one length are computed together (each method treats each row apart, so each is the interval of that row
-    alone; the work per value is shared by the rows)."""
+    """A score per (player, role, values) row, its interval by ``policy``'s method of a mean (the players of a role
+    share a ranking: an adaptively collected run's level is shared by them). An adaptively collected run's interval
+    is its sequence over ``blocks`` (each row's repeat blocks: :func:`repeat_blocks`), as the stopping rule fed it.
+    The intervals of rows of one length and role are computed together (each method treats each row apart, so each
+    is the interval of that row alone; the work per value is shared by the rows)."""
     data = {(player, role): np.asarray(values, dtype=float) for player, role, values in rows}
+    observed = data if blocks is None else {key: blocks.get(key, data[key]) for key in data}
     intervals = dict.fromkeys(data, (-math.inf, math.inf))
+    ranked: dict[str | None, int] = defaultdict(int)  # players per role: who share a ranking's level
+    for _, role in data:
+        ranked[role] += 1
     if bounds is not None:
-        by_length: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
-        for key, values in data.items():
-            by_length[values.size].append(key)
-        for size, keys in by_length.items():
+        by_length: dict[tuple[int, str | None], list[tuple[str, str | None]]] = defaultdict(list)
+        for key, values in observed.items():
+            by_length[(values.size, key[1])].append(key)
+        for (size, role), keys in by_length.items():
             if size == 0:  # no values: no interval (as mean_interval has it)
                 intervals.update(dict.fromkeys(keys, (math.nan, math.nan)))
                 continue
-            low, high = policy.mean_intervals(np.stack([data[key] for key in keys]), *bounds)
+            samples = np.stack([observed[key] for key in keys])
+            low, high = policy.mean_intervals(samples, *bounds, players=ranked[role])
             intervals.update((key, (float(lo), float(hi))) for key, lo, hi in zip(keys, low, high, strict=True))
     return [
         Score(
@@ -127,6 +142,28 @@ def _scores(
         )
         for (player, role), values in data.items()
     ]
+
+
+def repeat_blocks(
+    records: Iterable[MatchRecord], value: SeatValue | None = None, *, by_role: bool = False
+) -> dict[tuple[str, str | None], np.ndarray]:
+    """The observations of an adaptively collected run, as the stopping rule (:mod:`analysis.stats.stopping`) made
+    them: per player (and role, with ``by_role``; None without), for each repeat it played in order, the mean over
+    that repeat's matches of its mean payoff (or ``value``) in the match. A complete block meets every opponent mix
+    of a repeat, so these are the rule's block means and its sequences' observations."""
+    per_match: dict[tuple[str, str | None], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for record in _complete(records):
+        roles = record.roles or ["player"] * len(record.seats)
+        mine: dict[tuple[str, str | None], list[float]] = defaultdict(list)
+        for seat, (name, role) in enumerate(zip(record.seats, roles, strict=True)):
+            payoff = float(record.returns[seat]) if value is None else float(value(record, seat))
+            mine[(name, role if by_role else None)].append(payoff)
+        for key, payoffs in mine.items():
+            per_match[key][record.repeat].append(sum(payoffs) / len(payoffs))
+    return {
+        key: np.array([sum(means) / len(means) for _, means in sorted(repeats.items())])
+        for key, repeats in per_match.items()
+    }
 
 
 def in_repetition_order(records: Iterable[MatchRecord]) -> Sequence[MatchRecord]:
@@ -177,7 +214,7 @@ def symmetric_scores(
         bounds = records_bounds(done, data_dir=data_dir)
     policy = records_policy(done, intervals, data_dir=data_dir) if value is None else interval_policy(intervals)
     rows = ((name, None, values) for name, values in payoffs_by_player(done, value).items())
-    scores = _scores(rows, bounds, policy)
+    scores = _scores(rows, bounds, policy, repeat_blocks(done, value) if policy.anytime else None)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
@@ -189,5 +226,7 @@ def role_scores(
     done = _complete(records)
     bounds = records_bounds(done, data_dir=data_dir)
     policy = records_policy(done, intervals, data_dir=data_dir)
-    scores = _scores(((name, role, values) for (name, role), values in payoffs_by_role(done).items()), bounds, policy)
+    blocks = repeat_blocks(done, by_role=True) if policy.anytime else None
+    rows = ((name, role, values) for (name, role), values in payoffs_by_role(done).items())
+    scores = _scores(rows, bounds, policy, blocks)
     return sorted(scores, key=lambda s: (s.role or "", -s.mean, s.player))

@@ -37,7 +37,6 @@ from analysis import views
 from analysis.stats.confseq import ratio_interval, records_bounds
 from analysis.stats.intervals import (
     OLD_VERSION,
-    RATE_METHOD,
     RATIO_METHODS,
     IntervalPolicy,
     interval_policy,
@@ -255,11 +254,17 @@ TITLE = "Wins, draws, losses and advantage per pair of players"
 
 
 def _legend(policy: IntervalPolicy) -> str:
-    """What the pair table's intervals are: each kind's method (name/version)."""
+    """What the pair table's intervals are, in words (their methods and versions: :meth:`IntervalPolicy.note`, for
+    the report's methods section)."""
+    mean = (
+        "valid although the run looked at its results to decide when to stop"
+        if policy.anytime
+        else "for the number of matches fixed in advance"
+    )
     return (
-        f"95% intervals valid at any number of matches, so wide at few: rates {RATE_METHOD}, the player's mean payoff "
-        f"against that opponent {policy.mean}, NRA {policy.ratio}; NRA: GTBench's normalized relative advantage, "
-        "summed over the pair's matches, draws scored 0"
+        f"95% intervals; rates exact, a player's mean payoff against that opponent {mean}; few matches give wide "
+        "intervals. NRA: GTBench's normalized relative advantage, wins minus losses over the matches the pair "
+        "played, draws scored 0"
     )
 
 

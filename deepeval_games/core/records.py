@@ -65,6 +65,7 @@ from deepeval_games.core.registry.games import recorded_game
 
 __all__ = [
     "CHANCE_SEAT",
+    "DERIVED_FIELDS",
     "JUDGE_SEAT",
     "MIGRATIONS",
     "MOVE_ROW",
@@ -76,6 +77,7 @@ __all__ = [
     "TurnRecord",
     "migrate",
     "move_names",
+    "player_identity",
     "turns_of_moves",
 ]
 
@@ -85,6 +87,25 @@ _CURRENT_MARK = f'"schema_version":{SCHEMA_VERSION},'
 """How :meth:`MatchRecord.to_json` writes the version of a current record (the field is never the last)."""
 TIMING_FIELDS = ("latency_s", "wall_time_s", "started_at")
 """Fields that measure wall-clock time; :meth:`MatchRecord.canonical` leaves them out."""
+
+DERIVED_FIELDS = (("sampling", "seed"),)
+"""What a seat's recorded identity (:attr:`MatchRecord.players`) holds that the engine derived for one match: a model's
+sampling seed drawn from the match seed when the spec sets none. It belongs to the match, never to the player."""
+
+
+def player_identity(played: Any) -> dict[str, Any]:
+    """A seat's recorded identity (an entry of :attr:`MatchRecord.players`) without what the engine derived for the
+    match (:data:`DERIVED_FIELDS`): what every grouping of players (leaderboard, report, exports) keys by. A seed the
+    user set is part of the player's spec, which groupings read beside this; an empty or odd entry gives ``{}``."""
+    if not isinstance(played, dict):
+        return {}
+    out = dict(played)
+    for outer, inner in DERIVED_FIELDS:
+        nested = out.get(outer)
+        if isinstance(nested, dict) and inner in nested:
+            out[outer] = {k: v for k, v in nested.items() if k != inner}
+    return out
+
 
 CHANCE_SEAT = -1
 """The seat of chance outcomes in :attr:`TurnRecord.seat`."""

@@ -195,7 +195,10 @@ class PublicGoodsGame(pyspiel.Game):
             repeats=2,
             epsilon=2.0,  # coins: a payoff is about 50 to 80 coins over the five rounds
             budget_matches=20,
-            note="Figure 4's game, mode 2; each model takes a seat beside the baselines, seats re-drawn every repeat",
+            note=(
+                "the paper's Public Goods Game (each player sees every investment of a round, sorted); each model "
+                "plays beside the scripted players, in seats drawn again for every repeat"
+            ),
         )
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:

@@ -143,20 +143,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _stopping_header(spec: ExperimentSpec, epsilon: float, budget: int | None) -> str:
-    """The adaptive rule in one line before play: its margin and budget, and how many rounds of every seating it
-    starts with, as many as the budget allows (the count the stopping block reports at the end)."""
+    """The adaptive rule in words before play: when it stops (its margin and match budget), and how many times it
+    first plays every seating, as many as the budget allows."""
     from deepeval_games.app.spec.schedule import plan_matches
 
     per_round = len(plan_matches(spec.with_experiment(repeats=1)))
     first = spec.experiment.repeats
     if budget is not None and per_round:
         first = max(1, min(first, budget // per_round))
-    rounds = f"{first} round{'' if first == 1 else 's'}"
-    cap = f", at most {budget} matches" if budget is not None else ""
+    times = "once" if first == 1 else "twice" if first == 2 else f"{first} times"
+    cap = f", or once {budget} matches are played" if budget is not None else ""
     return (
-        f"Stopping: anytime-valid (adaptive), margin {epsilon}{cap}; it starts with {rounds} of every seating "
-        f"({per_round} matches a round), then plays only the seatings of players not yet told apart"
+        f"Stopping: the run stops once every player is told apart from its neighbours in the ranking or tied with "
+        f"them (means within {epsilon:g}){cap}. It first plays every seating {times} "
+        f"({_count(per_round, 'match')} each time), then only the seatings of players not yet told apart."
     )
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('ch') else 's'}"
 
 
 def cmd_init(args: argparse.Namespace) -> int:

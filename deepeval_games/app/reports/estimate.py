@@ -231,9 +231,9 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = 
     else:
         lines = [f"Dry run: {result.to_play} matches to play ({result.planned} planned); nothing was sent."]
     if rule is not None and budgeted:
-        lines.append(f"  (until_stable: at most budget_matches = {rule.budget_matches} matches in all)")
+        lines.append(f"  (the stopping rule plays at most {rule.budget_matches} matches in all)")
     elif rule is not None:
-        lines.append(f"  (until_stable: counted up to max_repeats = {rule.max_repeats})")
+        lines.append(f"  (counted up to the most repeats the stopping rule may play: {rule.max_repeats})")
     if not result.models:
         lines.append("  No model players: no calls, no tokens, no cost.")
         return "\n".join(lines)

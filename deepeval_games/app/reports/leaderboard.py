@@ -3,15 +3,19 @@
 Committed matches of every run are merged, a match id seen in several directories once (a complete record wins
 over an aborted one). Players are keyed by identity, not by name: a player's identity is its spec entry (name,
 bot or model, the settings that change play, as in match ids) together with what its seat recorded (the bot's
-kind, prompt version, sampling). The same identity under the same name in two runs is one row; two identities
-under one name (the same model with another temperature, say) are two rows, labelled by what differs.
+kind, prompt version, the sampling settings the user chose). The same identity under the same name in two runs is
+one row; two identities under one name (the same model with another temperature, say) are two rows, labelled by what
+differs.
 
 Each table is one game variant (data items pooled) and one role (``player`` for symmetric games), with per
-player: the matches behind the row, the mean payoff (Eq. 1 / Eq. 2) with its interval (:mod:`analysis.tables.scores`),
-the anytime-valid interval of that mean (:mod:`analysis.stats.confseq`, valid however the table grew), and a rating
-(:mod:`analysis.stats.ratings`: Bradley–Terry with its interval for two seats, Plackett–Luce for more, Bradley–Terry
-from paired comparisons per role for asymmetric tasks). Every statistic reads the records in the order of
-repetition, so the table depends on which matches were merged, never on how they were split into directories.
+player: the matches behind the row, the mean payoff (Eq. 1 / Eq. 2) with the one 95% interval that ``report`` prints
+for it (:mod:`analysis.tables.scores`: anytime-valid where a stopping rule decided when a run stopped, fixed-n where
+the number of matches was set in advance), and a rating as a point estimate (:mod:`analysis.stats.ratings`:
+Bradley–Terry for two seats, Plackett–Luce for more, Bradley–Terry from paired comparisons per role for asymmetric
+tasks). Rows are ranked by the mean. A seat's recorded identity is read without what the engine derived for its match
+(:func:`~deepeval_games.core.records.player_identity`: a model's per-match sampling seed), so a model is one row
+however many matches it played. Every statistic reads the records in the order of repetition, so the table depends
+on which matches were merged, never on how they were split into directories.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals
 from deepeval_games.app.spec.extends import stored_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.records import MatchRecord, player_identity
 from deepeval_games.core.registry.games import game_variant
 
 __all__ = ["Leaderboard", "Row", "build_leaderboard", "format_leaderboard", "merged_records", "run_spec_identities"]
@@ -43,12 +47,9 @@ COLUMNS = (
     "mean",
     "ci_low",
     "ci_high",
+    "ci_kind",
     "ci_method",
-    "anytime_low",
-    "anytime_high",
     "rating",
-    "rating_low",
-    "rating_high",
     "rating_kind",
 )
 """The columns of ``--format csv`` (and the keys of each row of ``--format json``)."""
@@ -67,14 +68,17 @@ class Row:
     matches: int
     mean: float
     ci_low: float
+    """The 95% interval of the mean: the one that is valid for how the runs were collected (as ``report`` prints it:
+    :class:`~analysis.stats.intervals.IntervalPolicy`)."""
     ci_high: float
+    ci_kind: str
+    """``anytime`` (a stopping rule looked at the results: the anytime-valid interval at the stopping time, its
+    level shared by the players of the table) or ``fixed`` (a number of matches fixed in advance)."""
     ci_method: str
-    """The interval method (name/version) of ``ci_low`` and ``ci_high``: the runs' ``[experiment] intervals``."""
-    anytime_low: float | None
-    anytime_high: float | None
+    """The interval method (name/version) of ``ci_low`` and ``ci_high``, for the methods section of a paper."""
     rating: float | None
-    rating_low: float | None
-    rating_high: float | None
+    """A rating on the Elo scale (``rating_kind``), a point estimate: which players are told apart is read from the
+    intervals of the means."""
     rating_kind: str
     identity: dict[str, Any]
 
@@ -100,7 +104,7 @@ def run_spec_identities(run_dir: str | Path) -> dict[str, dict[str, Any]]:
 
 def _identity(spec_identity: dict[str, Any] | None, record: MatchRecord, seat: int) -> dict[str, Any]:
     name = record.seats[seat]
-    played = record.players[seat] if seat < len(record.players) else {}
+    played = player_identity(record.players[seat]) if seat < len(record.players) else {}
     return {"spec": spec_identity or {"name": name}, "seat": played}
 
 
@@ -165,35 +169,29 @@ def _labels(keys: Iterable[str], identities: dict[str, dict[str, Any]]) -> dict[
     return out
 
 
-def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[str, dict[str, tuple[Any, Any, Any]]]:
-    """(kind, identity key -> (rating, low, high)) for one table's records."""
+def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[str, dict[str, float]]:
+    """(kind, identity key -> rating) for one table's records."""
     from analysis.stats import ratings
 
     if not symmetric:
-        table = ratings.role_ratings(records).get(role, {})
-        return "Bradley-Terry per role (Elo scale)", {k: (v, None, None) for k, v in table.items()}
+        return "Bradley-Terry per role (Elo scale)", dict(ratings.role_ratings(records).get(role, {}))
     if all(len(r.seats) == 2 for r in records):
-        # no Bradley-Terry interval holds at small n: the table's valid intervals are the mean payoff's
-        return "Bradley-Terry (Elo scale)", {k: (v, None, None) for k, v in ratings.bradley_terry(records).items()}
-    rated = ratings.plackett_luce(records)
-    return "Plackett-Luce (mu, +-1.96 sigma)", {
-        k: (r.mu, r.mu - 1.96 * r.sigma, r.mu + 1.96 * r.sigma) for k, r in rated.items()
-    }
+        return "Bradley-Terry (Elo scale)", dict(ratings.bradley_terry(records))
+    return "Plackett-Luce (Elo scale)", {k: r.mu for k, r in ratings.plackett_luce(records).items()}
 
 
 def _table(
     task: str, records: list[MatchRecord], role_filter: str | None, intervals: str
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(role, identity key, statistics) of every player of one task, its 95% CI by version ``intervals``."""
-    from analysis.stats.confseq import anytime_scores
+    """(role, identity key, statistics) of every player of one task, its 95% interval by the intervals key
+    ``intervals`` (:func:`~deepeval_games.app.reports.runs.spec_intervals`): what ``report`` prints."""
     from analysis.stats.intervals import records_policy
     from analysis.tables.scores import role_scores, symmetric_scores
 
     done = [r for r in records if r.status == "complete"]
     symmetric = all(len(set(r.roles or ["player"])) <= 1 for r in done)
     scores = symmetric_scores(done, intervals=intervals) if symmetric else role_scores(done, intervals=intervals)
-    method = records_policy(done, intervals).mean
-    anytime = {(s.role, s.player): s.interval for s in anytime_scores(done)}
+    policy = records_policy(done, intervals)
     out = []
     roles = sorted({s.role or "player" for s in scores})
     for role in roles:
@@ -203,20 +201,16 @@ def _table(
         for score in scores:
             if (score.role or "player") != role:
                 continue
-            iv = anytime.get((role, score.player))
-            rating = rated.get(score.player, (None, None, None))
+            rating = rated.get(score.player)
             stats = {
                 "matches": score.n,
                 "mean": score.mean,
                 "ci_low": score.ci_low,
                 "ci_high": score.ci_high,
-                "ci_method": method,
-                "anytime_low": iv.low if iv else None,
-                "anytime_high": iv.high if iv else None,
-                "rating": rating[0],
-                "rating_low": rating[1],
-                "rating_high": rating[2],
-                "rating_kind": kind if rating[0] is not None else "",
+                "ci_kind": "anytime" if policy.anytime else "fixed",
+                "ci_method": policy.mean,
+                "rating": rating,
+                "rating_kind": kind if rating is not None else "",
             }
             out.append((role, score.player, stats))
     return out
@@ -258,6 +252,21 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
+LEADERBOARD_INTERVALS = {
+    "anytime": "95% interval: where each player's true mean payoff lies, with 95% confidence for the players of a "
+    "table at once; valid although the runs looked at their results to decide when to stop. Players whose intervals "
+    "do not overlap are told apart; a rating is a point estimate",
+    "fixed": "95% interval: where each player's true mean payoff lies, with 95% confidence, for the number of "
+    "matches fixed in advance. Players whose intervals do not overlap are told apart; a rating is a point estimate",
+    "mixed": "95% intervals: anytime-valid where a stopping rule decided when a run stopped, fixed-n elsewhere",
+}
+"""What the leaderboard's intervals are, said once under the tables, by their kind."""
+
+
+def _runs(count: int) -> str:
+    return f"{count} run director{'y' if count == 1 else 'ies'}"
+
+
 def format_leaderboard(board: Leaderboard, fmt: str = "text") -> str:
     """The leaderboard as ``text`` (a table per task and role), ``csv`` (:data:`COLUMNS`) or ``json``."""
     if fmt == "json":
@@ -280,35 +289,27 @@ def format_leaderboard(board: Leaderboard, fmt: str = "text") -> str:
             writer.writerow(["" if data[c] is None else data[c] for c in COLUMNS])
         return buffer.getvalue()
     lines = [
-        f"Leaderboard: {board.matches} matches from {board.runs} run directories"
+        f"Leaderboard: {board.matches} matches from {_runs(board.runs)}"
         + (f" ({board.duplicates} seen in more than one, counted once)" if board.duplicates else "")
     ]
     current = None
+    width = max([len(row.player) for row in board.rows] + [6])
     for row in board.rows:
         if (row.task, row.role) != current:
             current = (row.task, row.role)
             lines.append("")
             lines.append(row.task + (f" [{row.role}]" if row.role != "player" else ""))
-            lines.append(f"  {'player':<28} {'matches':>7}  {'mean':>8}  {'95% CI':<19} {'anytime-valid':<19} rating")
-        anytime = (
-            f"[{_number(row.anytime_low, 2)}, {_number(row.anytime_high, 2)}]" if row.anytime_low is not None else ""
-        )
-        rating = "" if row.rating is None else f"{row.rating:+.1f}"
-        if row.rating_low is not None and row.rating_high is not None:
-            rating += f" [{row.rating_low:+.1f}, {row.rating_high:+.1f}]"
+            lines.append(f"  {'player':<{width}}  {'matches':>7}  {'mean':>8}  {'95% interval':<19} rating")
+        rating = "" if row.rating is None else f"{row.rating:+.0f}"
         lines.append(
-            f"  {row.player:<28} {row.matches:>7}  {row.mean:>8.3f}  "
-            f"{f'[{row.ci_low:.2f}, {row.ci_high:.2f}]':<19} {anytime:<19} {rating}"
+            f"  {row.player:<{width}}  {row.matches:>7}  {row.mean:>8.3f}  "
+            f"{f'[{row.ci_low:.2f}, {row.ci_high:.2f}]':<19} {rating}"
         )
-    methods = sorted({row.ci_method for row in board.rows})
-    if methods:
-        lines.append("")
-        lines.append(
-            f"95% CI: {', '.join(methods)} (fixed n); anytime-valid: betting/1, a second kind, for results looked at "
-            "while the runs went on"
-        )
-    kinds = sorted({row.rating_kind for row in board.rows if row.rating_kind})
+    kinds = {row.ci_kind for row in board.rows}
     if kinds:
         lines.append("")
-        lines.append("Ratings: " + "; ".join(kinds))
+        lines.append(f"({LEADERBOARD_INTERVALS[kinds.pop() if len(kinds) == 1 else 'mixed']})")
+    ratings = sorted({row.rating_kind for row in board.rows if row.rating_kind})
+    if ratings:
+        lines.append("Ratings: " + "; ".join(ratings))
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from typing import Any
 from deepeval_games.app.spec.stopping import recheck_epsilon, recorded_rule
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.records import MatchRecord
+from deepeval_games.core.records import MatchRecord, player_identity
 
 __all__ = [
     "RunSource",
@@ -59,7 +59,7 @@ def open_runs(run_dirs: Sequence[str | Path]) -> list[RunSource]:
 def _identity_key(identity: Any, name: str) -> str:
     if not identity:  # records of an old version: the name is all there is
         return json.dumps({"name": name})
-    return json.dumps(identity, sort_keys=True, default=str)
+    return json.dumps(player_identity(identity), sort_keys=True, default=str)
 
 
 def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
@@ -91,11 +91,20 @@ def spec_source(run: RunSource) -> dict[str, Any] | None:
 
 
 def spec_intervals(runs: Sequence[RunSource]) -> str:
-    """The interval version the first run's stored spec records
-    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`): an old run keeps its old methods."""
+    """The intervals key of ``runs`` (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`): the version
+    the first run's stored spec records (an old run keeps its old methods), collected adaptively when any run was
+    stopped by a rule that looked at its results (the anytime-valid intervals are then the valid ones for the
+    records read together)."""
+    from analysis.stats.intervals import collected_key, split_key
     from deepeval_games.app.spec.experiment import recorded_intervals
 
-    return recorded_intervals(spec_source(runs[0]) if runs else None)
+    keys = [recorded_intervals(spec_source(run)) for run in runs] or [recorded_intervals(None)]
+    version = split_key(keys[0])[0]
+    for key in keys:
+        _, sequence, alpha = split_key(key)
+        if sequence is not None:
+            return collected_key(version, sequence, alpha)
+    return version
 
 
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:

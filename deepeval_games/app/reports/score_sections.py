@@ -1,6 +1,6 @@
-"""The report's sections of scores: Eq. 1 / Eq. 2 (or the task's own headline), anytime-valid intervals,
-ratings, two-player metrics and the fixed-sample stableness check. Each registers on import
-(:func:`~deepeval_games.app.reports.sections.section`)."""
+"""The report's sections of scores: Eq. 1 / Eq. 2 (or the task's own headline) with the one interval of each mean
+that is valid for how the run was collected, ratings, two-player metrics and the fixed-sample stableness check. Each
+registers on import (:func:`~deepeval_games.app.reports.sections.section`)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,10 @@ SCORES_TITLES = ("Mean payoff per player (the paper's Eq. 1)", "Mean payoff per 
 """The titles of the default score tables: symmetric tasks, asymmetric ones."""
 
 
+INTERVAL_HEADER = "95% interval"
+"""The column of a mean's interval, on every surface (its caption says which kind it is)."""
+
+
 @section("scores", "Scores", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
     from analysis.stats.intervals import mean_caption, records_policy
@@ -43,14 +47,18 @@ def _scores(ctx: ReportContext) -> list[Block]:
         scores, title, note = headline.scores, headline.title, headline.note
     elif _symmetric(ctx.records):
         scores, title = symmetric_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[0]
-        caption = mean_caption(records_policy(ctx.records, ctx.intervals))
     else:
         scores, title = role_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[1]
-        caption = mean_caption(records_policy(ctx.records, ctx.intervals))
     if not scores:
         return []
+    if headline is None:
+        roles: dict[str | None, int] = {}
+        for s in scores:
+            roles[s.role] = roles.get(s.role, 0) + 1
+        policy = records_policy(ctx.records, ctx.intervals)
+        caption = mean_caption(policy, players=max(roles.values()), fewest=min(s.n for s in scores))
     with_role = any(s.role is not None for s in scores)
-    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "std", "95% CI", "min", "max")
+    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "std", INTERVAL_HEADER, "min", "max")
     rows = tuple(
         (
             s.player,
@@ -65,40 +73,7 @@ def _scores(ctx: ReportContext) -> list[Block]:
         for s in scores
     )
     text = format_scores(scores, title=title, note=caption) + (f"\n{note}" if note else "")
-    return [Block("scores", title, text=text, header=header, rows=rows)]
-
-
-ANYTIME_TITLE = (
-    "Anytime-valid 95% sequence of each mean payoff (betting/1, a second kind of interval beside the 95% CI above: "
-    "use it instead when the results were looked at while the run went on and it could have been stopped then)"
-)
-"""The anytime-valid table's title: what it is, and when to read it rather than the fixed-n interval."""
-
-
-@section("anytime", "Anytime-valid intervals")
-def _anytime(ctx: ReportContext) -> list[Block]:
-    """Every mean of the scores with its anytime-valid confidence sequence (:mod:`analysis.stats.confseq`): valid
-    however often the results were looked at before the run stopped; a second kind, labelled as such."""
-    from analysis.stats.confseq import anytime_scores
-
-    scores = anytime_scores(ctx.records)
-    if not scores:
-        return []
-    with_role = any(s.role != "player" for s in scores)
-    header = ("player", *(("role",) if with_role else ()), "matches", "mean", "95% anytime-valid interval")
-    rows = tuple(
-        (
-            s.player,
-            *((s.role,) if with_role else ()),
-            str(s.interval.n),
-            f"{s.interval.mean:.2f}",
-            f"[{s.interval.low:.2f}, {s.interval.high:.2f}]",
-        )
-        for s in scores
-    )
-    width = max(len(r[0]) for r in rows)
-    lines = [ANYTIME_TITLE] + ["  ".join([row[0].ljust(width), *row[1:]]) for row in rows]
-    return [Block("anytime", ANYTIME_TITLE, text="\n".join(lines), header=header, rows=rows)]
+    return [Block("scores", title, text=text, header=header, rows=rows, note=caption)]
 
 
 BT_MEANING = (
@@ -107,8 +82,9 @@ BT_MEANING = (
 )
 """What a Bradley–Terry rating means, in one line."""
 PL_MEANING = (
-    "Plackett–Luce rating (strength mu ± its standard error sigma, Elo scale centred on 0: a player 100 points above "
-    "another finishes ahead of it 64% of the time; players are ranked by mu - 3 sigma)"
+    "Plackett–Luce rating, Elo scale centred on 0 (a player 100 points above another finishes ahead of it 64% of the "
+    "time), from the order in which the players finished each match; which players are told apart is read from the "
+    "intervals of the mean payoffs"
 )
 """What a Plackett–Luce rating means, in one line."""
 
@@ -120,7 +96,6 @@ def _ratings(ctx: ReportContext) -> list[Block]:
     (:mod:`analysis.stats.ratings`)."""
     from analysis import views
     from analysis.stats import ratings
-    from analysis.stats.intervals import interval_policy
 
     done = views.complete(ctx.records)  # (the summary's columns select themselves: no list of records)
     if not done:
@@ -144,8 +119,7 @@ def _ratings(ctx: ReportContext) -> list[Block]:
         points = ratings.points_share(done, intervals=ctx.intervals)
         rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
         shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
-        method = interval_policy(ctx.intervals).points
-        text = f"{BT_MEANING}, with each player's points share and its 95% interval ({method}): " + ", ".join(
+        text = f"{BT_MEANING}, with each player's points share and its 95% interval: " + ", ".join(
             f"{p} {v:+.0f} (points {shares[p]})" for p, v in rated
         )
         rows = tuple((p, f"{v:+.0f}", shares[p]) for p, v in rated)
@@ -154,10 +128,10 @@ def _ratings(ctx: ReportContext) -> list[Block]:
             Block("ratings", title, text=text, header=("player", "rating", "points share [95% interval]"), rows=rows)
         )
     else:
-        pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: -item[1].ordinal)
-        text = f"{PL_MEANING}: " + ", ".join(f"{p} {r.mu:.1f} ± {r.sigma:.1f}" for p, r in pl)
-        pl_rows = tuple((p, f"{r.mu:.2f}", f"{r.sigma:.2f}", f"{r.ordinal:.2f}", str(r.matches)) for p, r in pl)
-        header = ("player", "mu", "sigma", "mu - 3 sigma", "matches")
+        pl = sorted(ratings.plackett_luce(done).items(), key=lambda item: (-item[1].mu, item[0]))
+        text = f"{PL_MEANING}: " + ", ".join(f"{p} {r.mu:+.0f}" for p, r in pl)
+        pl_rows = tuple((p, f"{r.mu:+.0f}", str(r.matches)) for p, r in pl)
+        header = ("player", "rating", "matches")
         blocks.append(Block("ratings", "Plackett–Luce rating", text=text, header=header, rows=pl_rows))
     try:  # α-Rank needs every seating with replacement (pairing "self_play"); without it there is none
         ranked = ratings.alpha_rank_records(done)

@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from deepeval_games.app.spec.stopping import StoppingRule
+from deepeval_games.app.spec.stopping import StoppingRule, recorded_rule
 from deepeval_games.app.spec.tables import TABLE, Name, verbatim_error
 
 __all__ = [
@@ -264,8 +264,14 @@ class ExperimentTable(BaseModel):
 
 
 def recorded_intervals(source: Mapping[str, Any] | None) -> str:
-    """The interval version a run directory's stored spec document records (``[experiment] intervals``); ``"1"``,
-    the methods printed before versions, for one that records none (a run made before the key) or no document."""
+    """The intervals key of a run directory's stored spec document: the version it records (``[experiment]
+    intervals``; ``"1"``, the methods printed before versions, for one that records none or no document), marked as
+    collected adaptively where a stopping rule (``until_stable``, or active matchmaking) decided when the run stopped
+    (:func:`analysis.stats.intervals.collected_key`): such a run is reported with the anytime-valid intervals."""
     experiment = (source or {}).get("experiment")
     value = experiment.get("intervals") if isinstance(experiment, Mapping) else None
-    return str(value) if value in ("1", "2") else "1"
+    version = str(value) if value in ("1", "2") else "1"
+    from analysis.stats.intervals import collected_key
+
+    rule = recorded_rule(source)  # a rule looked at the results: every interval is the anytime-valid one
+    return collected_key(version, rule.sequence, rule.alpha) if rule is not None else version
