@@ -14,8 +14,8 @@ import pytest
 
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.rejudge import judge_source
-from deepeval_games.app.spec.prices import unpriced_models
 from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.prices import unpriced_models
 from deepeval_games.core.errors import UnpricedModelError
 from llm_bots import model_info
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings
@@ -179,3 +179,19 @@ def test_a_price_is_both_settings_and_no_part_of_a_match_id() -> None:
     assert config.given_price == (0.0, 2e-6)
     with_price = effective_settings({"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6})
     assert json.dumps(with_price, sort_keys=True) == json.dumps(effective_settings({}), sort_keys=True)
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [p for p in sorted(EXAMPLES.glob("**/*.toml")) if "[experiment]" in p.read_text(encoding="utf-8")],
+    ids=lambda p: str(p.relative_to(EXAMPLES)),
+)
+def test_every_example_with_a_budget_prices_every_model(spec: Path) -> None:
+    from deepeval_games.app.spec.loading import load_spec
+
+    loaded = load_spec(spec)
+    if loaded.budget_usd is not None:
+        assert unpriced_models([*loaded.players, loaded.judge]) == []
