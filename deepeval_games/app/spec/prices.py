@@ -82,8 +82,8 @@ def price_message(models: list[str], budget: str) -> str:
         )
     lines.append(
         "  To give a price, set input_cost_per_token and output_cost_per_token (USD per token; 0 for a model that "
-        "costs nothing, such as a self-hosted one): with eval, -M input_cost_per_token=1.5e-07 "
-        "-M output_cost_per_token=6e-07; in a spec, those keys in the player's table (or [judge]); with rejudge, "
-        "--param."
+        "costs nothing, such as a self-hosted one): with eval, e.g. -M input_cost_per_token=1.5e-07 "
+        "-M output_cost_per_token=6e-07 ($0.15 and $0.60 per million tokens); in a spec, those keys in the "
+        "player's table (or [judge]); with rejudge, --param."
     )
     return "\n".join(lines)
