@@ -11,9 +11,9 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deepeval_games.core.errors import SpecError
 
@@ -78,6 +78,13 @@ class ModelSettings(BaseModel):
     and Claude models): the next prompt of the seat, which repeats this one and adds to it, is then read from the
     cache at its cached rate. Other providers cache repeated prefixes on their own (OpenAI) and ignore it.
     Delivery only: not part of match ids, and not in the recorded prompts."""
+    input_cost_per_token: Annotated[float, Field(ge=0.0, strict=False)] | None = None
+    """The model's price per prompt token in USD, with `output_cost_per_token` (both or neither): every call is
+    priced with them instead of litellm's price table (e.g. ``1.5e-7`` for $0.15 per million tokens; ``0`` for a
+    model that costs nothing, such as a self-hosted one). A budget (`budget_usd`, eval's ``--budget``) is refused
+    for a model that litellm cannot price unless these are set. Delivery only: not part of match ids."""
+    output_cost_per_token: Annotated[float, Field(ge=0.0, strict=False)] | None = None
+    """The model's price per generated token in USD, with `input_cost_per_token` (both or neither). Delivery only."""
     seed: int | None = None
     """Sampling seed for providers that accept one (dropped silently by the others); unset: one drawn from the
     match seed, so a rerun asks the same question."""
@@ -133,6 +140,15 @@ class ModelSettings(BaseModel):
     reports provider support; `on`; `off`. A turn asked in free text (Idiom Solitaire's players, the Public Goods
     Game with `answer=free`, which `preset = "paper"` sets) has no schema, whatever this says."""
 
+    @model_validator(mode="after")
+    def _price_pair(self) -> Self:
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError(
+                "input_cost_per_token and output_cost_per_token are set together (USD per token; 0 for a model that "
+                "costs nothing)"
+            )
+        return self
+
     @field_validator("api_base")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -185,6 +201,8 @@ DELIVERY_SETTING_KEYS = frozenset(
         "retry_after_max_s",
         "accept_model_ids",
         "cache_control",
+        "input_cost_per_token",
+        "output_cost_per_token",
     }
 )
 """The :class:`ModelSettings` keys that change only how calls are delivered: never part of a match's identity."""
@@ -236,6 +254,8 @@ class ModelConfig:
     reasoning_effort: str | None = None
     context_tokens: int | None = None
     cache_control: bool = False
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
     seed: int | None = None
     top_p: float | None = None
     stop: tuple[str, ...] | None = None
@@ -295,6 +315,13 @@ class ModelConfig:
         if not isinstance(self.cache_control, bool):
             raise ModelConfigError(f"{where}: cache_control must be true or false, got {self.cache_control!r}")
         _check_int(where, "seed", self.seed, lo=None, optional=True)
+        _check_number(where, "input_cost_per_token", self.input_cost_per_token, lo=0.0, hi=None, optional=True)
+        _check_number(where, "output_cost_per_token", self.output_cost_per_token, lo=0.0, hi=None, optional=True)
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ModelConfigError(
+                f"{where}: input_cost_per_token and output_cost_per_token are set together (USD per token; 0 for a "
+                "model that costs nothing)"
+            )
         _check_number(where, "timeout_s", self.timeout_s, lo=0.0, hi=None, lo_open=True)
         _check_int(where, "max_retries", self.max_retries, lo=0)
         _check_int(where, "max_concurrency", self.max_concurrency, lo=1)
@@ -346,6 +373,8 @@ class ModelConfig:
             "backoff_base_s",
             "backoff_max_s",
             "retry_after_max_s",
+            "input_cost_per_token",
+            "output_cost_per_token",
         ):
             if isinstance(values.get(key), int) and not isinstance(values.get(key), bool):
                 values[key] = float(values[key])
@@ -363,6 +392,14 @@ class ModelConfig:
     def is_local(self) -> bool:
         """True for `local/...` models, served by a llama.cpp server started for the run."""
         return self.model.startswith(LOCAL_PREFIX)
+
+    @property
+    def given_price(self) -> tuple[float, float] | None:
+        """The price per token (USD in, USD out) the config gives (``input_cost_per_token``,
+        ``output_cost_per_token``); None when it gives none (litellm's price table prices its calls)."""
+        if self.input_cost_per_token is None or self.output_cost_per_token is None:
+            return None
+        return self.input_cost_per_token, self.output_cost_per_token
 
     def sampling_params(self) -> dict[str, Any]:
         """The settings that change what the model generates: part of every model-call cache key.

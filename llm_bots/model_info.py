@@ -2,17 +2,20 @@
 
 Facts needed before any call: which provider litellm routes a model string to (an unknown string is a spec
 error, :func:`provider_error`), whether the provider can constrain replies to a JSON schema
-(:func:`supports_json_schema`) and the model's context window (:func:`context_window`). All come from litellm's
-tables, and importing litellm takes seconds. So each fact is computed once per model string in a process, and
-written to ``model-info.json`` in the user cache folder (``$XDG_CACHE_HOME/deepeval-games``), keyed by the installed
-litellm (its location and the size and time of its files): a later run, for instance a rerun served entirely from the
-model-call cache, reads the facts there and never imports litellm. Installing another litellm starts a new table. A
-file that cannot be read or written is ignored (the facts are then computed in each process).
+(:func:`supports_json_schema`), the model's context window (:func:`context_window`) and its price per token
+(:func:`list_price`; :func:`price` with what a model's config gives, :func:`needs_price` for a budget, and
+:func:`closest_priced` for a name litellm cannot price). All come from litellm's tables, and importing litellm
+takes seconds. So each fact is computed once per model string in a process, and written to ``model-info.json`` in
+the user cache folder (``$XDG_CACHE_HOME/deepeval-games``), keyed by the installed litellm (its location and the size
+and time of its files): a later run, for instance a rerun served entirely from the model-call cache, reads the facts
+there and never imports litellm. Installing another litellm starts a new table. A file that cannot be read or
+written is ignored (the facts are then computed in each process).
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import gc
 import importlib.util
 import json
@@ -24,7 +27,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["INFO_NAME", "context_window", "litellm", "provider", "provider_error", "supports_json_schema"]
+from llm_bots.model_config import LOCAL_PREFIX
+
+__all__ = [
+    "INFO_NAME",
+    "cache_read_price",
+    "closest_priced",
+    "context_window",
+    "cost",
+    "list_price",
+    "litellm",
+    "needs_price",
+    "price",
+    "provider",
+    "provider_error",
+    "supports_json_schema",
+]
 
 INFO_NAME = "model-info.json"
 """The file of remembered facts, in the user cache folder."""
@@ -144,11 +162,42 @@ def _context_window(model: str) -> int | None:
     return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
+def _priced(entry: Any) -> tuple[float, float] | None:
+    """(input, output) USD per token of a price-table entry; None when it lists neither above 0 (litellm lists some
+    models it cannot price at 0)."""
+    if not isinstance(entry, dict) and not hasattr(entry, "get"):
+        return None
+    try:
+        prices = float(entry.get("input_cost_per_token") or 0.0), float(entry.get("output_cost_per_token") or 0.0)
+    except (TypeError, ValueError):
+        return None
+    return prices if any(p > 0.0 for p in prices) and all(p >= 0.0 and p == p for p in prices) else None
+
+
+def _list_price(model: str) -> list[float] | None:
+    try:
+        info = litellm().get_model_info(model)
+    except Exception:  # litellm does not know the model
+        return None
+    prices = _priced(info)
+    return list(prices) if prices is not None else None
+
+
+def _cache_read_price(model: str) -> float | None:
+    try:
+        value = litellm().get_model_info(model).get("cache_read_input_token_cost")
+    except Exception:
+        return None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
 _COMPUTE = {
     "provider_error": _provider_error,
     "json_schema": _json_schema,
     "provider": _provider,
     "context_window": _context_window,
+    "list_price": _list_price,
+    "cache_read_price": _cache_read_price,
 }
 
 
@@ -175,3 +224,81 @@ def provider(model: str) -> str | None:
 def supports_json_schema(model: str) -> bool:
     """Whether litellm's table says the provider can constrain replies to a JSON schema; False when unknown."""
     return bool(_fact(model, "json_schema"))
+
+
+def list_price(model: str) -> tuple[float, float] | None:
+    """litellm's list price of ``model``: (USD per prompt token, USD per generated token); None when its price table
+    has none (an unknown or mistyped name, a self-hosted model, or one it lists at 0)."""
+    value = _fact(model, "list_price")
+    return (float(value[0]), float(value[1])) if value is not None else None
+
+
+def price(model: str, given: tuple[float, float] | None = None) -> tuple[float, float] | None:
+    """What a call of ``model`` costs per token (USD in, USD out): the price its config gives (``given``, from
+    ``input_cost_per_token`` and ``output_cost_per_token``) where it gives one, nothing for a local model, else
+    litellm's :func:`list_price`; None when none is known."""
+    if given is not None:
+        return given
+    if model.startswith(LOCAL_PREFIX):
+        return (0.0, 0.0)
+    return list_price(model)
+
+
+def cost(
+    model: str, prompt_tokens: int, completion_tokens: int, given: tuple[float, float] | None = None
+) -> float | None:
+    """What ``prompt_tokens`` in and ``completion_tokens`` out of ``model`` cost in USD: at the ``given`` price per
+    token where the model's config gives one, else as litellm prices them from its table (its tiers included); None
+    for a model with no list price (a local one included: it has no price, it is not priced at 0 here)."""
+    if given is not None:
+        return prompt_tokens * given[0] + completion_tokens * given[1]
+    if list_price(model) is None:
+        return None
+    try:
+        prompt, completion = litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
+        return None
+    return float(prompt) + float(completion)
+
+
+def cache_read_price(model: str) -> float | None:
+    """litellm's price of a prompt token read from the provider's cache (``cache_read_input_token_cost``, USD);
+    None when its table lists none."""
+    value = _fact(model, "cache_read_price")
+    return float(value) if value is not None else None
+
+
+def needs_price(model: str, given: tuple[float, float] | None = None) -> bool:
+    """Whether a budget cannot count the calls of ``model``: no price given, not local, and none in litellm's table
+    (each of its calls would count 0.0 and the budget would never stop them)."""
+    return price(model, given) is None
+
+
+def closest_priced(model: str, n: int = 3) -> list[str]:
+    """Up to ``n`` names in litellm's price table closest to ``model`` that have a price, those of the same provider
+    first, spelled as ``model`` is (``openai/gpt-4o-mini`` for ``openai/gpt-4o-mni``); [] when none is close."""
+    table = litellm().model_cost
+    prefix, _, bare = model.rpartition("/")
+    wanted = provider(model) if prefix else None
+    same: dict[str, str] = {}  # the bare name in the table -> how it is suggested
+    other: dict[str, str] = {}
+    for key, entry in table.items():
+        if not isinstance(key, str) or _priced(entry) is None or entry.get("mode", "chat") not in _CHAT_MODES:
+            continue
+        owner = entry.get("litellm_provider")
+        if wanted is not None and owner == wanted:
+            name = key.split("/", 1)[1] if key.startswith(f"{owner}/") else key
+            same.setdefault(name, f"{prefix}/{name}")
+        else:
+            other.setdefault(key, key)
+    found = [same[name] for name in difflib.get_close_matches(bare, list(same), n=n)]
+    if len(found) < n:
+        extra = difflib.get_close_matches(model, list(other), n=n - len(found))
+        found += [other[key] for key in extra if other[key] not in found]
+    return found
+
+
+_CHAT_MODES = ("chat", "completion", "responses")
+"""The price-table modes of models that answer prompts (not embeddings, images or speech)."""

@@ -20,6 +20,7 @@ __all__ = [
     "SpecError",
     "UnknownBotError",
     "UnknownGameError",
+    "UnpricedModelError",
     "did_you_mean",
 ]
 
@@ -36,6 +37,11 @@ class DeepEvalError(Exception):
 
 class SpecError(DeepEvalError):
     """An experiment spec (TOML) is malformed or names something impossible."""
+
+
+class UnpricedModelError(SpecError):
+    """A budget is set and a model it would count has no known price: its calls would cost 0.0 and the budget would
+    never stop them. Raised before any model call."""
 
 
 class UnknownGameError(DeepEvalError):

@@ -70,7 +70,9 @@ class CallPlan:
         head: ``model`` (the arguments before ``messages``).
         tail: ``timeout``, retries off, ``drop_params`` and ``api_base`` (the arguments after ``messages``); once
             litellm has answered a call of this model and endpoint without a price (:func:`learn_unpriced`), also a
-            price of 0.0 a token, so that it does not look the model up in its price table again on every call.
+            price of 0.0 a token, so that it does not look the model up in its price table again on every call; a
+            config that gives a price (``input_cost_per_token``, ``output_cost_per_token``) passes that one instead,
+            so each call is priced, and a budget charged, at it.
         sampling: the sampling settings that are set (:meth:`ModelConfig.sampling_params` without the None ones).
         limit_key: the limiter's key of the model (:func:`limits.limit_key`).
         call_limits: its limits (:func:`limits.limits_of`).
@@ -119,6 +121,9 @@ class CallPlan:
             tail["api_base"] = config.api_base
         if (config.model, config.api_base) in _unpriced:
             tail.update(_NO_PRICE)
+        given = config.given_price
+        if given is not None:  # the config's own price: litellm prices each call with it, not from its table
+            tail["input_cost_per_token"], tail["output_cost_per_token"] = given
         if model_info.provider(config.model) in inline_setup.INLINE_PROVIDERS:
             inline_setup.allow(config.model)  # its set-up does no I/O: on the loop's thread (module documentation)
         self.head = {"model": config.model}
@@ -178,6 +183,7 @@ def call_plan(config: ModelConfig) -> CallPlan:
         config.adaptive_concurrency,
         config.retry_after_max_s,
         config.cache_control,
+        config.given_price,
         limits.RATE_WINDOW_S,
         _GUARD_GRACE_S,
     )

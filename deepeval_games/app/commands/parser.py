@@ -210,7 +210,13 @@ def _add_eval(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the stopping rule's budget of matches (whole rounds: at least one round of every seating)",
     )
-    parser.add_argument("--budget", type=float, metavar="USD", help="stop sending model calls past this cost")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="stop sending model calls past this cost (a model litellm cannot price needs -M input_cost_per_token=... "
+        "-M output_cost_per_token=...)",
+    )
     _out(parser, "run directory (default runs/eval-<task>-<hash>; resumed)", metavar="DIR")
     parser.add_argument("--print-spec", action="store_true", help="print the spec (TOML for 'run') instead of playing")
     _no_progress(parser)
@@ -302,7 +308,12 @@ def _add_rejudge(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="judgements per match and presentation (default 1)")
     parser.add_argument("--concurrency", type=int, default=8, help="judgements at once (default 8)")
     parser.add_argument("--no-cache", action="store_true", help="do not use the model-call cache (LLM judges)")
-    parser.add_argument("--budget-usd", type=float, help="stop sending model calls past this cost")
+    parser.add_argument(
+        "--budget-usd",
+        type=float,
+        help="stop sending model calls past this cost (a model judge litellm cannot price needs --param "
+        "input_cost_per_token=... --param output_cost_per_token=...)",
+    )
 
 
 def _add_tables(parser: argparse.ArgumentParser) -> None:

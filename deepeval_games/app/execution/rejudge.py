@@ -46,6 +46,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.prices import check_prices
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.bot import DeepEvalBot, Outcome
@@ -195,7 +196,8 @@ def judge_source(
     differ only in their settings stay apart in the audit.
 
     Raises :class:`~deepeval_games.core.errors.UnknownBotError` for a name that is neither (a model string has a
-    provider prefix, ``openai/gpt-4o``).
+    provider prefix, ``openai/gpt-4o``), and :class:`~deepeval_games.core.errors.UnpricedModelError` for a model
+    judge with a budget and no price (neither in litellm's table nor given by ``params``).
     """
     params = dict(params or {})
     try:
@@ -205,7 +207,10 @@ def judge_source(
             raise UnknownBotError(
                 f"{exc} A model judge is a litellm model string with its provider, e.g. openai/gpt-4o."
             ) from exc
-        return SpecJudge(PlayerSpec(name=judge, model=judge, params=params), cache=cache, budget_usd=budget_usd)
+        spec = PlayerSpec(name=judge, model=judge, params=params)
+        if budget_usd is not None:  # before any call: a budget cannot count a judge with no price
+            check_prices([spec], f"a budget of ${budget_usd:,.2f} (--budget-usd)")
+        return SpecJudge(spec, cache=cache, budget_usd=budget_usd)
     shown = ",".join(f"{key}={json.dumps(value)}" for key, value in sorted(params.items()))
     return SpecJudge(PlayerSpec(name=f"{judge}({shown})" if shown else judge, bot=judge, params=params))
 

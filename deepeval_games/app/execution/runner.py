@@ -9,7 +9,8 @@ scored; a fatal error (bad credentials, unknown model) stops the run after keepi
 any other error in one match is logged and the tournament goes on.
 
 Nothing is written before the spec has passed every check: the plan's size, its games and data files, every
-player and judge built once per game, model strings and API keys (:func:`check_run`). Only then is the run
+player and judge built once per game, model strings and API keys, a price for every model under a budget
+(:func:`check_run`). Only then is the run
 directory created and locked (:class:`~deepeval_games.app.storage.store.RunLock`, held by this process for the whole
 run), so a
 spec with a typo leaves nothing behind and its corrected version runs into the same directory.
@@ -30,6 +31,7 @@ from deepeval_games.app.execution.repeats import run_once, run_until_stable
 from deepeval_games.app.execution.run_result import RunResult, RunSetup
 from deepeval_games.app.spec.extends import with_pool
 from deepeval_games.app.spec.loading import as_spec
+from deepeval_games.app.spec.prices import check_budget_prices
 from deepeval_games.app.spec.schedule import Plan, check_plan_size, check_round_budget, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
@@ -57,7 +59,8 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     against ``[experiment] max_matches``; every game string with its sweep values (files named by game parameters,
     data files, parameters within the bounds the task declares, a match's estimated length and memory); every player
     and the judge, built once per game (bots and their parameters, model strings, settings, judge rules); API keys of
-    model players and the files of local models; the model-call cache's path.
+    model players and the files of local models; the model-call cache's path; under a budget, a price for every
+    model (:func:`~deepeval_games.app.spec.prices.check_budget_prices`).
 
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).
@@ -73,6 +76,7 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
         check_round_budget(spec, rule)
     plan = plan_matches(spec)
     MatchRunner(spec, None, False, None).validate(plan)
+    check_budget_prices(spec)  # a budget must be able to count every model's calls
     return plan
 
 

@@ -7,8 +7,10 @@ sending anything. The bound per LLM seat of a match: every move of the game coul
 (``max_game_length``), every move could need every re-ask (``1 + max_reasks`` calls), every reply could use its whole
 cap (``max_tokens`` resolved against the task's reply limit, as the match id has it), and the prompt of the k-th call
 holds at most the rules (:data:`RULES_TOKENS`) plus k times a turn (the reply cap and :data:`TURN_TOKENS` of
-observation), capped by the model's context window where litellm knows it. Prices come from litellm's local price
-table; a model litellm cannot price gets no cost (said so). An LLM judge adds ``1 + max_reasks`` calls per match.
+observation), capped by the model's context window where litellm knows it. Prices are those a player's settings give
+(``input_cost_per_token``, ``output_cost_per_token``), else litellm's local price table
+(:mod:`llm_bots.model_info`); a model with neither gets no cost (said so), and a spec with a budget and such a model
+is refused, as ``run`` refuses it. An LLM judge adds ``1 + max_reasks`` calls per match.
 Transport retries (429, 5xx) are not counted. Under ``until_stable`` the bound covers ``max_repeats``.
 
 **Run summary.** :func:`run_summary` totals, per model, the tokens, cost and invalid-turn share of the matches a
@@ -18,15 +20,13 @@ model-call cache instead of a call), as the run's model runtime counted them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
-from typing import Any
 
 from analysis.tables.usage import JUDGE_NAME, PlayerUsage, player_usage
 from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.prices import check_budget_prices, given_price
 from deepeval_games.app.spec.schedule import PlannedMatch, check_round_budget, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
@@ -34,6 +34,7 @@ from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.core.registry.games import load_game
+from llm_bots import model_info
 from llm_bots.model_config import LOCAL_PREFIX
 
 __all__ = [
@@ -100,47 +101,15 @@ def _model_settings(player: PlayerSpec, game: object, seat: int) -> tuple[int, i
     return cap, reasks, _context_window(player.model or "")
 
 
-def _litellm() -> Any:
-    """litellm with its price table local (no download) and its banners off (:func:`llm_bots.model_info.litellm`):
-    a model it does not know is said once, in the estimate's own words ("no price for ..."), not printed per
-    look-up."""
-    import llm_bots.transport.call  # noqa: F401
-
-    return import_module("llm_bots.model_info").litellm()
-
-
-@functools.cache
-def _model_info(model: str) -> dict[str, Any] | None:
-    """litellm's facts on ``model`` (None: it knows none), looked up once per model."""
-    try:
-        return dict(_litellm().get_model_info(model))
-    except Exception:
-        return None
-
-
 def _context_window(model: str) -> int | None:
-    info = _model_info(model)
-    if info is None:
-        return None
-    window = info.get("max_input_tokens") or info.get("max_tokens")
-    return int(window) if window else None
+    return model_info.context_window(model)
 
 
-def _price(model: str, tokens_in: int, tokens_out: int) -> float | None:
-    """The cost in USD from litellm's price table; None for a model it cannot price (or lists at 0, as it does for
+def _price(model: str, tokens_in: int, tokens_out: int, given: tuple[float, float] | None = None) -> float | None:
+    """The cost in USD at the price the player's settings give (``given``), else from litellm's price table
+    (:func:`llm_bots.model_info.cost`); None for a model with no price (or one litellm lists at 0, as it does for
     some models whose price it does not know)."""
-    info = _model_info(model)
-    if info is None:
-        return None
-    if not (info.get("input_cost_per_token") or info.get("output_cost_per_token")):
-        return None
-    try:
-        prompt, completion = _litellm().cost_per_token(
-            model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out
-        )
-    except Exception:
-        return None
-    return float(prompt) + float(completion)
+    return model_info.cost(model, tokens_in, tokens_out, given)
 
 
 def _seat_bound(turns: int, cap: int, reasks: int, window: int | None) -> tuple[int, int, int]:
@@ -153,11 +122,12 @@ def _seat_bound(turns: int, cap: int, reasks: int, window: int | None) -> tuple[
     return calls, tokens_in, calls * cap
 
 
-def _match_bounds(
-    spec: ExperimentSpec, planned: PlannedMatch, games: dict[str, object]
-) -> list[tuple[str, tuple[int, int, int], tuple[int, int, int]]]:
-    """Per model seat of one planned match: the model and its (calls, tokens in, tokens out) bounds, with and
-    without re-asks."""
+_Bounds = tuple[str, tuple[int, int, int], tuple[int, int, int], "tuple[float, float] | None"]
+
+
+def _match_bounds(spec: ExperimentSpec, planned: PlannedMatch, games: dict[str, object]) -> list[_Bounds]:
+    """Per model seat of one planned match: the model, its (calls, tokens in, tokens out) bounds with and without
+    re-asks, and the price per token the player's settings give (None: litellm's price table prices it)."""
     game = games.setdefault(planned.game, load_game(planned.game))
     turns = int(game.max_game_length())  # type: ignore[attr-defined]
     seats: list[tuple[PlayerSpec, int]] = [(spec.player(name), seat) for seat, name in enumerate(planned.seats)]
@@ -169,7 +139,14 @@ def _match_bounds(
             continue
         cap, reasks, window = _model_settings(player, game, seat)
         moves = 1 if seat == JUDGE_SEAT else turns
-        bounds.append((player.model, _seat_bound(moves, cap, reasks, window), _seat_bound(moves, cap, 0, window)))
+        bounds.append(
+            (
+                player.model,
+                _seat_bound(moves, cap, reasks, window),
+                _seat_bound(moves, cap, 0, window),
+                given_price(player.params),
+            )
+        )
     return bounds
 
 
@@ -180,11 +157,13 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
     the costliest ones (by calls) among those ``max_repeats`` rounds would hold.
 
     Raises:
-        SpecError: a match budget below one round (:func:`~deepeval_games.app.spec.schedule.check_round_budget`), or a
+        SpecError: a match budget below one round (:func:`~deepeval_games.app.spec.schedule.check_round_budget`), a
+            budget with a model that has no price (:func:`~deepeval_games.app.spec.prices.check_budget_prices`), or a
             plan that cannot be made (as ``run`` would).
     """
     rule = stopping_rule(spec)
     check_round_budget(spec, rule)  # as run would refuse it
+    check_budget_prices(spec)  # the same: a budget cannot count a model with no price
     if rule is not None:
         spec = spec.with_experiment(repeats=max(spec.repeats, rule.max_repeats))
     plan = plan_matches(spec)
@@ -200,8 +179,9 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
         per_match = sorted(per_match, key=lambda seats: -sum(b[1][0] for b in seats))[:left]
         todo = todo[:left]
     estimates: dict[str, ModelEstimate] = {}
+    tokens: dict[tuple[str, tuple[float, float] | None], list[int]] = {}  # per model and price: the four sums
     for seats in per_match:
-        for model, (calls, tokens_in, tokens_out), (plain_calls, plain_in, plain_out) in seats:
+        for model, (calls, tokens_in, tokens_out), (plain_calls, plain_in, plain_out), given in seats:
             estimate = estimates.setdefault(model, ModelEstimate(model))
             estimate.matches += 1
             estimate.calls += calls
@@ -210,10 +190,19 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
             estimate.plain_calls += plain_calls
             estimate.plain_tokens_in += plain_in
             estimate.plain_tokens_out += plain_out
-    for estimate in estimates.values():
-        estimate.cost_usd = _price(estimate.model, estimate.tokens_in, estimate.tokens_out)
-        estimate.plain_cost_usd = _price(estimate.model, estimate.plain_tokens_in, estimate.plain_tokens_out)
+            sums = tokens.setdefault((model, given), [0, 0, 0, 0])
+            for i, value in enumerate((tokens_in, tokens_out, plain_in, plain_out)):
+                sums[i] += value
+    for (model, given), (tokens_in, tokens_out, plain_in, plain_out) in tokens.items():
+        estimate = estimates[model]
+        estimate.cost_usd = _add(estimate.cost_usd, _price(model, tokens_in, tokens_out, given))
+        estimate.plain_cost_usd = _add(estimate.plain_cost_usd, _price(model, plain_in, plain_out, given))
     return DryRun(planned=len(plan), to_play=len(todo), models=sorted(estimates.values(), key=lambda e: e.model))
+
+
+def _add(total: float | None, cost: float | None) -> float | None:
+    """A model's cost so far plus one more part of it; None once a part has no price."""
+    return None if total is None or cost is None else total + cost
 
 
 def _usd(value: float | None) -> str:
@@ -252,9 +241,12 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = 
     priced = [m.cost_usd for m in hosted if m.cost_usd is not None]
     unpriced = [m.model for m in hosted if m.cost_usd is None]
     total = f"  total: <= {_usd(sum(priced))}" + (
-        f" for the priced models; no price for {', '.join(unpriced)}" if unpriced else ""
+        f" for the priced models; no price for {', '.join(unpriced)} (give one: input_cost_per_token and "
+        "output_cost_per_token)"
+        if unpriced
+        else ""
     )
-    lines.append(total + " (litellm's price table; transport retries not counted)")
+    lines.append(total + " (litellm's price table or the price a player gives; transport retries not counted)")
     return "\n".join(lines)
 
 
@@ -279,14 +271,10 @@ def run_summary(
 def cache_saving(model: str, cached_tokens: int) -> float | None:
     """What reading ``cached_tokens`` prompt tokens from the provider's cache saved against the full input price
     (litellm's ``input_cost_per_token`` less its ``cache_read_input_token_cost``); None where either is unknown."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    price, cached = model_info.list_price(model), model_info.cache_read_price(model)
+    if price is None or not price[0] or cached is None:
         return None
-    full, cached = info.get("input_cost_per_token"), info.get("cache_read_input_token_cost")
-    if not full or cached is None:
-        return None
-    return cached_tokens * (float(full) - float(cached))
+    return cached_tokens * (price[0] - cached)
 
 
 def _cached_part(t: PlayerUsage) -> str:
