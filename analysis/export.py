@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyspiel
 
@@ -45,6 +45,7 @@ __all__ = [
     "seat_columns",
     "turn_rows",
     "write_rows",
+    "write_text_rows",
 ]
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -275,7 +276,6 @@ def write_rows(
 
 
 def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path, fmt: str, raw_text: bool) -> int:
-    names = [c.name for c in columns]
     count = 0
     if fmt == "parquet":
         try:
@@ -298,17 +298,33 @@ def _write(rows: Iterable[dict[str, Any]], columns: Sequence[Column], out: Path,
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
         return count
     with open(out, "w", encoding="utf-8", newline="") as handle:
-        if fmt == "csv":
-            writer_csv = csv.DictWriter(handle, fieldnames=names)
-            writer_csv.writeheader()
-            text_columns = [] if raw_text else [c.name for c in columns if c.type == "str"]
-            for row in rows:
-                if text_columns:
-                    row = {**row, **{name: csv_text(row[name]) for name in text_columns if row[name]}}
-                writer_csv.writerow(row)
-                count += 1
-        else:
-            for row in rows:
-                handle.write(json.dumps({k: row[k] for k in names}, ensure_ascii=False) + "\n")
-                count += 1
+        return write_text_rows(rows, columns, handle, fmt, raw_text=raw_text)
+
+
+def write_text_rows(
+    rows: Iterable[dict[str, Any]], columns: Sequence[Column], handle: TextIO, fmt: str, *, raw_text: bool = False
+) -> int:
+    """Write rows as they come to the open text stream ``handle`` (a file, standard output) as ``csv`` or ``jsonl``,
+    the text columns as :func:`write_rows` writes them; returns the number of rows.
+
+    Raises:
+        DeepEvalError: another format (Parquet is binary: it needs a file).
+    """
+    if fmt not in ("csv", "jsonl"):
+        raise DeepEvalError(f"{fmt} cannot be written to a text stream: give a file (--out FILE), or use csv or jsonl")
+    names = [c.name for c in columns]
+    count = 0
+    if fmt == "csv":
+        writer_csv = csv.DictWriter(handle, fieldnames=names)
+        writer_csv.writeheader()
+        text_columns = [] if raw_text else [c.name for c in columns if c.type == "str"]
+        for row in rows:
+            if text_columns:
+                row = {**row, **{name: csv_text(row[name]) for name in text_columns if row[name]}}
+            writer_csv.writerow(row)
+            count += 1
+    else:
+        for row in rows:
+            handle.write(json.dumps({k: row[k] for k in names}, ensure_ascii=False) + "\n")
+            count += 1
     return count

@@ -176,11 +176,13 @@ def test_games_all_lists_the_environments_with_their_verdicts(
 ) -> None:
     import game_defs.arena.pettingzoo  # noqa: F401  (both families, as their entry points register them)
     import llm_bots.players.classical
+    from deepeval_games.app.commands import listing
     from deepeval_games.app.commands.cli import main
 
     monkeypatch.setattr(
-        llm_bots.players.classical, "openspiel_listing", lambda: []
+        llm_bots.players.classical, "openspiel_listing", lambda **_: []
     )  # OpenSpiel's own: tested elsewhere
+    monkeypatch.setattr(listing, "LISTING_CACHE_NAME", "games-all-textarena-test.json")  # not the others' listing
     assert main(["games", "--all"]) == 0
     out = capsys.readouterr().out
     assert "textarena:KuhnPoker-v0  [playable by LLM, random]\n" in out

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -454,10 +454,11 @@ class ExactBot(StateBot):
 # -- the listing of OpenSpiel's games ----------------------------------------------------------------------------
 
 
-def family_listing(prefix: str | None = None) -> list[str]:
+def family_listing(prefix: str | None = None, *, progress: Callable[[str], None] | None = None) -> list[str]:
     """Per registered game family (:func:`deepeval_games.core.registry.games.register_game_family`: another library's
     environments), a header, then one line per environment it finds: who can play it (an LLM seat, probed by a
-    playout; the classical bots), or why nothing can. ``prefix``: that family alone (``"textarena:"``)."""
+    playout; the classical bots), or why nothing can. ``prefix``: that family alone (``"textarena:"``);
+    ``progress``: called with each environment's name before it is probed."""
     from deepeval_games.core import task
     from deepeval_games.core.registry.games import game_families, load_game
 
@@ -468,6 +469,8 @@ def family_listing(prefix: str | None = None) -> list[str]:
         rows = family.listing()
         lines.append(f"\n{family.description} ({family.prefix}..., {len(rows)} found):")
         for name, refusal in rows:
+            if progress is not None:
+                progress(name)
             if refusal is None:
                 try:
                     with _quiet_stderr():
@@ -504,9 +507,10 @@ def _family_notes(game: pyspiel.Game) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def openspiel_listing() -> list[str]:
+def openspiel_listing(*, progress: Callable[[str], None] | None = None) -> list[str]:
     """Two lines per OpenSpiel game (not the ``deepeval_`` tasks): its parameters, whether an LLM seat can play it
     (probed by a playout, :func:`deepeval_games.core.task.playability`), and which classical bots play it.
+    ``progress``: called with each game's name before it is probed.
 
     ``exact`` is judged by the game's type only here; whether a game is small enough is found when a spec names it.
     """
@@ -517,6 +521,8 @@ def openspiel_listing() -> list[str]:
         name = game_type.short_name
         if name.startswith("deepeval_") or name.startswith("testkit_") or ":" in name:  # ":": a game family's
             continue
+        if progress is not None:
+            progress(name)
         params = ", ".join(  # a multi-line value (a grid) on one line, so every entry is two lines
             f"{k}={v}".replace("\n", "\\n") for k, v in sorted(game_type.parameter_specification.items())
         )

@@ -19,7 +19,7 @@ from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.registry.games import registered_games
 from deepeval_games.infra.files import DATA_ENV, cache_dir, download, file_sha256
 
-__all__ = ["SourceStatus", "fetch", "format_status", "source_status", "sources"]
+__all__ = ["SourceStatus", "data_places", "fetch", "format_status", "source_status", "sources"]
 
 FETCH_COMMAND = "deepeval-games data fetch"
 
@@ -55,7 +55,8 @@ class SourceStatus:
         return self.sha256 == self.source.sha256
 
 
-def _places(name: str) -> list[tuple[str, Path]]:
+def data_places(name: str) -> list[tuple[str, Path]]:
+    """Where the loaders look for the data file ``name``, in order: (label, path)."""
     env = os.environ.get(DATA_ENV, "")
     places = [(f"${DATA_ENV}", Path(env).expanduser() / name)] if env else []
     return [*places, ("user cache", cache_dir() / name)]
@@ -69,7 +70,7 @@ def source_status(source: task.DataSource) -> SourceStatus:
         except importlib.metadata.PackageNotFoundError:
             return SourceStatus(source, None, "missing")
         return SourceStatus(source, None, f"package {source.package} {version}")
-    for where, path in _places(source.name):
+    for where, path in data_places(source.name):
         if path.is_file():
             return SourceStatus(source, path, where, file_sha256(path))
     return SourceStatus(source, None, "missing")

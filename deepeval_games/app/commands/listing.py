@@ -4,15 +4,35 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
+import json
+import logging
 import os
+import re
+import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.bots import registered_bots
 from deepeval_games.core.registry.games import registered_games
 
-__all__ = ["cmd_bots", "cmd_data", "cmd_games", "cmd_sandbox_info", "cmd_schema"]
+__all__ = ["LISTING_CACHE_NAME", "cmd_bots", "cmd_data", "cmd_games", "cmd_sandbox_info", "cmd_schema", "listing_key"]
+
+log = logging.getLogger(__name__)
+
+LISTING_CACHE_NAME = "games-all.json"
+"""The file in the user cache (:func:`~deepeval_games.infra.files.cache_dir`) that keeps what ``games --all`` found."""
+
+_LISTING_DISTRIBUTIONS = ("deepeval-games", "open_spiel", "textarena", "pettingzoo")
+"""The distributions whose versions decide the verdicts of ``games --all``: another version, another probe."""
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+"""An ANSI escape sequence (CSI, or a two-character escape), as third-party warnings colour their text."""
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -45,9 +65,119 @@ def cmd_games(args: argparse.Namespace) -> int:
             "\nOpenSpiel's games (LLM: playable through the generic adapter, probed by a playout; classical: the "
             f"bots that play it, exact* only up to {DEFAULT_NODE_BUDGET} states, checked when a spec names it):"
         )
-        print("\n".join(openspiel_listing()))
-        print("\n".join(family_listing()))
+        openspiel, families = _all_games(openspiel_listing, family_listing)
+        print("\n".join(openspiel))
+        print("\n".join(families))
     return 0
+
+
+def listing_key() -> dict[str, Any]:
+    """What the verdicts of ``games --all`` depend on: the versions of this package and of the libraries whose games
+    it probes, Python's, the games registered, and which data files are found (TextArena's word lists). A cached
+    listing made under another key is probed again."""
+    import pyspiel
+
+    from deepeval_games.app.commands import data
+    from deepeval_games.infra.files import DATA_ENV, downloads_disabled
+
+    versions: dict[str, str | None] = {}
+    for name in _LISTING_DISTRIBUTIONS:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    names = "\n".join(sorted(pyspiel.registered_names()))
+    files: dict[str, list[Any] | None] = {}
+    for source in data.sources():
+        if source.package is not None:
+            continue
+        found = next((path for _, path in data.data_places(source.name) if path.is_file()), None)
+        files[source.name] = [str(found), found.stat().st_size] if found is not None else None
+    return {
+        "versions": versions,
+        "python": sys.version.split()[0],
+        "games": hashlib.sha256(names.encode()).hexdigest(),
+        "data_dir": os.environ.get(DATA_ENV, ""),
+        "offline": downloads_disabled(),
+        "data_files": files,
+    }
+
+
+def _all_games(
+    openspiel_listing: Callable[..., list[str]], family_listing: Callable[..., list[str]]
+) -> tuple[list[str], list[str]]:
+    """The lines of OpenSpiel's games and of the game families: from the user cache when it holds them under
+    today's :func:`listing_key`, else probed (with progress on standard error) and kept there."""
+    from deepeval_games.infra.files import cache_dir
+
+    path = cache_dir() / LISTING_CACHE_NAME
+    key = listing_key()
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if cached.get("key") == key:
+            log.info("games --all: the listing kept in %s", path)
+            return list(cached["openspiel"]), list(cached["families"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # none yet, or unreadable: probe again
+    progress = _Progress(sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:  # gymnasium's coloured UserWarnings, among others
+        warnings.simplefilter("always")
+        try:
+            openspiel = openspiel_listing(progress=progress)
+            families = family_listing(progress=progress)
+        finally:
+            progress.close()
+    for message in dict.fromkeys(strip_ansi(str(w.message)) for w in caught):  # each once, no escape codes
+        log.info("while probing the games: %s", message)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        document = {"key": key, "openspiel": openspiel, "families": families}
+        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home: the listing is printed all the same
+        log.warning("could not keep the games listing in %s: %s", path, exc)
+    return openspiel, families
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences (the colours third-party libraries put in their warnings)."""
+    return _ANSI.sub("", text)
+
+
+class _Progress:
+    """Progress of a first ``games --all`` on standard error: on a terminal one line rewritten per game probed,
+    elsewhere a line when probing starts and one with the count when it ends."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.count = 0
+        self.width = 0
+        if not self.tty:
+            self._line("probing every game once (kept in the user cache for the next 'games --all') ...\n")
+
+    def __call__(self, name: str) -> None:
+        """One more game, ``name``, is being probed."""
+        self.count += 1
+        if self.tty:
+            text = f"probing the games (kept for the next 'games --all'): {self.count} {strip_ansi(name)[:60]}"
+            self._line("\r" + text.ljust(self.width))
+            self.width = len(text)
+
+    def close(self) -> None:
+        """Clear the progress line (a terminal) or say how many games were probed."""
+        if self.tty:
+            self._line("\r" + " " * self.width + "\r")
+        else:
+            self._line(f"probed {self.count} games\n")
+
+    def _line(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed standard error: progress is only a courtesy
+            pass
 
 
 def cmd_bots(args: argparse.Namespace) -> int:

@@ -63,8 +63,29 @@ def _workers_arg(text: str) -> int | str:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"'auto' or a number of processes >= 1, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a number of processes at least 1, got {text!r}")
     return value
+
+
+def _bounded(kind: type[int] | type[float], low: float, *, above: bool = False) -> Callable[[str], float]:
+    """The type of a numeric flag: a ``kind`` (int or float) at least ``low`` (``above``: more than ``low``), checked
+    as the command line is read, so the error names the flag (``argument --max-matches: must be at least 1, got
+    -5``) and argparse exits 2."""
+    bound = f"more than {low:g}" if above else f"at least {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be {'a whole number' if kind is int else 'a number'} {bound}, got {text!r}"
+            ) from None
+        if value != value or value < low or (above and value == low):  # value != value: NaN
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # what argparse calls the type in its other messages
+    return parse
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -83,9 +104,10 @@ def _param(text: str) -> tuple[str, object]:
 # -- the options several commands share ---------------------------------------------------------------------------
 
 
-def _task(parser: argparse.ArgumentParser, help: str) -> None:
-    """The task a study is made of (``eval``, ``init``)."""
-    parser.add_argument("task", help=help)
+def _task(parser: argparse.ArgumentParser, help: str, *, optional: bool = False) -> None:
+    """The task a study is made of (``eval``, ``init``; ``optional``: the command lists the tasks when none is
+    named)."""
+    parser.add_argument("task", nargs="?" if optional else None, help=help)
 
 
 def _run_dir(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +152,7 @@ def _workers(parser: argparse.ArgumentParser, help: str) -> None:
 
 def _epsilon(parser: argparse.ArgumentParser, help: str) -> None:
     """``--epsilon``: also check stableness against this half-width."""
-    parser.add_argument("--epsilon", type=float, help=help)
+    parser.add_argument("--epsilon", type=_bounded(float, 0, above=True), help=help)
 
 
 def _format(parser: argparse.ArgumentParser, choices: tuple[str, ...], default: str, help: str | None = None) -> None:
@@ -148,7 +170,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     _no_progress(parser)
     parser.add_argument(
         "--wait",
-        type=float,
+        type=_bounded(float, 0),
         default=0.0,
         metavar="SECONDS",
         help="when another run is writing the directory, wait this long for it before refusing (default 0)",
@@ -206,13 +228,13 @@ def _add_eval(parser: argparse.ArgumentParser) -> None:
     _judge(parser, "the judge of a judged task: a scripted judge or a model", metavar="J")
     parser.add_argument(
         "--max-matches",
-        type=int,
+        type=_bounded(int, 1),
         metavar="N",
         help="the stopping rule's budget of matches (whole rounds: at least one round of every seating)",
     )
     parser.add_argument(
         "--budget",
-        type=float,
+        type=_bounded(float, 0),
         metavar="USD",
         help="stop sending model calls past this cost (a model litellm cannot price needs -M input_cost_per_token=... "
         "-M output_cost_per_token=...)",
@@ -226,7 +248,7 @@ def _add_eval(parser: argparse.ArgumentParser) -> None:
 
 def _add_init(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``init TASK``."""
-    _task(parser, "a task or OpenSpiel game name (deepeval-games games)")
+    _task(parser, "a task or OpenSpiel game name (deepeval-games games; none: list the tasks)", optional=True)
     _model(parser, "a model to evaluate (default: a placeholder)")
     _judge(parser, "the judge of a judged task (a scripted judge or a model)", metavar="J")
     _out(parser, "the spec file to write (default: eval-<task>.toml)", metavar="FILE")
@@ -280,7 +302,11 @@ def _add_export(parser: argparse.ArgumentParser) -> None:
         "inspect: inspect_ai eval logs (a folder of them, one per run, task and player; needs inspect-ai)",
     )
     parser.add_argument("--level", choices=("match", "turn"), default="match", help="one row per match or per turn")
-    _out(parser, "the file to write (with --format inspect: the folder)", required=True)
+    _out(
+        parser,
+        "the file to write (with --format inspect: the folder; '-': standard output, for csv and jsonl)",
+        required=True,
+    )
     parser.add_argument(
         "--raw-text",
         action="store_true",

@@ -4,10 +4,14 @@ as a spec to edit) and ``play`` (a person plays a seat); with the score report `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Iterable
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from itertools import takewhile
 from pathlib import Path
+from types import FrameType
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.execution.runner import run_experiment
@@ -19,7 +23,7 @@ from deepeval_games.app.storage.store import DB_NAME, committed_ids
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "score_report"]
+__all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "init_usage", "score_report", "sigterm_as_interrupt"]
 
 
 def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
@@ -60,6 +64,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _play(spec, args.out, args)
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While open (in the main thread), SIGTERM stops the command as Ctrl-C does: it runs the SIGINT handler of the
+    moment (asyncio's, which cancels the run's task), or raises KeyboardInterrupt. The run then ends as an
+    interrupted one (committed matches kept, its manifest entry ``interrupted``) instead of dying unrecorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> int:
     """Play ``spec`` into ``out`` (resuming it) and print the tables, the cost and what was played."""
     from deepeval_games.app.reports import estimate
@@ -67,16 +94,17 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
 
     before = committed_ids(out)  # with those the JSONL holds and the database lacks: not "played now"
     summary = CoreSummary()  # fed each record as it is committed, while the run plays
-    result = run_experiment(
-        spec,
-        out,
-        progress=not args.no_progress,
-        wait_s=args.wait,
-        workers=args.workers,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        on_commit=summary.add_json,
-    )
+    with sigterm_as_interrupt():  # `kill`: the run stops as on Ctrl-C, its manifest saying "interrupted"
+        result = run_experiment(
+            spec,
+            out,
+            progress=not args.no_progress,
+            wait_s=args.wait,
+            workers=args.workers,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            on_commit=summary.add_json,
+        )
     if before & result.match_ids:  # a resumed run: its earlier records lead the store, in commit order
         summary.put_first(takewhile(lambda r: r.match_id in before, result.iter_records(rebuild_turns=False)))
     rule = stopping_rule(spec)
@@ -168,6 +196,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     """``init TASK``: the study ``eval`` would play, as a commented spec file to edit."""
     from deepeval_games.app.commands.study import plan_study, spec_toml
 
+    if args.task is None:  # a required argument left out: say what it may be (a usage error, exit 2)
+        print_error(init_usage())
+        return 2
     models = args.model or _offline_models()
     plan = plan_study(args.task, models, judge=args.judge, baselines_only=not models)
     out = Path(args.out or f"{plan.document['experiment']['name']}.toml")
@@ -188,6 +219,22 @@ def cmd_init(args: argparse.Namespace) -> int:
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}; play it with: deepeval-games run {out} --out runs/{out.stem}")
     return 0
+
+
+def init_usage() -> str:
+    """What ``init`` without a task prints: how to call it and the registered tasks, one line each."""
+    from deepeval_games.core.registry.games import registered_games
+
+    infos = registered_games()
+    width = max((len(info.short_name) for info in infos), default=0)
+    return "\n".join(
+        [
+            "usage: deepeval-games init TASK [--model M] [--out FILE]",
+            "error: name the task whose default study to write; the registered tasks:",
+            *(f"  {info.short_name:<{width}}  {info.long_name}" for info in infos),
+            "(any OpenSpiel game name works too: 'deepeval-games games --all' lists them)",
+        ]
+    )
 
 
 HOSTED_PLAYER = """

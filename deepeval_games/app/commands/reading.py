@@ -4,14 +4,17 @@ adds judgements beside the matches) and ``tables``."""
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.reports.task_tables import table_module
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
+from deepeval_games.core.quoting import VisibleStream
 from deepeval_games.core.records import MatchRecord
 
 __all__ = ["cmd_export", "cmd_leaderboard", "cmd_rejudge", "cmd_report", "cmd_tables", "cmd_view"]
@@ -88,12 +91,22 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+STDOUT = "-"
+"""The ``--out`` of ``export`` that names standard output (CSV and JSON Lines)."""
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``export DIR... --out OUT``: the matches or turns as CSV, JSON Lines or Parquet, or the runs as inspect_ai
-    logs."""
-    from analysis.export import columns_for, match_row, turn_rows, write_rows
+    logs; ``--out -``: CSV or JSON Lines on standard output (the count of rows then goes to standard error)."""
+    from analysis.export import columns_for, match_row, turn_rows, write_rows, write_text_rows
     from deepeval_games.app.reports.runs import max_seats, open_runs, player_labels, stream_records
 
+    to_stdout = args.out == STDOUT
+    if to_stdout and args.format not in ("csv", "jsonl"):
+        raise DeepEvalError(
+            f"--format {args.format} cannot be written to standard output (--out -): give a "
+            f"{'folder' if args.format == 'inspect' else 'file'} to --out, or use --format csv or jsonl"
+        )
     runs = open_runs(args.run_dirs)
     labels = player_labels(runs)
     if args.format == "inspect":  # inspect_ai logs: a folder of them, one per run, task and player
@@ -110,9 +123,22 @@ def cmd_export(args: argparse.Namespace) -> int:
         rows = (match_row(record, seats, run.label) for run, record in stream_records(runs, labels))
     else:
         rows = (row for run, record in stream_records(runs, labels) for row in turn_rows(record, run.label))
+    if to_stdout:
+        count = write_text_rows(rows, columns, _data_stdout(), args.format, raw_text=args.raw_text)
+        print_error(f"wrote {count} {args.level} rows ({len(columns)} columns) to standard output")
+        return 0
     count = write_rows(rows, columns, args.out, args.format, raw_text=args.raw_text)
     print(f"wrote {count} {args.level} rows ({len(columns)} columns) to {args.out}")
     return 0
+
+
+def _data_stdout() -> TextIO:
+    """Where ``export --out -`` writes: standard output as it is when it goes to a file or a pipe (the data exact),
+    through :class:`~deepeval_games.core.quoting.VisibleStream` when a terminal shows it (no escape is obeyed)."""
+    stream = sys.stdout
+    if isinstance(stream, VisibleStream) and not stream.isatty():
+        return stream.stream
+    return stream
 
 
 def _judge_audit_text(run_dir: str, records: Sequence[MatchRecord]) -> str:

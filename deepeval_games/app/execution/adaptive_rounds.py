@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deepeval_games.app.execution.match_play import open_runtime
 from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.placement import worker_pool
-from deepeval_games.app.execution.run_result import RunResult, RunSetup, finish_manifest, open_store
+from deepeval_games.app.execution.run_result import RunResult, RunSetup, ended_status, finish_manifest, open_store
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import Plan, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -85,6 +85,9 @@ async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup
             selected_ids = await _play_rounds(runner, stopping, first_round, committed, result)
             result.match_ids = frozenset(i for i in selected_ids if store.holds(i))
             status = "finished"
+        except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or failed: the manifest says which
+            status = ended_status(exc)
+            raise
         finally:
             await pool.aclose()
             finish_manifest(manifest, status, runtime, result)

@@ -12,7 +12,7 @@ from deepeval_games.app.execution.executors import probe_matches
 from deepeval_games.app.execution.match_play import open_runtime
 from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.placement import run_probe, worker_pool
-from deepeval_games.app.execution.run_result import RunResult, RunSetup, finish_manifest, open_store
+from deepeval_games.app.execution.run_result import RunResult, RunSetup, ended_status, finish_manifest, open_store
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import Plan, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -50,6 +50,9 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: Plan | None) -> 
             await _play(runner, todo, setup.workers, result)
             result.match_ids = _run_ids(plan, store)
             status = "finished"
+        except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or failed: the manifest says which
+            status = ended_status(exc)
+            raise
         finally:
             finish_manifest(manifest, status, runtime, result)
         result.count_calls(runtime)

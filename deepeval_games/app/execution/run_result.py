@@ -4,6 +4,7 @@ closed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -16,7 +17,7 @@ from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.store import RunLock, Store
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["RunResult", "RunSetup", "finish_manifest", "open_store", "stored_source"]
+__all__ = ["RunResult", "RunSetup", "ended_status", "finish_manifest", "open_store", "stored_source"]
 
 
 @dataclass
@@ -108,6 +109,19 @@ def open_store(spec: ExperimentSpec, setup: RunSetup) -> Store:
         spec_text=json.dumps(stored_source(spec), sort_keys=True),
         run_lock=setup.run_lock,
     )
+
+
+def ended_status(exc: BaseException) -> str:
+    """The manifest's status of a run that ``exc`` ended: ``interrupted`` when it was stopped (Ctrl-C, or SIGTERM,
+    which the command line turns into one: a KeyboardInterrupt, or the run's own task cancelled), else ``failed``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)  # Python 3.11+: whether this task was asked to stop
+        if cancelling is None or cancelling() > 0:
+            return "interrupted"
+    return "failed"
 
 
 def finish_manifest(manifest: RunManifest, status: str, runtime: Any, result: RunResult) -> None:

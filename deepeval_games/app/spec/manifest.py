@@ -13,7 +13,8 @@ completes that entry when it ends (also when it fails), so a reader can tell exa
   what the provider reported: the model ids (dated snapshots such as ``gpt-4o-2024-08-06``) and
   ``system_fingerprint`` values, taken from this run's calls (cache hits included) and from the records;
 * the spec's hash and name, the matches planned, played and failed, start and end times, and ``status``
-  (``running`` while the run is under way, then ``finished`` or ``failed``).
+  (``running`` while the run is under way, then ``finished``, ``interrupted`` when it was stopped by Ctrl-C or
+  SIGTERM, or ``failed`` when an error ended it).
 
 Older entries are kept: a directory resumed under another version of a library shows both.
 """
