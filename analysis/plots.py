@@ -158,7 +158,7 @@ def convergence_figure(records: Iterable[MatchRecord], *, title: str = "") -> An
     for record in done:
         for seat, (name, payoff) in enumerate(zip(record.seats, record.returns, strict=True)):
             series[_role_of(record, seat)][name].append(float(payoff))
-    figure, panels = plt.subplots(1, len(roles), figsize=(7.0 * len(roles), 4.2), squeeze=False)
+    figure, panels = plt.subplots(1, len(roles), figsize=(6.0 * len(roles), 4.2), squeeze=False)
     for axes, role in zip(panels[0], roles, strict=True):
         for name, payoffs in sorted(series[role].items()):
             total, means = 0.0, []
