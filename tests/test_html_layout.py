@@ -172,3 +172,28 @@ def test_figure_titles_break_at_word_boundaries_and_legends_sit_outside_the_axes
         axes = figure.axes[0]
         legend = axes.get_legend().get_window_extent()
         assert legend.x0 >= axes.get_window_extent().x1, "the legend sits on the data area"
+
+
+def test_labels_name_what_differs_and_identities_read_as_text() -> None:
+    from deepeval_games.app.reports.labels import game_label, identity_text, short_labels
+
+    game = "deepeval_public_goods(alpha=1.6,answer=free,endowment=10,mode=2,players=4)"
+    assert game_label(game) == "Public Goods Game (answer=free, mode=2)"  # the defaults left out
+    assert game_label("tic_tac_toe") == "Tic Tac Toe"
+    # in the match list only what tells a report's variants apart
+    other = "deepeval_public_goods(answer=free,mode=1)"
+    assert short_labels([game, other, "tic_tac_toe"]) == [
+        "Public Goods Game (mode=2)",
+        "Public Goods Game (mode=1)",
+        "Tic Tac Toe",
+    ]
+    assert short_labels(["tic_tac_toe", "tic_tac_toe()"]) == ["tic_tac_toe", "tic_tac_toe()"]  # the same label
+    llm = {
+        "kind": "llm",
+        "model": "openai/fake",
+        "prompt_style": "chat",
+        "prompt_version": "generic-3",
+        "sampling": {"max_tokens": None, "seed": 782911352, "temperature": 0.2, "top_p": None},
+    }
+    assert identity_text(llm) == "openai/fake, temperature 0.2, prompt generic-3 (chat)"
+    assert identity_text({"class": "FreeRider", "kind": "scripted"}) == "FreeRider (scripted)"
