@@ -3,14 +3,17 @@
 Every figure comes as a matplotlib ``Figure`` (:func:`payoff_figure`, :func:`convergence_figure`) so the HTML
 report can embed it as SVG (:func:`figure_svg`), and as files through :func:`payoff_boxplot` and
 :func:`convergence_plot`, which write a PNG and an SVG beside it. Conventions: titles are wrapped to the width of
-the figure; axes that count matches show whole numbers; a task whose seats play different roles gets one panel
-per role; a win/lose game (two seats, payoffs in {-1, 0, 1}) gets a win/draw/loss bar chart instead of a box plot.
+the figure at word boundaries (:func:`wrap_title`: a game string breaks after its commas, never inside a word);
+legends sit outside the data area, right of the axes; figures are saved with a tight bounding box, so what sits
+outside the axes is kept; axes that count matches show whole numbers; a task whose seats play different roles gets
+one panel per role; a win/lose game (two seats, payoffs in {-1, 0, 1}) gets a win/draw/loss bar chart instead of a
+box plot.
 """
 
 from __future__ import annotations
 
 import io
-import textwrap
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,6 +36,7 @@ __all__ = [
     "payoff_boxplot",
     "payoff_figure",
     "save_png_and_svg",
+    "wrap_title",
 ]
 
 _INCH_CHARS = 11.0
@@ -59,13 +63,42 @@ def is_win_lose(records: Sequence[MatchRecord]) -> bool:
     return bool(done) and all(len(r.seats) == 2 and set(r.returns) <= {-1.0, 0.0, 1.0} for r in done)
 
 
+_BREAK = re.compile(r"(?<=[\s,(;/])")
+"""Where a title may break: after a space, or after a comma, an opening parenthesis, a semicolon or a slash (a game
+string ``name(a=1,b=2)`` breaks between its parameters)."""
+
+
+def wrap_title(title: str, width: int) -> str:
+    """``title`` in lines of at most ``width`` characters, broken at word boundaries only (after spaces, commas,
+    ``(``, ``;``, ``/``); a single word longer than a whole line is the only thing ever cut."""
+    lines: list[str] = []
+    line = ""
+    for piece in _BREAK.split(title):
+        if line and len((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+        while len(line) > width:  # one word wider than the line: cut it (nothing else fits there)
+            lines.append(line[:width])
+            line = line[width:]
+    if line.strip():
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
 def _title(figure: Any, axes: Any, title: str, size: float = 10) -> None:
     width_in = figure.get_figwidth() * axes.get_position().width
-    axes.set_title(textwrap.fill(title, max(20, int(width_in * _INCH_CHARS * 10 / size))), fontsize=size)
+    axes.set_title(wrap_title(title, max(20, int(width_in * _INCH_CHARS * 10 / size))), fontsize=size)
 
 
 def _suptitle(figure: Any, title: str) -> None:
-    figure.suptitle(textwrap.fill(title, max(20, int(figure.get_figwidth() * _INCH_CHARS))), fontsize=10)
+    figure.suptitle(wrap_title(title, max(20, int(figure.get_figwidth() * _INCH_CHARS))), fontsize=10)
+
+
+def _legend_outside(axes: Any) -> None:
+    """The axes' legend right of its data area (top-aligned), so no line or bar is hidden behind it."""
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False)
 
 
 def payoff_figure(records: Iterable[MatchRecord], *, title: str = "") -> Any:
@@ -111,7 +144,7 @@ def _wdl_figure(records: Sequence[MatchRecord], *, title: str) -> Any:
     axes.set_ylim(0, 1)
     axes.set_ylabel("share of matches")
     axes.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0, labelsize=8)
-    axes.legend(fontsize="small", loc="upper right")
+    _legend_outside(axes)
     _suptitle(figure, title or "Wins, draws and losses per player")
     figure.tight_layout()
     return figure
@@ -140,7 +173,7 @@ def convergence_figure(records: Iterable[MatchRecord], *, title: str = "") -> An
         axes.set_ylabel("mean payoff so far")
         if len(roles) > 1:
             _title(figure, axes, f"as {role}", 9)
-        axes.legend(fontsize="small")
+        _legend_outside(axes)
     _suptitle(figure, title or "Convergence of mean payoffs")
     figure.tight_layout()
     return figure
@@ -149,7 +182,7 @@ def convergence_figure(records: Iterable[MatchRecord], *, title: str = "") -> An
 def figure_svg(figure: Any, *, close: bool = True) -> str:
     """The figure as an SVG element (no XML prolog), ready to be put inline in an HTML page."""
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg")
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
     if close:
         plt.close(figure)
     text = buffer.getvalue()
@@ -159,7 +192,7 @@ def figure_svg(figure: Any, *, close: bool = True) -> str:
 def save_png_and_svg(figure: Any, path: str | Path) -> Path:
     """Save the figure to ``path`` (PNG) and beside it as SVG; returns the PNG's path and closes the figure."""
     out = save_figure(figure, Path(path).with_suffix(".png"))
-    figure.savefig(out.with_suffix(".svg"))
+    figure.savefig(out.with_suffix(".svg"), bbox_inches="tight")
     plt.close(figure)
     return out
 

@@ -66,6 +66,8 @@ __all__ = [
 ]
 
 GAME = "deepeval_code_review"
+FIGURE_TITLE = "Judge scores and pass rates per pair of players (Table 3)"
+"""The title the HTML report gives this module's figure."""
 """Short name of the game whose records these tables read."""
 
 

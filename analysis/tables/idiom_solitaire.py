@@ -90,6 +90,8 @@ __all__ = [
 ]
 
 GAME = "deepeval_idiom_solitaire"
+FIGURE_TITLE = "Early and late scores per pair of players (Tables 1 and 2)"
+"""The title the HTML report gives this module's figure."""
 """Short name of the game whose records these tables read."""
 
 

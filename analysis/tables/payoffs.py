@@ -142,7 +142,7 @@ def save_figure(figure: Any, path: str | Path) -> Path:
     """Save a matplotlib figure (the folder is created) and return its path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=120)
+    figure.savefig(out, dpi=120, bbox_inches="tight")  # a legend or title outside the axes is kept
     return out
 
 

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 GAME = "deepeval_public_goods"
+FIGURE_TITLE = "Contributions per round, beside the Nash and social-optimum investments"
+"""The title the HTML report gives this module's figure."""
 """The task these reference points are for (``deepeval-games tables pgg RUN_DIR``)."""
 
 
@@ -176,7 +178,8 @@ def plot_contribution_curves(points: dict[str, list[PlayerReference]], path: str
         axis.set_ylim(-0.5, endowment + 0.5)
         axis.xaxis.get_major_locator().set_params(integer=True)
     axes[0][0].set_ylabel("mean investment (coins)")
-    axes[0][-1].legend(fontsize=8, loc="best")
+    # right of the last panel, off the curves (the figure is saved with a tight bounding box)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False)
     figure.suptitle("Public Goods Game: contributions per round")
     figure.tight_layout()
     try:

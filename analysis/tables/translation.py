@@ -94,6 +94,8 @@ __all__ = [
 ]
 
 GAME = "deepeval_translation"
+FIGURE_TITLE = "Judge scores and chrF per pair of players, per direction"
+"""The title the HTML report gives this module's figure."""
 """Short name of the game whose records these tables read."""
 TABLE_NUMBERS = {"de-en": 4, "en-fr": 5, "en-zh": 6}
 """The paper's table number of each direction."""

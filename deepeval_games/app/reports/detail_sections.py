@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from deepeval_games.app.reports.labels import game_label
 from deepeval_games.app.reports.sections import Block, ReportContext, section, table_block, variant_title
 from deepeval_games.app.reports.task_tables import TaskTables, variant_tables
 from deepeval_games.core.records import MatchRecord
@@ -71,9 +72,8 @@ def _task_tables(ctx: ReportContext) -> list[Block]:
             blocks += _task_cells(name, module, ctx.records, text.strip())
             for svg in sorted(Path(tmp).glob("*.svg")):
                 content = svg.read_text(encoding="utf-8")
-                blocks.append(
-                    Block(f"{name}_figure", f"Figure of {name}", svg=content[content.find("<svg") :], kind="figure")
-                )
+                title = str(getattr(module, "FIGURE_TITLE", "") or f"The figure of the {name} tables")
+                blocks.append(Block(f"{name}_figure", title, svg=content[content.find("<svg") :], kind="figure"))
     return blocks
 
 
@@ -96,7 +96,9 @@ def _figures(ctx: ReportContext) -> list[Block]:
         return []
     from analysis.plots import convergence_figure, figure_svg, is_win_lose, payoff_figure
 
-    title = variant_title(ctx.variant, ctx.records)
+    title = variant_title(ctx.variant, ctx.records).replace(ctx.variant, game_label(ctx.variant), 1)
+    if len({r.game for r in ctx.records}) == 1:  # one game string (a data item's): its label
+        title = game_label(ctx.records[0].game)
     payoffs = "Wins, draws and losses" if is_win_lose(ctx.records) else "Payoffs"
     return [
         Block(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deepeval_games.app.reports.labels import game_label, short_labels, unique_labels
 from deepeval_games.app.reports.report import ReportData, load_report, render_blocks
 from deepeval_games.app.reports.runs import RunSource
 from deepeval_games.app.reports.sections import Block, variant_title
@@ -215,6 +216,7 @@ class HtmlReport:
         self._flush()
         meta = {
             "variants": self.variants,
+            "labels": short_labels(self.variants),
             "chunk": self.chunk,
             "samples": self.samples,
             "outcomes": [o.value for o in Outcome] + [RETRIED],
@@ -237,59 +239,85 @@ def _cell(text: str) -> str:
     return f"<td>{html.escape(text)}</td>"
 
 
-def _caption(block: Block, heading: str, tag: str) -> str:
-    """The block's caption; none when it would repeat the heading of its section (one heading per section)."""
-    return "" if block.title == heading else f"<{tag}>{html.escape(block.title)}</{tag}>"
+def _caption(block: Block, heading: str, tag: str, labels: Mapping[str, str]) -> str:
+    """The block's caption; none when it would repeat the heading of its section (one heading per section). A game
+    string in it is shown by its label (:func:`~deepeval_games.app.reports.labels.game_label`), the string itself in
+    the caption's tooltip."""
+    if block.title == heading:
+        return ""
+    shown, full = block.title, ""
+    for game, label in labels.items():
+        if game in shown:
+            shown, full = shown.replace(game, label), block.title
+    tip = f' title="{html.escape(full)}"' if full else ""
+    return f"<{tag}{tip}>{html.escape(shown)}</{tag}>"
 
 
-def _table_html(block: Block, heading: str) -> str:
+def _table_html(block: Block, heading: str, labels: Mapping[str, str]) -> str:
     key = html.escape(block.key)
     note = f'<p class="dg-note" data-note="{key}">{html.escape(block.note)}</p>' if block.note else ""
     if block.header:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
         body = "".join("<tr>" + "".join(_cell(str(cell)) for cell in row) + "</tr>" for row in block.rows)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
         return (
-            f'<table class="dg-table" data-table="{key}">{_caption(block, heading, "caption")}'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+            f'<div class="dg-scroll"><table class="dg-table" data-table="{key}">'
+            f"{_caption(block, heading, 'caption', labels)}"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{note}"
         )
     # a block of text alone: a sentence as a paragraph; lines laid out in columns (a table no module gave as cells)
     # as they were printed
     text = html.escape(block.text)
     shown = f'<p class="dg-prose">{text}</p>' if "\n" not in block.text.strip() else f"<pre>{text}</pre>"
     return (
-        f'<figure class="dg-table dg-text" data-table="{key}">{_caption(block, heading, "figcaption")}'
+        f'<figure class="dg-table dg-text" data-table="{key}">{_caption(block, heading, "figcaption", labels)}'
         f"{shown}{note}</figure>"
     )
 
 
-def _figure_html(block: Block, heading: str) -> str:
+def _figure_html(block: Block, heading: str, labels: Mapping[str, str]) -> str:
     return (
         f'<figure class="dg-figure" data-figure="{html.escape(block.key)}">{block.svg}'
-        f"{_caption(block, heading, 'figcaption')}</figure>"
+        f"{_caption(block, heading, 'figcaption', labels)}</figure>"
     )
 
 
-def _blocks_html(blocks: Sequence[Block], heading: str) -> str:
-    """The blocks of a section headed ``heading``: a caption that repeats it is left out."""
-    return "\n".join(_figure_html(b, heading) if b.kind == "figure" else _table_html(b, heading) for b in blocks)
+def _blocks_html(blocks: Sequence[Block], heading: str, labels: Mapping[str, str]) -> str:
+    """The blocks of a section headed ``heading``: a caption that repeats it is left out, a game string in a
+    caption is shown by its label (``labels``: game string -> label)."""
+    return "\n".join(
+        _figure_html(b, heading, labels) if b.kind == "figure" else _table_html(b, heading, labels) for b in blocks
+    )
+
+
+def _variant_heading(variant: str, records: Sequence[MatchRecord], label: str) -> str:
+    """A task's heading: its label (the full game string in the tooltip); a pooled variant says how many data
+    items it pools."""
+    title = variant_title(variant, records)
+    return label if title == variant or title == records[0].game else title.replace(variant, label, 1)
 
 
 def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int, live: str | None = None) -> str:
     variant_parts: dict[str, list[str]] = {v: [] for v in data.variants}
+    labels = dict(zip(data.variants, unique_labels(list(data.variants)), strict=True))
+    games = {r.game for records in data.variants.values() for r in records}  # a data item's game string too
+    caption_labels = {g: game_label(g) for g in sorted(games, key=len, reverse=True)} | labels
     wide: list[str] = []
     for sec, variant, blocks in render_blocks(data, epsilon=epsilon, figures=True):
         part = (
             f'<section class="dg-section" data-section="{html.escape(sec.key)}">'
-            f"<h3>{html.escape(sec.title)}</h3>{_blocks_html(blocks, sec.title)}</section>"
+            f"<h3>{html.escape(sec.title)}</h3>{_blocks_html(blocks, sec.title, caption_labels)}</section>"
         )
         (variant_parts[variant] if variant else wide).append(part)
     toc, body = [], []
     for n, (variant, parts) in enumerate(variant_parts.items()):
         records = data.variants[variant]
-        heading = html.escape(variant_title(variant, records))
-        toc.append(f'<li><a href="#task-{n}">{heading}</a> ({len(records)} matches)</li>')
+        heading = html.escape(_variant_heading(variant, records, labels[variant]))
+        full = html.escape(variant_title(variant, records))
+        toc.append(f'<li><a href="#task-{n}" title="{full}">{heading}</a> ({len(records)} matches)</li>')
         body.append(
-            f'<section class="dg-task" id="task-{n}" data-variant="{html.escape(variant)}"><h2>{heading}</h2>'
+            f'<section class="dg-task" id="task-{n}" data-variant="{html.escape(variant)}">'
+            f'<h2 title="{full}">{heading}</h2>'
+            f'<details class="dg-game"><summary>game string</summary><code>{full}</code></details>'
             + "".join(parts)
             + "</section>"
         )
@@ -376,8 +404,8 @@ generated {generated}{live_note}</p>
 <label>data item <input id="f-item" type="search" placeholder="contains..."></label>
 <span id="f-count"></span>
 </form>
-<table id="match-list" class="dg-list"><thead><tr><th>#</th><th>task</th><th>data item</th><th>seats</th>
-<th>returns</th><th>outcomes</th><th>run</th></tr></thead><tbody></tbody></table>
+<div class="dg-scroll"><table id="match-list" class="dg-list"><thead><tr><th>#</th><th>task</th><th>data item</th>
+<th>seats</th><th>returns</th><th>outcomes</th><th>run</th></tr></thead><tbody></tbody></table></div>
 <div id="pager"><button id="prev" type="button">&larr; previous</button> <span id="page"></span>
 <button id="next" type="button">next &rarr;</button></div>
 <div id="transcript"></div>
@@ -390,12 +418,23 @@ generated {generated}{live_note}</p>
 """
 
 _CSS = """
+*,*::before,*::after{box-sizing:border-box}
 body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
 h1{font-size:20px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}h3{font-size:15px}
+h1,h2,h3,caption,figcaption,nav li,code,.dg-prose,.dg-note{overflow-wrap:anywhere}
+.dg-scroll{max-width:100%;overflow-x:auto;margin:8px 0}.dg-scroll>table{margin:0}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+td{white-space:nowrap}td.t{white-space:normal;overflow-wrap:break-word;min-width:6em}
 td:first-child,th:first-child,td.t{text-align:left}caption,figcaption{font-weight:600;text-align:left;padding:4px 0}
-pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}.dg-note,.dg-prose{max-width:80em;color:#444}
-figure{margin:8px 0}figure svg{max-width:100%;height:auto}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;max-width:100%;font-size:12px}
+.dg-note,.dg-prose{max-width:80em;color:#444}
+.dg-game{margin:4px 0 8px;color:#555}.dg-game summary{cursor:pointer;font-size:12px}
+.dg-game code{display:block;font-size:12px;background:#f6f6f6;padding:4px 8px}
+figure{margin:8px 0;max-width:100%}figure svg{max-width:100%;height:auto}
+select{max-width:100%}#filters{display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center;margin:8px 0}
+td:first-child{white-space:nowrap}
+.dg-list td{white-space:normal;text-align:left}.dg-list td:first-child{text-align:right}
+.game-string{color:#555;font-size:12px;overflow-wrap:anywhere}
 .dg-list tbody tr{cursor:pointer}.dg-list tbody tr:hover{background:#eef}
 .o-ok{color:#2e7d32}.o-reasked{color:#ef6c00}.o-invalid,.o-refusal,.o-context_overflow,.o-truncated,
 .o-infra_error{color:#c62828;font-weight:600}
@@ -403,9 +442,9 @@ figure{margin:8px 0}figure svg{max-width:100%;height:auto}
 .msg{color:#555;margin:4px 0;padding:4px 8px;background:#fafafa;white-space:pre-wrap}
 .reply{white-space:pre-wrap;background:#f3f7ff;padding:4px;margin:2px 0}
 .reask{white-space:pre-wrap;background:#fff4e5;padding:4px;margin:2px 0}
+.transcript,.turn,.msg,.reply,.reask,.action,.error,.attempt-retry{overflow-wrap:anywhere}
 .transcript{border:1px solid #ccc;padding:8px;margin:12px 0}
 .attempt-retry{color:#c62828}
-#filters label{margin-right:12px}
 """
 
 _SCRIPT = r"""
@@ -423,13 +462,15 @@ function withMatch(i, cb){var n=Math.floor(i/META.chunk);
   var first=!waiting[n]||!waiting[n].length; (waiting[n]=waiting[n]||[]).push(function(list){cb(list[i%META.chunk]);});
   if(first){var s=document.createElement('script'); s.src=fresh('data/chunk-'+pad(n)+'.js');
     document.body.appendChild(s);}}
-function option(sel, value, label){var o=el('option', '', label); o.value=value; sel.appendChild(o);}
+function option(sel, value, text){var o=el('option', '', text); o.value=value; sel.appendChild(o);}
+// a task's short label (its full game string is the row's tooltip and the transcript's second line)
+function label(v){return (META.labels&&META.labels[v])||META.variants[v];}
 function fill(id, items){  // the filter's choices, again after the index changed; the choice made is kept
   var sel=document.getElementById(id), keep=sel.value;
   while(sel.options.length>1) sel.remove(1);
   items.forEach(function(it){option(sel, it[0], it[1]);}); sel.value=keep; if(sel.value!==keep) sel.value='';}
 function choices(){
-  fill('f-task', META.variants.map(function(v,i){return [String(i), v];}));
+  fill('f-task', META.variants.map(function(v,i){return [String(i), label(i)];}));
   var names={}, seats=0, seatItems=[];
   INDEX.forEach(function(r){r[3].forEach(function(n){names[n]=1;}); seats=Math.max(seats,r[3].length);});
   fill('f-player', Object.keys(names).sort().map(function(n){return [n, n];}));
@@ -475,17 +516,19 @@ function list(){
   var body=document.querySelector('#match-list tbody'); body.textContent='';
   shown.slice(page*PAGE,(page+1)*PAGE).forEach(function(i){var r=INDEX[i], tr=el('tr');
     tr.dataset.match=r[0];
-    [i+1, META.variants[r[1]], r[2], r[3].join(' vs '), r[4].join(', '),
+    [i+1, label(r[1]), r[2], r[3].join(' vs '), r[4].join(', '),
      r[5].map(function(x){return x.join('/');}).join(' | '), r[7]].forEach(function(c){tr.appendChild(el('td','',c));});
+    tr.children[1].title=META.variants[r[1]];
     tr.onclick=function(){open(i);}; body.appendChild(tr);});
   document.getElementById('f-count').textContent=shown.length+' of '+INDEX.length+' matches';
   document.getElementById('page').textContent='page '+(page+1)+' of '+Math.max(1,Math.ceil(shown.length/PAGE));
 }
 function seatName(m, s){if(s===-1) return 'chance'; if(s===-2) return 'judge';
   return 'Player '+(s+1)+' ('+m.seats[s]+(m.roles&&m.roles[s]?', '+m.roles[s]:'')+')';}
-function render(m, view){
+function render(m, i, view){
   var box=el('div','transcript'); box.dataset.match=m.id;
-  box.appendChild(el('h3','', m.game+' · '+m.id+' · run '+m.run+' · repeat '+m.repeat));
+  box.appendChild(el('h3','', label(INDEX[i][1])+' · run '+m.run+' · repeat '+m.repeat));
+  box.appendChild(el('div','game-string', m.game+' · match '+m.id));
   var info=el('p','', 'Seats: '+m.seats.map(function(n,k){return seatName(m,k)+' → '+m.returns[k];}).join('; ')
     +' · status '+m.status+(m.error?' ('+m.error+')':''));
   box.appendChild(info);
@@ -532,11 +575,11 @@ function render(m, view){
   sel.onchange=draw; draw(); return box;
 }
 function open(i){withMatch(i, function(m){var t=document.getElementById('transcript'); t.textContent='';
-  t.appendChild(render(m)); t.scrollIntoView();});}
+  t.appendChild(render(m, i)); t.scrollIntoView();});}
 function showSamples(){var area=document.getElementById('samples-area'); area.textContent='';
   Object.keys(META.samples).forEach(function(o){var i=META.samples[o], slot=el('div','sample'); slot.dataset.sample=o;
     slot.appendChild(el('h3','', 'Example of '+o)); area.appendChild(slot);
-    withMatch(i, function(m){var box=render(m); box.dataset.sampleOutcome=o; slot.appendChild(box);});});}
+    withMatch(i, function(m){var box=render(m, i); box.dataset.sampleOutcome=o; slot.appendChild(box);});});}
 // live: a new stamp brings the new page's tables and figures (swapped in place) and its match index (the filters,
 // the page of the list and the open transcript stay)
 function refresh(){

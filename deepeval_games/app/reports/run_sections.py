@@ -7,6 +7,7 @@ import json
 import logging
 import sqlite3
 
+from deepeval_games.app.reports.labels import identity_text
 from deepeval_games.app.reports.runs import RunSource, spec_source
 from deepeval_games.app.reports.sections import Block, ReportContext, section
 from deepeval_games.app.spec.stopping import recorded_rule
@@ -33,7 +34,9 @@ def _runs(ctx: ReportContext) -> list[Block]:
     for record in ctx.records:
         for i, name in enumerate(record.seats):
             identity = record.players[i] if i < len(record.players) else {}
-            identities.setdefault(name, set()).add(json.dumps(identity, sort_keys=True, default=str))
+            identities.setdefault(name, set()).add(
+                identity_text(identity) if isinstance(identity, dict) else str(identity)
+            )
     players = tuple((name, " | ".join(sorted(ids))) for name, ids in sorted(identities.items()))
     text = "Players (what played under each name):\n" + "\n".join(f"  {name}: {ids}" for name, ids in players)
     title = "Players (what played under each name)"

@@ -21,7 +21,8 @@ task's pairwise tables, figures and reference points. A module may also define `
 :class:`analysis.tables.scores.Headline` (or None): the task's headline score, which the report shows in place of the
 default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it),
 and ``tables(records)``, returning its tables as :class:`analysis.tables.scores.Table` cells, which the HTML report
-draws as tables (without it, the printed text is shown as it is printed).
+draws as tables (without it, the printed text is shown as it is printed), and ``FIGURE_TITLE``, the caption the HTML
+report gives its figure.
 The built-in tasks register theirs as an outside package does (``setup.cfg``); the report names none of them."""
 
 
