@@ -15,13 +15,12 @@ from typing import Any
 
 import pyspiel
 
+from deepeval_games.core.records import player_identity
 from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, registered_games
 
 __all__ = ["game_label", "identity_text", "short_labels", "unique_labels"]
 
 _LONG_NAME_PREFIX = "DeepEval "
-_SEED_KEYS = frozenset({"seed"})
-"""Keys of a recorded identity's ``sampling`` that are not identity: the engine derives a seed per match."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,14 +113,12 @@ def unique_labels(games: Sequence[str]) -> list[str]:
     return [game if len(owners[game_label(game)]) > 1 else game_label(game) for game in games]
 
 
-def _leaves(value: Mapping[str, Any], inside: str = "") -> list[tuple[str, Any]]:
-    """(key, value) of every non-empty leaf of a nested identity, a ``sampling`` seed left out."""
+def _leaves(value: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(key, value) of every non-empty leaf of a nested identity."""
     leaves: list[tuple[str, Any]] = []
     for key, item in sorted(value.items()):
-        if inside == "sampling" and key in _SEED_KEYS:
-            continue
         if isinstance(item, Mapping):
-            leaves += _leaves(item, key)
+            leaves += _leaves(item)
         elif item is not None and item != "" and item != [] and item != {}:
             leaves.append((key, item))
     return leaves
@@ -138,8 +135,9 @@ def _value(item: Any) -> str:
 def identity_text(identity: Mapping[str, Any]) -> str:
     """A recorded identity as a line of text: ``openai/gpt-4o, temperature 0.2, prompt public_goods-2 (chat)``,
     ``FreeRider (scripted)``, ``MCTSPlayer (classical): rollouts 1, search mcts, ...``. A seed in its ``sampling``
-    is left out (one the engine derived per match is not what the player is)."""
-    rest = dict(identity)
+    is left out (one the engine derived per match is not what the player is:
+    :func:`~deepeval_games.core.records.player_identity`)."""
+    rest = player_identity(dict(identity))
     kind = str(rest.pop("kind", "") or "")
     model = rest.pop("model", None)
     name = rest.pop("class", None) or rest.pop("name", None)
