@@ -40,6 +40,7 @@ from deepeval_games.core.registry.games import load_recorded_game, payoff_suppor
 __all__ = [
     "COLLECTED_MARK",
     "DEFAULT_METHOD",
+    "INTERVAL_KINDS",
     "INTERVAL_METHODS",
     "INTERVAL_VERSIONS",
     "LATEST_VERSION",
@@ -56,9 +57,9 @@ __all__ = [
     "mean_interval",
     "mean_intervals",
     "records_policy",
+    "requested_key",
     "split_key",
     "win_loss_ratio_interval",
-    "with_kind",
 ]
 
 Compute = Callable[[np.ndarray, float, tuple[float, ...] | None], tuple[np.ndarray, np.ndarray]]
@@ -250,16 +251,29 @@ def split_key(key: str) -> tuple[str, str | None, float]:
     return version, sequence, alpha
 
 
-def with_kind(key: str, kind: str | None) -> str:
-    """``key`` with its kind of interval switched on request (``report --interval``): ``fixed`` drops the anytime
-    mark (the fixed-n intervals of its version), ``anytime`` adds it (the betting sequence at 95%) where it is
-    missing, None keeps the key."""
-    version, sequence, _ = split_key(key)
+INTERVAL_KINDS = ("fixed", "anytime")
+"""The kinds of interval a report may be asked for instead of the one valid for how its runs were collected."""
+
+
+def requested_key(recorded: str, version: str | None = None, kind: str | None = None) -> str:
+    """The intervals key a report prints: the runs' ``recorded`` key (:func:`collected_key`), its version replaced by
+    ``version`` where one is asked for, and its kind switched where ``kind`` asks (``report --interval``): ``fixed``
+    the fixed-n intervals of the version, ``anytime`` the anytime-valid ones (the runs' own sequence and level where
+    they were collected adaptively, the betting sequence at 95% otherwise). None keeps each part as recorded.
+
+    Raises:
+        ValueError: a malformed key, an unknown version or kind.
+    """
+    number, sequence, alpha = split_key(recorded)
+    if version is not None:
+        number = split_key(version)[0]
+    if kind is not None and kind not in INTERVAL_KINDS:
+        raise ValueError(f"unknown kind of interval {kind!r}; use one of {', '.join(INTERVAL_KINDS)}")
     if kind == "fixed":
-        return version
+        return number
     if kind == "anytime" and sequence is None:
-        return collected_key(version, "betting", 0.05)
-    return key
+        sequence = "betting"
+    return collected_key(number, sequence, alpha)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from analysis.tables.scores import Table
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.records import MatchRecord
 
-__all__ = ["TurnOutcomes", "format_turn_outcomes", "turn_outcome_table", "turn_outcomes"]
+__all__ = ["STAND_IN", "TurnOutcomes", "format_turn_outcomes", "stand_in_note", "turn_outcome_table", "turn_outcomes"]
 
 _ORDER = [outcome.value for outcome in Outcome]
 
@@ -96,20 +96,42 @@ def _tally(counts: dict[str, dict[str, int]], seats: Sequence[str], turns: Itera
             tally[key] = tally.get(key, 0) + matches
 
 
-def format_turn_outcomes(outcomes: Mapping[str, TurnOutcomes]) -> str:
-    """One line per player: ``Turn outcomes:`` then ``  gpt  ok 3, invalid 2 (of 5)``."""
+STAND_IN = {
+    True: "the game's penalty move was played in its place",
+    False: "a random legal move was played in its place",
+    None: "the game's penalty move, or a random legal move where the game has none, was played in its place",
+}
+"""What the referee played for a turn with no valid move, by whether the game has a penalty move (None: unknown)."""
+
+
+def stand_in_note(outcomes: Mapping[str, TurnOutcomes], penalty: bool | None = None) -> str:
+    """What the outcomes that gave no valid move mean, in words, where any happened (``""`` otherwise): ``penalty``
+    says whether the game has its own penalty move (None: not known here)."""
+    if all(tally.valid == tally.total for tally in outcomes.values()):
+        return ""
+    return (
+        "(reasked: a valid move after the model was asked again; invalid, refusal, truncated, context_overflow: no "
+        f"valid move after the re-asks, so {STAND_IN[penalty]}, and the match's result counts as the player's own)"
+    )
+
+
+def format_turn_outcomes(outcomes: Mapping[str, TurnOutcomes], penalty: bool | None = None) -> str:
+    """One line per player: ``Turn outcomes:`` then ``  gpt  ok 3, invalid 2 (of 5)``, and what a turn without a valid
+    move means (:func:`stand_in_note`)."""
     if not outcomes:
         return "Turn outcomes: no turns"
     width = max(len(name) for name in outcomes)
     lines = [f"  {name.ljust(width)}  {tally.describe()}" for name, tally in outcomes.items()]
-    return "\n".join(["Turn outcomes:", *lines])
+    note = stand_in_note(outcomes, penalty)
+    return "\n".join(["Turn outcomes:", *lines, *([note] if note else [])])
 
 
-def turn_outcome_table(outcomes: Mapping[str, TurnOutcomes]) -> Table:
+def turn_outcome_table(outcomes: Mapping[str, TurnOutcomes], penalty: bool | None = None) -> Table:
     """The turn outcomes as a table: a row per player, a column per outcome that happened (in the order of
-    :class:`Outcome`), then the player's turns."""
+    :class:`Outcome`), then the player's turns, with what a turn without a valid move means as its note."""
     happened = [name for name in _ORDER if any(tally.counts.get(name) for tally in outcomes.values())]
     rows = tuple(
         (name, *(str(tally.counts.get(o, 0)) for o in happened), str(tally.total)) for name, tally in outcomes.items()
     )
-    return Table("turn_outcomes", "Turn outcomes", ("player", *happened, "turns"), rows)
+    note = stand_in_note(outcomes, penalty)
+    return Table("turn_outcomes", "Turn outcomes", ("player", *happened, "turns"), rows, note.strip("()"))

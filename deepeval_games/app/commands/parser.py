@@ -274,6 +274,13 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
         help="the interval methods to print, by version: 2 exact where the game declares its payoff values, 1 the "
         "betting intervals of old runs (default: the version each run recorded; 1 for a run that records none)",
     )
+    parser.add_argument(
+        "--interval",
+        choices=("fixed", "anytime"),
+        help="print this kind of interval instead of the one valid for how the runs were collected (default: "
+        "anytime-valid where a stopping rule decided when a run stopped, fixed-n where the number of matches was "
+        "fixed in advance)",
+    )
 
 
 def _add_leaderboard(parser: argparse.ArgumentParser) -> None:

@@ -37,11 +37,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         from deepeval_games.app.reports.html import write_html_report
 
-        page = write_html_report(args.run_dirs, args.html, epsilon=args.epsilon, intervals=args.intervals)
+        page = write_html_report(
+            args.run_dirs, args.html, epsilon=args.epsilon, intervals=args.intervals, kind=args.interval
+        )
         print(f"HTML report: {page} (open it from disk; no server needed)")
         return 0
     data = load_report(args.run_dirs)
-    print(text_report(data, epsilon=args.epsilon, intervals=args.intervals))
+    print(text_report(data, epsilon=args.epsilon, intervals=args.intervals, kind=args.interval))
     if args.plots:
         from analysis.plots import convergence_plot, payoff_boxplot
 

@@ -24,7 +24,23 @@ def _turn_outcomes(ctx: ReportContext) -> list[Block]:
     outcomes = turn_outcomes(ctx.records)
     if all(tally.all_ok for tally in outcomes.values()):  # every turn valid at the first ask: nothing to say
         return []
-    return [table_block(turn_outcome_table(outcomes), format_turn_outcomes(outcomes))]
+    penalty = _has_penalty(ctx.records)
+    return [table_block(turn_outcome_table(outcomes, penalty), format_turn_outcomes(outcomes, penalty))]
+
+
+def _has_penalty(records: Sequence[MatchRecord]) -> bool | None:
+    """Whether the records' game has its own penalty move for a turn without a valid move (the referee draws a random
+    legal move otherwise); None when the game cannot be loaded here."""
+    from deepeval_games.core.errors import DeepEvalError
+    from deepeval_games.core.registry.games import load_recorded_game
+
+    if not records:
+        return None
+    try:
+        state = load_recorded_game(records[0].game).new_initial_state()
+    except (DeepEvalError, RuntimeError, ValueError):  # (pyspiel raises RuntimeError for a game it cannot load)
+        return None
+    return callable(getattr(state, "penalty_action", None))
 
 
 @section("usage", "Turn outcomes, calls, tokens and cost per player")
@@ -111,3 +127,22 @@ def _figures(ctx: ReportContext) -> list[Block]:
             kind="figure",
         ),
     ]
+
+
+@section("methods", "Methods")
+def _methods(ctx: ReportContext) -> list[Block]:
+    """The interval methods behind the variant's numbers, by name and version, for a paper's methods section: shown
+    in the HTML report (and recorded in the run's manifest), never in a sentence of the terminal's tables."""
+    from analysis.stats.intervals import records_policy
+
+    if not ctx.records:
+        return []
+    policy = records_policy(ctx.records, ctx.intervals)
+    collected = (
+        "adaptively (a stopping rule looked at the results to decide when to stop): every mean's interval is the "
+        "anytime-valid one at the stopping time"
+        if policy.anytime
+        else "with a number of matches fixed in advance: every mean's interval is the fixed-n one"
+    )
+    rows = (("collected", collected), ("methods", policy.note()), ("intervals key", policy.key))
+    return [Block("methods", "Methods", header=("what", "method"), rows=rows, note="")]

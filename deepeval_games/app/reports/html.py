@@ -350,9 +350,12 @@ def write_html_report(
     chunk: int = CHUNK,
     live: str | None = None,
     intervals: str | None = None,
+    kind: str | None = None,
 ) -> Path:
     """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``. ``live``: see
-    :meth:`HtmlReport.finish`; ``intervals``: the interval version (default: the one the runs recorded).
+    :meth:`HtmlReport.finish`; ``intervals``: the interval version (default: the one the runs recorded); ``kind``:
+    ``fixed`` or ``anytime`` intervals instead of the kind valid for how the runs were collected
+    (:func:`~analysis.stats.intervals.requested_key`).
 
     Raises:
         DeepEvalError: a run directory without results, or ``out`` cannot be written (a file, no permission).
@@ -371,7 +374,9 @@ def write_html_report(
         writer.add(run, record)
 
     data = load_report(run_dirs, on_record=add)
-    data.intervals = intervals or data.intervals
+    from analysis.stats.intervals import requested_key
+
+    data.intervals = requested_key(data.intervals, intervals, kind)
     if writer is None:
         writer = HtmlReport(folder, chunk)
     title = "deepeval-games report: " + ", ".join(r.label for r in data.runs)

@@ -110,14 +110,19 @@ def render_blocks(
     figures: bool = False,
     core_only: bool = False,
     intervals: str | None = None,
+    kind: str | None = None,
 ) -> Iterator[tuple[Section, str, list[Block]]]:
     """(section, variant or "", blocks) for every section and variant that has something to show.
 
     Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one; without
-    ``intervals`` the numbers get the interval version the runs recorded.
+    ``intervals`` the numbers get the interval version the runs recorded, and without ``kind`` (``fixed`` or
+    ``anytime``) the kind that is valid for how they were collected
+    (:func:`~analysis.stats.intervals.requested_key`).
     """
     epsilon = epsilon if epsilon is not None else data.epsilon
-    version = intervals or data.intervals
+    from analysis.stats.intervals import requested_key
+
+    version = requested_key(data.intervals, intervals, kind)
     load_entry_points(ENTRY_POINT_GROUP)  # sections of installed outside packages
     for sec in SECTIONS:
         if core_only and not sec.core:
@@ -161,13 +166,19 @@ def _variant_text(data: ReportData, variant: str, parts: list[tuple[Section, lis
 
 
 def text_report(
-    data: ReportData, *, epsilon: float | None = None, core_only: bool = False, intervals: str | None = None
+    data: ReportData,
+    *,
+    epsilon: float | None = None,
+    core_only: bool = False,
+    intervals: str | None = None,
+    kind: str | None = None,
 ) -> str:
     """Every table as text: per variant its sections, then the report-wide ones (runs of a comparison, the
     judge audit)."""
     per_variant: dict[str, list[tuple[Section, list[Block]]]] = {v: [] for v in data.variants}
     report_wide: list[str] = []
-    for sec, variant, blocks in render_blocks(data, epsilon=epsilon, core_only=core_only, intervals=intervals):
+    blocks_of = render_blocks(data, epsilon=epsilon, core_only=core_only, intervals=intervals, kind=kind)
+    for sec, variant, blocks in blocks_of:
         if variant:
             per_variant[variant].append((sec, blocks))
         elif sec.key != "runs" or len(data.runs) > 1:
@@ -238,7 +249,8 @@ class CoreSummary:
                 now += kept
 
     def text(self, *, epsilon: float | None = None, intervals: str = "1") -> str:
-        """The core sections of the records added, with the intervals of version ``intervals``.
+        """The core sections of the records added, with the intervals of the intervals key ``intervals`` (its version
+        and how the run was collected: :func:`~analysis.stats.intervals.collected_key`).
 
         Raises:
             Exception: what reading a line given to :meth:`add_json` raised.
@@ -246,7 +258,8 @@ class CoreSummary:
         if self._unread is not None:
             raise self._unread
         data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
-        return text_report(data, epsilon=epsilon, core_only=True, intervals=intervals)
+        data.intervals = intervals  # the run's intervals key, its kind of interval included
+        return text_report(data, epsilon=epsilon, core_only=True)
 
 
 def _reads_records(variant: str) -> bool:

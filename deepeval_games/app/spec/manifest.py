@@ -12,6 +12,9 @@ completes that entry when it ends (also when it fails), so a reader can tell exa
 * ``models``: per LLM player and judge, the model string, its effective settings (defaults resolved), and
   what the provider reported: the model ids (dated snapshots such as ``gpt-4o-2024-08-06``) and
   ``system_fingerprint`` values, taken from this run's calls (cache hits included) and from the records;
+* ``intervals``: how the numbers get their intervals: the intervals key, whether the run is collected adaptively (a
+  stopping rule decides when it stops: anytime-valid intervals) or with a fixed number of matches (fixed-n ones), and
+  the methods by name and version;
 * the spec's hash and name, the matches planned, played and failed, start and end times, and ``status``
   (``running`` while the run is under way, then ``finished``, ``interrupted`` when it was stopped by Ctrl-C or
   SIGTERM, or ``failed`` when an error ended it).
@@ -138,6 +141,24 @@ def _model_entries(spec: ExperimentSpec, reported: Mapping[str, Mapping[str, set
     return entries
 
 
+def _intervals(spec: ExperimentSpec) -> dict[str, str]:
+    """How the run's numbers get their intervals: its intervals key, how it is collected, and the methods by name and
+    version (:class:`~analysis.stats.intervals.IntervalPolicy`; a game's declared payoff values may make a mean's
+    interval exact, which the report's methods section names)."""
+    from analysis.stats.intervals import INTERVAL_VERSIONS, collected_key, interval_policy
+    from deepeval_games.app.spec.stopping import stopping_rule
+
+    rule = stopping_rule(spec)
+    key = collected_key(spec.experiment.intervals, *((rule.sequence, rule.alpha) if rule else (None,)))
+    policy = interval_policy(key)
+    return {
+        "key": key,
+        "collected": "adaptive" if policy.anytime else "fixed",
+        "version": INTERVAL_VERSIONS[policy.version],
+        "methods": policy.note(),
+    }
+
+
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     """The manifest of a run directory (``{"manifest_version": 1, "runs": []}`` when it has none).
 
@@ -176,6 +197,7 @@ class RunManifest:
             "prompts": _prompt_files(self.games, judged) if spec.uses_models() else {},
             "data": {},
             "models": [],
+            "intervals": _intervals(spec),
         }
         self._runs = read_manifest(run_dir)["runs"]
         self._index = len(self._runs)
