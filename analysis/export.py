@@ -29,7 +29,7 @@ import pyspiel
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.quoting import visible
-from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord
+from deepeval_games.core.records import CHANCE_SEAT, JUDGE_SEAT, MatchRecord, player_identity
 from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, game_variant
 
 __all__ = [
@@ -95,7 +95,12 @@ def seat_columns(seats: int) -> tuple[Column, ...]:
             Column(f"seat{i}_player", "str", f"name of the player in seat {i} ('' when the match has fewer seats)"),
             Column(f"seat{i}_role", "str", f"role of seat {i} (player in symmetric games)"),
             Column(f"seat{i}_return", "float", f"payoff of seat {i} (empty when the match has fewer seats)"),
-            Column(f"seat{i}_identity", "str", f"what played seat {i} (bot or model, settings) as a JSON object"),
+            Column(
+                f"seat{i}_identity",
+                "str",
+                f"what played seat {i} (bot or model, settings) as a JSON object, without what the engine derived for "
+                "the match (a model's sampling seed: it follows from the match's seed)",
+            ),
         ]
     return tuple(out)
 
@@ -182,7 +187,7 @@ def match_row(record: MatchRecord, seats: int, run: str = "") -> dict[str, Any]:
         row[f"seat{i}_player"] = record.seats[i] if present else ""
         row[f"seat{i}_role"] = (record.roles[i] if record.roles else "player") if present else ""
         row[f"seat{i}_return"] = float(record.returns[i]) if present and i < len(record.returns) else None
-        identity = record.players[i] if present and i < len(record.players) else {}
+        identity = player_identity(record.players[i]) if present and i < len(record.players) else {}
         row[f"seat{i}_identity"] = json.dumps(identity, ensure_ascii=False, sort_keys=True, default=str)
     return row
 
