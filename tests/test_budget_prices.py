@@ -14,8 +14,8 @@ import pytest
 
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.rejudge import judge_source
+from deepeval_games.app.spec.manifest import unpriced_models
 from deepeval_games.app.spec.players import PlayerSpec
-from deepeval_games.app.spec.prices import unpriced_models
 from deepeval_games.core.errors import UnpricedModelError
 from llm_bots import model_info
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings

@@ -111,5 +111,10 @@ def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
     with Store(run, spec_hash="x", spec_text="{}") as store:
         for record in records:
             store.commit(record)
-    assert main(["report", str(run)]) == 0
-    assert "Anytime-valid 95% sequence of each mean payoff" in capsys.readouterr().out
+    assert main(["report", str(run)]) == 0  # a run of a fixed size: the fixed-n interval, and no other beside it
+    fixed = capsys.readouterr().out
+    assert "for the number of matches fixed in advance" in fixed and "looked at its results" not in fixed
+    assert main(["report", str(run), "--interval", "anytime"]) == 0  # the other kind, on request, in its place
+    anytime = capsys.readouterr().out
+    assert "valid although the run looked at its results to decide when to stop" in anytime
+    assert "fixed in advance;" not in anytime

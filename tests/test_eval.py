@@ -134,7 +134,8 @@ def test_eval_plays_resumes_and_prints_the_tables(
         assert main(argv) == 0
         again = capsys.readouterr().out
     assert "Players: fake-model (openai/fake-model), random (random)" in first
-    assert "Stopping: anytime-valid (adaptive)" in first and "Eq. 1" in first and "Stopping rule: stopped" in first
+    assert "Stopping: the run stops once every player is told apart" in first and "Eq. 1" in first
+    assert "Stopping rule: stopped" in first
     assert "played now" in first and "0 played now" in again  # the same command resumes: nothing replayed
     [usage] = [line for line in first.splitlines() if line.startswith("  openai/fake-model: ") and "cache hits" in line]
     calls = int(usage.split(": ", 1)[1].split(" calls")[0])

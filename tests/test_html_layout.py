@@ -175,7 +175,7 @@ def test_figure_titles_break_at_word_boundaries_and_legends_sit_outside_the_axes
 
 
 def test_labels_name_what_differs_and_identities_read_as_text() -> None:
-    from deepeval_games.app.reports.labels import game_label, identity_text, short_labels
+    from deepeval_games.app.reports.runs import game_label, identity_text, short_labels
 
     game = "deepeval_public_goods(alpha=1.6,answer=free,endowment=10,mode=2,players=4)"
     assert game_label(game) == "Public Goods Game (answer=free, mode=2)"  # the defaults left out

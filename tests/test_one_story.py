@@ -1,6 +1,7 @@
-"""One story per result (issue 43 item 1): every interval printed for a player or a pair is the same interval on
-every surface (``eval``'s output, ``report``'s, the HTML report) or carries the label of its kind, and the stopping
-block's words agree with its intervals and with the header's round count.
+"""One story per result (issue 43 item 1, issue 50 item 2): every interval printed for a player's mean is the same
+interval on every surface (``eval``'s output, ``report``'s, the HTML report), the one valid for how the run was
+collected, said in words; the stopping block prints no interval of its own, and its verdicts are those of the printed
+intervals; its batch count agrees with the header.
 
 Also the switch of issue 42 item 4: a run records its interval version; a run that records none (made before the
 key) is reported with the old methods unless ``report --intervals`` asks for another.
@@ -95,41 +96,47 @@ def test_every_interval_is_one_interval_or_labelled_and_the_stopping_block_agree
     capsys.readouterr()
     page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
 
-    # a player's mean: one interval, the same on the three surfaces, its method named under the table
+    # a player's mean: one interval, the same on the three surfaces; the caption says in words which kind it is (the
+    # stopping rule looked at the results: the anytime-valid one at the stopping time), its method in the methods
     scores = _scores(played)
-    assert scores and scores == _scores(reported) == _html_table(page, "scores", "95% CI")
-    method = "exact-discrete/1" if game == "tic_tac_toe" else "betting-eb/1"
-    assert f"(95% CI, {method} (intervals 2)" in played and f"(95% CI, {method} (intervals 2)" in reported
-    # the anytime-valid sequence: a second kind, labelled as such, the same in the report and its HTML page
-    anytime = _block(reported, "Anytime-valid 95% sequence")
-    assert "a second kind of interval" in anytime and "betting/1" in anytime
-    printed = {line.split()[0]: re.findall(INTERVAL, line)[0] for line in anytime.splitlines()[1 : 1 + len(scores)]}
-    assert {p: f"[{lo}, {hi}]" for p, (lo, hi) in printed.items()} == _html_table(
-        page, "anytime", "95% anytime-valid interval"
-    )
-    assert "Anytime-valid" not in played  # run and eval print one interval per mean
-    # a pair's numbers: the same block in eval and report, each kind with its method
+    assert scores and scores == _scores(reported) == _html_table(page, "scores", "95% interval")
+    for text in (played, reported):
+        assert "valid although the run looked at its results to decide when to stop" in text
+        assert "Anytime-valid" not in text and "95% CI" not in text and "betting/1" not in text
+    assert _html_table(page, "methods", "method")["collected"].startswith("adaptively")
+    # a pair's numbers: the same block in eval and report, in words
     if "Wins, draws, losses and advantage per pair" in played:
         pairs = _block(played, "Wins, draws, losses and advantage per pair")
         assert pairs == _block(reported, "Wins, draws, losses and advantage per pair")
-        assert "clopper-pearson/1" in pairs and method in pairs
-    # the stopping block: the same words everywhere, its intervals labelled, its pairs consistent with them
+        assert "clopper-pearson/1" not in pairs and "valid although the run looked at its results" in pairs
+    # the stopping block: the same words everywhere, no interval of its own, its verdicts those of the intervals
     stopping = _block(played, "Stopping rule: stopped after")
     assert stopping in reported and html.escape(stopping) in page
-    assert "anytime-valid 95% sequence" in stopping
-    assert re.findall(rf"^  \S+ +mean +\S+  anytime interval {INTERVAL}", stopping, re.M)
+    assert not re.search(INTERVAL, stopping)
     apart = re.search(r"told apart: (.*)", stopping)
     assert apart is not None
-    not_apart = re.findall(r"(\S+) vs (\S+) \(difference \[([-+\d.]+), ([-+\d.]+)\]\)", stopping)
+    told = {tuple(p.split(" above ")) for p in apart.group(1).split("; ") if " above " in p}
+    unresolved = re.search(r"not told apart yet \(their intervals overlap\): (.*)", stopping)
+    not_told = {tuple(p.split(" and ")) for p in unresolved.group(1).split("; ")} if unresolved else set()
+    tied = re.search(r"tied \(their means differ by less than the margin\): (.*)", stopping)
+    ties = len(tied.group(1).split("; ")) if tied else 0
     players = sorted(scores)
-    told = {tuple(sorted(p.split(" above "))) for p in apart.group(1).split("; ") if " above " in p}
-    assert len(told) + len(not_apart) + stopping.count(" ~ ") == len(players) * (len(players) - 1) // 2
-    for _, _, low, high in not_apart:  # every pair left unresolved has an interval of its difference spanning 0
-        assert float(low) <= 0.0 <= float(high)
-    # the round counts agree with the header
-    header = re.search(r"it starts with (\d+) rounds? of every seating", played)
-    rounds = re.search(r"stopped after (\d+) rounds?", stopping)
-    assert header is not None and rounds is not None and int(rounds.group(1)) >= int(header.group(1))
+    assert len(told) + len(not_told) + ties == len(players) * (len(players) - 1) // 2
+
+    def bounds(player: str) -> tuple[float, float]:
+        low, high = re.findall(INTERVAL, scores[player])[0]
+        return float(low), float(high)
+
+    for better, worse in told:  # told apart: the printed intervals do not overlap, the better one above
+        assert bounds(better)[0] > bounds(worse)[1]
+    for a, b in not_told:  # not told apart: they overlap
+        assert bounds(a)[0] <= bounds(b)[1] and bounds(b)[0] <= bounds(a)[1]
+    # the batch counts agree with the header
+    header = re.search(r"It first plays every seating (once|twice|\d+ times)", played)
+    batches = re.search(r"stopped after \d+ match(?:es)? in (\d+) batch", stopping)
+    assert header is not None and batches is not None
+    first = {"once": 1, "twice": 2}.get(header.group(1)) or int(header.group(1).split()[0])
+    assert int(batches.group(1)) >= first
 
 
 def test_an_old_run_keeps_its_methods_unless_asked(
@@ -144,13 +151,22 @@ def test_an_old_run_keeps_its_methods_unless_asked(
         assert source["experiment"]["intervals"] == "2"  # a new run records the version it selects
         del source["experiment"]["intervals"]  # as a run made before the key
         db.execute("update meta set value=? where key='spec'", (json.dumps(source),))
-    assert main(["report", str(run)]) == 0
-    old = capsys.readouterr().out
-    assert "(95% CI, betting-eb/1 (intervals 1)" in old
-    assert main(["report", str(run), "--intervals", "2"]) == 0
-    asked = capsys.readouterr().out
-    assert "(95% CI, exact-discrete/1 (intervals 2)" in asked
-    assert _scores(old) != _scores(asked)
+    # the fixed-n intervals, on request: the old run's version unless another is asked for
+    methods = {}
+    for asked in ("1", "2"):
+        argv = ["report", str(run), "--interval", "fixed", *(("--intervals", "2") if asked == "2" else ())]
+        assert main(argv) == 0
+        methods[asked] = capsys.readouterr().out
+        assert main([*argv, "--html", str(tmp_path / f"html{asked}")]) == 0
+        capsys.readouterr()
+        page = (tmp_path / f"html{asked}" / "index.html").read_text(encoding="utf-8")
+        assert _html_table(page, "methods", "method")["methods"].startswith(f"intervals {asked}: player means ")
+    assert (
+        "betting-eb/1"
+        in _html_table((tmp_path / "html1" / "index.html").read_text(encoding="utf-8"), "methods", "method")["methods"]
+    )
+    assert _scores(methods["1"]) != _scores(methods["2"])
+    assert "exact for a game that pays only -1, 0, 1" in methods["2"]
 
 
 def test_a_game_declares_its_payoff_values_and_a_payoff_off_them_drops_the_exact_method() -> None:

@@ -359,4 +359,8 @@ def test_turn_outcomes_count_the_players_turns_only() -> None:
         "Turn outcomes:",
         "  a   ok 2, reasked 1, invalid 1 (of 4)",
         "  bb  ok 2, reasked 1, invalid 1 (of 4)",
+        "(reasked: a valid move after the model was asked again; invalid, refusal, truncated, context_overflow: no "
+        "valid move after the re-asks, so the game's penalty move, or a random legal move where the game has none, "
+        "was played in its place, and the match's result counts as the player's own)",
     ]
+    assert "a random legal move was played in its place" in format_turn_outcomes(outcomes, penalty=False)

@@ -118,7 +118,7 @@ def test_each_spec_runs_offline_with_scripted_stand_ins_and_prints_its_result(
     assert list(out.glob("*.png")), "no figure was written"
     if "figure4" in name:
         assert "gpt-4o" in printed and "claude-sonnet-4" in printed
-        assert "valid at any number of matches" in printed  # what the Eq. 1 intervals are
+        assert "for the number of matches fixed in advance" in printed  # what the Eq. 1 intervals are
         assert "No stopping rule was applied: 10 repeat(s) fixed in advance" in printed  # never "converged"
     else:  # the per-cell intervals of Tables 1-6
         assert "95% intervals per cell" in printed and "resolved" in printed

@@ -74,7 +74,7 @@ def test_intervals_are_betting_intervals_on_the_game_range_and_unbounded_without
     unknown = symmetric_scores([_record(["a", "b"], [1.0, 2.0])])  # game "g" is not a game: no payoff range
     assert all(math.isinf(s.ci_low) and math.isinf(s.ci_high) for s in unknown)
     text = format_scores(unknown)
-    assert "n/a (no payoff range)" in text and "valid at any number of matches" in text
+    assert "n/a (no payoff range)" in text and "it assumes nothing of the scores but their range" in text
 
 
 def test_each_interval_is_its_players_own_when_rows_are_computed_together() -> None:

@@ -92,6 +92,7 @@ __all__ = [
     "can_intern",
     "data_sources",
     "default_study",
+    "has_penalty",
     "indistinguishable_variants",
     "intern_utterance",
     "is_combined_turn",
@@ -337,8 +338,7 @@ def is_judged(game: pyspiel.Game) -> bool:
 
 def declared_payoffs(game: pyspiel.Game) -> tuple[float, ...] | None:
     """The game's own ``payoff_support()`` hook: the values every payoff takes; None without the hook."""
-    hook = getattr(game, "payoff_support", None)
-    return tuple(hook()) if callable(hook) else None
+    return tuple(hook()) if callable(hook := getattr(game, "payoff_support", None)) else None
 
 
 def replays_from_moves(game: pyspiel.Game) -> bool:
@@ -604,6 +604,11 @@ def can_intern(state: pyspiel.State) -> bool:
     return callable(getattr(state, "intern_utterance", None))
 
 
+def has_penalty(state: pyspiel.State) -> bool:
+    """True when the game has its own penalty move (the referee draws a random legal move otherwise)."""
+    return callable(getattr(state, "penalty_action", None))
+
+
 def intern_utterance(state: pyspiel.State, seat: int, text: str) -> int:
     """The action id of an utterance; :class:`ValueError` for a game without free-text moves."""
     action: int | None = _optional(state, "intern")(seat, text)
@@ -622,14 +627,12 @@ def is_judge_turn(state: pyspiel.State) -> bool:
 
 def judge_fields(state: pyspiel.State) -> dict[str, Any]:
     """The judge's structured values (``{}`` without the hook)."""
-    fn = getattr(state, "judge_fields", None)
-    return dict(fn()) if callable(fn) else {}
+    return dict(fn()) if callable(fn := getattr(state, "judge_fields", None)) else {}
 
 
 def judge_text(state: pyspiel.State) -> str:
     """The judge's brief: the game's own, else the state's string."""
-    fn = getattr(state, "judge_text", None)
-    return str(fn()) if callable(fn) else str(state)
+    return str(fn()) if callable(fn := getattr(state, "judge_text", None)) else str(state)
 
 
 def judge_text_presented(state: pyspiel.State, order: Sequence[int], labels: Sequence[str]) -> str | None:

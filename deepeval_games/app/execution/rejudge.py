@@ -45,8 +45,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pyspiel
 
+from deepeval_games.app.spec.manifest import check_prices
 from deepeval_games.app.spec.players import PlayerSpec
-from deepeval_games.app.spec.prices import check_prices
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.bot import DeepEvalBot, Outcome

@@ -31,7 +31,7 @@ from deepeval_games.app.execution.repeats import run_once, run_until_stable
 from deepeval_games.app.execution.run_result import RunResult, RunSetup
 from deepeval_games.app.spec.extends import with_pool
 from deepeval_games.app.spec.loading import as_spec
-from deepeval_games.app.spec.prices import check_budget_prices
+from deepeval_games.app.spec.manifest import check_budget_prices
 from deepeval_games.app.spec.schedule import Plan, check_plan_size, check_round_budget, count_matches, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
@@ -60,7 +60,7 @@ def check_run(spec: ExperimentSpec | Mapping[str, Any] | str | Path, out_dir: st
     data files, parameters within the bounds the task declares, a match's estimated length and memory); every player
     and the judge, built once per game (bots and their parameters, model strings, settings, judge rules); API keys of
     model players and the files of local models; the model-call cache's path; under a budget, a price for every
-    model (:func:`~deepeval_games.app.spec.prices.check_budget_prices`).
+    model (:func:`~deepeval_games.app.spec.manifest.check_budget_prices`).
 
     Raises:
         DeepEvalError: what is wrong (a :class:`SpecError`, :class:`UnknownGameError`, :class:`FatalRunError`...).

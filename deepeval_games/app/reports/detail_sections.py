@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from deepeval_games.app.reports.labels import game_label
+from deepeval_games.app.reports.runs import game_label
 from deepeval_games.app.reports.sections import Block, ReportContext, section, table_block, variant_title
 from deepeval_games.app.reports.task_tables import TaskTables, variant_tables
 from deepeval_games.core.records import MatchRecord
@@ -31,6 +31,7 @@ def _turn_outcomes(ctx: ReportContext) -> list[Block]:
 def _has_penalty(records: Sequence[MatchRecord]) -> bool | None:
     """Whether the records' game has its own penalty move for a turn without a valid move (the referee draws a random
     legal move otherwise); None when the game cannot be loaded here."""
+    from deepeval_games.core import task
     from deepeval_games.core.errors import DeepEvalError
     from deepeval_games.core.registry.games import load_recorded_game
 
@@ -40,7 +41,7 @@ def _has_penalty(records: Sequence[MatchRecord]) -> bool | None:
         state = load_recorded_game(records[0].game).new_initial_state()
     except (DeepEvalError, RuntimeError, ValueError):  # (pyspiel raises RuntimeError for a game it cannot load)
         return None
-    return callable(getattr(state, "penalty_action", None))
+    return task.has_penalty(state)
 
 
 @section("usage", "Turn outcomes, calls, tokens and cost per player")

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.tables.usage import JUDGE_NAME, PlayerUsage, player_usage
+from deepeval_games.app.spec.manifest import check_budget_prices, given_price
 from deepeval_games.app.spec.players import PlayerSpec
-from deepeval_games.app.spec.prices import check_budget_prices, given_price
 from deepeval_games.app.spec.schedule import PlannedMatch, check_round_budget, plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
@@ -158,7 +158,7 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
 
     Raises:
         SpecError: a match budget below one round (:func:`~deepeval_games.app.spec.schedule.check_round_budget`), a
-            budget with a model that has no price (:func:`~deepeval_games.app.spec.prices.check_budget_prices`), or a
+            budget with a model that has no price (:func:`~deepeval_games.app.spec.manifest.check_budget_prices`), or a
             plan that cannot be made (as ``run`` would).
     """
     rule = stopping_rule(spec)

@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.reports.labels import game_label, short_labels, unique_labels
 from deepeval_games.app.reports.report import ReportData, load_report, render_blocks
-from deepeval_games.app.reports.runs import RunSource
+from deepeval_games.app.reports.runs import RunSource, game_label, short_labels, unique_labels
 from deepeval_games.app.reports.sections import Block, variant_title
 from deepeval_games.core.bot import Outcome
 from deepeval_games.core.errors import DeepEvalError
@@ -241,7 +240,7 @@ def _cell(text: str) -> str:
 
 def _caption(block: Block, heading: str, tag: str, labels: Mapping[str, str]) -> str:
     """The block's caption; none when it would repeat the heading of its section (one heading per section). A game
-    string in it is shown by its label (:func:`~deepeval_games.app.reports.labels.game_label`), the string itself in
+    string in it is shown by its label (:func:`~deepeval_games.app.reports.runs.game_label`), the string itself in
     the caption's tooltip."""
     if block.title == heading:
         return ""

@@ -7,8 +7,7 @@ import json
 import logging
 import sqlite3
 
-from deepeval_games.app.reports.labels import identity_text
-from deepeval_games.app.reports.runs import RunSource, spec_source
+from deepeval_games.app.reports.runs import RunSource, identity_text, spec_source
 from deepeval_games.app.reports.sections import Block, ReportContext, section
 from deepeval_games.app.spec.stopping import recorded_rule
 from deepeval_games.app.storage.store import DB_NAME, Store

@@ -20,6 +20,14 @@ completes that entry when it ends (also when it fails), so a reader can tell exa
   SIGTERM, or ``failed`` when an error ended it).
 
 Older entries are kept: a directory resumed under another version of a library shows both.
+
+**Prices.** A budget holds only where every model it counts has a price: each call's cost is charged to it, and a
+model litellm cannot price costs 0.0 a call, so a mistyped or new model name would play to the end under any budget.
+:func:`check_budget_prices` refuses such a spec (or a re-judging budget, :func:`check_prices`) before any model call,
+naming each unpriced model, the closest priced names in litellm's price table, and the settings that give a price
+(``input_cost_per_token`` and ``output_cost_per_token``, :class:`llm_bots.model_config.ModelSettings`). Local models
+(``local/...``) cost nothing and scripted bots make no calls. The price knowledge itself is
+:mod:`llm_bots.model_info`'s; the models a run used are this module's ``models`` entries.
 """
 
 from __future__ import annotations
@@ -39,9 +47,22 @@ import pyspiel
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core import task
-from deepeval_games.core.errors import DeepEvalError
+from deepeval_games.core.errors import DeepEvalError, UnpricedModelError
+from llm_bots import model_info
 
-__all__ = ["MANIFEST_NAME", "MANIFEST_VERSION", "RunManifest", "package_versions", "read_manifest"]
+__all__ = [
+    "MANIFEST_NAME",
+    "MANIFEST_VERSION",
+    "PRICE_KEYS",
+    "RunManifest",
+    "check_budget_prices",
+    "check_prices",
+    "given_price",
+    "package_versions",
+    "price_message",
+    "read_manifest",
+    "unpriced_models",
+]
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -237,3 +258,74 @@ class RunManifest:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+# -- prices: a budget needs every model it counts priced ----------------------------------------------------------
+
+PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
+"""The model settings that give a model's price (USD per token), both or neither."""
+
+
+def given_price(params: dict[str, Any]) -> tuple[float, float] | None:
+    """The price per token a model player's settings give (``input_cost_per_token``, ``output_cost_per_token``);
+    None unless both are numbers."""
+    values = [params.get(key) for key in PRICE_KEYS]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return None
+    return float(values[0]), float(values[1])  # type: ignore[arg-type]
+
+
+def unpriced_models(players: Iterable[PlayerSpec | None]) -> list[str]:
+    """The model strings among ``players`` (the judge included) whose calls no price is known for, each once, in
+    order."""
+    found: list[str] = []
+    for player in players:
+        if player is None or player.model is None or player.model in found:
+            continue
+        if model_info.needs_price(player.model, given_price(player.params)):
+            found.append(player.model)
+    return found
+
+
+def check_prices(players: Iterable[PlayerSpec | None], budget: str) -> None:
+    """Refuse a budget (``budget``: how the user set it, for the message) that counts a model with no price.
+
+    Raises:
+        UnpricedModelError: one or more models have no price; the message names each with the closest priced names
+            and says how to give a price.
+    """
+    models = unpriced_models(players)
+    if models:
+        raise UnpricedModelError(price_message(models, budget))
+
+
+def check_budget_prices(spec: ExperimentSpec) -> None:
+    """Refuse a spec with a budget (``[experiment] budget_usd``, eval's ``--budget``) and a model with no price.
+
+    Raises:
+        UnpricedModelError: as :func:`check_prices`.
+    """
+    if spec.budget_usd is None:
+        return
+    check_prices([*spec.players, spec.judge], f"a budget of ${spec.budget_usd:,.2f} (budget_usd, eval's --budget)")
+
+
+def price_message(models: list[str], budget: str) -> str:
+    """The refusal: what has no price, what it may have meant, and how to give a price."""
+    names = ", ".join(models)
+    lines = [
+        f"{budget} is set, and litellm has no price for {names}: its calls would count $0 and the budget would "
+        "never stop them. Nothing was sent."
+    ]
+    for model in models:
+        close = model_info.closest_priced(model)
+        lines.append(
+            f"  {model}: closest priced names: {', '.join(close)}" if close else f"  {model}: no priced name is close"
+        )
+    lines.append(
+        "  To give a price, set input_cost_per_token and output_cost_per_token (USD per token; 0 for a model that "
+        "costs nothing, such as a self-hosted one): with eval, e.g. -M input_cost_per_token=1.5e-07 "
+        "-M output_cost_per_token=6e-07 ($0.15 and $0.60 per million tokens); in a spec, those keys in the "
+        "player's table (or [judge]); with rejudge, --param."
+    )
+    return "\n".join(lines)
