@@ -8,8 +8,8 @@ on tic-tac-toe; then ``report``, ``leaderboard`` (text and CSV), ``report --html
 * one row per model on every surface (a per-match sampling seed is never part of a player);
 * one interval per mean, the same on every surface (eval's closing tables, ``report``, ``leaderboard``, its CSV, the
   HTML page as Chromium shows it), and the caption says which kind it is in words;
-* the strong model ranked above the other two, told apart from them once the data say so, and no verdict that
-  contradicts the printed intervals (a pair is told apart exactly when its intervals do not overlap);
+* the strong model ranked above the other two, told apart from them once the data say so (compared where they met:
+  who finished ahead in their shared matches), and no verdict that contradicts its printed interval;
 * a player's invalid turns are explained where they are counted;
 * none of a list of internal words (method codes, setting names, the old second interval) in the default output;
 * the HTML page never scrolls sideways at 1,280 px.
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import itertools
 import json
 import re
 from pathlib import Path
@@ -64,8 +63,8 @@ the first, the per-match seed taken as identity, the paper's figure numbers and 
 JOURNEYS = {
     # four players (the three models and the free rider): one seating a batch, each match the same seats
     "pgg": ("deepeval_public_goods", ("--against", "pgg_free_rider", "--max-matches", "24")),
-    # four players (the three models and OpenSpiel's random player): twelve seatings a batch
-    "ttt": ("tic_tac_toe", ("--against", "random", "--max-matches", "48")),
+    # four players (the three models and OpenSpiel's random player): twelve seatings a batch, two a pair
+    "ttt": ("tic_tac_toe", ("--against", "random", "--max-matches", "96")),
 }
 
 
@@ -153,21 +152,31 @@ def _bounds(interval: str) -> tuple[float, float]:
     return float(found.group(1)), float(found.group(2))
 
 
-def _verdicts(text: str) -> tuple[set[tuple[str, str]], set[frozenset[str]]]:
-    """The stopping block's verdicts: (better, worse) told apart, and the pairs not told apart."""
+def _verdicts(text: str) -> tuple[set[tuple[str, str]], set[frozenset[str]], dict[frozenset[str], tuple[float, float]]]:
+    """The verdicts said under the table of means: (leader, other) told apart, the pairs not told apart, and each
+    pair's printed advantage interval (from the first-named player's side)."""
+    block = text[text.index("\nWho is told apart (") + 1 :].split("\n\n", 1)[0]
     apart: set[tuple[str, str]] = set()
     not_apart: set[frozenset[str]] = set()
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("told apart: ") and "no pair" not in line:
-            for pair in line.removeprefix("told apart: ").split("; "):
-                better, worse = pair.split(" above ")
-                apart.add((better, worse))
-        elif line.startswith("not told apart yet"):
-            for pair in line.split("): ", 1)[1].split("; "):
-                a, b = pair.split(" and ")
-                not_apart.add(frozenset((a, b)))
-    return apart, not_apart
+    intervals: dict[frozenset[str], tuple[float, float]] = {}
+    section = ""
+    for line in block.splitlines()[1:]:
+        if not line.startswith("  "):
+            if not line.startswith(("told apart", "not told apart")):
+                break  # the next section
+            section = line
+            continue
+        found = re.search(r"^  (\S+) (?:ahead of|and) (\S+?):? ", line)
+        assert found is not None, line
+        first, second = found.groups()
+        bounds = INTERVAL.search(line.replace("+", ""))
+        if bounds is not None:
+            intervals[frozenset((first, second))] = (float(bounds.group(1)), float(bounds.group(2)))
+        if section.startswith("told apart"):
+            apart.add((first, second))
+        else:
+            not_apart.add(frozenset((first, second)))
+    return apart, not_apart, intervals
 
 
 @pytest.mark.parametrize("name", list(JOURNEYS))
@@ -208,7 +217,8 @@ def test_one_interval_a_mean_the_same_on_every_surface(name: str, journeys: dict
     # the caption says, in words, which interval it is and why it is the valid one
     for text in (outputs["eval"], outputs["report"]):
         assert "valid although the run looked at its results to decide when to stop" in text
-        assert text.count(" interval [") == 0  # no second interval of a mean elsewhere in the output
+        for interval in set(played.values()):  # no second printing of a mean's interval elsewhere in the output
+            assert text.count(interval) == list(played.values()).count(interval), interval
     assert "valid although the runs looked at their results" in outputs["leaderboard"]
 
 
@@ -225,18 +235,17 @@ def test_the_strong_model_leads_and_no_verdict_contradicts_the_numbers(
         for line in outputs["eval"].splitlines()[outputs["eval"].splitlines().index(EQ1) + 3 :][: len(played)]
     }
     assert means["strong"] > means["weak"] and means["strong"] > means["broken"]
-    apart, not_apart = _verdicts(outputs["eval"])
-    assert _verdicts(outputs["report"]) == (apart, not_apart)
-    for a, b in itertools.combinations(played, 2):  # every pair: told apart exactly when the intervals do not overlap
-        (a_low, a_high), (b_low, b_high) = _bounds(played[a]), _bounds(played[b])
-        overlap = a_low <= b_high and b_low <= a_high
-        if overlap:
-            assert frozenset((a, b)) in not_apart and (a, b) not in apart and (b, a) not in apart
-        else:
-            better, worse = (a, b) if means[a] > means[b] else (b, a)
-            assert (better, worse) in apart
-    if name == "pgg":  # 24 matches say so: the strong model is told apart from both others
-        assert ("strong", "weak") in apart and ("strong", "broken") in apart
+    apart, not_apart, advantages = _verdicts(outputs["eval"])
+    assert _verdicts(outputs["report"]) == (apart, not_apart, advantages)
+    assert len(apart) + len(not_apart) == len(played) * (len(played) - 1) // 2  # every pair has its verdict
+    for pair in apart:  # told apart exactly when the printed interval of the leader's advantage excludes 0
+        low, high = advantages[frozenset(pair)]
+        assert low > 0.0 and means[pair[0]] >= means[pair[1]], pair
+    for pair in not_apart:
+        low, high = advantages[pair]
+        assert low <= 0.0 <= high, pair
+    # the data say so (24 shared matches in PGG, 16 head-to-head in tic-tac-toe): the strong model is told apart
+    assert ("strong", "weak") in apart and ("strong", "broken") in apart
     ratings = next(line for line in outputs["eval"].splitlines() if "rating, Elo scale" in line)
     assert "±" not in ratings  # a rating is a point estimate: its interval could contradict the verdicts
 

@@ -109,28 +109,29 @@ def test_every_interval_is_one_interval_or_labelled_and_the_stopping_block_agree
         pairs = _block(played, "Wins, draws, losses and advantage per pair")
         assert pairs == _block(reported, "Wins, draws, losses and advantage per pair")
         assert "clopper-pearson/1" not in pairs and "valid although the run looked at its results" in pairs
-    # the stopping block: the same words everywhere, no interval of its own, its verdicts those of the intervals
+    # the stopping block: the same words everywhere, no interval of its own; the verdicts are said once, under the
+    # table of means, the same in eval, report and the HTML, each pair's told apart exactly when its printed
+    # interval excludes 0
     stopping = _block(played, "Stopping rule: stopped after")
     assert stopping in reported and html.escape(stopping) in page
     assert not re.search(INTERVAL, stopping)
-    apart = re.search(r"told apart: (.*)", stopping)
-    assert apart is not None
-    told = {tuple(p.split(" above ")) for p in apart.group(1).split("; ") if " above " in p}
-    unresolved = re.search(r"not told apart yet \(their intervals overlap\): (.*)", stopping)
-    not_told = {tuple(p.split(" and ")) for p in unresolved.group(1).split("; ")} if unresolved else set()
-    tied = re.search(r"tied \(their means differ by less than the margin\): (.*)", stopping)
-    ties = len(tied.group(1).split("; ")) if tied else 0
+    lines = _block(played, "Who is told apart (").splitlines()
+    told = [lines[0]]
+    for line in lines[1:]:  # up to the next section
+        if not line.startswith(("  ", "told apart", "not told apart")):
+            break
+        told.append(line)
+    assert "\n".join(told) in reported
     players = sorted(scores)
-    assert len(told) + len(not_told) + ties == len(players) * (len(players) - 1) // 2
-
-    def bounds(player: str) -> tuple[float, float]:
-        low, high = re.findall(INTERVAL, scores[player])[0]
-        return float(low), float(high)
-
-    for better, worse in told:  # told apart: the printed intervals do not overlap, the better one above
-        assert bounds(better)[0] > bounds(worse)[1]
-    for a, b in not_told:  # not told apart: they overlap
-        assert bounds(a)[0] <= bounds(b)[1] and bounds(b)[0] <= bounds(a)[1]
+    assert len([line for line in told if line.startswith("  ")]) == len(players) * (len(players) - 1) // 2
+    section = ""
+    for line in told[1:]:
+        if not line.startswith("  "):
+            section = line
+            continue
+        low, _ = (float(x) for x in re.findall(r"interval \[([-+\d.]+), ([-+\d.]+)\]", line)[0])
+        assert (low > 0.0) == section.startswith("told apart"), line
+    assert _html_table(page, "told_apart", "verdict")
     # the batch counts agree with the header
     header = re.search(r"It first plays every seating (once|twice|\d+ times)", played)
     batches = re.search(r"stopped after \d+ match(?:es)? in (\d+) batch", stopping)

@@ -358,6 +358,21 @@ class IntervalPolicy:
         support = None if self.points == DEFAULT_METHOD else POINTS_SUPPORT
         return mean_interval(values, 0.0, 1.0, method=self.points, support=support)
 
+    def pair_interval(self, points: Sequence[float], *, pairs: int = 1) -> Interval:
+        """The interval of a pair's mean point in its shared matches (1 ahead, 1/2 tie, 0 behind, in the order of
+        repetition: :mod:`analysis.stats.pairs`) at the level ``alpha / pairs`` its ranking's pairs share: the
+        anytime-valid sequence at the stopping time for an adaptively collected run, the fixed-n interval of a points
+        share otherwise (:attr:`points`)."""
+        level = (self.alpha if self.sequence is not None else 0.05) / max(pairs, 1)
+        data = np.asarray(points, dtype=float)
+        if data.size == 0:
+            return Interval(math.nan, math.nan, math.nan, 0)
+        if self.sequence is not None:
+            end = make_sequence(self.sequence, 0.0, 1.0, alpha=level).extend(data)
+            return Interval(end.low, end.high, float(data.mean()), int(data.size))
+        support = None if self.points == DEFAULT_METHOD else POINTS_SUPPORT
+        return mean_interval(data, 0.0, 1.0, alpha=level, method=self.points, support=support)
+
     def note(self) -> str:
         """One line for a report's methods: the version and which method made which interval."""
         values = "" if self.support is None else " (the game pays " + ", ".join(f"{v:g}" for v in self.support) + ")"
@@ -414,10 +429,11 @@ SMALL_SAMPLE = 10
 """Up to this many matches a player, the caption under a table of means says that its intervals are wide."""
 
 
-def mean_caption(policy: IntervalPolicy, *, players: int = 0, fewest: int | None = None) -> str:
+def mean_caption(policy: IntervalPolicy, *, players: int = 0, fewest: int | None = None, paired: bool = False) -> str:
     """The caption under a table of mean payoffs, in words: what its 95% intervals are, why they are the valid kind
     for how the run was collected, and how a reader tells two players apart (``players``: how many share the
-    ranking; ``fewest``: the fewest matches of a row, for the small-sample warning where it applies). Method names
+    ranking; ``fewest``: the fewest matches of a row, for the small-sample warning where it applies; ``paired``: the
+    verdicts follow, compared where the players met: :mod:`analysis.stats.pairs`). Method names
     and versions are for the methods section (:meth:`IntervalPolicy.note`), not for this line."""
     if policy.anytime:
         together = f" for all {players} players at once" if players > 1 else ""
@@ -442,4 +458,5 @@ def mean_caption(policy: IntervalPolicy, *, players: int = 0, fewest: int | None
         if fewest is not None and 0 < fewest <= SMALL_SAMPLE
         else ""
     )
-    return f"{what}{small}. Players whose intervals do not overlap are told apart"
+    verdict = "Who is told apart is said below" if paired else "Players whose intervals do not overlap are told apart"
+    return f"{what}{small}. {verdict}"

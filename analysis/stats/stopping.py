@@ -66,6 +66,9 @@ class Seating:
     """The game variant (:func:`~deepeval_games.core.registry.games.game_variant`): data items pooled."""
     seats: tuple[str, ...]
     roles: tuple[str, ...]
+    game: str = ""
+    """The full game string (data items included): with the match id, the match's place in the order of repetition,
+    in which a pair's points enter its sequence."""
 
     def sitting(self) -> set[Key]:
         """The keys that sit in this match."""
@@ -251,6 +254,7 @@ class AdaptiveStopping(RoundFeed):
 
     def _setup(self) -> None:
         self._sequences: dict[Key, ConfidenceSequence] = {}
+        self._pairs: dict[tuple[str, str, tuple[str, str]], ConfidenceSequence] = {}  # (variant, role, pair)
         self._group_sizes: dict[tuple[str, str], int] = {}
         self._active: set[Key] | None = None  # None: everything (the initial rounds)
 
@@ -288,6 +292,7 @@ class AdaptiveStopping(RoundFeed):
             for key in seating.sitting():
                 blocks[key].append(seating.match_id)
         by_id = {s.match_id: s for s in self._round}
+        self._add_points(by_id)
         for key in sorted(blocks):
             ids = blocks[key]
             if not all(i in self._results for i in ids):
@@ -326,6 +331,35 @@ class AdaptiveStopping(RoundFeed):
             for name in names:
                 self._sequence((*group, name))
 
+    def _add_points(self, by_id: Mapping[str, Seating]) -> None:
+        """Each played match's points to the sequences of the pairs that met in it (:mod:`analysis.stats.pairs`), in
+        the order of repetition within the round (game, match id), at the level the pairs of a ranking share."""
+        from analysis.stats.pairs import match_points, pair_count
+
+        for match_id in sorted(self._results, key=lambda i: (by_id[i].game, i) if i in by_id else ("", i)):
+            seating = by_id.get(match_id)
+            if seating is None:
+                continue
+            points = match_points(seating.seats, self._results[match_id], seating.roles)
+            for (role, pair), point in points.items():
+                key = (seating.variant, role, pair)
+                if key not in self._pairs:
+                    size = max(self._group_sizes.get((seating.variant, role), 2), 2)
+                    self._pairs[key] = make_sequence(self.method, 0.0, 1.0, alpha=self.alpha / pair_count(size))
+                self._pairs[key].update(point)
+
+    def _met(self, better: Key, worse: Key) -> bool | None:
+        """Whether ``better`` finishes ahead of ``worse`` where they met (their pair's interval above 1/2); None where
+        they never met, False where the interval does not say so."""
+        first, second = sorted((better[2], worse[2]))
+        sequence = self._pairs.get((better[0], better[1], (first, second)))
+        if sequence is None:
+            return None
+        share = sequence.interval()
+        if not share.n:
+            return None
+        return share.low > 0.5 if first == better[2] else share.high < 0.5
+
     def _sequence(self, key: Key) -> ConfidenceSequence:
         if key not in self._sequences:
             low, high = self.bounds[key[0]]
@@ -343,7 +377,8 @@ class AdaptiveStopping(RoundFeed):
             order = sorted(keys, key=lambda k: (-intervals[k].mean, k[2]))
             for better, worse in itertools.pairwise(order):
                 a, b = intervals[better], intervals[worse]
-                if a.n and b.n and not a.overlaps(b):
+                met = self._met(better, worse)
+                if met or (met is None and a.n and b.n and not a.overlaps(b)):
                     status = "separated"
                 elif a.n and b.n and max(a.high, b.high) - min(a.low, b.low) <= self.epsilon:
                     status = "tied"
@@ -361,34 +396,14 @@ def _interval(values: Sequence[Any]) -> Interval:
 
 
 STOPPING_INTERVALS = (
-    "which players are told apart is read from the 95% intervals of the table of mean payoffs: the stopping rule's "
-    "own, valid however often it looked"
+    "who is told apart is said under the table of mean payoffs: the stopping rule's own intervals and comparisons, "
+    "valid however often it looked"
 )
 """Where the stopping block's verdicts come from, said once under its first line."""
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 'es' if word.endswith('ch') else 's'}"
-
-
-def _told_apart(report: StoppingReport, keys: Sequence[Key]) -> list[str]:
-    """In words, every pair of ``keys`` (one ranking, best first) that the intervals tell apart, tie, or not."""
-    apart, tied, not_apart = [], [], []
-    status = {(p.better, p.worse): p.status for p in report.pairs}
-    for better, worse in itertools.combinations(keys, 2):
-        a, b = report.intervals[better], report.intervals[worse]
-        if a.n and b.n and not a.overlaps(b):
-            apart.append(f"{better[2]} above {worse[2]}")
-        elif status.get((better, worse)) == "tied":
-            tied.append(f"{better[2]} and {worse[2]}")
-        else:
-            not_apart.append(f"{better[2]} and {worse[2]}")
-    lines = [f"  told apart: {'; '.join(apart) if apart else 'no pair'}"]
-    if tied:
-        lines.append(f"  tied (their means differ by less than the margin): {'; '.join(tied)}")
-    if not_apart:
-        lines.append(f"  not told apart yet (their intervals overlap): {'; '.join(not_apart)}")
-    return lines
 
 
 def _pair_words(report: StoppingReport, keys: Sequence[Key]) -> list[str]:
@@ -419,9 +434,9 @@ STOP_REASONS = {
 
 
 def format_stopping(report: StoppingReport) -> str:
-    """The report in words: what stopped the run and which players the intervals tell apart, per ranking. The
-    intervals themselves are the table of mean payoffs' (an adaptively collected run prints this rule's intervals
-    there), so they are not printed again; a ranking decided by pair intervals (active matchmaking) names its pairs."""
+    """The report in words: what stopped the run. Which players are told apart is said once, under the table of mean
+    payoffs, from the same comparisons the rule made (an adaptively collected run prints the rule's intervals and
+    verdicts there); a ranking decided by pair intervals (active matchmaking) names its pairs here."""
     lines = [
         f"Stopping rule: stopped after {_plural(report.matches, 'match')} in {_plural(report.rounds, 'batch')}: "
         f"{STOP_REASONS[report.reason]}."
@@ -430,22 +445,27 @@ def format_stopping(report: StoppingReport) -> str:
     for key in report.intervals:
         by_group[(key[0], key[1])].append(key)
     by_pairs = {p.better: p for p in report.pairs if p.difference is not None}
-    if by_group and not by_pairs:
-        lines.append(f"({STOPPING_INTERVALS})")
+    if not by_pairs:
+        if by_group:
+            lines.append(f"({STOPPING_INTERVALS})")
+        tied = [f"{p.better[2]} and {p.worse[2]}" for p in report.pairs if p.status == "tied"]
+        if tied:
+            lines.append(f"  tied (their means differ by less than the margin): {'; '.join(tied)}")
+        return "\n".join(lines)
     for (variant, role), keys in sorted(by_group.items()):
         if len(by_group) > 1 or role != "player":
             lines.append(f"{variant}" + (f" [{role}]" if role != "player" else ""))
         ranked = sorted(keys, key=lambda k: (-report.intervals[k].mean, k[2]))
-        if by_pairs:  # ranked by a fit, decided by pair intervals: the fit's order, then the gap to the next
-            lines.append("  ranking: " + ", ".join(key[2] for key in ranked))
-            for key in ranked:
-                pair = by_pairs.get(key)
-                if pair is not None and pair.difference is not None:
-                    lines.append(
-                        f"  {key[2]} minus {pair.worse[2]}: 95% interval "
-                        f"[{pair.difference.low:.3f}, {pair.difference.high:.3f}]"
-                    )
-        lines += _pair_words(report, ranked) if by_pairs else _told_apart(report, ranked)
+        # ranked by a fit, decided by pair intervals: the fit's order, then each gap to the next
+        lines.append("  ranking: " + ", ".join(key[2] for key in ranked))
+        for key in ranked:
+            pair = by_pairs.get(key)
+            if pair is not None and pair.difference is not None:
+                lines.append(
+                    f"  {key[2]} minus {pair.worse[2]}: 95% interval "
+                    f"[{pair.difference.low:.3f}, {pair.difference.high:.3f}]"
+                )
+        lines += _pair_words(report, ranked)
     return "\n".join(lines)
 
 

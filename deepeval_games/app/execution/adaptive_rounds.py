@@ -146,7 +146,7 @@ async def _play_rounds(
         if repeat:
             round_plan = plan_matches(runner.spec, only_repeat=repeat)
         seatings = [
-            Seating(m.match_id, game_variant(m.game), m.seats, tuple(task.seat_roles(runner.game(m.game))))
+            Seating(m.match_id, game_variant(m.game), m.seats, tuple(task.seat_roles(runner.game(m.game))), m.game)
             for m in round_plan
         ]
         chosen = {s.match_id for s in stopping.begin_round(seatings)}

@@ -4,6 +4,7 @@ registers on import (:func:`~deepeval_games.app.reports.sections.section`)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -12,7 +13,8 @@ from deepeval_games.app.reports.task_tables import variant_tables
 from deepeval_games.core.records import MatchRecord
 
 if TYPE_CHECKING:
-    from analysis.tables.scores import Headline
+    from analysis.stats.intervals import IntervalPolicy
+    from analysis.tables.scores import Headline, Score
 
 
 def _symmetric(records: Sequence[MatchRecord]) -> bool:
@@ -51,12 +53,14 @@ def _scores(ctx: ReportContext) -> list[Block]:
         scores, title = role_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[1]
     if not scores:
         return []
+    told: list[Block] = []
     if headline is None:
         roles: dict[str | None, int] = {}
         for s in scores:
             roles[s.role] = roles.get(s.role, 0) + 1
         policy = records_policy(ctx.records, ctx.intervals)
-        caption = mean_caption(policy, players=max(roles.values()), fewest=min(s.n for s in scores))
+        caption = mean_caption(policy, players=max(roles.values()), fewest=min(s.n for s in scores), paired=True)
+        told = _told_apart(ctx.records, scores, policy)
     with_role = any(s.role is not None for s in scores)
     header = ("player", *(("role",) if with_role else ()), "matches", "mean", "std", INTERVAL_HEADER, "min", "max")
     rows = tuple(
@@ -73,7 +77,62 @@ def _scores(ctx: ReportContext) -> list[Block]:
         for s in scores
     )
     text = format_scores(scores, title=title, note=caption) + (f"\n{note}" if note else "")
-    return [Block("scores", title, text=text, header=header, rows=rows, note=caption)]
+    return [Block("scores", title, text=text, header=header, rows=rows, note=caption), *told]
+
+
+TOLD_APART_TITLE = "Who is told apart"
+"""The title of the verdicts under a table of means."""
+
+
+def _told_apart(records: Sequence[MatchRecord], scores: Sequence[Score], policy: IntervalPolicy) -> list[Block]:
+    """Every pair of players of each ranking, told apart or not: compared where they met (who finished ahead in their
+    shared matches: :mod:`analysis.stats.pairs`), or by their means' intervals where they never met."""
+    from analysis.stats.pairs import comparisons, pair_count, shared_points
+
+    players: dict[str, list[Score]] = {}
+    for score in scores:
+        players.setdefault(score.role or "player", []).append(score)
+    compared = comparisons(shared_points(records), policy, {role: len(group) for role, group in players.items()})
+    rows: list[tuple[str, str, str]] = []
+    apart: list[tuple[str, str]] = []
+    not_apart: list[tuple[str, str]] = []
+    for role, group in players.items():
+        for a, b in itertools.combinations(group, 2):  # best first, as the table ranks them
+            first, second = sorted((a.player, b.player))
+            comparison = compared.get((role, (first, second)))
+            if comparison is not None:
+                line, told = comparison.describe(), comparison.told_apart
+            else:
+                overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+                high, low = (a, b) if a.mean >= b.mean else (b, a)
+                line = f"{high.player} and {low.player} never met: " + (
+                    "their means' intervals overlap"
+                    if overlap
+                    else f"{high.player}'s mean is above, the intervals apart"
+                )
+                told = not overlap
+            (apart if told else not_apart).append(("  " + line, role))
+            rows.append((role, line, "told apart" if told else "not yet"))
+    if not rows:
+        return []
+    kind = (
+        "valid although the run looked at its results to decide when to stop"
+        if policy.anytime
+        else "for the number of matches fixed in advance"
+    )
+    pairs = max(pair_count(len(group)) for group in players.values())
+    head = (
+        f"{TOLD_APART_TITLE} (compared where they met: who finished ahead in the matches both played, ties counting "
+        f"half; 95% for all {pairs} pairs of a ranking at once, {kind}):"
+    )
+    with_role = len(players) > 1
+    lines = [head, "told apart:" if apart else "told apart: no pair"]
+    lines += [line + (f" [{role}]" if with_role else "") for line, role in apart]
+    if not_apart:
+        lines.append("not told apart yet:")
+        lines += [line + (f" [{role}]" if with_role else "") for line, role in not_apart]
+    header = ("role", "pair", "verdict")
+    return [Block("told_apart", TOLD_APART_TITLE, text="\n".join(lines), header=header, rows=tuple(rows), note=head)]
 
 
 BT_MEANING = (
@@ -83,8 +142,7 @@ BT_MEANING = (
 """What a Bradley–Terry rating means, in one line."""
 PL_MEANING = (
     "Plackett–Luce rating, Elo scale centred on 0 (a player 100 points above another finishes ahead of it 64% of the "
-    "time), from the order in which the players finished each match; which players are told apart is read from the "
-    "intervals of the mean payoffs"
+    "time), from the order in which the players finished each match; who is told apart is said with the mean payoffs"
 )
 """What a Plackett–Luce rating means, in one line."""
 
