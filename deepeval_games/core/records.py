@@ -78,6 +78,7 @@ __all__ = [
     "migrate",
     "move_names",
     "player_identity",
+    "replay_moves",
     "turns_of_moves",
 ]
 
@@ -374,19 +375,38 @@ def turn_dicts_of_moves(
 
 
 def turns_of_moves(
-    moves: Sequence[MoveRow] | Sequence[Sequence[Any]], game: str, match_id: str = "?"
+    moves: Sequence[MoveRow] | Sequence[Sequence[Any]],
+    game: str,
+    match_id: str = "?",
+    *,
+    names: Sequence[str] | None = None,
 ) -> list[TurnRecord]:
-    """The turns of a ``moves`` record of ``game`` (its rows named by :func:`move_names`), as validated turn records
-    (one pass of pydantic's validator over the list).
+    """The turns of a ``moves`` record of ``game`` (its rows named by :func:`move_names`, or by ``names`` when the
+    caller replayed them already), as validated turn records (one pass of pydantic's validator over the list).
 
     Raises:
         RecordError: the game cannot be loaded here, or the rows do not replay in it.
     """
-    return _TURNS.validate_python(turn_dicts_of_moves(moves, move_names(game, moves, match_id)))
+    named = move_names(game, moves, match_id) if names is None else names
+    return _TURNS.validate_python(turn_dicts_of_moves(moves, named))
 
 
 def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], match_id: str = "?") -> list[str]:
-    """The name of each row's action in ``game``, as the referee named it while the match played: the moves replayed
+    """The name of each row's action in ``game`` (:func:`replay_moves`' names).
+
+    Raises:
+        RecordError: the game cannot be loaded here (or names a file), or the rows do not replay in it.
+    """
+    return replay_moves(game, moves, match_id)[0]
+
+
+def replay_moves(
+    game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], match_id: str = "?"
+) -> tuple[list[str], list[float] | None]:
+    """The rows replayed in ``game``: the name of each row's action, and the returns of the state they end in (None
+    when it is not terminal), which a complete record's ``returns`` must equal.
+
+    The name of each row's action in ``game``, as the referee named it while the match played: the moves replayed
     from the game's initial state, each named in the state it was made in (a seat's by the game's own
     ``action_to_string``, through :func:`~deepeval_games.core.task.state_hooks` as the referee calls it; a chance
     outcome's as seat -1's), the rows of one simultaneous round all named before any is applied. The state is asked
@@ -440,7 +460,10 @@ def move_names(game: str, moves: Sequence[MoveRow] | Sequence[Sequence[Any]], ma
         raise RecordError(
             f"match record {match_id!r} does not replay in {game!r}: row {at} of its moves: {type(exc).__name__}: {exc}"
         ) from exc
-    return names
+    if not state.is_terminal():
+        return names, None
+    returns = state.returns()
+    return names, [float(value) for value in returns]
 
 
 def _legal(action: Any, legal: Sequence[int]) -> None:

@@ -105,6 +105,7 @@ def _play(spec: ExperimentSpec, out: str | Path, args: argparse.Namespace) -> in
             ray_address=args.ray_address,
             on_commit=summary.add_json,
         )
+    before -= result.quarantined  # refused when the run read them back: played again, now
     if before & result.match_ids:  # a resumed run: its earlier records lead the store, in commit order
         summary.put_first(takewhile(lambda r: r.match_id in before, result.iter_records(rebuild_turns=False)))
     rule = stopping_rule(spec)

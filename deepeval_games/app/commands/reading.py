@@ -12,6 +12,7 @@ from typing import TextIO
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.reports.task_tables import table_module
+from deepeval_games.app.spec.schedule import stored_admission
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.quoting import VisibleStream
@@ -24,7 +25,8 @@ def _read_run(run_dir: str) -> list[MatchRecord]:
     """Every committed record of a run directory; a clear error when it holds none."""
     if not (Path(run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
-    with Store(run_dir, read_only=True) as store:  # a reader: no lock, never rewrites matches.jsonl
+    # a reader: no lock, never rewrites matches.jsonl; what admission refuses is skipped (one warning line)
+    with Store(run_dir, read_only=True, admission=stored_admission(run_dir)) as store:
         return list(store.records())
 
 

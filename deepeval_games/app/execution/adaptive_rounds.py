@@ -70,6 +70,8 @@ async def run_adaptive(spec: ExperimentSpec, rule: StoppingRule, setup: RunSetup
         runtime = open_runtime(spec)
         committed = {r.match_id: r.returns for r in store.records() if r.status == "complete"}  # one pass, payoffs only
         result = RunResult(run_dir=Path(setup.out_dir), planned=0)
+        if setup.admission is not None:
+            result.quarantined = frozenset(setup.admission.quarantined)
         first_round = plan_matches(spec, only_repeat=0)
         runner = _RecordingRunner(spec, store, setup.progress, runtime, sink=lambda record: stopping.add_record(record))
         runner.on_commit = setup.on_commit

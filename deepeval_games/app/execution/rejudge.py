@@ -47,6 +47,7 @@ import pyspiel
 
 from deepeval_games.app.spec.manifest import check_prices
 from deepeval_games.app.spec.players import PlayerSpec
+from deepeval_games.app.spec.schedule import stored_admission
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core import task
 from deepeval_games.core.bot import DeepEvalBot, Outcome
@@ -452,6 +453,7 @@ async def rejudge_async(
     if not (Path(run_dir) / DB_NAME).exists():
         raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
     with Store(run_dir) as store:
+        store.admission = stored_admission(run_dir)  # a record it refuses is skipped (one warning line), not judged
         records = list(store.records())
         jobs, result = _plan(records, source, lambda n: presentations(n, swap=swap), repeat, store.judgement_ids())
         result.run_dir = Path(run_dir)

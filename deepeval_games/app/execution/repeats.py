@@ -40,6 +40,8 @@ async def run_once(spec: ExperimentSpec, setup: RunSetup, plan: Plan | None) -> 
         result = RunResult(
             run_dir=Path(setup.out_dir), planned=len(plan), skipped=len(plan) - len(todo), repeats=spec.repeats
         )
+        if setup.admission is not None:
+            result.quarantined = frozenset(setup.admission.quarantined)
         runner = MatchRunner(spec, store, setup.progress, runtime)
         runner.on_commit = setup.on_commit
         runner.load_games(plan)

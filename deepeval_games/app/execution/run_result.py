@@ -14,6 +14,7 @@ from typing import Any
 
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.storage.admission import Admission
 from deepeval_games.app.storage.store import RunLock, Store
 from deepeval_games.core.records import MatchRecord
 
@@ -45,6 +46,9 @@ class RunResult:
     """Repeats finally played (grows under ``until_stable``)."""
     stableness: dict[str, Any] = field(default_factory=dict)
     """Per task, the stableness check of ``until_stable`` (empty without that rule)."""
+    quarantined: frozenset[str] = frozenset()
+    """Ids of the records the run refused when it read back its directory (moved to the quarantine file and played
+    again)."""
     stopping: Any = None
     """Under ``until_stable`` with ``rule = "adaptive"``, the rule's :class:`~analysis.stats.stopping.StoppingReport`:
     what
@@ -92,6 +96,10 @@ class RunSetup:
     on_commit: Callable[[str | bytes], None] | None = None
     """Handed the line of every record the run commits, once stored, in commit order
     (:attr:`MatchRunner.on_commit <deepeval_games.app.execution.match_runner.MatchRunner.on_commit>`)."""
+    admission: Admission | None = None
+    """What a record read back from the run directory must pass (the run's plan included); None: every check but the
+    plan's. One for the whole run, so that a record it admitted (or committed) is not checked again in a later round.
+    """
 
 
 def stored_source(spec: ExperimentSpec) -> dict[str, Any]:
@@ -108,6 +116,7 @@ def open_store(spec: ExperimentSpec, setup: RunSetup) -> Store:
         spec_hash=spec.content_hash(),
         spec_text=json.dumps(stored_source(spec), sort_keys=True),
         run_lock=setup.run_lock,
+        admission=setup.admission,
     )
 
 

@@ -32,9 +32,17 @@ from deepeval_games.app.execution.run_result import RunResult, RunSetup
 from deepeval_games.app.spec.extends import with_pool
 from deepeval_games.app.spec.loading import as_spec
 from deepeval_games.app.spec.manifest import check_budget_prices
-from deepeval_games.app.spec.schedule import Plan, check_plan_size, check_round_budget, count_matches, plan_matches
+from deepeval_games.app.spec.schedule import (
+    Plan,
+    PlanIndex,
+    check_plan_size,
+    check_round_budget,
+    count_matches,
+    plan_matches,
+)
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import stopping_rule
+from deepeval_games.app.storage.admission import Admission
 from deepeval_games.app.storage.store import RunLock
 from deepeval_games.core.errors import DeepEvalError, SpecError
 
@@ -126,7 +134,7 @@ async def run_experiment_async(
         prestart(spec, workers, count_matches(spec, stop_above=spec.experiment.max_matches))
     plan = check_run(spec, out_dir)  # nothing is written before this passes
     with _ray_connection(spec), RunLock(_out_dir(out_dir), wait_s=wait_s) as run_lock:
-        setup = RunSetup(out_dir, run_lock, progress, workers, on_commit)
+        setup = RunSetup(out_dir, run_lock, progress, workers, on_commit, Admission(PlanIndex(spec, plan)))
         return await _run_locked(spec, setup, plan)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals
 from deepeval_games.app.spec.extends import stored_spec
+from deepeval_games.app.spec.schedule import stored_admission
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
@@ -120,8 +121,8 @@ def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[s
     duplicates = 0
     for run in runs:
         specs = run_spec_identities(run.path)
-        with Store(run.path, read_only=True) as store:
-            for record in store.records():
+        with Store(run.path, read_only=True, admission=stored_admission(run.path)) as store:
+            for record in store.records():  # what admission refuses is skipped (one warning line a run)
                 seen = merged.get(record.match_id)
                 if seen is not None:
                     duplicates += 1

@@ -102,7 +102,8 @@ def _played_repeats(run: RunSource) -> int:
     """The repeats a run's committed matches reach (its largest repeat number plus one)."""
     db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
     try:
-        (top,) = db.execute("SELECT MAX(json_extract(record, '$.repeat')) FROM matches").fetchone()
+        query = "SELECT MAX(json_extract(record, '$.repeat')) FROM matches WHERE json_valid(record)"
+        (top,) = db.execute(query).fetchone()
     except sqlite3.Error:
         top = None
     finally:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pyspiel
 
+from deepeval_games.app.spec.schedule import stored_admission
 from deepeval_games.app.spec.stopping import recheck_epsilon, recorded_rule
 from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
@@ -79,7 +80,10 @@ def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
     """(seats, players) of every match of a run, read with SQLite's JSON functions (no record is parsed)."""
     db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
     try:
-        query = "SELECT json_extract(record, '$.seats'), json_extract(record, '$.players') FROM matches"
+        query = (  # a line SQLite cannot read (a number not finite, too deep) is no record: admission refuses it
+            "SELECT json_extract(record, '$.seats'), json_extract(record, '$.players') FROM matches "
+            "WHERE json_valid(record)"
+        )
         for seats, players in db.execute(query):
             yield json.loads(seats or "[]"), json.loads(players or "[]")
     finally:
@@ -168,9 +172,11 @@ def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
 def stream_records(
     runs: Sequence[RunSource], labels: dict[tuple[str, str], str] | None = None
 ) -> Iterator[tuple[RunSource, MatchRecord]]:
-    """Every committed record of every run, in run then commit order, its seats renamed by ``labels``."""
+    """Every committed record of every run that its run's admission admits
+    (:func:`~deepeval_games.app.spec.schedule.stored_admission`: the others are skipped, one warning line a run), in
+    run then commit order, its seats renamed by ``labels``."""
     for run in runs:
-        with Store(run.path, read_only=True) as store:
+        with Store(run.path, read_only=True, admission=stored_admission(run.path)) as store:
             for record in store.records():
                 if labels is not None:
                     record.seats = [labels.get((run.label, name), name) for name in record.seats]

@@ -34,30 +34,37 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pyspiel
 
 from deepeval_games.app.spec.experiment import MAX_MATCHES_CEILING, SweepRange
-from deepeval_games.app.spec.extends import pool_names, with_pool
+from deepeval_games.app.spec.extends import pool_names, stored_spec, with_pool
 from deepeval_games.app.spec.plan import Plan, PlannedMatch
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.spec.stopping import StoppingRule
+from deepeval_games.app.storage.admission import Admission
 from deepeval_games.core import task
-from deepeval_games.core.errors import SpecError
+from deepeval_games.core.errors import DeepEvalError, SpecError
 from deepeval_games.core.registry.games import check_file_parameters, load_game
 
 __all__ = [
     "Plan",
+    "PlanIndex",
     "PlannedMatch",
     "check_plan_size",
     "check_round_budget",
     "count_matches",
     "plan_matches",
     "stable_hash",
+    "stored_admission",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def _canonical_json(value: object) -> str:
@@ -285,3 +292,68 @@ def plan_matches(spec: ExperimentSpec, *, only_repeat: int | None = None) -> Pla
             digest = hashlib.sha256(text.encode()).hexdigest()
             plan.append(digest[:20], canonical, seats, repeat, int(digest[20:36], 16) & (2**63 - 1))
     return plan
+
+
+class PlanIndex:
+    """A run's plan as a lookup by (match id, repeat): what :class:`~deepeval_games.app.storage.admission.Admission`
+    checks a record read back against. The plan is made when first asked (a fresh run asks nothing), and made again
+    with more repeats when a record names a later repeat (a run extended by its stopping rule, or resumed with more
+    ``repeats``), as far as ``[experiment] max_matches`` allows: a repeat past it is in no plan."""
+
+    def __init__(self, spec: ExperimentSpec, plan: Plan | None = None) -> None:
+        """``plan``: ``spec``'s plan when the caller has made it already."""
+        self.spec = spec
+        self._given = plan
+        self._plan = Plan()
+        self._ids: dict[str, int] = {}
+        self._repeats = 0
+        """The repeats the plan covers (0: not made yet)."""
+        self._ceiling: int | None = None
+        """The first repeat no plan within ``max_matches`` reaches, once found."""
+
+    def __call__(self, match_id: str, repeat: int) -> PlannedMatch | None:
+        """The planned match of ``match_id`` (None when the plan has no such match of ``repeat``)."""
+        if repeat < 0 or (self._ceiling is not None and repeat >= self._ceiling):
+            return None
+        if repeat >= self._repeats and not self._grow(repeat):
+            return None
+        index = self._ids.get(match_id)
+        return None if index is None else self._plan[index]
+
+    def _grow(self, repeat: int) -> bool:
+        """Make the plan cover ``repeat`` (doubling the repeats it covers); False when no plan within the limit does.
+
+        Raises:
+            DeepEvalError: the plan cannot be made (a game that no longer loads, a pool that cannot be read).
+        """
+        if self._given is not None and self._repeats == 0 and repeat < self.spec.repeats:
+            plan, repeats = self._given, self.spec.repeats
+        else:
+            plan, repeats = None, max(repeat + 1, self.spec.repeats, 2 * self._repeats)
+            for tried in dict.fromkeys((repeats, repeat + 1)):
+                try:
+                    plan, repeats = plan_matches(self.spec.with_experiment(repeats=tried)), tried
+                    break
+                except SpecError:
+                    if tried == repeat + 1:
+                        self._ceiling = repeat if self._ceiling is None else min(self._ceiling, repeat)
+                        return False
+        assert plan is not None
+        self._plan, self._repeats = plan, repeats
+        self._ids = {match_id: i for i, match_id in enumerate(plan.match_ids())}
+        return True
+
+
+def stored_admission(run_dir: str | Path) -> Admission:
+    """The admission of a run directory's records for a reader: against the plan of the spec it keeps (every check
+    but the plan's when it keeps none that still plans)."""
+    try:
+        spec = stored_spec(run_dir)
+        if spec is None:
+            return Admission()
+        index = PlanIndex(spec)
+        index("", 0)  # made now: a plan that cannot be made is known before any record is read
+    except DeepEvalError as exc:
+        log.info("%s: its records are read without its plan, which cannot be made: %s", run_dir, exc)
+        return Admission()
+    return Admission(index)

@@ -31,14 +31,10 @@ repairs the JSONL from the database.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
-import socket
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -47,6 +43,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
+from deepeval_games.app.storage.admission import Admission, Refused, check_bounds, quarantine
+from deepeval_games.app.storage.run_lock import LOCK_NAME, RunLock, RunLockedError
 from deepeval_games.core.errors import DeepEvalError, ResumeMismatchError
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import MatchRecord, RecordError
@@ -55,7 +53,6 @@ __all__ = ["DB_NAME", "JSONL_NAME", "LOCK_NAME", "RunLock", "RunLockedError", "S
 
 DB_NAME = "results.sqlite"
 JSONL_NAME = "matches.jsonl"
-LOCK_NAME = "run.lock"
 PAGE_SIZE = 65536
 """SQLite page size of a new store: a record (tens of kB for a scripted match, more with prompts) spans one
 or two pages instead of six overflow pages of 4 kB, which makes inserting and reading it back cheaper."""
@@ -111,8 +108,9 @@ def _line_id(line: bytes) -> str | None:
         if end > 0:
             return line[len(_ID_PREFIX) : end].decode("ascii", "replace")
     try:
+        check_bounds(line)
         match_id = json.loads(line)["match_id"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # (a Refused line is a ValueError)
         return None
     return match_id if isinstance(match_id, str) else None
 
@@ -140,6 +138,7 @@ def _whole_record(line: bytes) -> str | None:
     """The text of a ``matches.jsonl`` line the database lacks, if it is a whole record (else None)."""
     try:
         text = line.decode("utf-8")
+        check_bounds(line)
         data = json.loads(text)
     except ValueError:
         return None
@@ -148,138 +147,6 @@ def _whole_record(line: bytes) -> str | None:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class RunLockedError(DeepEvalError):
-    """Another process is writing the run directory (its pid and host are in the message)."""
-
-
-_HELD: dict[Path, tuple[int, int]] = {}
-"""Run directories whose lock this process holds: resolved path -> (lock file descriptor, holders)."""
-_HELD_GUARD = threading.Lock()
-
-
-class RunLock:
-    """The one-writer lock of a run directory: an exclusive ``flock`` on ``run.lock``, held by the driver process.
-
-    The lock belongs to the process: within it, acquiring it again (a store re-opened by the same run, e.g. under
-    ``until_stable``) nests. Another process waits up to ``wait_s`` seconds, then gets :class:`RunLockedError`
-    naming the holder (pid, host, start time, command) that the holder wrote into the lock file. The kernel drops
-    the lock when the holder dies, however it dies.
-    """
-
-    def __init__(self, run_dir: str | Path, *, wait_s: float = 0.0) -> None:
-        """A lock for ``run_dir`` (nothing is created until :meth:`acquire`)."""
-        self.run_dir = Path(run_dir)
-        self.wait_s = wait_s
-        self._key: Path | None = None
-
-    @property
-    def held(self) -> bool:
-        """True while this object holds the lock."""
-        return self._key is not None
-
-    def acquire(self) -> RunLock:
-        """Create the run directory if needed and take its lock (see the class).
-
-        Raises:
-            RunLockedError: another process holds it past ``wait_s``.
-            DeepEvalError: the directory cannot be created or is not a directory.
-        """
-        if self._key is not None:
-            return self
-        try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            key = self.run_dir.resolve()
-        except OSError as exc:
-            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
-        with _HELD_GUARD:
-            if key in _HELD:
-                fd, count = _HELD[key]
-                _HELD[key] = (fd, count + 1)
-                self._key = key
-                return self
-            fd = self._lock_file(key, time.monotonic() + max(0.0, self.wait_s))
-            info = {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "since": _now(),
-                "command": " ".join(sys.argv)[:500],
-            }
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
-            _HELD[key] = (fd, 1)
-            self._key = key
-        return self
-
-    def _lock_file(self, key: Path, deadline: float) -> int:
-        """Open ``run.lock`` and take its ``flock`` (waiting until ``deadline``); the descriptor, locked.
-
-        A holder removes the file when it lets go (a finished run leaves no side file), so a lock taken on a file
-        that is no longer the one at the path (it was removed meanwhile) is dropped and taken again on the new one.
-        """
-        while True:
-            try:
-                fd = os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(fd)
-                    os.close(fd)
-                    raise RunLockedError(
-                        f"{self.run_dir} is being written by another run ({holder}); only one run may write a "
-                        "run directory at a time: wait for it to finish, or use another --out directory"
-                    ) from None
-                os.close(fd)
-                time.sleep(0.2)
-                continue
-            try:
-                current = os.stat(key / LOCK_NAME).st_ino
-            except FileNotFoundError:
-                current = None
-            if current == os.fstat(fd).st_ino:
-                return fd
-            os.close(fd)  # the holder before us removed the file we locked: lock the one at the path now
-
-    def release(self) -> None:
-        """Let go of the lock (the last holder in the process removes ``run.lock``, then unlocks it)."""
-        if self._key is None:
-            return
-        with _HELD_GUARD:
-            fd, count = _HELD[self._key]
-            if count > 1:
-                _HELD[self._key] = (fd, count - 1)
-            else:
-                del _HELD[self._key]
-                try:
-                    os.ftruncate(fd, 0)
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._key / LOCK_NAME)
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
-            self._key = None
-
-    def __enter__(self) -> RunLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _read_holder(fd: int) -> str:
-    """The holder of a lock file as a phrase (``pid 123 on host h since ...``)."""
-    try:
-        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-    except (OSError, ValueError):
-        info = {}
-    if not isinstance(info, dict) or "pid" not in info:
-        return "holder unknown"
-    text = f"pid {info.get('pid')} on host {info.get('host')} since {info.get('since')}"
-    return text + (f": {info['command']}" if info.get("command") else "")
 
 
 class Store:
@@ -294,6 +161,7 @@ class Store:
         read_only: bool = False,
         run_lock: RunLock | None = None,
         wait_s: float = 0.0,
+        admission: Admission | None = None,
     ) -> None:
         """Open (or create) the store in ``run_dir``.
 
@@ -304,6 +172,9 @@ class Store:
         :class:`ResumeMismatchError`.
 
         ``read_only``: open an existing store for reading only: no lock, no repair, no write of any kind.
+
+        ``admission``: what a record read back must pass (:mod:`~deepeval_games.app.storage.admission`; None: all but
+        the plan's check). A writer given one quarantines the stored records it refuses; readers skip them.
 
         Raises:
             RunLockedError: another process writes the directory.
@@ -327,6 +198,9 @@ class Store:
         self._flusher: threading.Thread | None = None
         self._closing = False
         self._jsonl_fd: int | None = None
+        self.admission = admission if admission is not None else Admission()
+        self.refused: list[Refused] = []
+        """Records :meth:`records` skipped (and the lines the writer quarantined at open)."""
         if read_only:
             self._db = self._connect_read_only()
             return
@@ -347,6 +221,8 @@ class Store:
             if spec_hash is not None:
                 self._bind(spec_hash, spec_text or "")
             self._recover_jsonl()
+            if admission is not None:
+                self._admit_stored()
             self._ids = {row[0] for row in self._db.execute("SELECT match_id FROM matches")}
             try:
                 self._jsonl_fd = os.open(self.run_dir / JSONL_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -619,17 +495,28 @@ class Store:
 
     def records(self, *, rebuild_turns: bool = True) -> Iterator[MatchRecord]:
         """Every committed match, in commit order, migrated to the current record version and validated
-        (``rebuild_turns``: see :meth:`MatchRecord.from_json`).
-
-        Raises:
-            RecordError: a stored record is of a newer version than this code, or does not validate.
+        (``rebuild_turns``: see :meth:`MatchRecord.from_json`). A record the store's admission refuses is skipped
+        (counted in :attr:`refused`, one warning line for all of them).
         """
         self.flush()
+        refused = len(self.refused)
         for (text,) in self._db.execute("SELECT record FROM matches ORDER BY seq"):
             try:
-                yield MatchRecord.from_json(text, rebuild_turns=rebuild_turns)
-            except RecordError as exc:
-                raise RecordError(f"{self.run_dir}: {exc}") from exc
+                yield self.admission.admit(text, rebuild_turns=rebuild_turns)
+            except Refused as exc:
+                self.refused.append(exc)
+        if len(self.refused) > refused:
+            skipped = self.refused[refused:]
+            log.warning(
+                "skipped %d record%s of %s that admission refuses (first: %s); running its spec into it again "
+                "quarantines %s and plays %s again",
+                len(skipped),
+                "" if len(skipped) == 1 else "s",
+                self.run_dir,
+                skipped[0],
+                "it" if len(skipped) == 1 else "them",
+                "its match" if len(skipped) == 1 else "their matches",
+            )
 
     # -- re-judged verdicts: a table of their own; the matches they score are never touched --------------
 
@@ -691,6 +578,7 @@ class Store:
                 self._rewrite_jsonl()
             return
         stored = self._db.execute("SELECT match_id FROM matches ORDER BY seq")
+        refused: list[tuple[Refused, str | bytes]] = []
         missing: list[tuple[str, str]] = []
         missing_ids: set[str] = set()
         in_order, torn_at, offset = True, None, 0
@@ -706,21 +594,22 @@ class Store:
                     continue
                 if row is not None:  # the database has a match here that the file lacks
                     in_order = False
-                if (
-                    match_id is None
+                if match_id is not None and (
+                    match_id in missing_ids
                     or self._db.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone()
                 ):
-                    in_order = False  # an unreadable line, or a stored match out of place
+                    in_order = False  # a stored match out of place
                     continue
-                text = _whole_record(line[:-1])
-                if text is None or match_id in missing_ids:
-                    in_order = False
+                admitted = self._admitted_line(line[:-1], match_id, refused)
+                if admitted is None:
+                    in_order = False  # a refused line: the file is rewritten from the database
                     continue
-                missing.append((match_id, text))
-                missing_ids.add(match_id)
+                missing.append(admitted)
+                missing_ids.add(admitted[0])
         if in_order and not missing and stored.fetchone() is not None:
             in_order = False  # the database holds matches the file lacks
         stored.close()
+        self._quarantined(refused)
         if missing:
             log.warning("%s: %d committed matches recovered from %s", self.run_dir, len(missing), JSONL_NAME)
             with self._lock:
@@ -730,6 +619,73 @@ class Store:
         elif torn_at is not None:
             with open(path, "r+b") as handle:
                 handle.truncate(torn_at)
+
+    def _admitted_line(
+        self, line: bytes, match_id: str | None, refused: list[tuple[Refused, str | bytes]]
+    ) -> tuple[str, str] | None:
+        """(match id, text) of a ``matches.jsonl`` line the database lacks, if admission admits it; else None, the
+        line added to ``refused``."""
+        try:
+            record = self.admission.admit(line, rebuild_turns=False)
+            if match_id is None:
+                raise Refused(record.match_id, "its match id is not where a record has it")
+            if record.match_id != match_id:
+                raise Refused(match_id, f"the line names two match ids ({match_id!r}, {record.match_id!r})")
+            text = line.decode("utf-8")
+        except Refused as exc:
+            refused.append((exc, line))
+            return None
+        except UnicodeDecodeError as exc:
+            refused.append((Refused(match_id or "?", f"not UTF-8: {exc}"), line))
+            return None
+        self.admission.admitted.add(match_id)
+        return match_id, text
+
+    def _admit_stored(self) -> None:
+        """Admit every record of the database not admitted yet (a writer given an admission, at open): those refused
+        are taken out of the database and ``matches.jsonl`` and quarantined, so that their matches are played again."""
+        admitted = self.admission.admitted
+        refused: list[tuple[Refused, str | bytes]] = []
+        seqs: list[int] = []
+        for seq, match_id, text in self._db.execute("SELECT seq, match_id, record FROM matches ORDER BY seq"):
+            if match_id in admitted:
+                continue
+            try:
+                record = self.admission.admit(text, rebuild_turns=False)
+                if record.match_id != match_id:
+                    raise Refused(match_id, f"it is stored under another match id ({record.match_id!r})")
+            except Refused as exc:
+                refused.append((exc, text))
+                seqs.append(seq)
+                continue
+            admitted.add(match_id)
+        if not seqs:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("DELETE FROM matches WHERE seq = ?", [(seq,) for seq in seqs])
+            self._db.execute("COMMIT")
+        self._quarantined(refused)
+        self._rewrite_jsonl()
+
+    def _quarantined(self, refused: list[tuple[Refused, str | bytes]]) -> None:
+        """Move ``refused`` lines to the quarantine file, with one warning line naming it."""
+        if not refused:
+            return
+        path = quarantine(self.run_dir, refused)
+        self.refused += [error for error, _ in refused]
+        self.admission.quarantined.update(error.match_id for error, _ in refused)
+        count = len(refused)
+        log.warning(
+            "%s: %d record%s refused and moved to %s (first: %s); %s the run's plan has %s played again",
+            self.run_dir,
+            count,
+            "" if count == 1 else "s",
+            path,
+            refused[0][0],
+            "its match, if" if count == 1 else "those of their matches",
+            "it, is" if count == 1 else "are",
+        )
 
     def _rewrite_jsonl(self) -> None:
         """Write ``matches.jsonl`` afresh from the database, in commit order (streamed)."""
@@ -760,6 +716,7 @@ class Store:
                             os.close(self._jsonl_fd)
                             self._jsonl_fd = None
                 self._leave_no_side_files()
+                self.admission.admitted |= self._ids  # committed by this run: not checked when it opens the store again
             self._db.close()
         finally:
             if self._run_lock is not None and self._owns_lock:

@@ -1,0 +1,127 @@
+"""Records trusted only once checked (issue 51): every kind of bad record of the corruption kit
+(``tests/corruption.py``) is quarantined when the run is resumed, its match played again, and the run's tables are
+those of the clean run; readers of a run not yet repaired skip what admission refuses, with one warning line and no
+traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from csv import DictReader
+from pathlib import Path
+
+import pytest
+
+from deepeval_games.app.storage.admission import MAX_DEPTH, QUARANTINE_NAME, Admission, Refused, check_bounds
+from tests.corruption import CORRUPTIONS, copy_run, records_of
+
+REPO = Path(__file__).resolve().parent.parent
+
+SPEC = """
+[experiment]
+name = "ttt-admission"
+game = "tic_tac_toe"
+pairing = "round_robin"
+repeats = 5
+seed = 0
+
+[[players]]
+name = "mcts"
+bot = "mcts"
+params = { simulations = 20, uct_c = 2.0, rollouts = 1 }
+
+[[players]]
+name = "random"
+bot = "random"
+"""
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deepeval_games", *map(str, args)], cwd=REPO, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, tuple[str, list[str]]]:
+    """(spec, run directory, its tables) of a clean run of tic-tac-toe."""
+    root = tmp_path_factory.mktemp("clean")
+    spec = root / "ttt.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    run = root / "run"
+    done = _cli("run", spec, "--out", run, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    return spec, run, _tables(copy_run(run, root / "clean" / "run"))
+
+
+def _tables(run: Path) -> tuple[str, list[str]]:
+    """The report's text (its score tables) and the CSV export's rows, sorted; every reader exits 0 (their files
+    written beside the run directory)."""
+    tmp = run.parent
+    report = _cli("report", run)
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
+    html = _cli("report", run, "--html", tmp / f"{run.name}.html")
+    assert html.returncode == 0 and "Traceback" not in html.stderr, html.stderr
+    csv = tmp / f"{run.name}.csv"
+    exported = _cli("export", run, "--format", "csv", "--out", csv)
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
+    inspect = _cli("export", run, "--format", "inspect", "--out", tmp / f"{run.name}-inspect")
+    assert inspect.returncode == 0 and "Traceback" not in inspect.stderr, inspect.stderr
+    with open(csv, encoding="utf-8", newline="") as handle:  # a replayed match is the same but for its timing
+        rows = sorted(
+            json.dumps({k: v for k, v in row.items() if k not in ("wall_time_s", "started_at")}, sort_keys=True)
+            for row in DictReader(handle)
+        )
+    return report.stdout, rows
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPTIONS))
+def test_a_resumed_run_quarantines_the_bad_record_and_its_tables_are_the_clean_runs(
+    kind: str, clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path
+) -> None:
+    spec, source, tables = clean
+    run = copy_run(source, tmp_path / "corrupted" / "run")
+    match_id = CORRUPTIONS[kind](run)
+    resumed = _cli("run", spec, "--out", run, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Traceback" not in resumed.stderr and "OpenSpiel" not in resumed.stderr
+    warnings = [line for line in resumed.stderr.splitlines() if QUARANTINE_NAME in line]
+    assert len(warnings) == 1 and "refused" in warnings[0]
+    entries = [json.loads(line) for line in (run / QUARANTINE_NAME).read_text(encoding="utf-8").splitlines()]
+    assert len(entries) == 1 and entries[0]["reason"] and entries[0]["line"]
+    assert entries[0]["match_id"] == match_id
+    assert _tables(run) == tables
+    assert sorted(r["match_id"] for r in records_of(run)) == sorted(r["match_id"] for r in records_of(source))
+    again = _cli("run", spec, "--out", run, "--no-progress")  # repaired: nothing more to quarantine or play
+    assert again.returncode == 0 and QUARANTINE_NAME not in again.stderr
+    assert "0 played now" in again.stdout
+
+
+@pytest.mark.parametrize("kind", ["nan_returns_stored", "forged_returns", "other_game"])
+def test_readers_of_a_run_not_yet_repaired_skip_the_bad_record(
+    kind: str, clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path
+) -> None:
+    _, source, _ = clean
+    run = copy_run(source, tmp_path / "run")
+    CORRUPTIONS[kind](run)
+    csv = tmp_path / "x.csv"
+    for args in (("report", run), ("export", run, "--format", "csv", "--out", csv), ("leaderboard", run)):
+        done = _cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "could not be computed" not in done.stdout
+        skipped = [line for line in done.stderr.splitlines() if "skipped 1 record" in line]
+        assert len(skipped) == 1, done.stderr
+
+
+def test_admission_bounds_are_checked_before_parsing() -> None:
+    with pytest.raises(Refused, match="deeper"):
+        check_bounds("[" * 100_000 + "]" * 100_000)
+    check_bounds("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    check_bounds('{"a": "[[[[' + "[" * 1000 + '"}')  # brackets inside a string are no nesting
+    for bad in ('{"x": NaN}', '{"x": -Infinity}', '{"x": 1e999}'):
+        with pytest.raises(Refused, match="finite"):
+            check_bounds(bad)
+    check_bounds('{"x": "NaN and Infinity are words", "y": 1e-300}')
+    with pytest.raises(Refused, match="not a valid record"):
+        Admission().admit('{"match_id": "x"}')
