@@ -255,11 +255,13 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 LEADERBOARD_INTERVALS = {
     "anytime": "95% interval: where each player's true mean payoff lies, with 95% confidence for the players of a "
-    "table at once; valid although the runs looked at their results to decide when to stop. Players whose intervals "
-    "do not overlap are told apart; a rating is a point estimate",
+    "table at once; valid although the runs looked at their results to decide when to stop. A rating is a point "
+    "estimate; which players are told apart, compared where they met, is said by 'deepeval-games report'",
     "fixed": "95% interval: where each player's true mean payoff lies, with 95% confidence, for the number of "
-    "matches fixed in advance. Players whose intervals do not overlap are told apart; a rating is a point estimate",
-    "mixed": "95% intervals: anytime-valid where a stopping rule decided when a run stopped, fixed-n elsewhere",
+    "matches fixed in advance. A rating is a point estimate; which players are told apart, compared where they met, "
+    "is said by 'deepeval-games report'",
+    "mixed": "95% intervals: anytime-valid where a stopping rule decided when a run stopped, fixed-n elsewhere. "
+    "Which players are told apart, compared where they met, is said by 'deepeval-games report'",
 }
 """What the leaderboard's intervals are, said once under the tables, by their kind."""
 
