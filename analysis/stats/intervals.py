@@ -15,8 +15,9 @@ Means of payoffs on a known range (:data:`INTERVAL_METHODS`, through :func:`mean
   only where the support is known before the data are seen (the game's rules say so), never chosen because a
   sample happens to show few values; a value off the support is an error.
 
-The other kinds of result keep one method each, named here for the report: :data:`RATE_METHOD` (win, draw and
-loss rates), :data:`RATIO_METHODS` (GTBench's NRA), :data:`SEQUENCE_METHODS` (the anytime-valid sequences of the
+The other kinds of result, named here for the report: :data:`RATE_METHODS` (win, draw, loss and illegal-move
+rates: Clopper–Pearson, or Robbins' beta-binomial mixture sequence in a run stopped by looking at its results),
+:data:`RATIO_METHODS` (GTBench's NRA), :data:`SEQUENCE_METHODS` (the anytime-valid sequences of the
 stopping rule and of active matchmaking). ``bench/bench_width.py`` measures each against the t-interval (Wilson's
 for rates) and ``bench/width_results.md`` says which is kept where, and why.
 """
@@ -32,7 +33,14 @@ import numpy as np
 
 from analysis import views
 from analysis.stats.confseq import Interval, make_sequence, rescaled, unit_mean_intervals
-from analysis.stats.exact import binomial_intervals, conditional_ratio_intervals, support_counts, trinomial_intervals
+from analysis.stats.exact import (
+    binomial_intervals,
+    clopper_pearson_interval,
+    conditional_ratio_intervals,
+    mixture_rate_interval,
+    support_counts,
+    trinomial_intervals,
+)
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import load_recorded_game, payoff_support
@@ -44,9 +52,11 @@ __all__ = [
     "INTERVAL_METHODS",
     "INTERVAL_VERSIONS",
     "LATEST_VERSION",
+    "MIXTURE_RATE_METHOD",
     "OLD_VERSION",
     "POINTS_SUPPORT",
     "RATE_METHOD",
+    "RATE_METHODS",
     "RATIO_METHODS",
     "SEQUENCE_METHODS",
     "IntervalMethod",
@@ -127,7 +137,16 @@ INTERVAL_METHODS: dict[str, IntervalMethod] = {
 """The interval methods of a mean, by name."""
 
 RATE_METHOD = "clopper-pearson/1"
-"""Win, draw, loss and illegal-move rates: the exact binomial interval (scipy's ``binomtest``)."""
+"""Win, draw, loss and illegal-move rates of a run of a fixed number of matches: the exact binomial interval
+(scipy's ``binomtest``; :func:`analysis.stats.exact.clopper_pearson_interval`)."""
+
+MIXTURE_RATE_METHOD = "beta-binomial-mixture/1"
+"""The rates of a run stopped by a rule that looked at its results: the anytime-valid confidence sequence of Robbins'
+beta-binomial mixture with Jeffreys' prior, read at the stopping time
+(:func:`analysis.stats.exact.mixture_rate_interval`); from the counts only, whatever their order."""
+
+RATE_METHODS = (RATE_METHOD, MIXTURE_RATE_METHOD)
+"""The interval methods of a rate: fixed-n, then anytime-valid (:attr:`IntervalPolicy.rate`)."""
 
 RATIO_METHODS = ("betting-ratio/1", "exact-conditional/1")
 """GTBench's NRA: test inversion by betting (:func:`analysis.stats.confseq.ratio_interval`, any payoffs), or, for a
@@ -211,7 +230,8 @@ INTERVAL_VERSIONS = {
     "exact-conditional/1, a points share exact-discrete/1 on 0, 1/2, 1), betting otherwise",
 }
 """What each version of ``[experiment] intervals`` prints; rates are ``clopper-pearson/1`` and paired differences
-``betting-eb/1`` in both."""
+``betting-eb/1`` in both. In a run stopped by a rule that looked at its results (:func:`collected_key`) every mean
+and points share is the run's anytime-valid sequence and every rate ``beta-binomial-mixture/1``, in both."""
 
 POINTS_SUPPORT = (0.0, 0.5, 1.0)
 """A points share's values by its definition: a win, a draw, a loss."""
@@ -282,8 +302,9 @@ class IntervalPolicy:
     chosen by a version (:data:`INTERVAL_VERSIONS`), the payoff values the games declare, and how the run was
     collected: with ``sequence`` set (a rule looked at the results to decide when to stop), a player's mean gets the
     anytime-valid confidence sequence at the stopping time, at the level ``alpha`` shared by the players of a
-    ranking, exactly as the adaptive stopping rule computed it (:mod:`analysis.stats.stopping`); a fixed-n interval
-    there would not be valid."""
+    ranking, exactly as the adaptive stopping rule computed it (:mod:`analysis.stats.stopping`); a points share the
+    same sequence on [0, 1] and a rate the beta-binomial mixture sequence, each at level ``alpha``. A fixed-n
+    interval there would not be valid."""
 
     version: str
     support: tuple[float, ...] | None = None
@@ -314,8 +335,17 @@ class IntervalPolicy:
 
     @property
     def points(self) -> str:
-        """The method of a points share (1, 1/2, 0 by its definition)."""
+        """The method of a points share (1, 1/2, 0 by its definition): the run's sequence where it was collected
+        adaptively."""
+        if self.sequence is not None:
+            return SEQUENCE_METHODS[self.sequence]
         return DEFAULT_METHOD if self.version == OLD_VERSION else "exact-discrete/1"
+
+    @property
+    def rate(self) -> str:
+        """The method of a rate (win, draw, loss, illegal moves): :data:`RATE_METHODS`' fixed-n one, or its
+        anytime-valid one where the run was collected adaptively."""
+        return MIXTURE_RATE_METHOD if self.sequence is not None else RATE_METHOD
 
     @property
     def ratio(self) -> str:
@@ -354,7 +384,14 @@ class IntervalPolicy:
         return mean_interval(data, low, high, method=method, support=self.support if method != DEFAULT_METHOD else None)
 
     def points_interval(self, values: Sequence[float]) -> Interval:
-        """:func:`mean_interval` of a points share by :attr:`points`."""
+        """:func:`mean_interval` of a points share by :attr:`points`; for an adaptively collected run, the run's
+        sequence on [0, 1] after the last value (in the order given), at level ``alpha``."""
+        if self.sequence is not None:
+            data = np.asarray(values, dtype=float)
+            if data.size == 0:
+                return Interval(math.nan, math.nan, math.nan, 0)
+            end = make_sequence(self.sequence, 0.0, 1.0, alpha=self.alpha).extend(data)
+            return Interval(end.low, end.high, float(data.mean()), int(data.size))
         support = None if self.points == DEFAULT_METHOD else POINTS_SUPPORT
         return mean_interval(values, 0.0, 1.0, method=self.points, support=support)
 
@@ -373,17 +410,33 @@ class IntervalPolicy:
         support = None if self.points == DEFAULT_METHOD else POINTS_SUPPORT
         return mean_interval(data, 0.0, 1.0, alpha=level, method=self.points, support=support)
 
+    def rate_interval(self, successes: int, trials: int) -> Interval:
+        """The share ``successes / trials`` with its interval by :attr:`rate` at level ``1 - alpha``: Clopper–Pearson
+        for a fixed number of matches, the beta-binomial mixture sequence at the stopping time for an adaptively
+        collected run; NaNs for no trials.
+
+        Raises:
+            ValueError: counts outside ``0 <= successes <= trials``.
+        """
+        if trials == 0 and successes == 0:
+            return Interval(math.nan, math.nan, math.nan, 0)
+        compute = mixture_rate_interval if self.sequence is not None else clopper_pearson_interval
+        low, high = compute(successes, trials, self.alpha)
+        return Interval(low, high, successes / trials, trials)
+
     def note(self) -> str:
         """One line for a report's methods: the version and which method made which interval."""
         values = "" if self.support is None else " (the game pays " + ", ".join(f"{v:g}" for v in self.support) + ")"
-        collected = (
-            f"adaptively collected, anytime-valid {self.mean} at alpha {self.alpha:g} shared by a ranking's players"
-            if self.sequence is not None
-            else f"{self.mean}{values}"
-        )
+        if self.sequence is not None:
+            return (
+                f"intervals {self.version}, adaptively collected: player means anytime-valid {self.mean} at alpha "
+                f"{self.alpha:g} shared by a ranking's players; points shares anytime-valid {self.points} and rates "
+                f"anytime-valid {self.rate}, each at alpha {self.alpha:g}; differences {DEFAULT_METHOD}; "
+                f"NRA {self.ratio}"
+            )
         return (
-            f"intervals {self.version}: player means {collected}; differences {DEFAULT_METHOD}; "
-            f"NRA {self.ratio}; points shares {self.points}; rates {RATE_METHOD}"
+            f"intervals {self.version}: player means {self.mean}{values}; differences {DEFAULT_METHOD}; "
+            f"NRA {self.ratio}; points shares {self.points}; rates {self.rate}"
         )
 
 

@@ -3,7 +3,9 @@
 Per pair of players (each pair once, from the view of the first name in sorted order):
 
 * win / draw / loss rates, each with its Clopper–Pearson (exact binomial) 95% interval (a win: a higher payoff than
-  the opponent);
+  the opponent), or, in a run stopped by a rule that looked at its results, the anytime-valid beta-binomial mixture
+  interval at the stopping time (:meth:`analysis.stats.intervals.IntervalPolicy.rate_interval`; so are every rate
+  below);
 * the mean payoff with the fixed-n betting 95% interval on the game's payoff range
   (:func:`analysis.stats.confseq.mean_interval`);
 * the normalized relative advantage (NRA) as GTBench defines it, over the pair's matches:
@@ -83,13 +85,14 @@ class Interval:
 
 def clopper_pearson(successes: int, trials: int) -> Interval:
     """The share ``successes / trials`` with its Clopper–Pearson 95% interval (scipy's exact binomial interval, which
-    covers at least 95% at every sample size); NaN for no trials."""
-    if trials == 0:
-        return Interval(float("nan"), float("nan"), float("nan"))
-    from scipy.stats import binomtest  # scipy loads only when a report needs it
+    covers at least 95% at every sample size, for a number of trials fixed in advance); NaN for no trials."""
+    return _rate(IntervalPolicy(OLD_VERSION), successes, trials)
 
-    ci = binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="exact")
-    return Interval(successes / trials, float(ci.low), float(ci.high))
+
+def _rate(policy: IntervalPolicy, successes: int, trials: int) -> Interval:
+    """The share ``successes / trials`` with its interval by ``policy``'s rate method (fixed-n or anytime-valid)."""
+    interval = policy.rate_interval(successes, trials)
+    return Interval(interval.mean, interval.low, interval.high)
 
 
 def normalized_relative_advantage(mine: Sequence[float] | np.ndarray, theirs: Sequence[float] | np.ndarray) -> float:
@@ -174,7 +177,7 @@ class TwoPlayerSummary:
     """Over every match: seat 0 wins, seat 1 wins, draws."""
     matches: int
     policy: IntervalPolicy = field(default_factory=lambda: IntervalPolicy(OLD_VERSION))
-    """The interval methods of the means and NRAs."""
+    """The interval methods of the rates, means and NRAs."""
 
 
 def _pair(
@@ -193,7 +196,7 @@ def _pair(
     def won_in(seat: int) -> Interval:
         subset = views.select(records, lambda r: r.seats[seat] == player)
         won = sum(r.returns[seat] > r.returns[1 - seat] for r in subset)
-        return clopper_pearson(won, len(subset))
+        return _rate(policy, won, len(subset))
 
     return PairResult(
         player=player,
@@ -202,9 +205,9 @@ def _pair(
         wins=wins,
         draws=draws,
         losses=n - wins - draws,
-        win_rate=clopper_pearson(wins, n),
-        draw_rate=clopper_pearson(draws, n),
-        loss_rate=clopper_pearson(n - wins - draws, n),
+        win_rate=_rate(policy, wins, n),
+        draw_rate=_rate(policy, draws, n),
+        loss_rate=_rate(policy, n - wins - draws, n),
         mean_payoff=_mean_interval(mine, bounds, policy),
         nra=_nra(mine, theirs, bounds, policy),
         first=won_in(0),
@@ -228,7 +231,7 @@ def two_player_summary(records: Iterable[MatchRecord], *, intervals: str = OLD_V
     for a, b in sorted({tuple(sorted(r.seats)) for r in done if r.seats[0] != r.seats[1]}):
         pairs.append(_pair(a, b, views.select(done, _between(a, b)), bounds, policy))
     illegal = {
-        name: clopper_pearson(tally.total - tally.valid, tally.total)
+        name: _rate(policy, tally.total - tally.valid, tally.total)
         for name, tally in sorted(turn_outcomes(done).items())
         if tally.total
     }
@@ -240,9 +243,9 @@ def two_player_summary(records: Iterable[MatchRecord], *, intervals: str = OLD_V
         illegal_rate=illegal,
         mean_length=float(np.mean(lengths)) if lengths else float("nan"),
         seat_wins=(
-            clopper_pearson(seat0, len(done)),
-            clopper_pearson(seat1, len(done)),
-            clopper_pearson(len(done) - seat0 - seat1, len(done)),
+            _rate(policy, seat0, len(done)),
+            _rate(policy, seat1, len(done)),
+            _rate(policy, len(done) - seat0 - seat1, len(done)),
         ),
         matches=len(done),
         policy=policy,
@@ -256,15 +259,15 @@ TITLE = "Wins, draws, losses and advantage per pair of players"
 def _legend(policy: IntervalPolicy) -> str:
     """What the pair table's intervals are, in words (their methods and versions: :meth:`IntervalPolicy.note`, for
     the report's methods section)."""
-    mean = (
-        "valid although the run looked at its results to decide when to stop"
+    what = (
+        "rates and a player's mean payoff against that opponent valid although the run looked at its results to "
+        "decide when to stop"
         if policy.anytime
-        else "for the number of matches fixed in advance"
+        else "rates exact, a player's mean payoff against that opponent for the number of matches fixed in advance"
     )
     return (
-        f"95% intervals; rates exact, a player's mean payoff against that opponent {mean}; few matches give wide "
-        "intervals. NRA: GTBench's normalized relative advantage, wins minus losses over the matches the pair "
-        "played, draws scored 0"
+        f"95% intervals; {what}; few matches give wide intervals. NRA: GTBench's normalized relative advantage, wins "
+        "minus losses over the matches the pair played, draws scored 0"
     )
 
 
