@@ -25,12 +25,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 __all__ = [
     "Behaviour",
     "FakeOpenAIServer",
     "common_prefix",
+    "fake_eval_argv",
     "first_legal_move",
     "last_user_message",
     "model_player",
@@ -476,3 +478,27 @@ def transport_config(server: FakeOpenAIServer, **overrides: Any) -> Any:
         **overrides,
     }
     return ModelConfig(**values)
+
+
+def fake_eval_argv(
+    game: str,
+    out: str | Path,
+    api_base: str,
+    key_env: str,
+    *extra: str,
+    models: tuple[str, ...] = (f"openai/{DEFAULT_MODEL_ID}",),
+    settings: tuple[str, ...] = (),
+) -> list[str]:
+    """The argv of ``deepeval-games eval GAME`` (for :func:`deepeval_games.app.commands.cli.main`) with ``models`` at
+    this server's ``api_base`` (key read from the variable ``key_env``), no transport retries, a 5 s timeout, one
+    worker, no progress bar, the run in ``out``; ``settings`` are more ``-M`` settings (``"temperature=0.2"``),
+    ``extra`` is appended (``--max-matches 6``)."""
+    return [
+        "eval",
+        game,
+        *(part for model in models for part in ("--model", model)),
+        *("-M", f'api_base="{api_base}"', "-M", f'api_key_env="{key_env}"'),
+        *("-M", "max_retries=0", "-M", "timeout_s=5"),
+        *(part for setting in settings for part in ("-M", setting)),
+        *("--out", str(out), "--no-progress", "--workers", "1", *extra),
+    ]

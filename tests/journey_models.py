@@ -32,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer, last_user_message
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, fake_eval_argv, last_user_message
 
 __all__ = [
     "BROKEN_REPLY",
@@ -203,16 +203,5 @@ def three_models(*, max_hang_s: float = 5.0) -> Iterator[FakeOpenAIServer]:
 
 def eval_argv(game: str, out: str | Path, api_base: str, key_env: str, *extra: str) -> list[str]:
     """The argv of ``deepeval-games eval GAME`` for :func:`deepeval_games.app.commands.cli.main`: the three models
-    at ``api_base`` (key read from the variable ``key_env``), no transport retries, a 5 s timeout, one worker, no
-    progress bar, the run in ``out``; ``extra`` is appended (``--max-matches 6``)."""
-    models = [part for name in MODELS for part in ("--model", f"openai/{name}")]
-    settings = ("-M", f'api_base="{api_base}"', "-M", f'api_key_env="{key_env}"', "-M", "max_retries=0")
-    return [
-        "eval",
-        game,
-        *models,
-        *settings,
-        *("-M", "timeout_s=5"),
-        *("--out", str(out), "--no-progress", "--workers", "1"),
-        *extra,
-    ]
+    at ``api_base`` (:func:`tests.fake_openai_server.fake_eval_argv`), the run in ``out``; ``extra`` is appended."""
+    return fake_eval_argv(game, out, api_base, key_env, *extra, models=tuple(f"openai/{name}" for name in MODELS))

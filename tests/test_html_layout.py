@@ -23,7 +23,7 @@ import pytest
 from deepeval_games.app.commands.cli import main
 from tests.chromium import LivePage, chromium_binary
 from tests.conftest import FAKE_KEY_ENV
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, fake_eval_argv, first_legal_move
 
 needs_chromium = pytest.mark.skipif(
     chromium_binary() is None, reason="chromium is not installed (.ci/run installs it: apt-get install -y chromium)"
@@ -53,15 +53,7 @@ _OVERFLOWING = r"""(function(){
 def _eval(out: Path, game: str, reply: Behaviour, *extra: str) -> None:
     with pytest.MonkeyPatch.context() as patch, FakeOpenAIServer(default=reply, max_hang_s=5) as server:
         patch.setenv(FAKE_KEY_ENV, "sk-test-not-a-secret")
-        argv = [
-            "eval",
-            game,
-            "--model",
-            "openai/fake-model",
-            *("-M", f'api_base="{server.api_base}"', "-M", f'api_key_env="{FAKE_KEY_ENV}"'),
-            *("-M", "max_retries=0", "-M", "timeout_s=5", "-M", "temperature=0.2"),
-            *("--out", str(out), "--no-progress", "--workers", "1", *extra),
-        ]
+        argv = fake_eval_argv(game, out, server.api_base, FAKE_KEY_ENV, *extra, settings=("temperature=0.2",))
         assert main(argv) == 0
 
 

@@ -1,21 +1,13 @@
-"""The journey tests' three fake models (tests/journey_models.py) really differ: ``strong`` out-scores ``weak`` and
-``broken``'s every turn is counted invalid, in the two games the journeys play (tic-tac-toe and the Public Goods
-Game), through ``deepeval-games eval`` as a user runs it; and each model's replies, one request at a time."""
+"""The journey tests' three fake models (tests/journey_models.py), one request at a time: ``strong`` plays perfect
+tic-tac-toe and keeps its coins, ``weak`` plays its worst legal move and gives them all, ``broken`` never answers in
+the format. How they play through ``eval`` is checked on the journeys' own runs (tests/test_journeys.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from statistics import mean
 from typing import Any
 
-import pytest
-
-from deepeval_games.app.commands.cli import main
-from deepeval_games.app.storage.store import Store
-from deepeval_games.core.bot import Outcome
-from deepeval_games.core.records import MatchRecord
 from tests.journey_models import (
     BROKEN_REPLY,
     MODELS,
@@ -23,14 +15,8 @@ from tests.journey_models import (
     eval_argv,
     respond,
     strong_reply,
-    three_models,
     weak_reply,
 )
-
-TTT_MATCHES = 20
-"""Tic-tac-toe's least budget: one round of every seating of five players (the three models, random, MCTS)."""
-PGG_MATCHES = 15
-"""The Public Goods Game's least budget: one round of every line-up of four of six players (the models, 3 baselines)."""
 
 
 def _ttt_body(model: str, board: str, mark: str) -> dict[str, Any]:
@@ -91,72 +77,3 @@ def test_eval_argv_names_the_three_models_at_the_endpoint() -> None:
     assert settings == ['api_base="http://127.0.0.1:1/v1"', 'api_key_env="KEY"', "max_retries=0", "timeout_s=5"]
     assert argv[-5:] == ["--no-progress", "--workers", "1", "--max-matches", "20"]
     assert argv[argv.index("--out") + 1] == "/tmp/run"
-
-
-def _play(game: str, out: Path, key: str, matches: int, capsys: pytest.CaptureFixture[str]) -> list[MatchRecord]:
-    """``eval`` of the three models on ``game`` into ``out`` (its output checked), the records it stored."""
-    with three_models() as server:
-        assert main(eval_argv(game, out, server.api_base, key, "--max-matches", str(matches))) == 0
-    played = capsys.readouterr().out
-    assert f"{matches} matches planned: {matches} played now" in played
-    with Store(out, read_only=True) as store:
-        records = list(store.records())
-    assert len(records) == matches and all(r.status == "complete" for r in records)
-    return records
-
-
-def _payoffs(records: list[MatchRecord], player: str) -> list[float]:
-    return [r.returns[r.seats.index(player)] for r in records if player in r.seats]
-
-
-def _turns(records: list[MatchRecord], player: str) -> list[Any]:
-    return [t for r in records if player in r.seats for t in r.turns if t.seat == r.seats.index(player)]
-
-
-def _outcomes_reported(out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
-    """``report OUT``'s turn outcomes: player -> its line's counts (``invalid 20 (of 20)``)."""
-    assert main(["report", str(out)]) == 0
-    text = capsys.readouterr().out
-    block = text.split("Turn outcomes:\n", 1)[1].split("\n\n", 1)[0]
-    return {m.group(1): m.group(2) for m in re.finditer(r"^  (\S+) +(.*)$", block, re.M)}
-
-
-def _check_broken(records: list[MatchRecord], out: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Every turn of ``broken`` is invalid (after its re-asks, its prose kept), ``strong``'s and ``weak``'s ok; the
-    report says so."""
-    broken = _turns(records, "broken")
-    assert broken and all(t.outcome == Outcome.INVALID for t in broken)
-    assert all(t.retries >= 1 and set(t.raw_replies) == {BROKEN_REPLY} for t in broken)
-    for name in ("strong", "weak"):
-        assert all(t.outcome == Outcome.OK for t in _turns(records, name)), name
-    outcomes = _outcomes_reported(out, capsys)
-    assert outcomes["broken"] == f"invalid {len(broken)} (of {len(broken)})"
-    assert outcomes["strong"].startswith("ok ") and outcomes["weak"].startswith("ok ")
-
-
-def test_tic_tac_toe_strong_beats_weak_and_broken_is_invalid(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_provider_key: str
-) -> None:
-    out = tmp_path / "ttt"
-    records = _play("tic_tac_toe", out, fake_provider_key, TTT_MATCHES, capsys)
-    strong, weak = _payoffs(records, "strong"), _payoffs(records, "weak")
-    assert len(strong) == len(weak) == 8  # every other player, both seats
-    assert min(strong) >= 0.0  # perfect play never loses
-    assert mean(strong) > mean(weak)
-    head_to_head = [r.returns[r.seats.index("strong")] for r in records if set(r.seats) == {"strong", "weak"}]
-    assert head_to_head == [1.0, 1.0]
-    _check_broken(records, out, capsys)
-
-
-def test_public_goods_strong_keeps_everything_and_out_earns_weak(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_provider_key: str
-) -> None:
-    out = tmp_path / "pgg"
-    records = _play("deepeval_public_goods", out, fake_provider_key, PGG_MATCHES, capsys)
-    strong, weak = _payoffs(records, "strong"), _payoffs(records, "weak")
-    assert len(strong) == len(weak) == 10  # the line-ups of four of six that seat each
-    assert mean(strong) > mean(weak)
-    assert {t.action_string for t in _turns(records, "strong")} == {"invest 0"}
-    assert {t.action_string for t in _turns(records, "weak")} == {"invest 10"}
-    assert {t.action_string for t in _turns(records, "broken")} == {"forfeit"}
-    _check_broken(records, out, capsys)

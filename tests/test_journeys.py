@@ -28,9 +28,11 @@ from typing import Any
 import pytest
 
 from deepeval_games.app.commands.cli import main
+from deepeval_games.app.storage.store import Store
+from deepeval_games.core.bot import Outcome
 from tests.chromium import LivePage, chromium_binary
 from tests.conftest import FAKE_KEY_ENV
-from tests.journey_models import MODELS, eval_argv, three_models
+from tests.journey_models import BROKEN_REPLY, MODELS, eval_argv, three_models
 
 INTERVAL = re.compile(r"\[(-?\d+\.\d+), (-?\d+\.\d+)\]")
 EQ1 = "Mean payoff per player (the paper's Eq. 1)"
@@ -263,3 +265,25 @@ def test_the_default_output_reads_in_plain_words(name: str, journeys: dict[str, 
     assert f"{played_instead} was played in its place" in outcomes.split("\n\n")[0]
     # the stopping rule speaks of batches of matches, the game of its rounds: one word per concept
     assert "batch" in outputs["eval"] and "Stopping rule: stopped after" in outputs["eval"]
+
+
+@pytest.mark.parametrize("name", list(JOURNEYS))
+def test_the_three_models_play_as_their_names_say(name: str, journeys: dict[str, dict[str, Any]]) -> None:
+    with Store(journeys[name]["run"], read_only=True) as store:
+        records = list(store.records())
+    assert records and all(r.status == "complete" for r in records)
+
+    def turns(player: str) -> list[Any]:
+        return [t for r in records if player in r.seats for t in r.turns if t.seat == r.seats.index(player)]
+
+    broken = turns("broken")  # every turn re-asked, then invalid, its prose kept
+    assert broken and all(t.outcome == Outcome.INVALID and t.retries >= 1 for t in broken)
+    assert all(set(t.raw_replies) == {BROKEN_REPLY} for t in broken)
+    assert all(t.outcome == Outcome.OK for player in ("strong", "weak") for t in turns(player))
+    strong = [r.returns[r.seats.index("strong")] for r in records if "strong" in r.seats]
+    if name == "ttt":  # perfect play never loses; the worst legal move loses every game it can
+        assert min(strong) >= 0.0
+        assert all(r.returns[r.seats.index("strong")] == 1.0 for r in records if set(r.seats) == {"strong", "weak"})
+    else:  # strong keeps its coins, weak gives them all
+        assert {t.action_string for t in turns("strong")} == {"invest 0"}
+        assert {t.action_string for t in turns("weak")} == {"invest 10"}

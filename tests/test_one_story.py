@@ -18,25 +18,15 @@ from pathlib import Path
 import pytest
 
 from deepeval_games.app.commands.cli import main
-from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move
+from tests.fake_openai_server import Behaviour, FakeOpenAIServer, fake_eval_argv, first_legal_move
 
 INTERVAL = r"\[(-?\d+\.\d+), (-?\d+\.\d+)\]"
 EQ1 = "Mean payoff per player (the paper's Eq. 1)"
 
 
-def _eval(out: Path, game: str, key: str, *extra: str) -> str:
+def _eval(out: Path, game: str, key: str, *extra: str) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(first_legal_move), max_hang_s=5) as server:
-        argv = [
-            "eval",
-            game,
-            "--model",
-            "openai/fake-model",
-            *("-M", f'api_base="{server.api_base}"', "-M", f'api_key_env="{key}"'),
-            *("-M", "max_retries=0", "-M", "timeout_s=5"),
-            *("--out", str(out), "--no-progress", "--workers", "1", *extra),
-        ]
-        assert main(argv) == 0
-    return argv[0]
+        assert main(fake_eval_argv(game, out, server.api_base, key, *extra)) == 0
 
 
 def _scores(text: str) -> dict[str, str]:
