@@ -237,6 +237,11 @@ POINTS_SUPPORT = (0.0, 0.5, 1.0)
 """A points share's values by its definition: a win, a draw, a loss."""
 
 
+PAIRED_SHARE = 0.5
+"""The share of an adaptively collected ranking's ``alpha`` that its pairs' comparisons where they met spend
+(:meth:`IntervalPolicy.pair_interval`); the means' intervals spend the rest, so a verdict read off either holds with
+the ranking's ``1 - alpha`` (the adaptive stopping rule splits it alike)."""
+
 COLLECTED_MARK = "+anytime:"
 """How an intervals key says the run was collected adaptively: ``VERSION+anytime:SEQUENCE:ALPHA``
 (:func:`collected_key`)."""
@@ -358,11 +363,11 @@ class IntervalPolicy:
         self, samples: np.ndarray, low: float, high: float, *, players: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
         """:func:`mean_intervals` of payoffs by :attr:`mean`; for an adaptively collected run, each row's sequence
-        after its last value (rows in the order of repetition), at level ``alpha / players`` (``players``: how many
-        share the ranking)."""
+        after its last value (rows in the order of repetition), at level ``alpha * (1 - PAIRED_SHARE) / players``
+        (``players``: how many share the ranking; the pairs' comparisons spend the rest)."""
         if self.sequence is not None:
             rows = np.atleast_2d(samples)
-            level = self.alpha / max(players, 1)
+            level = self.alpha * (1.0 - PAIRED_SHARE) / max(players, 1)
             ends = [make_sequence(self.sequence, low, high, alpha=level).extend(row) for row in rows]
             return np.array([e.low for e in ends]), np.array([e.high for e in ends])
         method = self.mean
@@ -397,10 +402,11 @@ class IntervalPolicy:
 
     def pair_interval(self, points: Sequence[float], *, pairs: int = 1) -> Interval:
         """The interval of a pair's mean point in its shared matches (1 ahead, 1/2 tie, 0 behind, in the order of
-        repetition: :mod:`analysis.stats.pairs`) at the level ``alpha / pairs`` its ranking's pairs share: the
+        repetition: :mod:`analysis.stats.pairs`) at the level its ranking's pairs share (``alpha * PAIRED_SHARE /
+        pairs`` of an adaptively collected run, ``0.05 / pairs`` otherwise): the
         anytime-valid sequence at the stopping time for an adaptively collected run, the fixed-n interval of a points
         share otherwise (:attr:`points`)."""
-        level = (self.alpha if self.sequence is not None else 0.05) / max(pairs, 1)
+        level = (self.alpha * PAIRED_SHARE if self.sequence is not None else 0.05) / max(pairs, 1)
         data = np.asarray(points, dtype=float)
         if data.size == 0:
             return Interval(math.nan, math.nan, math.nan, 0)

@@ -10,8 +10,8 @@ rounds; round ``r`` plays repeat ``r`` of the schedule:
    in that role, so when a key is active it meets every opponent mix of the schedule, never a skewed one.
 3. After a round, each key whose block is complete adds **one observation**, the mean of its payoffs over the
    block, to its anytime-valid confidence sequence (:class:`~analysis.stats.confseq.ConfidenceSequence`, on the game's
-   payoff range, at level ``alpha / keys in its ranking``, so every sequence of a ranking covers at once with
-   probability at least ``1 - alpha``; the hedged-capital betting sequence by default). Block means are
+   payoff range, at level ``alpha / 2 / keys in its ranking``, so every sequence of a ranking covers at once with
+   probability at least ``1 - alpha / 2``; the hedged-capital betting sequence by default). Block means are
    independent and identically distributed across rounds (a complete block meets every opponent mix of a repeat),
    and the sequences stay valid whatever rounds a key skips, since which rounds a key plays depends only on
    earlier rounds. These are exactly the intervals a report of the run prints for the players' means
@@ -19,10 +19,14 @@ rounds; round ``r`` plays repeat ``r`` of the schedule:
    adaptively collected run): the same block means, in the same order, at the same level. (Feeding each match's
    payoff instead was measured in ``bench/bench_stopping.py``: the opponent mix then enters each observation's
    spread, and the saving against uniform repeats fell from above 30% to 9%.)
-4. Within each ranking (variant and role), keys are ordered by their mean; two adjacent keys are **separated**
-   when their intervals do not overlap, and **tied** when both intervals fit in a span of ``epsilon`` (their means
-   then differ by at most ``epsilon``). A key is active while a pair it belongs to is neither.
-5. The run stops when no key is active (``resolved``), before a round that would pass the match ``budget``
+4. Every match adds, to the sequence of each pair of keys that met in it, a point for the first (1 ahead, 1/2 tie, 0
+   behind: :mod:`analysis.stats.pairs`), in the order of repetition, at level ``alpha / 2 / pairs in the ranking``.
+5. Within each ranking (variant and role), keys are ordered by their mean; two adjacent keys are **separated**
+   when the better finishes ahead of the worse where they met (its pair's interval above 1/2) or their intervals do
+   not overlap, and **tied** when both intervals fit in a span of ``epsilon`` (their means then differ by at most
+   ``epsilon``). A key is active while a pair it belongs to is neither. Both families hold at ``1 - alpha / 2``, so
+   every separation of a ranking holds with ``1 - alpha``.
+6. The run stops when no key is active (``resolved``), before a round that would pass the match ``budget``
    (``budget``), after ``max_rounds`` rounds (``max_rounds``), or when a round's matches failed (``failed``).
 
 Every decision is a pure function of the planned seatings and the payoffs of earlier rounds, so a killed run
@@ -39,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.stats.confseq import ConfidenceSequence, Interval, make_sequence
+from analysis.stats.intervals import PAIRED_SHARE
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -345,7 +350,8 @@ class AdaptiveStopping(RoundFeed):
                 key = (seating.variant, role, pair)
                 if key not in self._pairs:
                     size = max(self._group_sizes.get((seating.variant, role), 2), 2)
-                    self._pairs[key] = make_sequence(self.method, 0.0, 1.0, alpha=self.alpha / pair_count(size))
+                    level = self.alpha * PAIRED_SHARE / pair_count(size)
+                    self._pairs[key] = make_sequence(self.method, 0.0, 1.0, alpha=level)
                 self._pairs[key].update(point)
 
     def _met(self, better: Key, worse: Key) -> bool | None:
@@ -364,7 +370,8 @@ class AdaptiveStopping(RoundFeed):
         if key not in self._sequences:
             low, high = self.bounds[key[0]]
             size = max(self._group_sizes.get((key[0], key[1]), 1), 1)
-            self._sequences[key] = make_sequence(self.method, low, high, alpha=self.alpha / size)
+            level = self.alpha * (1.0 - PAIRED_SHARE) / size  # the pairs' comparisons spend the rest
+            self._sequences[key] = make_sequence(self.method, low, high, alpha=level)
         return self._sequences[key]
 
     def _rank(self) -> None:
@@ -377,8 +384,7 @@ class AdaptiveStopping(RoundFeed):
             order = sorted(keys, key=lambda k: (-intervals[k].mean, k[2]))
             for better, worse in itertools.pairwise(order):
                 a, b = intervals[better], intervals[worse]
-                met = self._met(better, worse)
-                if met or (met is None and a.n and b.n and not a.overlaps(b)):
+                if self._met(better, worse) or (a.n and b.n and not a.overlaps(b)):
                     status = "separated"
                 elif a.n and b.n and max(a.high, b.high) - min(a.low, b.low) <= self.epsilon:
                     status = "tied"

@@ -100,11 +100,13 @@ def _told_apart(records: Sequence[MatchRecord], scores: Sequence[Score], policy:
         for a, b in itertools.combinations(group, 2):  # best first, as the table ranks them
             first, second = sorted((a.player, b.player))
             comparison = compared.get((role, (first, second)))
-            if comparison is not None:
-                line, told = comparison.describe(), comparison.told_apart
+            overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+            high, low = (a, b) if a.mean >= b.mean else (b, a)
+            if comparison is not None:  # where they met: who finished ahead, or (failing that) the means apart
+                line, told = comparison.describe(), comparison.told_apart or not overlap
+                if told and not comparison.told_apart:
+                    line = f"{high.player} above {low.player}: their means' intervals do not overlap ({line})"
             else:
-                overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
-                high, low = (a, b) if a.mean >= b.mean else (b, a)
                 line = f"{high.player} and {low.player} never met: " + (
                     "their means' intervals overlap"
                     if overlap
