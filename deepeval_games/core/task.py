@@ -270,6 +270,8 @@ class DataSource:
     """Where ``data fetch`` downloads the file from (None: installed with a package)."""
     sha256: str | None = None
     """The hex sha256 of the published file."""
+    size: int | None = None
+    """The published file's size in bytes (a file far larger is refused before it is hashed)."""
     package: str | None = None
     """The distribution that ships it (a packaged source: present when installed)."""
     description: str = ""

@@ -1,0 +1,106 @@
+"""Bounds on what is large, and saying what a run holds (issue 51, items 3-5): linear name handling, a cap on a
+player name's length, plot labels cut short, data files measured before they are hashed, a partial run said to be
+partial, ``run --dry-run`` of a spec that ``extends`` a pool, and ``data fetch`` offline."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deepeval_games.app.commands.cli import main
+from deepeval_games.core import task
+from deepeval_games.infra.files import DatasetError, file_sha256, find_data_file, size_limit
+
+BIG = 3 << 30
+"""A sparse file's size: 3 GiB, far over every data file's bound (no disk is used)."""
+
+
+def _sparse(path: Path, size: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["truncate", "-s", str(size), str(path)], check=True)
+    return path
+
+
+# -- data files -----------------------------------------------------------------------------------------------------
+
+
+def test_a_huge_file_in_the_data_cache_is_refused_before_it_is_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEEPEVAL_GAMES_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    huge = _sparse(tmp_path / "cache" / "deepeval-games" / "mbpp" / "mbpp.jsonl", BIG)
+    with pytest.raises(DatasetError) as caught:
+        find_data_file("mbpp/mbpp.jsonl", expected_sha256="0" * 64, expected_size=563_743)
+    message = str(caught.value)
+    assert f"{BIG:,} bytes" in message and "563,743 bytes its source publishes" in message
+    assert str(huge) in message and "not hashed" in message
+    with pytest.raises(DatasetError, match="no published size"):  # no size known: the general cap
+        file_sha256(huge)
+
+
+def test_a_file_within_its_bound_is_hashed_in_chunks_with_bounded_memory(tmp_path: Path) -> None:
+    size = 64 << 20  # 64 MiB of holes, hashed through a 1 MiB buffer
+    sparse = _sparse(tmp_path / "data.bin", size)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    digest = file_sha256(sparse, expected_size=size)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert len(digest) == 64 and grown_mib < 32  # never the whole file in memory
+    assert size_limit(size) > size and size_limit(None) >= 1 << 30
+
+
+def test_data_lists_a_huge_cached_file_as_too_large_and_fetch_offline_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepeval_games.app.commands import data
+
+    monkeypatch.delenv("DEEPEVAL_GAMES_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DEEPEVAL_GAMES_OFFLINE", "1")
+    data.sources()
+    mbpp = next(s for s in task.data_sources() if s.name == "mbpp/mbpp.jsonl")
+    assert mbpp.size == 563_743
+    _sparse(tmp_path / "cache" / "deepeval-games" / mbpp.name, BIG)
+    assert main(["data"]) == 1
+    assert f"{mbpp.name}  [deepeval_code_review]  TOO LARGE, not hashed ({BIG:,} bytes" in capsys.readouterr().out
+    assert main(["data", "fetch", "code_review"]) == 2
+    err = capsys.readouterr().err
+    assert "downloads are disabled ($DEEPEVAL_GAMES_OFFLINE is set)" in err
+    assert "mbpp/mbpp.jsonl, mbpp/sanitized-mbpp.json" in err and "Traceback" not in err
+
+
+# -- run --dry-run with extends --------------------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)  # strings, numbers and lists of strings read the same in TOML
+
+
+def _spec_file(path: Path, players: list[dict[str, Any]], **experiment: Any) -> Path:
+    table = {"name": "lb", "game": "tic_tac_toe", "repeats": 1, "seed": 3, "pairing": "round_robin", **experiment}
+    lines = ["[experiment]", *(f"{k} = {_toml_value(v)}" for k, v in table.items())]
+    for player in players:
+        lines += ["", "[[players]]", *(f"{k} = {_toml_value(v)}" for k, v in player.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_dry_run_of_a_spec_that_extends_a_pool_prints_its_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = _spec_file(tmp_path / "pool.toml", [{"name": "r1", "bot": "random"}, {"name": "r2", "bot": "random"}])
+    assert main(["run", str(pool), "--out", str(tmp_path / "pool"), "--no-progress"]) == 0
+    new = [{"name": "m5", "bot": "mcts", "params": {"simulations": 5}}]
+    extension = _spec_file(tmp_path / "ext.toml", new, extends=[str(tmp_path / "pool")])
+    capsys.readouterr()
+    assert main(["run", str(extension), "--dry-run", "--out", str(tmp_path / "ext")]) == 0
+    out = capsys.readouterr().out
+    assert "Dry run: 4 matches to play (4 planned); nothing was sent." in out  # m5 against r1 and r2, both seats
+    assert not (tmp_path / "ext").exists()
