@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.spec import MAX_NAME_CHARS, MAX_PLAYERS, parse_spec
 from deepeval_games.core import task
+from deepeval_games.core.errors import SpecError
 from deepeval_games.infra.files import DatasetError, file_sha256, find_data_file, size_limit
 
 BIG = 3 << 30
@@ -104,3 +107,45 @@ def test_a_dry_run_of_a_spec_that_extends_a_pool_prints_its_estimate(
     out = capsys.readouterr().out
     assert "Dry run: 4 matches to play (4 planned); nothing was sent." in out  # m5 against r1 and r2, both seats
     assert not (tmp_path / "ext").exists()
+
+
+# -- players: many, and long names -----------------------------------------------------------------------------------
+
+
+def _players_document(count: int, name: Any = None) -> dict[str, Any]:
+    experiment = {"name": "big", "game": "deepeval_public_goods(players=4,mode=1,alpha=1.6)", "repeats": 1}
+    players = [{"name": name if name is not None else f"p{i}", "bot": "pgg_random"} for i in range(count)]
+    return {"experiment": experiment, "players": players}
+
+
+def test_a_spec_with_200000_players_is_refused_by_its_count_without_quadratic_work() -> None:
+    started = time.perf_counter()
+    with pytest.raises(SpecError, match=r"lists 200,000 players, more than the 100,000 a spec may list"):
+        parse_spec(_players_document(200_000))
+    print(f"200,000 players refused in {time.perf_counter() - started:.2f} s")  # measured, not asserted
+
+
+def test_duplicate_names_are_found_among_many_players_and_looked_up_by_name() -> None:
+    document = _players_document(20_000)
+    spec = parse_spec(document)  # linear de-duplication: 20,000 names took 9 s when it was quadratic
+    assert spec.player("p19999").name == "p19999" and MAX_PLAYERS >= 20_000
+    document["players"][-1] = {"name": "p7", "bot": "pgg_random"}
+    with pytest.raises(SpecError, match=r"names must be unique; repeated: \['p7'\]"):
+        parse_spec(document)
+
+
+def test_a_10_mib_name_is_refused_naming_its_position_and_the_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = _players_document(3)
+    document["players"][1]["name"] = "x" * (10 << 20)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(document)
+    message = str(caught.value)
+    assert message.startswith(f"[[players]] #2 name: {10 << 20:,} characters")
+    assert f"a name may be at most {MAX_NAME_CHARS} characters" in message and len(message) < 300
+    long = {"name": "y" * (MAX_NAME_CHARS + 1), "bot": "pgg_random"}
+    spec = _spec_file(tmp_path / "long.toml", [long], game="deepeval_public_goods(players=1)")
+    assert main(["run", str(spec), "--dry-run", "--out", str(tmp_path / "out")]) == 2
+    assert f"[[players]] #1 name: {MAX_NAME_CHARS + 1} characters" in capsys.readouterr().err
+    assert parse_spec(_players_document(1, "z" * MAX_NAME_CHARS)).players[0].name == "z" * MAX_NAME_CHARS

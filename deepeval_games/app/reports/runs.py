@@ -150,11 +150,13 @@ def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
     first: dict[str, tuple[str, str]] = {}  # identity -> its first (run, name)
     for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
         first.setdefault(pairs[pair], pair)
+    names_in_run: dict[tuple[str, str], set[str]] = {}  # (run, identity) -> its names there: linear, not per pair
+    for (run_label, name), identity in pairs.items():
+        names_in_run.setdefault((run_label, identity), set()).add(name)
     labels: dict[tuple[str, str], str] = {}
     for pair, identity in pairs.items():
         name = first[identity][1]
-        same_run_names = {n for (r, n), i in pairs.items() if r == pair[0] and i == identity}
-        labels[pair] = pair[1] if len(same_run_names) > 1 else name
+        labels[pair] = pair[1] if len(names_in_run[pair[0], identity]) > 1 else name
     # two identities under one label: the later ones get their first run's label added
     owners: dict[str, str] = {}
     for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
