@@ -149,3 +149,35 @@ def test_a_10_mib_name_is_refused_naming_its_position_and_the_cap(
     assert main(["run", str(spec), "--dry-run", "--out", str(tmp_path / "out")]) == 2
     assert f"[[players]] #1 name: {MAX_NAME_CHARS + 1} characters" in capsys.readouterr().err
     assert parse_spec(_players_document(1, "z" * MAX_NAME_CHARS)).players[0].name == "z" * MAX_NAME_CHARS
+
+
+# -- plots ------------------------------------------------------------------------------------------------------------
+
+
+def test_plot_labels_and_legends_are_cut_with_an_ellipsis() -> None:
+    from analysis.plots import convergence_figure, figure_svg, payoff_figure
+    from analysis.tables.payoffs import LABEL_CHARS, cut_label, cut_labels
+    from deepeval_games.core.records import MatchRecord
+
+    huge, twin = "n" * (10 << 20), "n" * (10 << 20) + "b"  # 10 MiB names, alike for their first 40 characters
+    game = "deepeval_public_goods(players=2)"
+    records = [
+        MatchRecord(match_id=f"m{i}", game=game, seats=[huge, twin], returns=[float(i), 2.0], turns=[])
+        for i in range(3)
+    ]
+    wins = [MatchRecord(match_id="w", game="tic_tac_toe", seats=[huge, "b"], returns=[1.0, -1.0], turns=[])]
+    started = time.perf_counter()
+    figures = [payoff_figure(records), payoff_figure(wins), convergence_figure(records, title="t" * (10 << 20))]
+    texts: list[str] = []
+    for figure in figures:
+        svg = figure_svg(figure, close=False)
+        assert len(svg) < 1 << 20  # no megabytes of text laid out
+        for axes in figure.axes:
+            texts += [t.get_text() for t in axes.get_xticklabels()]
+            legend = axes.get_legend()
+            texts += [t.get_text() for t in legend.get_texts()] if legend else []
+    print(f"three figures with 10 MiB names drawn in {time.perf_counter() - started:.2f} s")
+    names = [t for t in texts if t.startswith("n")]
+    assert names and all(len(t) <= LABEL_CHARS and t.endswith(("\u2026", "#2")) for t in names)
+    assert len(set(cut_labels([huge, twin]))) == 2  # cut alike, still told apart
+    assert cut_label("short") == "short" and cut_label("x" * 41) == "x" * 39 + "\u2026"
