@@ -181,3 +181,63 @@ def test_plot_labels_and_legends_are_cut_with_an_ellipsis() -> None:
     assert names and all(len(t) <= LABEL_CHARS and t.endswith(("\u2026", "#2")) for t in names)
     assert len(set(cut_labels([huge, twin]))) == 2  # cut alike, still told apart
     assert cut_label("short") == "short" and cut_label("x" * 41) == "x" * 39 + "\u2026"
+
+
+# -- a partial run says it is partial -------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pgg_scripted.toml"
+
+
+def _set_last_entry(run: Path, **changes: Any) -> None:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["runs"][-1].update(changes)
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_report_of_a_run_short_of_its_plan_says_it_is_partial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    assert main(["run", str(EXAMPLE), "--out", str(run), "--no-progress"]) == 0
+    held = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["runs"][-1]["planned"]
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 0
+    assert "partial" not in capsys.readouterr().out  # a whole, finished run says nothing
+
+    _set_last_entry(run, planned=3000, status="interrupted")
+    assert main(["report", str(run)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"partial: {held:,} of 3,000 planned matches (the run was interrupted; rerun it to resume)"
+    assert main(["report", str(run), "--html", str(tmp_path / "html")]) == 0
+    assert capsys.readouterr().out.startswith("HTML report: ")
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    assert f'<p class="dg-partial" role="status">partial: {held:,} of 3,000 planned matches' in page
+
+    _set_last_entry(run, planned=held, status="running")  # all in, but the run has not said it ended
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.startswith(f"partial: {held:,} of {held:,} planned matches (the run is still")
+    _set_last_entry(run, planned=held + 1, status="finished")
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.startswith(f"partial: {held:,} of {held + 1:,} planned matches (the run finished")
+
+
+def test_a_run_stopped_after_a_few_matches_reports_itself_partial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepeval_games.app.execution.runner import run_experiment
+
+    commits = [0]
+
+    def stop_after_five(_line: str | bytes) -> None:
+        commits[0] += 1
+        if commits[0] == 5:
+            raise KeyboardInterrupt  # as Ctrl-C between two commits
+
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(EXAMPLE, tmp_path / "run", workers=1, on_commit=stop_after_five)
+    entry = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))["runs"][-1]
+    assert entry["status"] == "interrupted"
+    assert main(["report", str(tmp_path / "run")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("partial: ")
+    assert f" of {entry['planned']:,} planned matches (the run was interrupted" in first
