@@ -7,7 +7,8 @@ the figure at word boundaries (:func:`wrap_title`: a game string breaks after it
 legends sit outside the data area, right of the axes; figures are saved with a tight bounding box, so what sits
 outside the axes is kept; axes that count matches show whole numbers; a task whose seats play different roles gets
 one panel per role; a win/lose game (two seats, payoffs in {-1, 0, 1}) gets a win/draw/loss bar chart instead of a
-box plot.
+box plot. A player's name on a tick or in a legend is cut to :data:`~analysis.tables.payoffs.LABEL_CHARS` characters
+with an ellipsis, and a title to :data:`TITLE_CHARS`, so a long name never has matplotlib lay out all of it.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
-from analysis.tables.payoffs import save_figure
+from analysis.tables.payoffs import cut_label, cut_labels, save_figure
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
+    "TITLE_CHARS",
     "convergence_figure",
     "convergence_plot",
     "figure_svg",
@@ -38,6 +40,9 @@ __all__ = [
     "save_png_and_svg",
     "wrap_title",
 ]
+
+TITLE_CHARS = 1000
+"""The most characters of a figure's title (a longer one is cut with an ellipsis before it is wrapped)."""
 
 _INCH_CHARS = 11.0
 """Characters of a 10-pt title per inch of figure width (used to wrap titles so they fit)."""
@@ -89,11 +94,13 @@ def wrap_title(title: str, width: int) -> str:
 
 def _title(figure: Any, axes: Any, title: str, size: float = 10) -> None:
     width_in = figure.get_figwidth() * axes.get_position().width
-    axes.set_title(wrap_title(title, max(20, int(width_in * _INCH_CHARS * 10 / size))), fontsize=size)
+    width = max(20, int(width_in * _INCH_CHARS * 10 / size))
+    axes.set_title(wrap_title(cut_label(title, TITLE_CHARS), width), fontsize=size)
 
 
 def _suptitle(figure: Any, title: str) -> None:
-    figure.suptitle(wrap_title(title, max(20, int(figure.get_figwidth() * _INCH_CHARS))), fontsize=10)
+    width = max(20, int(figure.get_figwidth() * _INCH_CHARS))
+    figure.suptitle(wrap_title(cut_label(title, TITLE_CHARS), width), fontsize=10)
 
 
 def _legend_outside(axes: Any) -> None:
@@ -118,7 +125,7 @@ def payoff_figure(records: Iterable[MatchRecord], *, title: str = "") -> Any:
     for axes, role in zip(panels[0], roles, strict=True):
         rows = by_role[role]
         names = sorted(rows, key=lambda name: (-sum(rows[name]) / len(rows[name]), name))
-        axes.boxplot([rows[name] for name in names], tick_labels=names)
+        axes.boxplot([rows[name] for name in names], tick_labels=cut_labels(names))
         axes.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0, labelsize=8)
         axes.set_ylabel("payoff")
         if len(roles) > 1:
@@ -139,8 +146,9 @@ def _wdl_figure(records: Sequence[MatchRecord], *, title: str) -> Any:
     bottom = [0.0] * len(names)
     for index, (label, colour) in enumerate((("win", "#2e7d32"), ("draw", "#9e9e9e"), ("loss", "#c62828"))):
         shares = [tally[name][index] / max(1, sum(tally[name])) for name in names]
-        axes.bar(names, shares, bottom=bottom, label=label, color=colour)
+        axes.bar(range(len(names)), shares, bottom=bottom, label=label, color=colour)
         bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+    axes.set_xticks(range(len(names)), cut_labels(names))
     axes.set_ylim(0, 1)
     axes.set_ylabel("share of matches")
     axes.tick_params(axis="x", labelrotation=20 if len(names) > 3 else 0, labelsize=8)
@@ -160,12 +168,13 @@ def convergence_figure(records: Iterable[MatchRecord], *, title: str = "") -> An
             series[_role_of(record, seat)][name].append(float(payoff))
     figure, panels = plt.subplots(1, len(roles), figsize=(6.0 * len(roles), 4.2), squeeze=False)
     for axes, role in zip(panels[0], roles, strict=True):
-        for name, payoffs in sorted(series[role].items()):
+        ordered = sorted(series[role].items())
+        for (_, payoffs), label in zip(ordered, cut_labels(name for name, _ in ordered), strict=True):
             total, means = 0.0, []
             for count, value in enumerate(payoffs, start=1):
                 total += value
                 means.append(total / count)
-            axes.plot(range(1, len(means) + 1), means, label=name, marker="." if len(means) < 30 else None)
+            axes.plot(range(1, len(means) + 1), means, label=label, marker="." if len(means) < 30 else None)
         longest = max((len(v) for v in series[role].values()), default=1)
         axes.set_xlim(0.5, max(longest, 2) + 0.5)  # room for whole-number ticks even after one match
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))

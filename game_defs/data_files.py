@@ -12,6 +12,7 @@ from deepeval_games.infra.files import DatasetError, PathLike, ResolvedFile, fin
 __all__ = [
     "CANONICAL_URLS",
     "EXPECTED_SHA256",
+    "EXPECTED_SIZE",
     "IWSLT2017_PAIRS",
     "NLTK_DATA_REVISION",
     "file_sources",
@@ -69,6 +70,22 @@ EXPECTED_SHA256: dict[str, str] = {
 }
 
 
+#: The size in bytes of each known file: one far larger (:func:`deepeval_games.infra.files.size_limit`) is refused
+#: before it is hashed.
+EXPECTED_SIZE: dict[str, int] = {
+    "mbpp/mbpp.jsonl": 563_743,
+    "mbpp/sanitized-mbpp.json": 300_253,
+    "iwslt2017/de-en.tgz": 104_049,
+    "iwslt2017/en-de.tgz": 96_074,
+    "iwslt2017/en-fr.tgz": 110_973,
+    "iwslt2017/en-zh.tgz": 110_748,
+    "iwslt2017/fr-en.tgz": 118_247,
+    "iwslt2017/zh-en.tgz": 124_688,
+    "nltk/corpora/words.zip": 757_777,
+    "nltk/taggers/averaged_perceptron_tagger_eng.zip": 1_539_115,
+}
+
+
 def resolve_data_file(
     relpath: str,
     path: PathLike | None = None,
@@ -81,7 +98,8 @@ def resolve_data_file(
     Args:
         relpath: path inside a data folder, e.g. ``"mbpp/mbpp.jsonl"``.
         path: an explicit file, or a data folder holding ``relpath``. When given it is the only place tried.
-        verify: check the sha256 against :data:`EXPECTED_SHA256` (when known for ``relpath``).
+        verify: check the sha256 against :data:`EXPECTED_SHA256` and the size against :data:`EXPECTED_SIZE` (when
+            known for ``relpath``).
         url: download location; defaults to :data:`CANONICAL_URLS` ``[relpath]``.
 
     Raises:
@@ -89,14 +107,24 @@ def resolve_data_file(
             at and how to fix it), or its sha256 is wrong.
     """
     expected = EXPECTED_SHA256.get(relpath) if verify else None
-    found = find_data_file(relpath, path, expected_sha256=expected, url=url or CANONICAL_URLS.get(relpath))
+    size = EXPECTED_SIZE.get(relpath) if verify else None
+    found = find_data_file(
+        relpath, path, expected_sha256=expected, url=url or CANONICAL_URLS.get(relpath), expected_size=size
+    )
     note_data_source(relpath, path=str(found.path), sha256=found.sha256, origin=found.origin)
     return found
 
 
 def file_sources(task: str, relpaths: list[str]) -> list[DataSource]:
-    """The data sources of ``task`` (a game short name) for known files: URL and sha256 from the tables above."""
+    """The data sources of ``task`` (a game short name) for known files: URL, sha256 and size from the tables
+    above."""
     return [
-        DataSource(name=rel, task=task, url=CANONICAL_URLS.get(rel), sha256=EXPECTED_SHA256.get(rel))
+        DataSource(
+            name=rel,
+            task=task,
+            url=CANONICAL_URLS.get(rel),
+            sha256=EXPECTED_SHA256.get(rel),
+            size=EXPECTED_SIZE.get(rel),
+        )
         for rel in relpaths
     ]

@@ -91,9 +91,12 @@ def test_the_missing_data_error_names_the_fetch_command(empty_machine: Path) -> 
 
 
 def _serve_from(monkeypatch: pytest.MonkeyPatch, base: str) -> task.DataSource:
-    source = next(s for s in task.data_sources() if s.name == MBPP)
-    moved = dataclasses.replace(source, url=base + MBPP)
-    monkeypatch.setitem(task._DATA_SOURCES, MBPP, moved)  # a mirror on 127.0.0.1
+    """Both MBPP files from a mirror on 127.0.0.1 (what it does not hold is a 404 there, never the network)."""
+    for name in (MBPP, "mbpp/sanitized-mbpp.json"):
+        source = next(s for s in task.data_sources() if s.name == name)
+        monkeypatch.setitem(task._DATA_SOURCES, name, dataclasses.replace(source, url=base + name))
+    moved = task._DATA_SOURCES[MBPP]
+    monkeypatch.delenv("DEEPEVAL_GAMES_OFFLINE", raising=False)  # data fetch downloads only when not offline
     return moved
 
 

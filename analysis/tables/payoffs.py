@@ -31,12 +31,15 @@ from deepeval_games.core.registry.games import game_variant
 
 __all__ = [
     "INTERVAL_NOTE",
+    "LABEL_CHARS",
     "PairKey",
     "PairStats",
     "PairTable",
     "agg_figure",
     "bounded_interval",
     "column_mean",
+    "cut_label",
+    "cut_labels",
     "format_cell_intervals",
     "format_interval",
     "format_number",
@@ -126,6 +129,31 @@ def metric_value(record: MatchRecord, name: str) -> float | None:
     """``record.metrics[name]`` as a float; ``None`` when the match does not have it."""
     value = record.metrics.get(name)
     return None if value is None else float(value)
+
+
+LABEL_CHARS = 40
+"""The longest line of a plot's tick label or legend entry; a longer one is cut with an ellipsis."""
+
+
+def cut_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` with each line cut to ``limit`` characters (the last one an ellipsis), at most four lines: what a
+    plot shows of a name, so matplotlib never lays out a long one whole."""
+    lines = text.split("\n", 4)[:4]
+    return "\n".join(line if len(line) <= limit else line[: limit - 1] + "\u2026" for line in lines)
+
+
+def cut_labels(texts: Iterable[str], limit: int = LABEL_CHARS) -> list[str]:
+    """:func:`cut_label` of each text, kept apart: two texts cut to the same label get `` #2``, `` #3`` added."""
+    labels: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        label, count = cut_label(text, limit), 1
+        while label in seen:
+            count += 1
+            label = cut_label(text, limit - len(f" #{count}")) + f" #{count}"
+        seen.add(label)
+        labels.append(label)
+    return labels
 
 
 def agg_figure(figsize: tuple[float, float]) -> Any:
@@ -531,16 +559,17 @@ def pair_heatmap(
         fontsize: of the cell texts; ``rotation``: of the column ticks.
     """
     n = len(players)
+    place = {player: index for index, player in enumerate(players)}
     grid = [[math.nan] * n for _ in range(n)]
     for (row, column), cell in cells.items():
-        grid[players.index(row)][players.index(column)] = value(cell)
+        grid[place[row]][place[column]] = value(cell)
     image = ax.imshow(grid, cmap="viridis", vmin=limits[0], vmax=limits[1])
     for (row, column), cell in cells.items():
         shade = value(cell)
         dark = not math.isnan(shade) and image.norm(shade) < 0.5  # light text on the dark end of viridis
         ax.text(
-            players.index(column),
-            players.index(row),
+            place[column],
+            place[row],
             text(cell),
             ha="center",
             va="center",
@@ -549,8 +578,8 @@ def pair_heatmap(
         )
     fig.colorbar(image, ax=ax, shrink=0.8, label=colorbar)
     column_ticks, row_ticks = tick_labels or (players, players)
-    ax.set_xticks(range(n), list(column_ticks), fontsize=8, rotation=rotation)
-    ax.set_yticks(range(n), list(row_ticks), fontsize=8)
+    ax.set_xticks(range(n), cut_labels(column_ticks), fontsize=8, rotation=rotation)
+    ax.set_yticks(range(n), cut_labels(row_ticks), fontsize=8)
     ax.set_xlabel(axis_labels[0])
     ax.set_ylabel(axis_labels[1])
     ax.set_title(title, fontsize=10)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyspiel
 
-from analysis.tables.payoffs import save_figure, variant_groups
+from analysis.tables.payoffs import cut_label, save_figure, variant_groups
 from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
 
@@ -165,7 +165,7 @@ def plot_contribution_curves(points: dict[str, list[PlayerReference]], path: str
         params = pyspiel.game_parameters_from_string(variant)
         endowment, alpha, n = int(params["endowment"]), float(params["alpha"]), int(params["players"])
         for r in rows:
-            axis.plot(range(1, len(r.curve) + 1), r.curve, marker="o", label=r.player)
+            axis.plot(range(1, len(r.curve) + 1), r.curve, marker="o", label=cut_label(r.player))
         for value, label, style in (
             (_reference(alpha, n, endowment), "Nash", ":"),
             (_reference(alpha, 1.0, endowment), "social optimum", "--"),

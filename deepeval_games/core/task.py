@@ -262,14 +262,14 @@ class DataSource:
     """Public data a task reads, for ``deepeval-games data``: a file to fetch, or a package that ships it."""
 
     name: str
-    """A file's path inside a data folder (``mbpp/mbpp.jsonl``: where it is looked for and cached), or a
-    packaged source's name."""
+    """A file's path in a data folder (``mbpp/mbpp.jsonl``: looked for and cached there), or a package's name."""
     task: str
     """The task (game short name) that reads it."""
     url: str | None = None
     """Where ``data fetch`` downloads the file from (None: installed with a package)."""
     sha256: str | None = None
-    """The hex sha256 of the published file."""
+    """The hex sha256 of the published file; ``size``: its size in bytes (one far larger is refused unhashed)."""
+    size: int | None = None
     package: str | None = None
     """The distribution that ships it (a packaged source: present when installed)."""
     description: str = ""

@@ -12,8 +12,10 @@ A data file is named by its path relative to a data folder laid out like ``../sh
    then renamed into place; its sha256 is written beside it as ``<name>.sha256``). Downloads are off when
    ``DEEPEVAL_GAMES_OFFLINE=1``.
 
-Every file read is hashed; when its expected sha256 is given a mismatch is a :class:`DatasetError` naming the path
-and both hashes. Which files exist, their URLs and checksums, is the tasks' business
+Every file read is hashed, in 1 MiB chunks; when its expected sha256 is given a mismatch is a :class:`DatasetError`
+naming the path and both hashes. A file is measured before it is hashed: one far larger than its source's published
+size (:func:`size_limit`), or than :data:`MAX_DATA_FILE_BYTES` when no size is published, is refused naming both
+sizes, and a download stops at the same bound. Which files exist, their URLs and checksums, is the tasks' business
 (:mod:`game_defs.data_files` for the built-in tasks).
 """
 
@@ -34,6 +36,7 @@ from deepeval_games.core.errors import DeepEvalError
 
 __all__ = [
     "DATA_ENV",
+    "MAX_DATA_FILE_BYTES",
     "OFFLINE_ENV",
     "DatasetError",
     "PathLike",
@@ -45,6 +48,7 @@ __all__ = [
     "file_sha256",
     "find_data_file",
     "note_data_source",
+    "size_limit",
 ]
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
@@ -52,6 +56,10 @@ PathLike: TypeAlias = "str | os.PathLike[str]"
 DATA_ENV = "DEEPEVAL_GAMES_DATA"
 OFFLINE_ENV = "DEEPEVAL_GAMES_OFFLINE"
 _CACHE_NAME = "deepeval-games"
+
+MAX_DATA_FILE_BYTES = 2 << 30
+"""The largest data file read (or downloaded) when its source publishes no size: 2 GiB."""
+_SLACK_BYTES = 1 << 20
 
 
 class DatasetError(DeepEvalError):
@@ -89,18 +97,50 @@ _sha_memo: dict[tuple[str, int, int, int], str] = {}
 _sha_lock = threading.Lock()
 
 
-def file_sha256(path: PathLike) -> str:
-    """Hex sha256 of a file, memoised per (path, inode, size, mtime) so an unchanged file is read once."""
+def size_limit(expected_size: int | None) -> int:
+    """The most bytes a data file may hold: twice its published size plus 1 MiB (so a file "far larger" than the
+    published one is refused, a re-packed one is not), or :data:`MAX_DATA_FILE_BYTES` when no size is published."""
+    return MAX_DATA_FILE_BYTES if expected_size is None else 2 * expected_size + _SLACK_BYTES
+
+
+def _too_large(where: str, size: int, expected_size: int | None) -> DatasetError:
+    limit = size_limit(expected_size)
+    said = (
+        f"far larger than the {expected_size:,} bytes its source publishes (at most {limit:,} are read)"
+        if expected_size is not None
+        else f"larger than the {limit:,} bytes a data file with no published size may hold"
+    )
+    return DatasetError(
+        f"data file {where} is {size:,} bytes, {said}; it is not the published file and was not hashed. "
+        "Delete it (then 'deepeval-games data fetch' gets the published one)."
+    )
+
+
+def file_sha256(path: PathLike, *, expected_size: int | None = None) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks and memoised per (path, inode, size, mtime) so an unchanged file
+    is read once.
+
+    Raises:
+        DatasetError: the file holds more than :func:`size_limit` of ``expected_size`` bytes (measured before it
+            is read, and counted while it is read: a file that grows is stopped at the bound too).
+    """
     p = Path(path).resolve()
     st = p.stat()
+    limit = size_limit(expected_size)
+    if st.st_size > limit:
+        raise _too_large(str(p), st.st_size, expected_size)
     key = (str(p), st.st_ino, st.st_size, st.st_mtime_ns)
     with _sha_lock:
         known = _sha_memo.get(key)
     if known is not None:
         return known
     h = hashlib.sha256()
+    read = 0
     with p.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
+            read += len(chunk)
+            if read > limit:
+                raise _too_large(str(p), read, expected_size)
             h.update(chunk)
     digest = h.hexdigest()
     with _sha_lock:
@@ -108,10 +148,10 @@ def file_sha256(path: PathLike) -> str:
     return digest
 
 
-def _checked(path: Path, origin: str, expected: str | None) -> ResolvedFile:
+def _checked(path: Path, origin: str, expected: str | None, expected_size: int | None = None) -> ResolvedFile:
     path = path.resolve()
     try:
-        digest = file_sha256(path)
+        digest = file_sha256(path, expected_size=expected_size)
     except OSError as e:
         raise DatasetError(f"cannot read data file {path}: {e}") from e
     if expected is not None and digest != expected:
@@ -133,14 +173,22 @@ def _missing(relpath: str, looked: list[str], reason: str) -> DatasetError:
     )
 
 
-def download(url: str, dest: Path, expected_sha256: str | None = None, *, timeout_s: float = 60.0) -> str:
+def download(
+    url: str,
+    dest: Path,
+    expected_sha256: str | None = None,
+    *,
+    timeout_s: float = 60.0,
+    expected_size: int | None = None,
+) -> str:
     """Download ``url`` to ``dest`` atomically and return the sha256 of the bytes written.
 
     The bytes go to a temporary file beside ``dest``, are checked against ``expected_sha256`` (when given),
-    then renamed onto ``dest``; ``dest.sha256`` records the hash. On any failure nothing is left behind.
+    then renamed onto ``dest``; ``dest.sha256`` records the hash. On any failure nothing is left behind. The
+    download stops once it passes :func:`size_limit` of ``expected_size``.
 
     Raises:
-        DatasetError: the download's sha256 is not ``expected_sha256``.
+        DatasetError: the download's sha256 is not ``expected_sha256``, or it is far larger than ``expected_size``.
         OSError: the download failed (``urllib.error.URLError`` is an ``OSError``).
     """
     if not url.startswith(("http://", "https://")):
@@ -149,9 +197,13 @@ def download(url: str, dest: Path, expected_sha256: str | None = None, *, timeou
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     h = hashlib.sha256()
+    limit, received = size_limit(expected_size), 0
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_s) as resp:
             for chunk in iter(lambda: resp.read(1 << 16), b""):
+                received += len(chunk)
+                if received > limit:
+                    raise _too_large(f"{url} (to be saved as {dest})", received, expected_size)
                 h.update(chunk)
                 out.write(chunk)
             out.flush()
@@ -194,37 +246,43 @@ def data_sources() -> dict[str, dict[str, str]]:
 
 
 def find_data_file(
-    relpath: str, path: PathLike | None = None, *, expected_sha256: str | None = None, url: str | None = None
+    relpath: str,
+    path: PathLike | None = None,
+    *,
+    expected_sha256: str | None = None,
+    url: str | None = None,
+    expected_size: int | None = None,
 ) -> ResolvedFile:
     """Find (or download from ``url``) the data file ``relpath`` and check its sha256 against ``expected_sha256``
     (when given); see the module's docstring for the places looked at, in order.
 
     Raises:
         DatasetError: the file is nowhere and cannot be downloaded (the message names every place looked at and
-            how to fix it), or its sha256 is wrong.
+            how to fix it), its sha256 is wrong, or it is far larger than ``expected_size`` (both sizes named).
     """
     expected = expected_sha256
+    size = expected_size
     if path is not None:
         p = Path(path).expanduser()
         if p.is_dir():
             p = p / relpath
         if not p.is_file():
             raise DatasetError(f"data file {relpath!r}: the explicit path {p} is not an existing file")
-        return _checked(p, "explicit", expected)
+        return _checked(p, "explicit", expected, size)
 
     looked: list[str] = []
     env = os.environ.get(DATA_ENV, "")
     if env:
         p = Path(env).expanduser() / relpath
         if p.is_file():
-            return _checked(p, "env", expected)
+            return _checked(p, "env", expected, size)
         looked.append(f"{p} (from ${DATA_ENV})")
     else:
         looked.append(f"${DATA_ENV} (not set)")
 
     cached = cache_dir() / relpath
     if cached.is_file():
-        return _checked(cached, "cache", expected)
+        return _checked(cached, "cache", expected, size)
     looked.append(f"{cached} (user cache)")
 
     source = url
@@ -233,7 +291,7 @@ def find_data_file(
     if source is None:
         raise _missing(relpath, looked, "no download URL is known for it")
     try:
-        digest = download(source, cached, expected)
+        digest = download(source, cached, expected, expected_size=size)
     except OSError as e:
         raise _missing(relpath, looked, f"the download from {source} failed ({e})") from e
     return ResolvedFile(path=cached.resolve(), sha256=digest, origin="download")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.tables.usage import JUDGE_NAME, PlayerUsage, player_usage
+from deepeval_games.app.spec.extends import with_pool
 from deepeval_games.app.spec.manifest import check_budget_prices, given_price
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import PlannedMatch, check_round_budget, plan_matches
@@ -161,6 +162,7 @@ def dry_run(spec: ExperimentSpec, out_dir: str | Path | None = None) -> DryRun:
             budget with a model that has no price (:func:`~deepeval_games.app.spec.manifest.check_budget_prices`), or a
             plan that cannot be made (as ``run`` would).
     """
+    spec = with_pool(spec)  # as run does: the pool's players are named by the plan's seats
     rule = stopping_rule(spec)
     check_round_budget(spec, rule)  # as run would refuse it
     check_budget_prices(spec)  # the same: a budget cannot count a model with no price

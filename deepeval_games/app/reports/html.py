@@ -326,10 +326,12 @@ def _page(data: ReportData, *, epsilon: float | None, title: str, matches: int, 
     toc.append('<li><a href="#matches">Matches and transcripts</a></li>')
     runs = ", ".join(html.escape(r.label) for r in data.runs)
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    partial = data.partial  # a run holding fewer matches than it planned: said at the top
     return _TEMPLATE.format(
         live_meta="" if live is None else f'<meta name="dg-live" content="{html.escape(live)}">\n',
         connect="" if live is None else " connect-src 'self';",
         live_note="" if live is None else " · live: updates while the run writes",
+        partial="" if partial is None else f'\n<p class="dg-partial" role="status">{html.escape(partial)}</p>',
         title=html.escape(title),
         css=_CSS,
         script=_SCRIPT,
@@ -390,7 +392,7 @@ file:; style-src 'unsafe-inline'; img-src data:;{connect}">
 <title>{title}</title><style>{css}</style></head>
 <body>
 <header id="report-head"><h1>{title}</h1><p>Runs: {runs} · <span id="match-total">{matches}</span> matches · \
-generated {generated}{live_note}</p>
+generated {generated}{live_note}</p>{partial}
 <nav><ol>{toc}</ol></nav></header>
 <main>
 <div id="report-body">
@@ -432,6 +434,7 @@ td{white-space:nowrap}td.t{white-space:normal;overflow-wrap:break-word;min-width
 td:first-child,th:first-child,td.t{text-align:left}caption,figcaption{font-weight:600;text-align:left;padding:4px 0}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;max-width:100%;font-size:12px}
 .dg-note,.dg-prose{max-width:80em;color:#444}
+.dg-partial{background:#fff4e5;border-left:4px solid #e65100;padding:6px 10px;font-weight:600}
 .dg-game{margin:4px 0 8px;color:#555}.dg-game summary{cursor:pointer;font-size:12px}
 .dg-game code{display:block;font-size:12px;background:#f6f6f6;padding:4px 8px}
 figure{margin:8px 0;max-width:100%}figure svg{max-width:100%;height:auto}

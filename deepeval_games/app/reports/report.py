@@ -23,6 +23,7 @@ from deepeval_games.app.reports.columns import Interned, OutlineColumns, Outline
 from deepeval_games.app.reports.runs import (
     RunSource,
     open_runs,
+    partial_note,
     player_labels,
     spec_epsilon,
     spec_intervals,
@@ -76,6 +77,16 @@ class ReportData:
     def records(self) -> list[MatchRecord]:
         """Every slim record."""
         return [r for records in self.variants.values() for r in records]
+
+    @property
+    def partial(self) -> str | None:
+        """The report's partial note (:func:`~deepeval_games.app.reports.runs.partial_note`): runs holding fewer
+        matches than they planned, or still running; None when every run is whole."""
+        held: dict[str, int] = {}
+        for per_run in self.run_counts.values():
+            for label, count in per_run.items():
+                held[label] = held.get(label, 0) + count
+        return partial_note(self.runs, held)
 
 
 def load_report(
@@ -174,7 +185,8 @@ def text_report(
     kind: str | None = None,
 ) -> str:
     """Every table as text: per variant its sections, then the report-wide ones (runs of a comparison, the
-    judge audit)."""
+    judge audit); first, for a run holding fewer matches than it planned, a ``partial: ...`` line
+    (:attr:`ReportData.partial`)."""
     per_variant: dict[str, list[tuple[Section, list[Block]]]] = {v: [] for v in data.variants}
     report_wide: list[str] = []
     blocks_of = render_blocks(data, epsilon=epsilon, core_only=core_only, intervals=intervals, kind=kind)
@@ -184,8 +196,9 @@ def text_report(
         elif sec.key != "runs" or len(data.runs) > 1:
             report_wide.append("\n".join(b.text for b in blocks if b.kind == "table" and b.text))
     parts = [_variant_text(data, v, blocks) for v, blocks in per_variant.items() if data.variants[v]]
-    text = "\n\n".join(parts + report_wide)
-    return text or "no completed matches"
+    text = "\n\n".join(parts + report_wide) or "no completed matches"
+    partial = data.partial
+    return text if partial is None else f"{partial}\n\n{text}"
 
 
 class CoreSummary:

@@ -10,6 +10,10 @@ players that share a name get the run's name added (``gpt (run-b)``).
 long name, ``DeepEval`` dropped, with only the parameters that differ from the game's defaults, e.g.
 ``Kuhn Poker (players=3)``; the full string stays in the HTML report's tooltip and details) and a player's identity as
 a line of text (:func:`identity_text`, in place of its JSON, without what the engine derived for one match).
+
+**Partial runs.** A run still being written, interrupted, or ended by an error holds fewer matches than it planned;
+:func:`partial_note` says so (from the last entry of its ``manifest.json``), for the text report's first line and the
+HTML report's notice.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "identity_text",
     "max_seats",
     "open_runs",
+    "partial_note",
     "player_labels",
     "short_labels",
     "spec_epsilon",
@@ -136,6 +141,51 @@ def spec_epsilon(runs: Sequence[RunSource]) -> float | None:
     return None
 
 
+_UNFINISHED = {
+    "running": "the run is still being written, or was killed before it could say so",
+    "interrupted": "the run was interrupted; rerun it to resume",
+    "failed": "the run ended with an error; rerun it to resume",
+}
+
+
+def _partial(run: RunSource, held: int) -> str | None:
+    """How ``run`` (holding ``held`` matches) falls short of its plan, from its manifest's last entry; None when it
+    does not (or keeps no readable manifest)."""
+    from deepeval_games.app.spec.manifest import read_manifest
+
+    try:
+        entries = read_manifest(run.path)["runs"]
+    except DeepEvalError:
+        return None
+    last = entries[-1] if entries and isinstance(entries[-1], dict) else {}
+    planned, status = last.get("planned"), last.get("status")
+    if not isinstance(planned, int) or isinstance(planned, bool):
+        return None
+    if status in _UNFINISHED:
+        why = _UNFINISHED[status]
+    elif held < planned and recorded_rule(spec_source(run)) is None:  # a stopping rule plays fewer on purpose
+        why = "the run finished without every planned match; rerun it to play the rest"
+    else:
+        return None
+    return f"{held:,} of {planned:,} planned matches ({why})"
+
+
+def partial_note(runs: Sequence[RunSource], held: Mapping[str, int]) -> str | None:
+    """``partial: 2,493 of 3,000 planned matches (the run was interrupted; ...)`` for runs that hold fewer matches
+    than their manifest planned, or whose last run is still ``running``, ``interrupted`` or ``failed``; None when
+    every run is whole.
+
+    Args:
+        runs: the report's runs; ``held``: matches per run label (what the report read).
+    """
+    notes = [(run, note) for run in runs if (note := _partial(run, held.get(run.label, 0))) is not None]
+    if not notes:
+        return None
+    if len(runs) == 1:
+        return f"partial: {notes[0][1]}"
+    return "partial: " + "; ".join(f"{run.label} holds {note}" for run, note in notes)
+
+
 def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
     """The report's name of every (run label, player name): one name per identity, distinct identities apart.
 
@@ -154,11 +204,13 @@ def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
     first: dict[str, tuple[str, str]] = {}  # identity -> its first (run, name)
     for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
         first.setdefault(pairs[pair], pair)
+    names_in_run: dict[tuple[str, str], set[str]] = {}  # (run, identity) -> its names there: linear, not per pair
+    for (run_label, name), identity in pairs.items():
+        names_in_run.setdefault((run_label, identity), set()).add(name)
     labels: dict[tuple[str, str], str] = {}
     for pair, identity in pairs.items():
         name = first[identity][1]
-        same_run_names = {n for (r, n), i in pairs.items() if r == pair[0] and i == identity}
-        labels[pair] = pair[1] if len(same_run_names) > 1 else name
+        labels[pair] = pair[1] if len(names_in_run[pair[0], identity]) > 1 else name
     # two identities under one label: the later ones get their first run's label added
     owners: dict[str, str] = {}
     for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):

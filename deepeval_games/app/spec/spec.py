@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -33,9 +34,13 @@ from deepeval_games.app.spec.players import FromTable, JudgeTable, PlayerSpec, P
 from deepeval_games.app.spec.tables import verbatim_error
 from deepeval_games.core.errors import SpecError
 
-__all__ = ["MAX_NESTING", "ExperimentSpec", "parse_spec", "spec_json_schema"]
+__all__ = ["MAX_NAME_CHARS", "MAX_NESTING", "MAX_PLAYERS", "ExperimentSpec", "parse_spec", "spec_json_schema"]
 
 MAX_NESTING = 32
+MAX_PLAYERS = 100_000
+"""The most ``[[players]]`` entries a spec may list (no run plans more than 5,000,000 matches anyway)."""
+MAX_NAME_CHARS = 200
+"""The longest name a player or the judge may have, in characters (tables, plots and match ids show it)."""
 """The deepest nesting of tables and lists a spec document may have."""
 
 
@@ -54,12 +59,13 @@ class ExperimentSpec(BaseModel):
     """The judge of judged games: a scripted judge (``bot``) or an LLM (``model``)."""
 
     _source: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _by_name: dict[str, PlayerSpec] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
     @classmethod
     def _keep_source(cls, data: Any, handler: Callable[[Any], ExperimentSpec]) -> ExperimentSpec:
         if isinstance(data, Mapping):
-            problem = _document_problem(data)  # before anything recurses into the document
+            problem = _size_problem(data) or _document_problem(data)  # before anything recurses into the document
             if problem:
                 raise verbatim_error(problem)
         spec = handler(data)
@@ -71,8 +77,8 @@ class ExperimentSpec(BaseModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> ExperimentSpec:
-        names = [p.name for p in self.players]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(p.name for p in self.players)  # linear: a spec may list 200,000 players
+        duplicates = sorted(n for n, k in counts.items() if k > 1)
         if duplicates:
             raise verbatim_error(f"[[players]]: names must be unique; repeated: {duplicates}")
         return self
@@ -165,16 +171,37 @@ class ExperimentSpec(BaseModel):
         return any(p.kind == "model" for p in (*self.players, *([self.judge] if self.judge else [])))
 
     def player(self, name: str) -> PlayerSpec:
-        """The player called ``name``."""
-        for player in self.players:
-            if player.name == name:
-                return player
-        raise KeyError(name)
+        """The player called ``name`` (looked up in a table made once: a spec may list 200,000 players)."""
+        if self._by_name is None:
+            self._by_name = {p.name: p for p in self.players}
+        return self._by_name[name]
 
     def with_experiment(self, **changes: Any) -> ExperimentSpec:
         """A copy with some ``[experiment]`` keys changed (e.g. ``repeats=40``), validated again."""
         source = {**self.source, "experiment": {**self.source.get("experiment", {}), **changes}}
         return parse_spec(source)
+
+
+def _size_problem(data: Mapping[str, Any]) -> str | None:
+    """What is too large in a spec document: more than :data:`MAX_PLAYERS` players, or a name longer than
+    :data:`MAX_NAME_CHARS` (named by its position, before anything else reads the players)."""
+    players = data.get("players")
+    players = players if isinstance(players, (list, tuple)) else []
+    if len(players) > MAX_PLAYERS:
+        return (
+            f"[[players]]: the spec lists {len(players):,} players, more than the {MAX_PLAYERS:,} a spec may list; "
+            "split the study into runs (a later one may extend an earlier one)"
+        )
+    judge = data.get("judge")
+    tables = [(f"[[players]] #{index}", table) for index, table in enumerate(players, 1)] + [("[judge]", judge)]
+    for where, table in tables:
+        name = table.get("name") if isinstance(table, Mapping) else None
+        if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+            return (
+                f"{where} name: {len(name):,} characters (it begins {name[:24]!r}); a name may be at most "
+                f"{MAX_NAME_CHARS} characters"
+            )
+    return None
 
 
 def _document_problem(data: Mapping[str, Any]) -> str | None:
