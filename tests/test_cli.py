@@ -38,9 +38,10 @@ def test_demo_run_prints_eq1_table(repo_root: Path, tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert code == 0
     assert "Eq. 1" in out and "20 matches planned: 20 played now" in out
+    table = out.split("Eq. 1)\n", 1)[1].split("\n(", 1)[0]  # the table of means, up to its caption
     rows = [
         line.split()[0]
-        for line in out.splitlines()
+        for line in table.splitlines()
         if line.split() and line.split()[0] in ("free-rider", "full-contributor", "conditional", "random")
     ]
     assert rows[0] == "free-rider" and rows[-1] == "full-contributor"
