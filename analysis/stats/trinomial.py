@@ -20,8 +20,8 @@ candidate means ``m`` that two one-sided exact tests, each at ``alpha / 2``, kee
   ``xbar > m`` and over ``l <= 0`` when ``xbar < m``, and the replacement adds ``log(1 + l (1 - m)) - log(1 - l m)``,
   positive for ``l > 0`` and negative for ``l < 0``), so for each count of draws ``kc`` the tail ``T >= t_obs`` is
   ``k1 >= k1*(kc)``, found by bisection, and its probability is ``sum_kc Bin(kc; n, pc) P(Bin(n - kc, r) >= k1*)``
-  with ``r = p1 / (1 - pc)``; counts of draws whose probability is below :data:`NEGLIGIBLE` under every share add
-  their whole mass. Statistics within :data:`TIES` of the observed one count as ties, in both tails.
+  with ``r = p1 / (1 - pc)``; counts of draws beyond the :data:`NEGLIGIBLE` quantiles of the shares add their whole
+  mass. Statistics within :data:`TIES` of the observed one count as ties, in both tails.
 
 **Coverage.** Let the truth be ``(m*, pc*)``. The upper test rejects ``m*`` when its p-value is at most
 ``alpha / 2``; that needs either ``pc* not in C`` (probability at most ``gamma``) or, with ``pc*`` in ``C``,
@@ -49,17 +49,29 @@ import numpy as np
 
 from analysis.stats.exact import binomial_intervals
 
-__all__ = ["CHECKS", "NEGLIGIBLE", "SHARES", "TIES", "TOLERANCE", "mean_bounds", "p_values", "trinomial_intervals"]
+__all__ = [
+    "CHECKS",
+    "NEGLIGIBLE",
+    "REFINE",
+    "SHARES",
+    "TIES",
+    "TOLERANCE",
+    "mean_bounds",
+    "p_values",
+    "trinomial_intervals",
+]
 
 SHARES = 12
 """Draw shares, evenly over the Berger–Boos interval, at which each tail probability is maximised."""
 TOLERANCE = 1e-5
 """How finely (on ``[0, 1]``) the ends of the interval are found by bisection; each end is moved outward by it."""
+REFINE = 9
+"""Shares, evenly between the neighbours of the largest tail's share, at which each tail is looked at again."""
 CHECKS = 4
 """Candidates checked beyond each end found by bisection, a quarter of a standard error apart."""
-NEGLIGIBLE = 1e-16
-"""Counts of draws less likely than this under every share are not summed one by one: their total mass is added to
-each tail whole (an upper bound)."""
+NEGLIGIBLE = 1e-15
+"""The counts of draws summed one by one run from this quantile of the smallest share's binomial to the same upper
+quantile of the largest's; the mass outside them (exact binomial tails) is added to each tail whole (an upper bound)."""
 TIES = 1e-9
 """Statistics within this share of the observed one count as ties (in both tails): rounding never shrinks a tail."""
 
@@ -107,7 +119,7 @@ class _Search:
     def kept(self, m: float, lower: bool) -> bool:
         """Whether the candidate mean ``m`` survives the test that bounds that side (the upper-tail test for the
         lower end)."""
-        below, above = p_values(self.n, self.kc, self.k1, self.middle, m, self.alpha, self.shares)
+        below, above = p_values(self.n, self.kc, self.k1, self.middle, m, self.alpha, self.shares, only=not lower)
         return (above if lower else below) > self.alpha / 2
 
     def end(self, mean: float, lower: bool) -> float:
@@ -143,11 +155,20 @@ class _Search:
 
 
 def p_values(
-    n: int, kc: int, k1: int, middle: float, m: float, alpha: float, shares: tuple[float, float]
+    n: int,
+    kc: int,
+    k1: int,
+    middle: float,
+    m: float,
+    alpha: float,
+    shares: tuple[float, float],
+    *,
+    only: bool | None = None,
 ) -> tuple[float, float]:
     """The Berger–Boos p-values (module docstring) of the sample ``(kc, k1)`` of size ``n`` against the mean ``m``:
     (lower tail, ``T <= t_obs``; upper tail, ``T >= t_obs``), each the largest tail over the allowed shares of
-    ``shares`` (the ``1 - alpha / 50`` interval of ``kc / n``) plus ``alpha / 50``."""
+    ``shares`` (the ``1 - alpha / 50`` interval of ``kc / n``) plus ``alpha / 50``; ``only`` True: the lower tail only
+    (the upper given as 1), False: the upper only, None: both."""
     gamma = alpha / 50
     largest = min(m / middle, (1 - m) / (1 - middle))  # the largest draw share a mean m allows
     low, high = max(shares[0], 0.0), min(shares[1], largest)
@@ -155,24 +176,46 @@ def p_values(
         observed = (middle * kc + k1) / n
         edge = (m <= 0.0 and observed <= 0.0) or (m >= 1.0 and observed >= 1.0)  # the only sample a pure mean gives
         return (1.0, 1.0) if edge else (gamma, gamma)
+    pc = np.linspace(low, high, SHARES)
     from scipy.stats import binom
 
-    pc = np.linspace(low, high, SHARES)[:, None]  # shares x 1
-    p1 = np.clip(m - middle * pc, 0.0, 1.0)
-    rest = 1.0 - pc
-    ratio = np.clip(np.divide(p1, rest, out=np.zeros_like(p1), where=rest > 0), 0.0, 1.0)  # P(win | not a draw)
-    every = np.arange(n + 1, dtype=float)  # every count of draws
-    weight = binom.pmf(every[None, :], n, pc)  # shares x draws
-    used = weight.max(axis=0) > NEGLIGIBLE
-    dropped = weight[:, ~used].sum(axis=1)  # counts of draws too rare to sum: their whole mass joins both tails
-    draws, weight = every[used], weight[:, used]
+    likely = binom.ppf(NEGLIGIBLE, n, low), binom.isf(NEGLIGIBLE, n, high)  # the counts of draws summed one by one
+    every = np.arange(max(int(likely[0]) - 1, 0), min(int(likely[1]) + 1, n) + 1, dtype=float)
     observed = float(_root(np.array([float(n - kc - k1)]), np.array([float(kc)]), np.array([float(k1)]), middle, m)[0])
     slack = TIES * (1.0 + abs(observed))
-    first = _first_win_count(n, draws, middle, m, lambda t: t >= observed - slack)  # T >= t_obs from here on
-    beyond = _first_win_count(n, draws, middle, m, lambda t: t > observed + slack)  # T <= t_obs up to here
-    at_least = (weight * binom.sf(first[None, :] - 1, n - draws[None, :], ratio)).sum(axis=1) + dropped
-    at_most = (weight * binom.cdf(beyond[None, :] - 1, n - draws[None, :], ratio)).sum(axis=1) + dropped
-    return float(min(at_most.max() + gamma, 1.0)), float(min(at_least.max() + gamma, 1.0))
+    first = _first_win_count(n, every, middle, m, lambda t: t >= observed - slack)  # T >= t_obs from here on
+    beyond = _first_win_count(n, every, middle, m, lambda t: t > observed + slack)  # T <= t_obs up to here
+    result = [1.0, 1.0]
+    for column, upper in ((0, False), (1, True)):
+        if only is not None and only == upper:
+            continue
+        tail = _tail(n, middle, m, pc, every, first if upper else beyond, upper)
+        best = int(np.argmax(tail))  # a finer look around the largest
+        near = np.linspace(pc[max(best - 1, 0)], pc[min(best + 1, SHARES - 1)], REFINE)
+        largest_tail = max(
+            float(tail.max()), float(_tail(n, middle, m, near, every, first if upper else beyond, upper).max())
+        )
+        result[column] = min(largest_tail + gamma, 1.0)
+    return result[0], result[1]
+
+
+def _tail(
+    n: int, middle: float, m: float, pc: np.ndarray, draws: np.ndarray, wins: np.ndarray, upper: bool
+) -> np.ndarray:
+    """The probability of ``T >= t_obs`` (``upper``; ``wins``: where it begins, by count of ``draws``) or of
+    ``T <= t_obs`` (``wins``: one past where it ends) under each draw share of ``pc`` (mean ``m``); the mass of the
+    counts of draws outside ``draws`` (consecutive) joins the tail whole."""
+    from scipy.stats import binom
+
+    shares = pc[:, None]
+    p1 = np.clip(m - middle * shares, 0.0, 1.0)
+    rest = 1.0 - shares
+    ratio = np.clip(np.divide(p1, rest, out=np.zeros_like(p1), where=rest > 0), 0.0, 1.0)  # P(win | not a draw)
+    weight = binom.pmf(draws[None, :], n, shares)  # shares x draws
+    dropped = binom.cdf(draws[0] - 1, n, pc) + binom.sf(draws[-1], n, pc)
+    others = n - draws[None, :]
+    inside = binom.sf(wins[None, :] - 1, others, ratio) if upper else binom.cdf(wins[None, :] - 1, others, ratio)
+    return np.asarray((weight * inside).sum(axis=1) + dropped)
 
 
 def _first_win_count(
