@@ -61,6 +61,8 @@ __all__ = [
     "trinomial_intervals",
 ]
 
+NUISANCE_SHARE = 50
+"""``gamma = alpha / NUISANCE_SHARE``: the error spent on the draw share's interval (Berger–Boos)."""
 SHARES = 12
 """Draw shares, evenly over the Berger–Boos interval, at which each tail probability is maximised."""
 TOLERANCE = 1e-5
@@ -102,7 +104,7 @@ def mean_bounds(n: int, kc: int, k1: int, middle: float, alpha: float) -> tuple[
     if n == 0:
         return 0.0, 1.0
     mean = (middle * kc + k1) / n
-    share_low, share_high = (float(v[0]) for v in binomial_intervals(np.array([kc]), n, alpha / 50))
+    share_low, share_high = (float(v[0]) for v in binomial_intervals(np.array([kc]), n, alpha / NUISANCE_SHARE))
     search = _Search(n, kc, k1, middle, alpha, (share_low, share_high))
     return search.end(mean, lower=True), search.end(mean, lower=False)
 
@@ -169,7 +171,7 @@ def p_values(
     (lower tail, ``T <= t_obs``; upper tail, ``T >= t_obs``), each the largest tail over the allowed shares of
     ``shares`` (the ``1 - alpha / 50`` interval of ``kc / n``) plus ``alpha / 50``; ``only`` True: the lower tail only
     (the upper given as 1), False: the upper only, None: both."""
-    gamma = alpha / 50
+    gamma = alpha / NUISANCE_SHARE
     largest = min(m / middle, (1 - m) / (1 - middle))  # the largest draw share a mean m allows
     low, high = max(shares[0], 0.0), min(shares[1], largest)
     if high < low or not 0.0 < m < 1.0:
