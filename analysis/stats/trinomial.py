@@ -7,14 +7,15 @@ candidate means ``m`` that two one-sided exact tests, each at ``alpha / 2``, kee
 * **the statistic** orders the samples by the signed root of the profile likelihood ratio of the mean ``m``
   (Owen's empirical likelihood on the three points, the same ordering as ``exact-discrete/1``):
   ``T = sign(xbar - m) sqrt(2 sum_j k_j log(1 + l v_j))`` with ``v = (0, c, 1) - m`` and ``l`` the root of
-  ``sum_j k_j v_j / (1 + l v_j) = 0`` where ``1 + l v_j > 0`` on every point: a quadratic in ``l`` (closed form,
-  no bisection); ``+-inf`` where ``m`` lies outside the hull of the values observed. It is nearly pivotal: its tail
-  barely depends on the draw share, so the nuisance costs little width.
+  ``sum_j k_j v_j / (1 + l v_j) = 0`` where ``1 + l v_j >= 0`` on every point, observed or not: a quadratic in
+  ``l`` (a linear equation with two values observed; closed form, no bisection), clamped to that range (where ``m``
+  lies outside the values observed, at its end: the profile likelihood then puts mass on an unobserved value). Its
+  tail depends little on the draw share at n >= 100 unless nearly every match is a draw (width_results.md).
 * **the nuisance** (the draw share ``pc``, free once ``m`` is fixed) is handled as Berger and Boos (JASA 1994): the
   p-value is the largest tail probability over the shares in a ``1 - gamma`` Clopper–Pearson interval ``C`` of
-  ``kc / n`` that the mean ``m`` allows, plus ``gamma`` (``gamma = alpha / 50``); no allowed share in ``C``: the
-  p-value is ``gamma``. The largest is taken over :data:`SHARES` shares spread evenly over ``C`` (its ends
-  included).
+  ``kc / n`` that the mean ``m`` allows, plus ``gamma`` (``gamma = alpha /`` :data:`NUISANCE_SHARE`); no allowed
+  share in ``C``: the p-value is ``gamma``. The largest is taken over :data:`SHARES` shares spread evenly over ``C``
+  (its ends included), then over :data:`REFINE` more between the neighbours of the largest.
 * **the tail probability** of each share is summed exactly, without enumerating the samples: the statistic never
   falls as a win replaces a loss (``T^2 / 2 = max_l sum_j k_j log(1 + l v_j)``, the maximum over ``l >= 0`` when
   ``xbar > m`` and over ``l <= 0`` when ``xbar < m``, and the replacement adds ``log(1 + l (1 - m)) - log(1 - l m)``,
@@ -29,7 +30,7 @@ candidate means ``m`` that two one-sided exact tests, each at ``alpha / 2``, kee
 statistic under the true distribution is a valid p-value, and the computed tail is never smaller), so at most
 ``alpha / 2`` in all; the lower test the same, and the interval misses ``m*`` with probability at most ``alpha``, at
 every n and every trinomial. Two steps are numerical, and measured rather than proven: the largest tail over ``C``
-is a maximum over :data:`SHARES` of its points (``bench/width_results.md`` compares it with 200), and the ends of the
+is a maximum over finitely many of its points (``bench/width_results.md``: within 8e-5 of 200 shares), and the ends of the
 interval are found by bisection on ``m`` to :data:`TOLERANCE` and moved outward by it, then checked outward over
 :data:`CHECKS` quarter standard errors (a discrete test's p-value need not be monotone in ``m``; a kept candidate
 beyond the end found moves the end there).
@@ -52,6 +53,7 @@ from analysis.stats.exact import binomial_intervals
 __all__ = [
     "CHECKS",
     "NEGLIGIBLE",
+    "NUISANCE_SHARE",
     "REFINE",
     "SHARES",
     "TIES",
