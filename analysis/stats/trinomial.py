@@ -30,9 +30,9 @@ candidate means ``m`` that two one-sided exact tests, each at ``alpha / 2``, kee
 statistic under the true distribution is a valid p-value, and the computed tail is never smaller), so at most
 ``alpha / 2`` in all; the lower test the same, and the interval misses ``m*`` with probability at most ``alpha``, at
 every n and every trinomial. Two steps are numerical, and measured rather than proven: the largest tail over ``C``
-is a maximum over finitely many of its points (``bench/width_results.md``: within 8e-5 of 200 shares), and the ends of the
-interval are found by bisection on ``m`` to :data:`TOLERANCE` and moved outward by it, then checked outward over
-:data:`CHECKS` quarter standard errors (a discrete test's p-value need not be monotone in ``m``; a kept candidate
+is a maximum over finitely many of its points (``bench/width_results.md``: within 8e-5 of 200 shares), and the ends
+of the interval are found by bisection on ``m`` to :data:`TOLERANCE` and moved outward by it, then checked outward
+over :data:`CHECKS` quarter standard errors (a discrete test's p-value need not be monotone in ``m``; a kept candidate
 beyond the end found moves the end there).
 
 **Cost.** One sample's interval evaluates the tails at about 30 candidate means, each a bisection over the wins of
