@@ -144,9 +144,11 @@ def _nra(x: np.ndarray, _: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ratio_intervals(2.0 * x, 2.0 * np.abs(x), 2.0 * max(abs(LOW), abs(HIGH)))
 
 
-def _exact(support: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """``exact-discrete/1`` on the support the game declares (before any payoff is seen)."""
-    return lambda x, _: named_intervals(x, LOW, HIGH, method="exact-discrete/1", support=support)
+def _exact(
+    support: tuple[float, ...], method: str = "exact-discrete/1"
+) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``method`` (an exact method) on the support the game declares (before any payoff is seen)."""
+    return lambda x, _: named_intervals(x, LOW, HIGH, method=method, support=support)
 
 
 def _win_loss_ratio(x: np.ndarray, _: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -177,6 +179,12 @@ INTERVALS: tuple[IntervalType, ...] = (
     ),
     IntervalType("exact-discrete/1, two-point support", "mean", _exact((LOW, HIGH)), only=("Bernoulli(0.1)",)),
     IntervalType("exact-discrete/1, three-point support", "mean", _exact((LOW, MIDDLE, HIGH)), only=("win/draw/loss",)),
+    IntervalType(
+        "exact-discrete/2, three-point support",
+        "mean",
+        _exact((LOW, MIDDLE, HIGH), "exact-discrete/2"),
+        only=("win/draw/loss",),
+    ),
     IntervalType("exact-conditional/1 (NRA, win/loss)", "win-loss", _win_loss_ratio, only=("win/draw/loss",)),
     IntervalType("percentile bootstrap (old)", "mean", lambda x, _: _bootstrap_rows(x), printed=False),
 )

@@ -27,7 +27,7 @@ def coverage() -> list[bench_coverage.Coverage]:
 def test_every_printed_interval_covers_at_small_n(coverage: list[bench_coverage.Coverage]) -> None:
     printed = [r for r in coverage if r.printed]
     kinds = {r.interval for r in printed}
-    assert len(kinds) == 8 and {r.n for r in printed} == {6, 10, 30}
+    assert len(kinds) == 9 and {r.n for r in printed} == {6, 10, 30}
     assert {r.distribution for r in printed} == set(bench_coverage.DISTRIBUTIONS)
     failing = [(r.interval, r.distribution, r.n, r.rate) for r in printed if not r.passes]
     assert not failing, failing

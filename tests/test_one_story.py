@@ -139,7 +139,7 @@ def test_an_old_run_keeps_its_methods_unless_asked(
     with sqlite3.connect(run / "results.sqlite") as db:
         (text,) = db.execute("select value from meta where key='spec'").fetchone()
         source = json.loads(text)
-        assert source["experiment"]["intervals"] == "2"  # a new run records the version it selects
+        assert source["experiment"]["intervals"] == "3"  # a new run records the version it selects
         del source["experiment"]["intervals"]  # as a run made before the key
         db.execute("update meta set value=? where key='spec'", (json.dumps(source),))
     # the fixed-n intervals, on request: the old run's version unless another is asked for
@@ -177,5 +177,7 @@ def test_a_game_declares_its_payoff_values_and_a_payoff_off_them_drops_the_exact
     assert interval_policy("2", (-1.0, 0.0, 1.0), [0.5]).mean == DEFAULT_METHOD  # a game that broke its word
     old = interval_policy("1", (-1.0, 0.0, 1.0))
     assert (old.mean, old.ratio, old.points) == (DEFAULT_METHOD, "betting-ratio/1", DEFAULT_METHOD)
+    latest = interval_policy("3", (-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
+    assert (latest.mean, latest.ratio, latest.points) == ("exact-discrete/2", "exact-conditional/1", "exact-discrete/2")
     with pytest.raises(ValueError, match="unknown intervals version"):
-        interval_policy("3")
+        interval_policy("4")

@@ -13,7 +13,10 @@ Means of payoffs on a known range (:data:`INTERVAL_METHODS`, through :func:`mean
 * ``exact-discrete/1``: the exact interval of payoffs that take two or three known values, the game's ``support``
   (:mod:`analysis.stats.exact`): a win/loss game, a win/draw/loss game, a points share of 1, 1/2 and 0. It is valid
   only where the support is known before the data are seen (the game's rules say so), never chosen because a
-  sample happens to show few values; a value off the support is an error.
+  sample happens to show few values; a value off the support is an error. On three values it tables every sample
+  of a size, so above :data:`TRINOMIAL_MAX_N` it gives the betting interval;
+* ``exact-discrete/2``: the same on two values; on three, the exact interval of each sample on its own
+  (:mod:`analysis.stats.trinomial`) at every n (about half a second at n = 2,000).
 
 The other kinds of result, named here for the report: :data:`RATE_METHODS` (win, draw, loss and illegal-move
 rates: Clopper–Pearson, or Robbins' beta-binomial mixture sequence in a run stopped by looking at its results),
@@ -41,6 +44,7 @@ from analysis.stats.exact import (
     support_counts,
     trinomial_intervals,
 )
+from analysis.stats.trinomial import trinomial_intervals as sample_trinomial_intervals
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import load_recorded_game, payoff_support
@@ -48,6 +52,7 @@ from deepeval_games.core.registry.games import load_recorded_game, payoff_suppor
 __all__ = [
     "COLLECTED_MARK",
     "DEFAULT_METHOD",
+    "EXACT_METHODS",
     "INTERVAL_KINDS",
     "INTERVAL_METHODS",
     "INTERVAL_VERSIONS",
@@ -104,13 +109,29 @@ def _exact(x: np.ndarray, alpha: float, support: tuple[float, ...] | None) -> tu
         raise ValueError("exact-discrete/1 needs a support of two or three values")
     if len(support) == 3 and x.shape[1] > TRINOMIAL_MAX_N:
         return _betting(x, alpha, None)
+    return _on_support(x, alpha, support, trinomial_intervals)
+
+
+def _exact_every_n(x: np.ndarray, alpha: float, support: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+    if support is None or len(support) not in (2, 3):
+        raise ValueError("exact-discrete/2 needs a support of two or three values")
+    return _on_support(x, alpha, support, sample_trinomial_intervals)
+
+
+def _on_support(
+    x: np.ndarray,
+    alpha: float,
+    support: tuple[float, ...],
+    three: Callable[[np.ndarray, float, float], tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper–Pearson on two values, ``three`` on three (values rescaled so the support's ends are 0 and 1)."""
     least, greatest = support[0], support[-1]
     on_support = (x - least) / (greatest - least)  # the support's ends at 0 and 1
     if len(support) == 2:
         _, highs = support_counts(on_support, (0.0, 1.0))
         low, high = binomial_intervals(highs, x.shape[1], alpha)
     else:
-        low, high = trinomial_intervals(on_support, (support[1] - least) / (greatest - least), alpha)
+        low, high = three(on_support, (support[1] - least) / (greatest - least), alpha)
     return least + (greatest - least) * low, least + (greatest - least) * high
 
 
@@ -130,6 +151,13 @@ INTERVAL_METHODS: dict[str, IntervalMethod] = {
             "exact binomial (two values) or trinomial (three values, n <= 40; the betting interval above) test "
             "inversion; payoffs on a declared support",
             _exact,
+            needs_support=True,
+        ),
+        IntervalMethod(
+            "exact-discrete/2",
+            "exact binomial (two values) or trinomial (three values, every n: one sample's test inversion, "
+            "likelihood-ordered, Berger–Boos) test inversion; payoffs on a declared support",
+            _exact_every_n,
             needs_support=True,
         ),
     )
@@ -222,16 +250,20 @@ def win_loss_ratio_interval(wins: int, losses: int, *, alpha: float = 0.05) -> t
 
 OLD_VERSION = "1"
 """The methods printed before they had names: what a run whose stored spec names no ``intervals`` is reported with."""
-LATEST_VERSION = "2"
+LATEST_VERSION = "3"
 """What a new run's spec selects unless it says otherwise: the tightest valid method per kind."""
 INTERVAL_VERSIONS = {
     "1": "every mean and points share betting-eb/1, every NRA betting-ratio/1",
     "2": "exact where the game declares its payoff values (exact-discrete/1, an NRA of a +c/-c game "
     "exact-conditional/1, a points share exact-discrete/1 on 0, 1/2, 1), betting otherwise",
+    "3": "as 2, with exact-discrete/2 in place of exact-discrete/1 (three values exact at every n)",
 }
 """What each version of ``[experiment] intervals`` prints; rates are ``clopper-pearson/1`` and paired differences
 ``betting-eb/1`` in both. In a run stopped by a rule that looked at its results (:func:`collected_key`) every mean
 and points share is the run's anytime-valid sequence and every rate ``beta-binomial-mixture/1``, in both."""
+
+EXACT_METHODS = {"2": "exact-discrete/1", "3": "exact-discrete/2"}
+"""The exact method of a mean on a declared support (and of a points share) in each version that has one."""
 
 POINTS_SUPPORT = (0.0, 0.5, 1.0)
 """A points share's values by its definition: a win, a draw, a loss."""
@@ -336,15 +368,15 @@ class IntervalPolicy:
         if self.sequence is not None:
             return SEQUENCE_METHODS[self.sequence]
         exact = self.version != OLD_VERSION and self.support is not None and len(self.support) in (2, 3)
-        return "exact-discrete/1" if exact else DEFAULT_METHOD
+        return EXACT_METHODS.get(self.version, DEFAULT_METHOD) if exact else DEFAULT_METHOD
 
     @property
     def points(self) -> str:
         """The method of a points share (1, 1/2, 0 by its definition): the run's sequence where it was collected
-        adaptively."""
+        adaptively, else the exact method of the version."""
         if self.sequence is not None:
             return SEQUENCE_METHODS[self.sequence]
-        return DEFAULT_METHOD if self.version == OLD_VERSION else "exact-discrete/1"
+        return EXACT_METHODS.get(self.version, DEFAULT_METHOD)
 
     @property
     def rate(self) -> str:

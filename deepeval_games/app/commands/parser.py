@@ -270,9 +270,10 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     parser.add_argument(
         "--intervals",
-        choices=("1", "2"),
-        help="the interval methods to print, by version: 2 exact where the game declares its payoff values, 1 the "
-        "betting intervals of old runs (default: the version each run recorded; 1 for a run that records none)",
+        choices=("1", "2", "3"),
+        help="the interval methods to print, by version: 3 exact where the game declares its payoff values (at "
+        "every number of matches), 2 the same with win/draw/loss exact up to 40 matches, 1 the betting intervals of "
+        "old runs (default: the version each run recorded; 1 for a run that records none)",
     )
     parser.add_argument(
         "--interval",

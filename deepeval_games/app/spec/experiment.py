@@ -201,12 +201,13 @@ class ExperimentTable(BaseModel):
     before the check; game strings read back from a run directory's records get the same check."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
-    intervals: Literal["1", "2"] = "2"
-    """Which interval methods the run's reports print, by version: ``"2"`` (new runs) the tightest valid method per
-    kind of number (exact where the game declares its payoff values, e.g. tic-tac-toe's -1, 0, 1; betting
-    otherwise), ``"1"`` the betting intervals printed before methods had versions. A run directory records the
-    version it was started with; one that records none (made before this key) is reported with ``"1"`` unless
-    ``report --intervals`` asks for another. Run setting (not part of the spec's hash)."""
+    intervals: Literal["1", "2", "3"] = "3"
+    """Which interval methods the run's reports print, by version: ``"3"`` (new runs) the tightest valid method per
+    kind of number (exact where the game declares its payoff values, e.g. tic-tac-toe's -1, 0, 1, at every number
+    of matches; betting otherwise), ``"2"`` the same with the three-value exact interval only up to 40 matches
+    (the betting interval above), ``"1"`` the betting intervals printed before methods had versions. A run
+    directory records the version it was started with; one that records none (made before this key) is reported
+    with ``"1"`` unless ``report --intervals`` asks for another. Run setting (not part of the spec's hash)."""
     extends: Annotated[list[Name], Field(strict=False)] = Field(default_factory=list)
     """Run directories of an earlier study (the pool) that this spec adds players to: the run plays only the
     seatings with a listed player who is not in the pool, against the pool's players, with the pool's games, sweep,
@@ -270,7 +271,7 @@ def recorded_intervals(source: Mapping[str, Any] | None) -> str:
     (:func:`analysis.stats.intervals.collected_key`): such a run is reported with the anytime-valid intervals."""
     experiment = (source or {}).get("experiment")
     value = experiment.get("intervals") if isinstance(experiment, Mapping) else None
-    version = str(value) if value in ("1", "2") else "1"
+    version = str(value) if value in ("1", "2", "3") else "1"
     from analysis.stats.intervals import collected_key
 
     rule = recorded_rule(source)  # a rule looked at the results: every interval is the anytime-valid one
