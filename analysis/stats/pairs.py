@@ -118,11 +118,33 @@ def shared_points(records: Iterable[MatchRecord]) -> dict[tuple[str, Pair], list
     """(role, pair) -> the first player's points over the pair's shared matches, in the order of repetition (the
     complete records only)."""
     out: dict[tuple[str, Pair], list[float]] = defaultdict(list)
+    plans: dict[tuple[str, ...], list[tuple[int, int, list[float]]] | None] = {}  # per seating: its pairs' lists
     for record in views.in_repetition_order(views.complete(records)):
-        roles = record.roles or ["player"] * len(record.seats)
-        for key, point in match_points(record.seats, record.returns, roles).items():
+        seats, returns, roles = record.seats, record.returns, record.roles
+        seating = (*seats, "", *roles)
+        plan = plans.get(seating, ())
+        if plan == ():
+            plan = plans[seating] = _plan(seats, roles, out)
+        if plan is not None:  # one role, a seat a player: match_points' result straight from the seats
+            for i, j, bucket in plan:
+                a, b = returns[i], returns[j]
+                bucket.append(1.0 if a > b else 0.0 if a < b else 0.5)
+            continue
+        for key, point in match_points(seats, returns, roles or ["player"] * len(seats)).items():
             out[key].append(point)
     return dict(out)
+
+
+def _plan(
+    seats: Sequence[str], roles: Sequence[str], out: dict[tuple[str, Pair], list[float]]
+) -> list[tuple[int, int, list[float]]] | None:
+    """For a seating of one role with a seat a player: each pair's seats (first in name order) and its list in
+    ``out``; None for any other seating (:func:`match_points` then reads it)."""
+    role = roles[0] if roles else "player"
+    if (roles and roles.count(role) != len(roles)) or len(set(seats)) != len(seats):
+        return None
+    order = sorted(range(len(seats)), key=seats.__getitem__)
+    return [(i, j, out[(role, (seats[i], seats[j]))]) for i, j in itertools.combinations(order, 2)]
 
 
 def comparisons(
