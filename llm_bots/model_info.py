@@ -37,6 +37,7 @@ __all__ = [
     "cost",
     "list_price",
     "litellm",
+    "missing_api_keys",
     "needs_price",
     "price",
     "provider",
@@ -224,6 +225,16 @@ def provider(model: str) -> str | None:
 def supports_json_schema(model: str) -> bool:
     """Whether litellm's table says the provider can constrain replies to a JSON schema; False when unknown."""
     return bool(_fact(model, "json_schema"))
+
+
+def missing_api_keys(model: str, api_base: str | None = None) -> list[str]:
+    """The environment variables of API keys or tokens that litellm says ``model`` needs and the environment lacks
+    (read now, never memoized: the environment may change); empty when litellm cannot tell."""
+    try:
+        missing = litellm().validate_environment(model=model, api_base=api_base).get("missing_keys", [])
+    except Exception:  # litellm cannot tell: the first call will say
+        return []
+    return [str(name) for name in missing if "KEY" in str(name) or "TOKEN" in str(name)]
 
 
 def list_price(model: str) -> tuple[float, float] | None:

@@ -121,13 +121,9 @@ def check_credentials(player: PlayerSpec) -> None:
                 "(api_key_env) is not set or empty"
             )
         return
-    import litellm
+    from llm_bots import model_info  # what a model needs is the model facade's to say
 
-    try:
-        missing = litellm.validate_environment(model=player.model, api_base=api_base).get("missing_keys", [])
-    except Exception:  # litellm cannot tell: the first call will say
-        return
-    keys = [name for name in missing if "KEY" in name or "TOKEN" in name]
+    keys = model_info.missing_api_keys(player.model, None if api_base is None else str(api_base))
     if keys:
         raise FatalRunError(
             f"model {player.model!r} (player {player.name!r}): no API key; set {', '.join(keys)} "
