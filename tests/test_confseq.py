@@ -118,3 +118,58 @@ def test_every_reported_mean_gets_an_anytime_interval_per_role_and_variant(
     anytime = capsys.readouterr().out
     assert "valid although the run looked at its results to decide when to stop" in anytime
     assert "fixed in advance;" not in anytime
+
+
+@pytest.mark.parametrize("anytime", [False, True])
+def test_the_banded_search_gives_the_interval_of_testing_every_candidate(anytime: bool) -> None:
+    """``unit_mean_intervals`` tests every candidate only near the interval (K+ falls and K- rises with the mean);
+    its bounds are those of the whole grid to the last bit, on continuous, three-valued, constant and 0/1 samples
+    of many sizes and levels."""
+    from analysis.stats.confseq import _grid, _HedgedCapital, unit_mean_intervals
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n, rows = int(rng.choice([1, 3, 10, 30, 200])), int(rng.integers(1, 5))
+        x = [
+            rng.random((rows, n)) ** rng.uniform(0.2, 5.0),
+            rng.integers(0, 3, (rows, n)) / 2.0,
+            np.full((rows, n), rng.random()),
+            (rng.random((rows, n)) < rng.random()).astype(float),
+        ][trial % 4]
+        alpha = float(rng.choice([0.01, 0.05, 0.2]))
+        whole = _HedgedCapital(rows, _grid(1000), alpha=alpha, horizon=None if anytime else n)
+        whole.advance(x)
+        expected = whole.bounds()
+        got = unit_mean_intervals(x, alpha=alpha, anytime=anytime)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1]), (trial, n, alpha)
+
+
+def _reference_bounds(x: np.ndarray, alpha: float, horizon: int | None, size: int = 1000) -> tuple[float, float]:
+    """The hedged-capital interval of one stream, written out a step and a candidate list at a time from the module
+    docstring (the check that the vectorised capital computes the same thing)."""
+    grid = (np.arange(size) + 0.5) / size
+    up, down, excluded = np.zeros(size), np.zeros(size), np.zeros(size, dtype=bool)
+    total, var_sum, threshold = 0.0, 0.25, np.log(2.0 / alpha)
+    for t, value in enumerate(x, start=1):
+        scale = (var_sum / t) * (horizon if horizon is not None else t * np.log1p(t))
+        bet = np.sqrt(2.0 * np.log(2.0 / alpha) / scale)
+        up += np.log1p(np.minimum(bet, np.minimum(0.75 / grid, 1e6)) * (value - grid))
+        down += np.log1p(-np.minimum(bet, np.minimum(0.75 / (1.0 - grid), 1e6)) * (value - grid))
+        if horizon is None or t >= horizon:
+            excluded |= np.logaddexp(up, down) >= threshold
+        total += value
+        var_sum += (value - (0.5 + total) / (t + 1)) ** 2
+    kept = np.flatnonzero(~excluded)
+    assert kept.size, "every candidate excluded: pick another sample"
+    return max(grid[kept[0]] - 0.5 / size, 0.0), min(grid[kept[-1]] + 0.5 / size, 1.0)
+
+
+@pytest.mark.parametrize("anytime", [False, True])
+def test_the_capital_is_the_written_out_one(anytime: bool) -> None:
+    from analysis.stats.confseq import unit_mean_intervals
+
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 40, 150):
+        x = rng.random(n) ** 2
+        lo, hi = unit_mean_intervals(x[None, :], anytime=anytime)
+        assert (lo[0], hi[0]) == pytest.approx(_reference_bounds(x, 0.05, None if anytime else n), abs=1e-12)

@@ -200,6 +200,8 @@ class _HedgedCapital:
         self.up = np.zeros((rows, self.grid.shape[1]))  # log K+
         self.down = np.zeros((rows, self.grid.shape[1]))  # log K-
         self.excluded = np.zeros((rows, self.grid.shape[1]), dtype=bool)
+        self.hit_up = np.zeros((rows, self.grid.shape[1]), dtype=bool)  # K+ alone reached 2 / alpha at a tested step
+        self.hit_down = np.zeros((rows, self.grid.shape[1]), dtype=bool)
         self._threshold = math.log(1.0 / alpha)
         with np.errstate(divide="ignore"):  # a candidate at 0 or 1 (a ratio's test at its end) bets without a cap
             self._cap_up = np.minimum(self._CAP / self.grid, 1e6)
@@ -218,7 +220,6 @@ class _HedgedCapital:
         base_sum, base_var = self._sum, self._var_sum
         run_sum, run_dev, last_var = np.zeros(self.rows), np.zeros(self.rows), base_var
         threshold = self._threshold + math.log(2.0)  # (K+ + K-) / 2 >= 1 / alpha
-        term = np.empty(self.up.shape)
         for block in blocks:
             x = np.asarray(block, dtype=float).reshape(self.rows, -1)
             k = x.shape[1]
@@ -232,33 +233,61 @@ class _HedgedCapital:
             before = np.concatenate([last_var[:, None], var_sums[:, :-1]], axis=1)  # 1/4 + sum up to t - 1
             scale = (before / t) * (self.horizon if self.horizon is not None else t * np.log1p(t))  # s2_{t-1} * ..
             bets = np.sqrt(2.0 * self._log_term / scale)
-            for step in range(k):
-                diff = x[:, step, None] - self.grid
-                bet = bets[:, step, None]
-                np.minimum(bet, self._cap_up, out=term)
-                term *= diff
-                self.up += np.log1p(term, out=term)
-                np.minimum(bet, self._cap_down, out=term)
-                term *= diff
-                np.negative(term, out=term)
-                self.down += np.log1p(term, out=term)
-                if self.horizon is None or self.t + step + 1 >= self.horizon:
-                    self._exclude(threshold, term)
+            self._bet(x, bets, threshold)
             run_sum, run_dev, last_var = cum[:, -1], dev[:, -1], var_sums[:, -1]
             self.t += k
         self._sum, self._var_sum = base_sum + run_sum, base_var + run_dev
 
-    def _exclude(self, threshold: float, work: np.ndarray) -> None:
-        """Exclude every candidate whose hedged capital ``logaddexp(up, down)`` has reached ``threshold``. The larger
-        of the two logs bounds it within ``log 2`` (``max <= logaddexp <= max + log 2``), so ``logaddexp`` (the costly
-        part: 65 of a step's 80 us on 4 x 1,000 candidates) is taken only for the few candidates still in play whose
-        larger log lies within ``log 2`` of the threshold; the exclusions are exactly those of taking it everywhere."""
-        larger = np.maximum(self.up, self.down, out=work)
-        self.excluded |= larger >= threshold
+    def _bet(self, x: np.ndarray, bets: np.ndarray, threshold: float) -> None:
+        """Bet the observations ``x`` (``rows`` x ``k``) with their ``bets`` against every candidate, several steps of
+        numpy at a time (:data:`_CHUNK` entries): the logs of each step's factors, summed along time in the order of
+        the steps (so the capital is the same to the last bit as one step at a time), and the candidates
+        excluded at the steps that test them."""
+        k = x.shape[1]
+        width = self.grid.shape[1]
+        grid, cap_up, cap_down = self.grid[None], self._cap_up[None], self._cap_down[None]  # steps x rows x grid
+        steps, step_bets = x.T[:, :, None], bets.T[:, :, None]
+        per = max(1, _WORK // (self.rows * width))
+        for start in range(0, k, per):
+            stop = min(k, start + per)
+            diff = steps[start:stop] - grid
+            ups = np.minimum(step_bets[start:stop], cap_up)
+            ups *= diff
+            np.log1p(ups, out=ups)
+            downs = np.minimum(step_bets[start:stop], cap_down)
+            downs *= diff
+            np.negative(downs, out=downs)
+            np.log1p(downs, out=downs)
+            count = stop - start
+            tested = count if self.horizon is None else min(count, max(0, self.t + stop + 1 - self.horizon))
+            np.add(ups[0], self.up, out=ups[0])
+            np.add(downs[0], self.down, out=downs[0])
+            if not tested:  # only the sums needed: numpy adds along the first axis in order, one step after another
+                self.up, self.down = np.add.reduce(ups, axis=0), np.add.reduce(downs, axis=0)
+                continue
+            for step in range(1, count):  # the running sums (numpy's cumsum along the first axis is slow)
+                np.add(ups[step - 1], ups[step], out=ups[step])
+                np.add(downs[step - 1], downs[step], out=downs[step])
+            self._exclude(ups[-tested:], downs[-tested:], threshold)
+            self.up, self.down = ups[-1].copy(), downs[-1].copy()
+
+    def _exclude(self, ups: np.ndarray, downs: np.ndarray, threshold: float) -> None:
+        """Exclude every candidate whose hedged capital ``logaddexp(up, down)`` reaches ``threshold`` at one of the
+        steps of ``ups`` and ``downs`` (steps x ``rows`` x candidates). The larger of the two logs bounds it within
+        ``log 2`` (``max <= logaddexp <= max + log 2``), so ``logaddexp`` (most of the work when taken everywhere) is
+        taken only where the larger log lies within ``log 2`` below the threshold and the candidate is still in play:
+        the exclusions are exactly those of taking it everywhere. Where one side alone reaches ``threshold`` (a
+        little above, against rounding) the side is marked in :attr:`hit_up` or :attr:`hit_down`."""
+        larger = np.maximum(ups, downs)
+        self.excluded |= (larger >= threshold).any(axis=0)
+        self.hit_up |= (ups >= threshold + _SIDE_MARGIN).any(axis=0)
+        self.hit_down |= (downs >= threshold + _SIDE_MARGIN).any(axis=0)
         near = larger >= threshold - math.log(2.0) - 1e-9
-        near &= ~self.excluded
+        near &= ~self.excluded[None]
         if near.any():
-            self.excluded[near] = np.logaddexp(self.up[near], self.down[near]) >= threshold
+            step, row, column = np.nonzero(near)
+            over = np.logaddexp(ups[step, row, column], downs[step, row, column]) >= threshold
+            self.excluded[row[over], column[over]] = True
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per stream, the span of the candidate means never excluded (see :func:`_span`), in ``[0, 1]``."""
@@ -414,17 +443,64 @@ def unit_mean_intervals(
     """:func:`mean_intervals` of values already on ``[0, 1]`` (runs x n, as :func:`rescaled` gives them; not checked
     again, and no new copy of them made): the interval of each row's mean, on ``[0, 1]``."""
     lo, hi = np.empty(x.shape[0]), np.empty(x.shape[0])
+    horizon = None if anytime else x.shape[1]
     for rows in _chunks(x.shape[0], grid):
-        capital = _HedgedCapital(
-            rows.stop - rows.start, _grid(grid), alpha=alpha, horizon=None if anytime else x.shape[1]
-        )
-        capital.advance(x[rows])
-        lo[rows], hi[rows] = capital.bounds()
+        lo[rows], hi[rows] = _banded_bounds(x[rows], grid, alpha=alpha, horizon=horizon)
+    return lo, hi
+
+
+_STRIDE = 10
+"""Every how many candidates of the grid :func:`_banded_bounds` tests first."""
+
+
+def _banded_bounds(x: np.ndarray, size: int, *, alpha: float, horizon: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`_HedgedCapital.bounds` of the values ``x`` (rows x n) against a grid of ``size`` candidates, working
+    out the capital of few of them. ``K+`` falls and ``K-`` rises as the candidate mean rises (each factor does), so
+    once ``K+`` alone has reached ``2 / alpha`` at a candidate (which alone excludes it), it has at every candidate
+    below it at the same step, and likewise ``K-`` above. Every ``_STRIDE``-th candidate is tested first; the rest
+    are tested only between the highest of those excluded by ``K+`` and the lowest excluded by ``K-``: a band around
+    the interval. The interval is that of testing every candidate (checked in the tests); where a band keeps no
+    candidate (a rare miss), the whole grid is tested, for its least-capital rule."""
+    fine = _grid(size)
+    rows = x.shape[0]
+    if size < 4 * _STRIDE:
+        whole = _HedgedCapital(rows, fine, alpha=alpha, horizon=horizon)
+        whole.advance(x)
+        return whole.bounds()
+    marks = np.unique(np.r_[np.arange(0, size, _STRIDE), size - 1])
+    coarse = _HedgedCapital(rows, fine[marks], alpha=alpha, horizon=horizon)
+    coarse.advance(x)
+    last_up = len(marks) - 1 - np.argmax(coarse.hit_up[:, ::-1], axis=1)
+    start = np.where(coarse.hit_up.any(axis=1), marks[last_up] + 1, 0)
+    stop = np.where(coarse.hit_down.any(axis=1), marks[np.argmax(coarse.hit_down, axis=1)], size)
+    width = np.maximum(stop - start, 1)
+    columns = np.minimum(start[:, None] + np.arange(int(width.max()))[None, :], (start + width - 1)[:, None])
+    columns = np.minimum(columns, size - 1)
+    band = _HedgedCapital(rows, fine[columns], alpha=alpha, horizon=horizon)
+    band.advance(x)
+    excluded = np.ones((rows, size), dtype=bool)
+    kept = ~band.excluded & (stop > start)[:, None]
+    excluded[np.nonzero(kept)[0], columns[kept]] = False
+    lo, hi = np.empty(rows), np.empty(rows)
+    found = ~excluded.all(axis=1)
+    grid = np.broadcast_to(fine, (int(found.sum()), size))
+    lo[found], hi[found] = _span(excluded[found], np.zeros(grid.shape), grid, 0.5 / size, (0.0, 1.0))
+    if not found.all():
+        whole = _HedgedCapital(int((~found).sum()), fine, alpha=alpha, horizon=horizon)
+        whole.advance(x[~found])
+        lo[~found], hi[~found] = whole.bounds()
     return lo, hi
 
 
 _CHUNK = 1 << 16
 """Capital entries (streams x candidates) worked on at once: a few arrays of this size stay in the CPU's cache."""
+
+_WORK = 1 << 14
+"""Capital entries (steps x streams x candidates) whose factors :meth:`_HedgedCapital._bet` works out at once."""
+
+_SIDE_MARGIN = 1e-9
+"""How far above the threshold one side's log-capital must be for :meth:`_HedgedCapital._exclude` to mark it: the
+candidates beyond a marked one are then excluded whatever the rounding of their own capital."""
 
 _BLOCK = 1 << 13
 """Observations (streams x steps) whose bets :meth:`_HedgedCapital.advance` works out at once: about ten work arrays
