@@ -21,15 +21,14 @@ from analysis.stats.intervals import (
     MIXTURE_RATE_METHOD,
     RATE_METHOD,
     IntervalPolicy,
-    collected_key,
-    interval_policy,
 )
 from analysis.stats.ratings import points_share
 from analysis.tables.two_player import format_two_player, two_player_summary
 from deepeval_games.core.records import MatchRecord, TurnRecord
 
-ADAPTIVE = collected_key("2", "betting", 0.05)
-"""The intervals key of a run stopped by the adaptive rule (betting sequences at 95%)."""
+ADAPTIVE = IntervalPolicy("2", sequence="betting", alpha=0.05)
+"""The interval policy of a run stopped by the adaptive rule (betting sequences at 95%)."""
+FIXED = IntervalPolicy("2")
 
 
 # -- the mixture interval -----------------------------------------------------------------------------------------
@@ -90,10 +89,10 @@ def test_the_mixture_sequence_covers_at_every_n_at_once_and_clopper_pearson_does
 
 
 def test_the_policy_gives_clopper_pearson_fixed_and_the_mixture_anytime() -> None:
-    fixed, anytime = interval_policy("2"), interval_policy(ADAPTIVE)
+    fixed, anytime = FIXED, ADAPTIVE
     assert (fixed.rate, anytime.rate) == (RATE_METHOD, MIXTURE_RATE_METHOD)
     assert (RATE_METHOD, MIXTURE_RATE_METHOD) == ("clopper-pearson/1", "beta-binomial-mixture/1")
-    assert interval_policy(collected_key("1", "bernstein", 0.1)).rate == MIXTURE_RATE_METHOD
+    assert IntervalPolicy("1", sequence="bernstein", alpha=0.1).rate == MIXTURE_RATE_METHOD
     rate = fixed.rate_interval(7, 20)
     assert (rate.low, rate.high) == clopper_pearson_interval(7, 20) and rate.mean == 0.35 and rate.n == 20
     rate = anytime.rate_interval(7, 20)
@@ -105,21 +104,21 @@ def test_the_policy_gives_clopper_pearson_fixed_and_the_mixture_anytime() -> Non
 
 def test_the_policy_gives_a_points_share_the_runs_sequence_anytime() -> None:
     values = [1.0, 0.5, 0.0, 1.0, 1.0, 0.5, 1.0, 0.0, 1.0, 1.0]
-    fixed, anytime = interval_policy("2"), interval_policy(ADAPTIVE)
+    fixed, anytime = FIXED, ADAPTIVE
     assert (fixed.points, anytime.points) == ("exact-discrete/1", "betting/1")
     share = anytime.points_interval(values)
     expected = make_sequence("betting", 0.0, 1.0, alpha=0.05).extend(values)
     assert (share.low, share.high, share.mean, share.n) == (expected.low, expected.high, 0.7, 10)
     exact = fixed.points_interval(values)
     assert share.high - share.low > exact.high - exact.low  # the price of looking
-    assert interval_policy(collected_key("2", "bernstein", 0.05)).points_interval(values).low == pytest.approx(
+    assert IntervalPolicy("2", sequence="bernstein", alpha=0.05).points_interval(values).low == pytest.approx(
         make_sequence("bernstein", 0.0, 1.0).extend(values).low
     )
     assert math.isnan(anytime.points_interval([]).mean)
 
 
 def test_the_note_names_the_rate_and_points_methods_of_each_kind() -> None:
-    fixed, anytime = interval_policy("2").note(), interval_policy(ADAPTIVE).note()
+    fixed, anytime = FIXED.note(), ADAPTIVE.note()
     assert "rates clopper-pearson/1" in fixed and "points shares exact-discrete/1" in fixed
     assert "rates anytime-valid beta-binomial-mixture/1" in anytime
     assert "points shares anytime-valid betting/1" in anytime
@@ -155,7 +154,7 @@ def _records() -> list[MatchRecord]:
 
 def test_an_adaptive_runs_two_player_summary_prints_anytime_rates() -> None:
     records = _records()
-    fixed, anytime = two_player_summary(records, intervals="2"), two_player_summary(records, intervals=ADAPTIVE)
+    fixed, anytime = two_player_summary(records, policy=FIXED), two_player_summary(records, policy=ADAPTIVE)
     assert anytime.policy.anytime and not fixed.policy.anytime
     (pair,), (fixed_pair,) = anytime.pairs, fixed.pairs
     assert (pair.wins, pair.draws, pair.losses) == (9, 3, 2)
@@ -172,14 +171,14 @@ def test_an_adaptive_runs_two_player_summary_prints_anytime_rates() -> None:
     assert "rates and a player's mean payoff against that opponent valid although the run looked" in text
     low, high = mixture_rate_interval(9, 14, 0.05)
     assert f"64% [{100 * low:.0f}, {100 * high:.0f}]" in text
-    assert f"[{100 * low:.0f}, {100 * high:.0f}]" not in format_two_player(records, intervals="2")
-    assert "rates exact" in format_two_player(records, intervals="2")
+    assert f"[{100 * low:.0f}, {100 * high:.0f}]" not in format_two_player(records, policy=FIXED)
+    assert "rates exact" in format_two_player(records, policy=FIXED)
 
 
 def test_an_adaptive_runs_points_shares_are_the_sequence() -> None:
     records = _records()
-    shares = points_share(records, intervals=ADAPTIVE)
-    fixed = points_share(records, intervals="2")
+    shares = points_share(records, policy=ADAPTIVE)
+    fixed = points_share(records, policy=FIXED)
     assert shares["a"].mean == fixed["a"].mean == pytest.approx(10.5 / 14)
     in_order = [1.0] * 9 + [0.5] * 3 + [0.0] * 2  # a's points in the order of repetition (match ids in order)
     expected = make_sequence("betting", 0.0, 1.0, alpha=0.05).extend(in_order)

@@ -3,6 +3,8 @@ payoffs on a declared support cover at small n and are near the t-interval's wid
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,52 @@ def test_the_share_grid_of_the_three_point_tables_is_fine_enough(monkeypatch: py
     fine_low, fine_high = exact.trinomial_table(12, 0.5, 0.05, 500)
     exact.trinomial_table.cache_clear()
     assert np.abs(fine_low - low).max() <= 0.01 and np.abs(fine_high - high).max() <= 0.01
+
+
+def test_the_interval_policy_is_one_typed_value_with_a_text_form() -> None:
+    """The policy travels as a value; its text form (a manifest's, a command line's) reads back to the same value,
+    and asking for another version or kind makes a new one."""
+    from analysis.stats.intervals import IntervalPolicy
+
+    adaptive = IntervalPolicy.parse("3+anytime:betting:0.05")
+    assert adaptive == IntervalPolicy("3", sequence="betting", alpha=0.05) and adaptive.anytime
+    assert adaptive.key == "3+anytime:betting:0.05" and IntervalPolicy.parse("2").key == "2"
+    assert adaptive.requested(kind="fixed") == IntervalPolicy("3")
+    assert adaptive.requested("1") == IntervalPolicy("1", sequence="betting", alpha=0.05)
+    assert IntervalPolicy("2").requested(kind="anytime") == IntervalPolicy("2", sequence="betting")
+    for bad in ("4", "3+anytime:guess:0.05", "3+anytime:betting:1.5", "3+anytime:betting:x"):
+        with pytest.raises(ValueError):
+            IntervalPolicy.parse(bad)
+    with pytest.raises(ValueError, match="unknown kind"):
+        adaptive.requested(kind="sideways")
+
+
+def test_a_report_resolves_its_policy_once_per_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every section of a variant reads the one policy its context worked out: tables, captions, verdicts and the
+    methods line never resolve it again."""
+    from analysis.stats.intervals import IntervalPolicy
+    from deepeval_games.app.commands.cli import main
+    from deepeval_games.app.reports.html import write_html_report
+    from deepeval_games.app.reports.report import load_report, text_report
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[experiment]\nname = "once"\ngame = "tic_tac_toe"\nrepeats = 3\nseed = 1\nintervals = "3"\n'
+        '[[players]]\nname = "a"\nbot = "random"\n[[players]]\nname = "b"\nbot = "mcts"\n'
+    )
+    assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    calls: list[str] = []
+    resolve = IntervalPolicy.for_records
+
+    def counted(self: IntervalPolicy, *args: object, **kwargs: object) -> IntervalPolicy:
+        calls.append(self.key)
+        return resolve(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IntervalPolicy, "for_records", counted)
+    data = load_report([tmp_path / "run"])
+    assert data.intervals == IntervalPolicy("3")  # the stored spec's, resolved once when the runs were opened
+    text = text_report(data)
+    assert "95% interval" in text and calls == ["3"]
+    calls.clear()
+    write_html_report([tmp_path / "run"], tmp_path / "html", kind="anytime")
+    assert calls == ["3+anytime:betting:0.05"]

@@ -161,23 +161,24 @@ def test_an_old_run_keeps_its_methods_unless_asked(
 
 
 def test_a_game_declares_its_payoff_values_and_a_payoff_off_them_drops_the_exact_method() -> None:
-    from analysis.stats.intervals import DEFAULT_METHOD, interval_policy
+    from analysis.stats.intervals import DEFAULT_METHOD, IntervalPolicy
     from deepeval_games.core.registry.games import load_game, payoff_support
 
     assert payoff_support(load_game("tic_tac_toe")) == (-1.0, 0.0, 1.0)
     assert payoff_support(load_game("hex")) == (-1.0, 1.0)
     assert payoff_support(load_game("kuhn_poker")) is None  # pays 1 or 2 chips either way: four values
     assert payoff_support(load_game("deepeval_public_goods")) is None
-    declared = interval_policy("2", (-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
+    declared = IntervalPolicy("2").with_support((-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
     assert (declared.mean, declared.ratio, declared.points) == (
         "exact-discrete/1",
         "exact-conditional/1",
         "exact-discrete/1",
     )
-    assert interval_policy("2", (-1.0, 0.0, 1.0), [0.5]).mean == DEFAULT_METHOD  # a game that broke its word
-    old = interval_policy("1", (-1.0, 0.0, 1.0))
+    broken = IntervalPolicy("2").with_support((-1.0, 0.0, 1.0), [0.5])  # a game that broke its word
+    assert broken.mean == DEFAULT_METHOD
+    old = IntervalPolicy("1").with_support((-1.0, 0.0, 1.0))
     assert (old.mean, old.ratio, old.points) == (DEFAULT_METHOD, "betting-ratio/1", DEFAULT_METHOD)
-    latest = interval_policy("3", (-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
+    latest = IntervalPolicy("3").with_support((-1.0, 0.0, 1.0), [1.0, -1.0, 0.0])
     assert (latest.mean, latest.ratio, latest.points) == ("exact-discrete/2", "exact-conditional/1", "exact-discrete/2")
     with pytest.raises(ValueError, match="unknown intervals version"):
-        interval_policy("4")
+        IntervalPolicy.parse("4")

@@ -8,7 +8,7 @@ from scipy.stats import multinomial
 
 from analysis.stats import trinomial
 from analysis.stats.exact import _likelihood_root
-from analysis.stats.intervals import IntervalPolicy, interval_policy, mean_intervals
+from analysis.stats.intervals import IntervalPolicy, mean_intervals
 from bench.bench_width import t_intervals
 
 SUPPORT = (-1.0, 0.0, 1.0)
@@ -55,7 +55,7 @@ def test_the_statistic_is_the_profile_likelihood_root_and_never_falls_as_wins_re
 def test_versions_choose_their_methods_and_ends_are_clamped() -> None:
     assert IntervalPolicy("2", (-1.0, 0.0, 1.0)).mean == "exact-discrete/1"
     assert IntervalPolicy("3", (-1.0, 0.0, 1.0)).points == "exact-discrete/2"
-    assert interval_policy("3+anytime:betting:0.05", (-1.0, 0.0, 1.0)).mean == "betting/1"
+    assert IntervalPolicy.parse("3+anytime:betting:0.05").with_support((-1.0, 0.0, 1.0)).mean == "betting/1"
     all_wins = np.ones((1, 50))
     low, high = mean_intervals(all_wins, -1.0, 1.0, method="exact-discrete/2", support=SUPPORT)
     assert high[0] == 1.0 and 0.8 < low[0] < 1.0

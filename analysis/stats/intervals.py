@@ -58,6 +58,7 @@ __all__ = [
     "INTERVAL_VERSIONS",
     "LATEST_VERSION",
     "MIXTURE_RATE_METHOD",
+    "OLD_POLICY",
     "OLD_VERSION",
     "POINTS_SUPPORT",
     "RATE_METHOD",
@@ -66,14 +67,9 @@ __all__ = [
     "SEQUENCE_METHODS",
     "IntervalMethod",
     "IntervalPolicy",
-    "collected_key",
-    "interval_policy",
     "mean_caption",
     "mean_interval",
     "mean_intervals",
-    "records_policy",
-    "requested_key",
-    "split_key",
     "win_loss_ratio_interval",
 ]
 
@@ -259,7 +255,7 @@ INTERVAL_VERSIONS = {
     "3": "as 2, with exact-discrete/2 in place of exact-discrete/1 (three values exact at every n)",
 }
 """What each version of ``[experiment] intervals`` prints; rates are ``clopper-pearson/1`` and paired differences
-``betting-eb/1`` in both. In a run stopped by a rule that looked at its results (:func:`collected_key`) every mean
+``betting-eb/1`` in both. In a run stopped by a rule that looked at its results (:attr:`IntervalPolicy.key`) every mean
 and points share is the run's anytime-valid sequence and every rate ``beta-binomial-mixture/1``, in both."""
 
 EXACT_METHODS = {"2": "exact-discrete/1", "3": "exact-discrete/2"}
@@ -276,61 +272,11 @@ the ranking's ``1 - alpha`` (the adaptive stopping rule splits it alike)."""
 
 COLLECTED_MARK = "+anytime:"
 """How an intervals key says the run was collected adaptively: ``VERSION+anytime:SEQUENCE:ALPHA``
-(:func:`collected_key`)."""
-
-
-def collected_key(version: str, sequence: str | None = None, alpha: float = 0.05) -> str:
-    """The intervals key of a run: its version (:data:`INTERVAL_VERSIONS`) alone when its number of matches was fixed
-    in advance; with ``sequence`` (a confidence sequence of :data:`SEQUENCE_METHODS`) and the stopping rule's
-    ``alpha`` when a rule looked at the results to decide when to stop, so that every interval of the run is the
-    anytime-valid one at the stopping time (:class:`IntervalPolicy`)."""
-    return version if sequence is None else f"{version}{COLLECTED_MARK}{sequence}:{alpha:g}"
-
-
-def split_key(key: str) -> tuple[str, str | None, float]:
-    """(version, sequence or None, alpha) of an intervals key (:func:`collected_key`).
-
-    Raises:
-        ValueError: a malformed key, an unknown version or sequence, or an alpha outside (0, 1).
-    """
-    version, mark, rest = key.partition(COLLECTED_MARK)
-    if version not in INTERVAL_VERSIONS:
-        raise ValueError(f"unknown intervals version {version!r}; use one of {', '.join(INTERVAL_VERSIONS)}")
-    if not mark:
-        return version, None, 0.05
-    sequence, _, level = rest.partition(":")
-    try:
-        alpha = float(level)
-    except ValueError:
-        raise ValueError(f"malformed intervals key {key!r}") from None
-    if sequence not in SEQUENCE_METHODS or not 0.0 < alpha < 1.0:
-        raise ValueError(f"malformed intervals key {key!r}")
-    return version, sequence, alpha
+(:attr:`IntervalPolicy.key`)."""
 
 
 INTERVAL_KINDS = ("fixed", "anytime")
 """The kinds of interval a report may be asked for instead of the one valid for how its runs were collected."""
-
-
-def requested_key(recorded: str, version: str | None = None, kind: str | None = None) -> str:
-    """The intervals key a report prints: the runs' ``recorded`` key (:func:`collected_key`), its version replaced by
-    ``version`` where one is asked for, and its kind switched where ``kind`` asks (``report --interval``): ``fixed``
-    the fixed-n intervals of the version, ``anytime`` the anytime-valid ones (the runs' own sequence and level where
-    they were collected adaptively, the betting sequence at 95% otherwise). None keeps each part as recorded.
-
-    Raises:
-        ValueError: a malformed key, an unknown version or kind.
-    """
-    number, sequence, alpha = split_key(recorded)
-    if version is not None:
-        number = split_key(version)[0]
-    if kind is not None and kind not in INTERVAL_KINDS:
-        raise ValueError(f"unknown kind of interval {kind!r}; use one of {', '.join(INTERVAL_KINDS)}")
-    if kind == "fixed":
-        return number
-    if kind == "anytime" and sequence is None:
-        sequence = "betting"
-    return collected_key(number, sequence, alpha)
 
 
 @dataclass(frozen=True)
@@ -352,6 +298,76 @@ class IntervalPolicy:
     alpha: float = 0.05
     """The error level of a ranking (the adaptive rule's ``alpha``), shared by its players."""
 
+    def __post_init__(self) -> None:
+        if self.version not in INTERVAL_VERSIONS:
+            raise ValueError(f"unknown intervals version {self.version!r}; use one of {', '.join(INTERVAL_VERSIONS)}")
+        if self.sequence is not None and self.sequence not in SEQUENCE_METHODS:
+            raise ValueError(f"unknown confidence sequence {self.sequence!r}; use one of {', '.join(SEQUENCE_METHODS)}")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+
+    @classmethod
+    def parse(cls, key: str) -> IntervalPolicy:
+        """The policy an intervals key names (:attr:`key`: ``VERSION``, or ``VERSION+anytime:SEQUENCE:ALPHA`` for a
+        run collected adaptively), with no payoff values declared (:meth:`for_records` adds them). The key is the
+        policy's form in a manifest and on a command line; inside the program the policy itself travels.
+
+        Raises:
+            ValueError: a malformed key, an unknown version or sequence, or an alpha outside (0, 1).
+        """
+        version, mark, rest = key.partition(COLLECTED_MARK)
+        if not mark:
+            return cls(version)
+        sequence, _, level = rest.partition(":")
+        try:
+            return cls(version, sequence=sequence, alpha=float(level))
+        except ValueError:
+            raise ValueError(f"malformed intervals key {key!r}") from None
+
+    def requested(self, version: str | None = None, kind: str | None = None) -> IntervalPolicy:
+        """The policy a report prints when asked for another: ``version`` in place of this one's where given
+        (``report --intervals``), and the kind switched where ``kind`` asks (``report --interval``): ``fixed`` the
+        fixed-n intervals of the version, ``anytime`` the anytime-valid ones (the run's own sequence and level where
+        it was collected adaptively, the betting sequence at 95% otherwise). None keeps each part.
+
+        Raises:
+            ValueError: an unknown version or kind.
+        """
+        if kind is not None and kind not in INTERVAL_KINDS:
+            raise ValueError(f"unknown kind of interval {kind!r}; use one of {', '.join(INTERVAL_KINDS)}")
+        number = self.version if version is None else version
+        if kind == "fixed":
+            return IntervalPolicy(number, self.support)
+        sequence = "betting" if kind == "anytime" and self.sequence is None else self.sequence
+        return IntervalPolicy(number, self.support, sequence, self.alpha)
+
+    def with_support(self, support: Sequence[float] | None, values: Iterable[float] = ()) -> IntervalPolicy:
+        """This policy for payoffs declared to take the values ``support``; a value of ``values`` (the payoffs seen)
+        off the support drops it (the betting methods then hold), as a game that broke its declaration."""
+        if support is None:
+            return IntervalPolicy(self.version, None, self.sequence, self.alpha)
+        points = tuple(float(v) for v in sorted(support))
+        if not all(any(math.isclose(v, p, abs_tol=1e-9) for p in points) for v in values):
+            return IntervalPolicy(self.version, None, self.sequence, self.alpha)
+        return IntervalPolicy(self.version, points, self.sequence, self.alpha)
+
+    def for_records(self, records: Iterable[MatchRecord], *, data_dir: str | Path | None = None) -> IntervalPolicy:
+        """This policy for the complete records' games (resolve it once per set of records, then pass it on): their
+        declared payoff values (:func:`~deepeval_games.core.registry.games.payoff_support`) where every game of
+        the records declares the same, checked against every payoff they hold. Version 1 names no exact method, so
+        it declares none."""
+        done = views.complete(records)  # (records kept as columns select themselves: no list of records)
+        if self.version == OLD_VERSION or not done:
+            return self.with_support(None)
+        supports = set()
+        for game_string in sorted({r.game for r in done}):
+            try:
+                supports.add(payoff_support(load_recorded_game(game_string, data_dir=data_dir)))
+            except DeepEvalError:  # a game that cannot be loaded here declares nothing
+                supports.add(None)
+        support = supports.pop() if len(supports) == 1 else None
+        return self.with_support(support, (float(x) for r in done for x in r.returns))
+
     @property
     def anytime(self) -> bool:
         """Whether the means get anytime-valid intervals (the run was stopped by looking at its results)."""
@@ -359,8 +375,12 @@ class IntervalPolicy:
 
     @property
     def key(self) -> str:
-        """The intervals key this policy was made from (:func:`collected_key`)."""
-        return collected_key(self.version, self.sequence, self.alpha)
+        """The policy as text, for a manifest or a command line (:meth:`parse` reads it back): its version alone
+        when the number of matches was fixed in advance; with the sequence and the stopping rule's ``alpha`` when a
+        rule looked at the results to decide when to stop (every interval is then the anytime-valid one)."""
+        if self.sequence is None:
+            return self.version
+        return f"{self.version}{COLLECTED_MARK}{self.sequence}:{self.alpha:g}"
 
     @property
     def mean(self) -> str:
@@ -478,42 +498,8 @@ class IntervalPolicy:
         )
 
 
-def interval_policy(
-    version: str, support: Sequence[float] | None = None, values: Iterable[float] = ()
-) -> IntervalPolicy:
-    """The policy of ``version`` (an intervals key: :func:`collected_key`) for payoffs declared to take the values
-    ``support``; a value of ``values`` (the payoffs seen) off the support drops it (the betting methods then hold),
-    as a game that broke its declaration.
-
-    Raises:
-        ValueError: an unknown version or a malformed key.
-    """
-    number, sequence, alpha = split_key(version)
-    if support is None:
-        return IntervalPolicy(number, sequence=sequence, alpha=alpha)
-    points = tuple(float(v) for v in sorted(support))
-    if not all(any(math.isclose(v, p, abs_tol=1e-9) for p in points) for v in values):
-        return IntervalPolicy(number, sequence=sequence, alpha=alpha)
-    return IntervalPolicy(number, points, sequence, alpha)
-
-
-def records_policy(
-    records: Iterable[MatchRecord], version: str, *, data_dir: str | Path | None = None
-) -> IntervalPolicy:
-    """:func:`interval_policy` for the complete records' games: their declared payoff values
-    (:func:`~deepeval_games.core.registry.games.payoff_support`) where every game of the records declares the same,
-    checked against every payoff they hold."""
-    done = views.complete(records)  # (records kept as columns select themselves: no list of records)
-    if split_key(version)[0] == OLD_VERSION or not done:
-        return interval_policy(version)
-    supports = set()
-    for game_string in sorted({r.game for r in done}):
-        try:
-            supports.add(payoff_support(load_recorded_game(game_string, data_dir=data_dir)))
-        except DeepEvalError:  # a game that cannot be loaded here declares nothing
-            supports.add(None)
-    support = supports.pop() if len(supports) == 1 else None
-    return interval_policy(version, support, (float(x) for r in done for x in r.returns))
+OLD_POLICY = IntervalPolicy(OLD_VERSION)
+"""The policy of a run whose stored spec names no ``intervals``, and of any table asked for none."""
 
 
 SMALL_SAMPLE = 10

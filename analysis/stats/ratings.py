@@ -36,7 +36,7 @@ import numpy as np
 
 from analysis import views
 from analysis.stats.confseq import Interval
-from analysis.stats.intervals import OLD_VERSION, interval_policy
+from analysis.stats.intervals import OLD_POLICY, IntervalPolicy
 from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import game_variant
 
@@ -145,9 +145,9 @@ def _ordered(records: Iterable[MatchRecord]) -> Sequence[MatchRecord]:
     return views.in_repetition_order(views.complete(records))
 
 
-def points_share(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> dict[str, Interval]:
+def points_share(records: Iterable[MatchRecord], *, policy: IntervalPolicy = OLD_POLICY) -> dict[str, Interval]:
     """Each player's share of the points of its comparisons (:func:`pairwise_outcomes`: win 1, draw 1/2, loss 0),
-    with the 95% interval of version ``intervals``
+    with the 95% interval of ``policy``
     (:meth:`~analysis.stats.intervals.IntervalPolicy.points_interval`: the fixed-n betting one on [0, 1] in
     version 1, the exact one on 0, 1/2, 1 after), over its matches in the order of repetition. Against a mix of
     opponents it is the share over that schedule."""
@@ -155,7 +155,6 @@ def points_share(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION
     for a, b, score in pairwise_outcomes(_ordered(records)):
         points[a].append(score)
         points[b].append(1.0 - score)
-    policy = interval_policy(intervals)
     return {name: policy.points_interval(values) for name, values in sorted(points.items())}
 
 

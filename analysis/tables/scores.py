@@ -19,11 +19,11 @@ payoffs, so at the paper's sizes (6 to 10 matches) it is wide, which is what suc
 finite payoff range gets the interval ``(-inf, inf)``: no method bounds the mean of values with no known bound from
 finitely many of them.
 
-A run whose stopping rule looked at its results to decide when to stop (an intervals key marked as collected
-adaptively: :func:`~analysis.stats.intervals.collected_key`) gets, instead, the anytime-valid interval at the stopping
-time that the rule itself computed: its confidence sequence over each player's repeat blocks (:func:`repeat_blocks`),
-at the level shared by the players of a ranking. A fixed-n interval would not be valid there, and printing both
-would give one number two intervals.
+A run whose stopping rule looked at its results to decide when to stop (its interval policy marked as collected
+adaptively: :attr:`~analysis.stats.intervals.IntervalPolicy.anytime`) gets, instead, the anytime-valid interval at
+the stopping time that the rule itself computed: its confidence sequence over each player's repeat blocks
+(:func:`repeat_blocks`), at the level shared by the players of a ranking. A fixed-n interval would not be valid
+there, and printing both would give one number two intervals.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 
 from analysis import views
 from analysis.stats.confseq import records_bounds
-from analysis.stats.intervals import OLD_VERSION, IntervalPolicy, interval_policy, records_policy
+from analysis.stats.intervals import OLD_POLICY, IntervalPolicy
 from deepeval_games.core.records import MatchRecord
 
 __all__ = [
@@ -204,28 +204,29 @@ def symmetric_scores(
     *,
     bounds: tuple[float, float] | None = None,
     data_dir: str | Path | None = None,
-    intervals: str = OLD_VERSION,
+    policy: IntervalPolicy = OLD_POLICY,
 ) -> list[Score]:
     """Eq. 1: each player's mean payoff (or mean ``value``, which lies in ``bounds``) over every seat it played, best
-    first (``data_dir``: where a game of the records may read files), with the interval of ``intervals``'s
-    method of a mean (:func:`~analysis.stats.intervals.records_policy`; a ``value`` gets the betting one)."""
+    first (``data_dir``: where a game of the records may read files), with the interval of ``policy``'s method of a
+    mean (resolved for these records: :meth:`~analysis.stats.intervals.IntervalPolicy.for_records`; a ``value``
+    gets the betting one)."""
     done = _complete(records)
     if value is None or bounds is None:
         bounds = records_bounds(done, data_dir=data_dir)
-    policy = records_policy(done, intervals, data_dir=data_dir) if value is None else interval_policy(intervals)
+    if value is not None:
+        policy = policy.with_support(None)
     rows = ((name, None, values) for name, values in payoffs_by_player(done, value).items())
     scores = _scores(rows, bounds, policy, repeat_blocks(done, value) if policy.anytime else None)
     return sorted(scores, key=lambda s: (-s.mean, s.player))
 
 
 def role_scores(
-    records: Iterable[MatchRecord], *, data_dir: str | Path | None = None, intervals: str = OLD_VERSION
+    records: Iterable[MatchRecord], *, data_dir: str | Path | None = None, policy: IntervalPolicy = OLD_POLICY
 ) -> list[Score]:
     """Eq. 2: each player's mean payoff in each role, sorted by role then best first (intervals as
     :func:`symmetric_scores`)."""
     done = _complete(records)
     bounds = records_bounds(done, data_dir=data_dir)
-    policy = records_policy(done, intervals, data_dir=data_dir)
     blocks = repeat_blocks(done, by_role=True) if policy.anytime else None
     rows = ((name, role, values) for (name, role), values in payoffs_by_role(done).items())
     scores = _scores(rows, bounds, policy, blocks)

@@ -31,18 +31,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from analysis import views
 from analysis.stats.confseq import ratio_interval, records_bounds
 from analysis.stats.intervals import (
-    OLD_VERSION,
+    OLD_POLICY,
     RATIO_METHODS,
     IntervalPolicy,
-    interval_policy,
-    records_policy,
     win_loss_ratio_interval,
 )
 from analysis.tables.outcomes import turn_outcomes
@@ -86,7 +84,7 @@ class Interval:
 def clopper_pearson(successes: int, trials: int) -> Interval:
     """The share ``successes / trials`` with its Clopper–Pearson 95% interval (scipy's exact binomial interval, which
     covers at least 95% at every sample size, for a number of trials fixed in advance); NaN for no trials."""
-    return _rate(IntervalPolicy(OLD_VERSION), successes, trials)
+    return _rate(OLD_POLICY, successes, trials)
 
 
 def _rate(policy: IntervalPolicy, successes: int, trials: int) -> Interval:
@@ -176,7 +174,7 @@ class TwoPlayerSummary:
     seat_wins: tuple[Interval, Interval, Interval]
     """Over every match: seat 0 wins, seat 1 wins, draws."""
     matches: int
-    policy: IntervalPolicy = field(default_factory=lambda: IntervalPolicy(OLD_VERSION))
+    policy: IntervalPolicy = OLD_POLICY
     """The interval methods of the rates, means and NRAs."""
 
 
@@ -221,12 +219,12 @@ def _between(a: str, b: str) -> Callable[[MatchRecord], bool]:
     return lambda record: set(record.seats) == pair
 
 
-def two_player_summary(records: Iterable[MatchRecord], *, intervals: str = OLD_VERSION) -> TwoPlayerSummary:
+def two_player_summary(records: Iterable[MatchRecord], *, policy: IntervalPolicy = OLD_POLICY) -> TwoPlayerSummary:
     """The metrics of complete two-seat matches of one game variant (self-play matches count for the game only),
-    with the intervals of version ``intervals`` (:func:`~analysis.stats.intervals.records_policy`)."""
+    with the intervals of ``policy`` (resolved for the variant's records:
+    :meth:`~analysis.stats.intervals.IntervalPolicy.for_records`)."""
     done = views.select(records, lambda r: r.status == "complete" and len(r.seats) == 2)  # no list of columns
     bounds = records_bounds(done) if done else None
-    policy = records_policy(done, intervals) if done else interval_policy(intervals)
     pairs = []
     for a, b in sorted({tuple(sorted(r.seats)) for r in done if r.seats[0] != r.seats[1]}):
         pairs.append(_pair(a, b, views.select(done, _between(a, b)), bounds, policy))
@@ -309,11 +307,11 @@ def two_player_tables(summary: TwoPlayerSummary) -> list[Table]:
 
 
 def format_two_player(
-    records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None, intervals: str = OLD_VERSION
+    records: Iterable[MatchRecord], *, summary: TwoPlayerSummary | None = None, policy: IntervalPolicy = OLD_POLICY
 ) -> str:
     """The two-player metrics as fixed-width text, for the report, under :data:`TITLE` (``summary``: the records'
-    summary, when made already; else made with the intervals of version ``intervals``)."""
-    summary = summary if summary is not None else two_player_summary(records, intervals=intervals)
+    summary, when made already; else made with the intervals of ``policy``)."""
+    summary = summary if summary is not None else two_player_summary(records, policy=policy)
     if not summary.matches:
         return f"{TITLE}: no complete matches"
     pairs = two_player_tables(summary)[0]

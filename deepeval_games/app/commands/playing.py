@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from itertools import takewhile
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.execution.runner import run_experiment
@@ -23,10 +24,15 @@ from deepeval_games.app.storage.store import DB_NAME, committed_ids
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord
 
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
+
 __all__ = ["cmd_eval", "cmd_init", "cmd_play", "cmd_run", "init_usage", "score_report", "sigterm_as_interrupt"]
 
 
-def score_report(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
+def score_report(
+    records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: IntervalPolicy | None = None
+) -> str:
     """Per game variant (its data items pooled): Eq. 1 for symmetric games, Eq. 2 (per role) for asymmetric ones, or
     the headline the task's tables module gives (:data:`~deepeval_games.app.reports.report.TABLES_ENTRY_POINT_GROUP`).
 

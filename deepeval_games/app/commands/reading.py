@@ -45,7 +45,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"HTML report: {page} (open it from disk; no server needed)")
         return 0
     data = load_report(args.run_dirs)
-    print(text_report(data, epsilon=args.epsilon, intervals=args.intervals, kind=args.interval))
+    if args.intervals is not None or args.interval is not None:  # asked for: replaces the runs' own, once
+        from analysis.stats.intervals import OLD_POLICY
+
+        data.intervals = (data.intervals or OLD_POLICY).requested(args.intervals, args.interval)
+    print(text_report(data, epsilon=args.epsilon))
     if args.plots:
         from analysis.plots import convergence_plot, payoff_boxplot
 

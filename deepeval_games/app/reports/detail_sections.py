@@ -134,11 +134,9 @@ def _figures(ctx: ReportContext) -> list[Block]:
 def _methods(ctx: ReportContext) -> list[Block]:
     """The interval methods behind the variant's numbers, by name and version, for a paper's methods section: shown
     in the HTML report (and recorded in the run's manifest), never in a sentence of the terminal's tables."""
-    from analysis.stats.intervals import records_policy
-
     if not ctx.records:
         return []
-    policy = records_policy(ctx.records, ctx.intervals)
+    policy = ctx.policy
     collected = (
         "adaptively (a stopping rule looked at the results to decide when to stop): every mean's interval is the "
         "anytime-valid one at the stopping time"

@@ -356,7 +356,7 @@ def write_html_report(
     """Write the HTML report of ``run_dirs`` into the folder ``out``; returns ``out/index.html``. ``live``: see
     :meth:`HtmlReport.finish`; ``intervals``: the interval version (default: the one the runs recorded); ``kind``:
     ``fixed`` or ``anytime`` intervals instead of the kind valid for how the runs were collected
-    (:func:`~analysis.stats.intervals.requested_key`).
+    (:meth:`~analysis.stats.intervals.IntervalPolicy.requested`, applied once to the runs' policy).
 
     Raises:
         DeepEvalError: a run directory without results, or ``out`` cannot be written (a file, no permission).
@@ -375,9 +375,10 @@ def write_html_report(
         writer.add(run, record)
 
     data = load_report(run_dirs, on_record=add)
-    from analysis.stats.intervals import requested_key
+    if intervals is not None or kind is not None:
+        from analysis.stats.intervals import OLD_POLICY
 
-    data.intervals = requested_key(data.intervals, intervals, kind)
+        data.intervals = (data.intervals or OLD_POLICY).requested(intervals, kind)
     if writer is None:
         writer = HtmlReport(folder, chunk)
     title = "deepeval-games report: " + ", ".join(r.label for r in data.runs)

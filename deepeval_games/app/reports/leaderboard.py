@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals
 from deepeval_games.app.spec.extends import stored_spec
@@ -36,6 +36,9 @@ from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
 from deepeval_games.core.registry.games import game_variant
+
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
 
 __all__ = ["Leaderboard", "Row", "build_leaderboard", "format_leaderboard", "merged_records", "run_spec_identities"]
 
@@ -182,17 +185,17 @@ def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[st
 
 
 def _table(
-    task: str, records: list[MatchRecord], role_filter: str | None, intervals: str
+    task: str, records: list[MatchRecord], role_filter: str | None, intervals: IntervalPolicy
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(role, identity key, statistics) of every player of one task, its 95% interval by the intervals key
-    ``intervals`` (:func:`~deepeval_games.app.reports.runs.spec_intervals`): what ``report`` prints."""
-    from analysis.stats.intervals import records_policy
+    """(role, identity key, statistics) of every player of one task, its 95% interval by the runs' policy
+    ``intervals`` (:func:`~deepeval_games.app.reports.runs.spec_intervals`), resolved once for the task's games:
+    what ``report`` prints."""
     from analysis.tables.scores import role_scores, symmetric_scores
 
     done = [r for r in records if r.status == "complete"]
     symmetric = all(len(set(r.roles or ["player"])) <= 1 for r in done)
-    scores = symmetric_scores(done, intervals=intervals) if symmetric else role_scores(done, intervals=intervals)
-    policy = records_policy(done, intervals)
+    policy = intervals.for_records(done)
+    scores = symmetric_scores(done, policy=policy) if symmetric else role_scores(done, policy=policy)
     out = []
     roles = sorted({s.role or "player" for s in scores})
     for role in roles:

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deepeval_games.app.reports.columns import Interned, OutlineColumns, Outlines, slim
 from deepeval_games.app.reports.runs import (
@@ -44,6 +45,9 @@ from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.entry_points import load_entry_points
 from deepeval_games.core.registry.games import game_variant
 
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
+
 # The built-in sections register on import, in the report's order: scores, the detail of a variant, the
 # report-wide sections (kept in this order, not sorted).
 # isort: off
@@ -69,9 +73,10 @@ class ReportData:
     """Per variant, matches per run label."""
     epsilon: float | None = None
     """The stableness epsilon of the runs' specs (``until_stable``), used when the report is given none."""
-    intervals: str = "1"
-    """The interval version of the runs' specs (``[experiment] intervals``; ``"1"`` for a run that records none),
-    used when the report is asked for none."""
+    intervals: IntervalPolicy | None = None
+    """The interval policy of the report, resolved once (:func:`~deepeval_games.app.reports.runs.spec_intervals`:
+    the version the runs' specs record, and how they were collected; a command that asks for another replaces it
+    with :meth:`~analysis.stats.intervals.IntervalPolicy.requested`); None: the old version's."""
 
     @property
     def records(self) -> list[MatchRecord]:
@@ -120,29 +125,26 @@ def render_blocks(
     epsilon: float | None = None,
     figures: bool = False,
     core_only: bool = False,
-    intervals: str | None = None,
-    kind: str | None = None,
 ) -> Iterator[tuple[Section, str, list[Block]]]:
-    """(section, variant or "", blocks) for every section and variant that has something to show.
+    """(section, variant or "", blocks) for every section and variant that has something to show, with the intervals
+    of :attr:`ReportData.intervals`. One context per variant serves every section, so what a context works out once
+    (its interval policy for the variant's games) every section reads alike.
 
-    Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one; without
-    ``intervals`` the numbers get the interval version the runs recorded, and without ``kind`` (``fixed`` or
-    ``anytime``) the kind that is valid for how they were collected
-    (:func:`~analysis.stats.intervals.requested_key`).
+    Without ``epsilon`` the stableness check uses the runs' own (``until_stable``), when their spec has one.
     """
     epsilon = epsilon if epsilon is not None else data.epsilon
-    from analysis.stats.intervals import requested_key
-
-    version = requested_key(data.intervals, intervals, kind)
+    contexts = {
+        variant: ReportContext(
+            variant, records, epsilon, figures, data.runs, [], data.run_counts[variant], data.intervals
+        )
+        for variant, records in data.variants.items()
+    }
     load_entry_points(ENTRY_POINT_GROUP)  # sections of installed outside packages
     for sec in SECTIONS:
         if core_only and not sec.core:
             continue
         if sec.scope == "variant":
-            for variant, records in data.variants.items():
-                ctx = ReportContext(
-                    variant, records, epsilon, figures, data.runs, [], data.run_counts[variant], version
-                )
+            for variant, ctx in contexts.items():
                 blocks = _safe(sec, ctx)
                 if blocks:
                     yield sec, variant, blocks
@@ -151,7 +153,7 @@ def render_blocks(
             for per_run in data.run_counts.values():
                 for run, n in per_run.items():
                     totals[run] = totals.get(run, 0) + n
-            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals, version)
+            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals, data.intervals)
             blocks = _safe(sec, ctx)
             if blocks:
                 yield sec, "", blocks
@@ -181,15 +183,13 @@ def text_report(
     *,
     epsilon: float | None = None,
     core_only: bool = False,
-    intervals: str | None = None,
-    kind: str | None = None,
 ) -> str:
     """Every table as text: per variant its sections, then the report-wide ones (runs of a comparison, the
     judge audit); first, for a run holding fewer matches than it planned, a ``partial: ...`` line
     (:attr:`ReportData.partial`)."""
     per_variant: dict[str, list[tuple[Section, list[Block]]]] = {v: [] for v in data.variants}
     report_wide: list[str] = []
-    blocks_of = render_blocks(data, epsilon=epsilon, core_only=core_only, intervals=intervals, kind=kind)
+    blocks_of = render_blocks(data, epsilon=epsilon, core_only=core_only)
     for sec, variant, blocks in blocks_of:
         if variant:
             per_variant[variant].append((sec, blocks))
@@ -261,9 +261,9 @@ class CoreSummary:
             elif isinstance(now, list) and isinstance(kept, list):
                 now += kept
 
-    def text(self, *, epsilon: float | None = None, intervals: str = "1") -> str:
-        """The core sections of the records added, with the intervals of the intervals key ``intervals`` (its version
-        and how the run was collected: :func:`~analysis.stats.intervals.collected_key`).
+    def text(self, *, epsilon: float | None = None, intervals: IntervalPolicy | None = None) -> str:
+        """The core sections of the records added, with the intervals of the run's policy ``intervals`` (its version
+        and how the run was collected; None: the old version's).
 
         Raises:
             Exception: what reading a line given to :meth:`add_json` raised.
@@ -271,7 +271,7 @@ class CoreSummary:
         if self._unread is not None:
             raise self._unread
         data = ReportData([], dict(sorted(self.variants.items())), [], {v: {} for v in self.variants})
-        data.intervals = intervals  # the run's intervals key, its kind of interval included
+        data.intervals = intervals  # the run's policy, its kind of interval included
         return text_report(data, epsilon=epsilon, core_only=True)
 
 
@@ -284,10 +284,12 @@ def _reads_records(variant: str) -> bool:
     return outside or any(callable(getattr(module, "headline", None)) for _, module in variant_tables(variant))
 
 
-def core_text(records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: str = "1") -> str:
-    """The score summary of ``records`` (what ``run`` prints): the core sections only, with the intervals of version
-    ``intervals``. The records are read once, as they come, and kept slim (:class:`CoreSummary`): a stream from the
-    store keeps memory small."""
+def core_text(
+    records: Iterable[MatchRecord], *, epsilon: float | None = None, intervals: IntervalPolicy | None = None
+) -> str:
+    """The score summary of ``records`` (what ``run`` prints): the core sections only, with the intervals of the
+    policy ``intervals`` (None: the old version's). The records are read once, as they come, and kept slim
+    (:class:`CoreSummary`): a stream from the store keeps memory small."""
     summary = CoreSummary()
     for record in records:
         summary.add(record)

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyspiel
 
@@ -34,6 +34,9 @@ from deepeval_games.app.storage.store import DB_NAME, Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
 from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, registered_games
+
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
 
 __all__ = [
     "RunSource",
@@ -112,21 +115,19 @@ def spec_source(run: RunSource) -> dict[str, Any] | None:
     return source if isinstance(source, dict) else None
 
 
-def spec_intervals(runs: Sequence[RunSource]) -> str:
-    """The intervals key of ``runs`` (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`): the version
-    the first run's stored spec records (an old run keeps its old methods), collected adaptively when any run was
-    stopped by a rule that looked at its results (the anytime-valid intervals are then the valid ones for the
-    records read together)."""
-    from analysis.stats.intervals import collected_key, split_key
+def spec_intervals(runs: Sequence[RunSource]) -> IntervalPolicy:
+    """The interval policy of ``runs``, resolved once for a report
+    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`): the version the first run's stored spec
+    records (an old run keeps its old methods), collected adaptively when any run was stopped by a rule that looked
+    at its results (the anytime-valid intervals are then the valid ones for the records read together)."""
+    from analysis.stats.intervals import IntervalPolicy
     from deepeval_games.app.spec.experiment import recorded_intervals
 
-    keys = [recorded_intervals(spec_source(run)) for run in runs] or [recorded_intervals(None)]
-    version = split_key(keys[0])[0]
-    for key in keys:
-        _, sequence, alpha = split_key(key)
-        if sequence is not None:
-            return collected_key(version, sequence, alpha)
-    return version
+    policies = [recorded_intervals(spec_source(run)) for run in runs] or [recorded_intervals(None)]
+    adaptive = next((p for p in policies if p.anytime), None)
+    if adaptive is None:
+        return policies[0]
+    return IntervalPolicy(policies[0].version, sequence=adaptive.sequence, alpha=adaptive.alpha)
 
 
 def spec_epsilon(runs: Sequence[RunSource]) -> float | None:

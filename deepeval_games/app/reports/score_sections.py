@@ -40,7 +40,7 @@ INTERVAL_HEADER = "95% interval"
 
 @section("scores", "Scores", core=True)
 def _scores(ctx: ReportContext) -> list[Block]:
-    from analysis.stats.intervals import mean_caption, records_policy
+    from analysis.stats.intervals import mean_caption
     from analysis.tables.payoffs import INTERVAL_NOTE, format_interval, format_scores
     from analysis.tables.scores import role_scores, symmetric_scores
 
@@ -48,9 +48,9 @@ def _scores(ctx: ReportContext) -> list[Block]:
     if headline is not None:
         scores, title, note = headline.scores, headline.title, headline.note
     elif _symmetric(ctx.records):
-        scores, title = symmetric_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[0]
+        scores, title = symmetric_scores(ctx.records, policy=ctx.policy), SCORES_TITLES[0]
     else:
-        scores, title = role_scores(ctx.records, intervals=ctx.intervals), SCORES_TITLES[1]
+        scores, title = role_scores(ctx.records, policy=ctx.policy), SCORES_TITLES[1]
     if not scores:
         return []
     told: list[Block] = []
@@ -58,7 +58,7 @@ def _scores(ctx: ReportContext) -> list[Block]:
         roles: dict[str | None, int] = {}
         for s in scores:
             roles[s.role] = roles.get(s.role, 0) + 1
-        policy = records_policy(ctx.records, ctx.intervals)
+        policy = ctx.policy
         caption = mean_caption(policy, players=max(roles.values()), fewest=min(s.n for s in scores), paired=True)
         told = _told_apart(ctx.records, scores, policy)
     with_role = any(s.role is not None for s in scores)
@@ -176,7 +176,7 @@ def _ratings(ctx: ReportContext) -> list[Block]:
             title = "Bradley–Terry rating per role (Elo scale)"
             blocks.append(Block("ratings", title, text=text, header=("role", "player", "rating"), rows=rows))
     elif all(len(r.seats) == 2 for r in done):
-        points = ratings.points_share(done, intervals=ctx.intervals)
+        points = ratings.points_share(done, policy=ctx.policy)
         rated = sorted(ratings.bradley_terry(done).items(), key=lambda item: -item[1])
         shares = {p: f"{points[p].mean:.2f} [{points[p].low:.2f}, {points[p].high:.2f}]" for p, _ in rated}
         text = f"{BT_MEANING}, with each player's points share and its 95% interval: " + ", ".join(
@@ -211,7 +211,7 @@ def _two_player(ctx: ReportContext) -> list[Block]:
 
     if not ctx.records or not all(len(r.seats) == 2 for r in ctx.records) or not _symmetric(ctx.records):
         return []
-    summary = two_player_summary(ctx.records, intervals=ctx.intervals)
+    summary = two_player_summary(ctx.records, policy=ctx.policy)
     text = format_two_player(ctx.records, summary=summary)
     if not summary.matches:
         return [Block("two_player", TITLE, text=text)]

@@ -12,6 +12,7 @@ package does the same in a module it lists under the entry point group ``deepeva
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -21,6 +22,7 @@ from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import MatchRecord
 
 if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
     from analysis.tables.scores import Table
 
 __all__ = [
@@ -74,9 +76,17 @@ class ReportContext:
     judgements: list[JudgementRecord] = field(default_factory=list)
     run_counts: dict[str, int] = field(default_factory=dict)
     """Matches per run label (of this variant, or of the report)."""
-    intervals: str = "1"
-    """The interval version the numbers are printed with (``[experiment] intervals``,
-    :class:`~analysis.stats.intervals.IntervalPolicy`)."""
+    intervals: IntervalPolicy | None = None
+    """The interval policy of the report, resolved once from the runs' stored specs (and what the command asked
+    for); None: the old version's (``[experiment] intervals``, :class:`~analysis.stats.intervals.IntervalPolicy`)."""
+
+    @functools.cached_property
+    def policy(self) -> IntervalPolicy:
+        """:attr:`intervals` for these records' games (their declared payoff values), worked out once per section
+        context: every table, caption, verdict and methods line of the context reads this one."""
+        from analysis.stats.intervals import OLD_POLICY
+
+        return (self.intervals or OLD_POLICY).for_records(self.records)
 
 
 @dataclass(frozen=True)

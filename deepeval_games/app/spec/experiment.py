@@ -4,7 +4,7 @@ executes (the run settings, kept out of the spec hash: :data:`RUN_ONLY_KEYS`), w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -21,6 +21,9 @@ from pydantic_core import PydanticCustomError
 
 from deepeval_games.app.spec.stopping import StoppingRule, recorded_rule
 from deepeval_games.app.spec.tables import TABLE, Name, verbatim_error
+
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
 
 __all__ = [
     "DEFAULT_MAX_MATCHES",
@@ -264,15 +267,15 @@ class ExperimentTable(BaseModel):
         return self
 
 
-def recorded_intervals(source: Mapping[str, Any] | None) -> str:
-    """The intervals key of a run directory's stored spec document: the version it records (``[experiment]
-    intervals``; ``"1"``, the methods printed before versions, for one that records none or no document), marked as
-    collected adaptively where a stopping rule (``until_stable``, or active matchmaking) decided when the run stopped
-    (:func:`analysis.stats.intervals.collected_key`): such a run is reported with the anytime-valid intervals."""
+def recorded_intervals(source: Mapping[str, Any] | None) -> IntervalPolicy:
+    """The interval policy of a run directory's stored spec document, resolved once for the run: the version it
+    records (``[experiment] intervals``; the old version, the methods printed before versions, for one that records
+    none or no document), collected adaptively where a stopping rule (``until_stable``, or active matchmaking)
+    decided when the run stopped: such a run is reported with the anytime-valid intervals."""
+    from analysis.stats.intervals import INTERVAL_VERSIONS, OLD_VERSION, IntervalPolicy
+
     experiment = (source or {}).get("experiment")
     value = experiment.get("intervals") if isinstance(experiment, Mapping) else None
-    version = str(value) if value in ("1", "2", "3") else "1"
-    from analysis.stats.intervals import collected_key
-
+    version = str(value) if value in INTERVAL_VERSIONS else OLD_VERSION
     rule = recorded_rule(source)  # a rule looked at the results: every interval is the anytime-valid one
-    return collected_key(version, rule.sequence, rule.alpha) if rule is not None else version
+    return IntervalPolicy(version, sequence=rule.sequence, alpha=rule.alpha) if rule else IntervalPolicy(version)

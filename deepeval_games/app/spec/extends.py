@@ -15,12 +15,15 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepeval_games.app.spec.experiment import recorded_intervals
 from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
 from deepeval_games.app.storage.store import DB_NAME
 from deepeval_games.core.errors import DeepEvalError, SpecError
+
+if TYPE_CHECKING:
+    from analysis.stats.intervals import IntervalPolicy
 
 __all__ = ["pool_names", "stored_intervals", "stored_spec", "stored_spec_text", "with_pool"]
 
@@ -40,9 +43,9 @@ def stored_spec_text(run_dir: str | Path) -> str | None:
     return row[0] if row and row[0] else None
 
 
-def stored_intervals(run_dir: str | Path) -> str:
-    """The interval version the run directory's stored spec records
-    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`: ``"1"`` where it records none)."""
+def stored_intervals(run_dir: str | Path) -> IntervalPolicy:
+    """The interval policy of the run directory's stored spec
+    (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`: the old version where it records none)."""
     text = stored_spec_text(run_dir) if (Path(run_dir) / DB_NAME).exists() else None
     try:
         source = json.loads(text) if text else None

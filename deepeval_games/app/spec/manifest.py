@@ -166,14 +166,14 @@ def _intervals(spec: ExperimentSpec) -> dict[str, str]:
     """How the run's numbers get their intervals: its intervals key, how it is collected, and the methods by name and
     version (:class:`~analysis.stats.intervals.IntervalPolicy`; a game's declared payoff values may make a mean's
     interval exact, which the report's methods section names)."""
-    from analysis.stats.intervals import INTERVAL_VERSIONS, collected_key, interval_policy
+    from analysis.stats.intervals import INTERVAL_VERSIONS, IntervalPolicy
     from deepeval_games.app.spec.stopping import stopping_rule
 
     rule = stopping_rule(spec)
-    key = collected_key(spec.experiment.intervals, *((rule.sequence, rule.alpha) if rule else (None,)))
-    policy = interval_policy(key)
+    version = spec.experiment.intervals
+    policy = IntervalPolicy(version, sequence=rule.sequence, alpha=rule.alpha) if rule else IntervalPolicy(version)
     return {
-        "key": key,
+        "key": policy.key,
         "collected": "adaptive" if policy.anytime else "fixed",
         "version": INTERVAL_VERSIONS[policy.version],
         "methods": policy.note(),
