@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("clemcore")
 
-import game_defs.arena.clembench as clembench  # noqa: F401  (the entry point's module: registers the family)
+import game_defs.arena.clembench as clembench
 import llm_bots.clembench.scripted  # noqa: F401  (registers clem_programmatic)
 from deepeval_games.app.commands.cli import main
 from deepeval_games.core.errors import UnknownGameError
@@ -95,7 +95,10 @@ def _fake_models(server: FakeOpenAIServer) -> list[dict[str, object]]:
 
 
 def test_wordguess_plays_through_run_report_and_leaderboard_and_replays(
-    clemgames: Path, clem_entry_points: None, tmp_path: Path, fake_provider_key: str,
+    clemgames: Path,
+    clem_entry_points: None,
+    tmp_path: Path,
+    fake_provider_key: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(clem_reply), max_hang_s=5) as server:
@@ -122,7 +125,10 @@ def test_wordguess_plays_through_run_report_and_leaderboard_and_replays(
 
 
 def test_a_model_seat_beside_the_clemgames_programmatic_player_scores_with_intervals(
-    clemgames: Path, clem_entry_points: None, tmp_path: Path, fake_provider_key: str,
+    clemgames: Path,
+    clem_entry_points: None,
+    tmp_path: Path,
+    fake_provider_key: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with FakeOpenAIServer(default=Behaviour.responder(clem_reply), max_hang_s=5) as server:
@@ -177,3 +183,34 @@ def test_the_fetched_release_unpacks_without_static_and_is_checked(
     folder = clem_env.clembench_folder()
     assert folder == archive.with_name(f"clembench-{clem_env.RELEASE_COMMIT}")
     assert (folder / "wordguess" / "clemgame.json").is_file() and not (folder / "static").exists()
+
+
+@pytest.mark.slow
+def test_every_game_of_a_clembench_clone_loads_and_plays_once(tmp_path: Path) -> None:
+    """With ``DEEPEVAL_GAMES_CLEMBENCH`` naming a clone of clembench (never in CI: the repository is not on a
+    package index), every game is listed with a verdict, and every playable one plays an episode with the
+    clemgame's programmatic players in every seat, replayed from its record."""
+    import os
+
+    from deepeval_games.app.execution.runner import run_experiment
+
+    folder = os.environ.get(clem_env.CLEMBENCH_ENV, "")
+    if not folder or Path(folder).resolve() == CLEMGAMES.resolve():
+        pytest.skip(f"{clem_env.CLEMBENCH_ENV} names no clone of clembench")
+    rows = clembench.listing()
+    assert rows and all(name.startswith("clem:") for name, _ in rows)
+    for name, refusal in rows:
+        if refusal is not None:
+            assert refusal.strip(), name  # a refusal says why
+            continue
+        seats = load_game(name).num_players()
+        spec = {
+            "experiment": {"name": name.replace(":", "-"), "game": name, "repeats": 1, "seed": 0},
+            "players": [{"name": f"p{i}", "bot": "clem_programmatic"} for i in range(max(2, seats))][: max(2, seats)],
+        }
+        if seats == 1:
+            spec["players"] = spec["players"][:1]
+        result = run_experiment(spec, tmp_path / name.replace(":", "-"))
+        assert result.played and not result.failed, name
+        for record in result.records:
+            assert list(replayed(record).returns()) == list(record.returns), name

@@ -140,8 +140,10 @@ def format_table(table: Table) -> str:
     """A table as fixed-width text, its note under it."""
     widths = [max(len(row[i]) for row in (table.header, *table.rows)) for i in range(len(table.header))]
     lines = [table.title]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-              for row in (table.header, *table.rows)]
+    lines += [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (table.header, *table.rows)
+    ]
     return "\n".join([*lines, table.note])
 
 

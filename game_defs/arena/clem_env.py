@@ -35,10 +35,10 @@ from game_defs.data_files import CLEMBENCH_COMMIT, CLEMBENCH_RELPATH
 
 __all__ = [
     "CLEMBENCH_ENV",
+    "EXTRA_HINT",
     "RELEASE_COMMIT",
     "RELEASE_GAMES_SHA256",
     "RELEASE_RELPATH",
-    "EXTRA_HINT",
     "ClembenchMissing",
     "Episode",
     "GameFacts",
@@ -173,7 +173,9 @@ def _benchmark(folder: Path, name: str) -> Any:
 
     spec = _specs(folder).get(name)
     if spec is None:
-        raise ClembenchMissing(f"clembench has no game {name!r} in {folder} (its games: {', '.join(sorted(_specs(folder)))})")
+        raise ClembenchMissing(
+            f"clembench has no game {name!r} in {folder} (its games: {', '.join(sorted(_specs(folder)))})"
+        )
     for modules in _LOADED.values():  # another game's helper modules (``utils``) out of the way of this one's
         for module in modules:
             sys.modules.pop(module, None)
@@ -245,7 +247,9 @@ def _probe_line(name: str) -> list[str]:
 def _facts(folder: Path, name: str) -> GameFacts:
     spec = _specs(folder).get(name)
     if spec is None:
-        raise ClembenchMissing(f"clembench has no game {name!r} in {folder} (its games: {', '.join(sorted(_specs(folder)))})")
+        raise ClembenchMissing(
+            f"clembench has no game {name!r} in {folder} (its games: {', '.join(sorted(_specs(folder)))})"
+        )
     players = int(spec["players"]) if "players" in spec else 1
     roles = tuple(str(role) for role in spec["roles"]) if "roles" in spec else ()
     facts = GameFacts(name, players, roles, 0, str(spec["description"]) if "description" in spec else "")

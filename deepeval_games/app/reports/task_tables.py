@@ -16,7 +16,8 @@ __all__ = ["TABLES_ENTRY_POINT_GROUP", "TaskTables", "table_module", "table_name
 
 TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
 """Each task lists its tables module under this entry point group, by the name ``deepeval-games tables`` takes: a
-module with ``GAME`` (the game's short name, or a game family's prefix ending in ``:``, ``clem:``) and ``print_tables(records, *, players=None, plot=None)``, printing the
+module with ``GAME`` (the game's short name, or a game family's prefix ending in ``:``, ``clem:``) and
+``print_tables(records, *, players=None, plot=None)``, printing the
 task's pairwise tables, figures and reference points. A module may also define ``headline(records)``, returning an
 :class:`analysis.tables.scores.Headline` (or None): the task's headline score, which the report shows in place of the
 default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it),
