@@ -58,7 +58,7 @@ def clem_reply(body: dict[str, Any]) -> str:
     if "GUESS:" in text or "guess a word" in text.lower():
         return "GUESS: pear"
     if re.search(r"\bguess:", text, re.IGNORECASE):
-        return "guess: crane\nexplanation: common letters first"
+        return "explanation: common letters first\nguess: crane"  # wordle: the explanation comes first
     if re.search(r"\bclue:", text, re.IGNORECASE):
         return "CLUE: something you can find at home"
     return "GUESS: pear"

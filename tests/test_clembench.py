@@ -185,6 +185,35 @@ def test_the_fetched_release_unpacks_without_static_and_is_checked(
     assert (folder / "wordguess" / "clemgame.json").is_file() and not (folder / "static").exists()
 
 
+def test_a_game_missing_nltk_data_is_refused_saying_what_and_how_to_get_it() -> None:
+    hint = clem_env.nltk_hint(["stopwords", "wordnet"])
+    assert "NLTK's data packages stopwords, wordnet" in hint and "python -m nltk.downloader stopwords wordnet" in hint
+    assert "package wordnet, which is" in clem_env.nltk_hint(["wordnet"])
+    nltk_error = LookupError("\n" + "*" * 70 + "\n  Resource wordnet not found.\n  Please use the NLTK Downloader\n")
+    assert clem_env._why(nltk_error) == "LookupError: Resource wordnet not found."  # not a blank first line
+    assert clem_env._why(NotImplementedError()) == "NotImplementedError"
+
+
+def test_a_game_state_without_clemcores_base_fields_is_accepted() -> None:
+    """clembench's wordle sets a state of its own without clemcore 3.7's base fields (``outcome``, ...)."""
+    from types import SimpleNamespace
+
+    from clemcore.clemgame.master import GameMaster, GameState
+
+    clem_env._clemcore_compat()
+    clem_env._clemcore_compat()  # once is enough; twice changes nothing
+    base = GameState()
+    base.game_name = "wordle"
+    master = SimpleNamespace(_state=base)
+    own = SimpleNamespace(target_word="crane")  # a state of a game's own, without the base fields
+    GameMaster.state.fset(master, own)
+    assert master._state is own and own.game_name == "wordle" and own.outcome == base.outcome
+    full = GameState()
+    full.game_name = "kept"
+    GameMaster.state.fset(master, full)
+    assert master._state is full and full.game_name == "kept"
+
+
 @pytest.mark.slow
 def test_every_game_of_a_clembench_clone_loads_and_plays_once(tmp_path: Path) -> None:
     """With ``DEEPEVAL_GAMES_CLEMBENCH`` naming a clone of clembench (never in CI: the repository is not on a
@@ -206,11 +235,43 @@ def test_every_game_of_a_clembench_clone_loads_and_plays_once(tmp_path: Path) ->
         seats = load_game(name).num_players()
         spec = {
             "experiment": {"name": name.replace(":", "-"), "game": name, "repeats": 1, "seed": 0},
-            "players": [{"name": f"p{i}", "bot": "clem_programmatic"} for i in range(max(2, seats))][: max(2, seats)],
+            "players": [{"name": f"p{i}", "bot": "clem_programmatic"} for i in range(seats)],
         }
-        if seats == 1:
-            spec["players"] = spec["players"][:1]
         result = run_experiment(spec, tmp_path / name.replace(":", "-"))
         assert result.played and not result.failed, name
         for record in result.records:
             assert list(replayed(record).returns()) == list(record.returns), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", ["taboo", "wordle"])
+def test_taboo_and_wordle_play_through_run_with_fake_models_and_replay(
+    game: str, clem_entry_points: None, tmp_path: Path, fake_provider_key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 54's must-show, with ``DEEPEVAL_GAMES_CLEMBENCH`` naming a clone of clembench: ``taboo`` and ``wordle``
+    through ``run`` with a fake model in every seat, each match replayed from its record, and the report. A game the
+    listing refuses is not played: the test is skipped with the listing's reason (shown by ``-ra``)."""
+    import os
+
+    folder = os.environ.get(clem_env.CLEMBENCH_ENV, "")
+    if not folder or Path(folder).resolve() == CLEMGAMES.resolve():
+        pytest.skip(f"{clem_env.CLEMBENCH_ENV} names no clone of clembench")
+    refusal = dict(clembench.listing()).get(f"clem:{game}", "not in the clone")
+    if refusal is not None:
+        pytest.skip(f"clem:{game} is refused: {refusal}")
+    seats = load_game(f"clem:{game}").num_players()
+    with FakeOpenAIServer(default=Behaviour.responder(clem_reply), max_hang_s=5) as server:
+        players = [model_player(f"fake-{i}", server) for i in range(max(2, seats))][: max(2, seats)]
+        spec = write_spec(
+            tmp_path / "spec.toml", {"name": game, "game": f"clem:{game}", "repeats": 2, "seed": 3}, players
+        )
+        assert main(["run", str(spec), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    done = records(tmp_path / "run")
+    assert done and all(r.status == "complete" for r in done)
+    for record in done:
+        state = replayed(record)
+        assert state.is_terminal() and list(state.returns()) == list(record.returns)
+        assert record.metrics["clem_game"] == game
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert f"clembench scores: clem:{game}" in capsys.readouterr().out

@@ -22,6 +22,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import sys
 import tarfile
 import tempfile
@@ -48,6 +49,8 @@ __all__ = [
     "how_to_get",
     "instance_rows",
     "manifest_sha256",
+    "nltk_hint",
+    "nltk_missing",
 ]
 
 CLEMBENCH_ENV = "DEEPEVAL_GAMES_CLEMBENCH"
@@ -179,10 +182,112 @@ def _benchmark(folder: Path, name: str) -> Any:
     for modules in _LOADED.values():  # another game's helper modules (``utils``) out of the way of this one's
         for module in modules:
             sys.modules.pop(module, None)
-    with _quiet():
+    _clemcore_compat()
+    with _quiet(), _nltk_watched(name):
         bench = GameBenchmark.load_from_spec(spec)
     _LOADED[name] = set(bench._extra_modules)
     return bench
+
+
+_NLTK_ASKED: dict[str, set[str]] = {}
+"""Per game, the NLTK data packages its modules asked ``nltk.download`` for while they loaded."""
+_NLTK_KINDS = ("corpora", "tokenizers", "taggers", "chunkers", "stemmers", "models", "sentiment", "misc", "grammars")
+
+
+@contextlib.contextmanager
+def _nltk_watched(name: str) -> Iterator[None]:
+    """While a game's modules load, note the NLTK data packages they ask ``nltk.download`` for (NLTK still
+    downloads them where it can: clembench's games fetch their NLTK data themselves)."""
+    try:
+        import nltk
+    except ImportError:
+        yield
+        return
+    asked = _NLTK_ASKED.setdefault(name, set())
+    original = nltk.download
+
+    def download(info_or_id: Any = None, *args: Any, **kwargs: Any) -> Any:
+        ids = [info_or_id] if isinstance(info_or_id, str) else list(info_or_id or [])
+        asked.update(str(package) for package in ids)
+        return original(info_or_id, *args, **kwargs)
+
+    with _LOCK:
+        nltk.download = download
+        try:
+            yield
+        finally:
+            nltk.download = original
+
+
+_NLTK_CALL = re.compile(r"""nltk\.download\(\s*['"]([\w.-]+)['"]""")
+
+
+def _nltk_named(name: str) -> set[str]:
+    """The NLTK data packages the game's sources ask ``nltk.download`` for by name (its instance generators'
+    left out): those a load cut short by the first missing one did not get to ask for."""
+    spec = _specs(_folder()).get(name)
+    if spec is None or "game_path" not in spec:
+        return set()
+    named: set[str] = set()
+    for source in Path(str(spec["game_path"])).rglob("*.py"):
+        if "generat" not in source.name:
+            named.update(_NLTK_CALL.findall(source.read_text(errors="replace")))
+    return named
+
+
+def nltk_missing(name: str) -> list[str]:
+    """The NLTK data packages the game asks for that NLTK cannot find (not downloaded, and no download here)."""
+    if not _NLTK_ASKED.get(name):
+        return []
+    asked = sorted(_NLTK_ASKED[name] | _nltk_named(name))
+    import nltk
+
+    def found(package: str) -> bool:
+        for kind in _NLTK_KINDS:
+            try:
+                nltk.data.find(f"{kind}/{package}")
+            except LookupError:
+                continue
+            return True
+        return False
+
+    return [package for package in asked if not found(package)]
+
+
+def nltk_hint(packages: list[str]) -> str:
+    """The refusal of a game whose NLTK data is missing: what is missing and how a user gets it."""
+    names = " ".join(packages)
+    what = f"packages {', '.join(packages)}, which are" if len(packages) > 1 else f"package {packages[0]}, which is"
+    return (
+        f"it needs NLTK's data {what} not installed here and could not be downloaded; get it once with "
+        f"'python -m nltk.downloader {names}' (into ~/nltk_data, or a folder that NLTK_DATA names)"
+    )
+
+
+def _clemcore_compat() -> None:
+    """clemcore 3.7's ``GameMaster.state`` setter carries the base fields (``outcome``, ``game_id``, ...) over to a
+    new state and reads them from it, so a game master that sets a state object of its own without them (clembench's
+    wordle, written for clemcore 3.2 to 3.6, where ``state`` was a plain attribute) fails with AttributeError. The
+    setter is replaced by one that reads a missing field as unset (it is then carried over): the same for every
+    state that has the fields, what clemcore before 3.7 did for one that has not. Done once; nothing where
+    clemcore's ``state`` is not such a property."""
+    from clemcore.clemgame.master import GameMaster
+
+    prop = GameMaster.__dict__.get("state")
+    if not isinstance(prop, property) or prop.fset is None or getattr(prop.fset, "_tolerant", False):
+        return
+    fields = tuple(getattr(GameMaster, "_GAME_STATE_FIELDS", ()))
+
+    def tolerant(self: Any, new_state: Any) -> None:
+        old = getattr(self, "_state", None)
+        if old is not None:
+            for field in fields:
+                if getattr(new_state, field, None) is None:
+                    setattr(new_state, field, getattr(old, field, None))
+        self._state = new_state
+
+    tolerant._tolerant = True  # type: ignore[attr-defined]
+    GameMaster.state = property(prop.fget, tolerant, prop.fdel, prop.__doc__)
 
 
 @functools.cache
@@ -260,10 +365,21 @@ def _facts(folder: Path, name: str) -> GameFacts:
         rows = len(_rows(folder, name))
         first, second = _probe_line(name), _probe_line(name)
     except Exception as exc:  # a game that does not load or play here: said with its reason
-        return _refused(facts, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+        missing = nltk_missing(name)
+        return _refused(facts, nltk_hint(missing) if missing else _why(exc))
+    missing = nltk_missing(name)  # a game may read its NLTK data only later in play (codenames' lemmatizer)
+    if missing:
+        return _refused(facts, nltk_hint(missing))
     if first != second:
         return _refused(facts, "it is not deterministic: the same replies gave two different episodes")
     return GameFacts(name, players, roles or tuple(f"player {i + 1}" for i in range(players)), rows, facts.description)
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as a refusal: its type and its message's first line that says something (NLTK's start blank)."""
+    lines = [line.strip(" *") for line in str(exc).splitlines()]
+    first = next((line for line in lines if line), "")
+    return f"{type(exc).__name__}: {first[:200]}".rstrip(": ")
 
 
 def _refused(facts: GameFacts, why: str) -> GameFacts:
