@@ -1,5 +1,6 @@
-"""The public data files the built-in tasks read: MBPP (code review), the IWSLT 2017 test sets (translation) and
-NLTK's word list and tagger (TextArena's word games, :mod:`game_defs.arena.word_lists`), each with its canonical URL
+"""The public data files the built-in tasks read: MBPP (code review), the IWSLT 2017 test sets (translation),
+NLTK's word list and tagger (TextArena's word games, :mod:`game_defs.arena.word_lists`) and a clembench release
+(the ``clem:`` games, :mod:`game_defs.arena.clem_env`), each with its canonical URL
 and published sha256. Finding, downloading and checking a file is
 :mod:`deepeval_games.infra.files`'s job; :func:`resolve_data_file` hands it this table's URL and checksum.
 """
@@ -11,6 +12,8 @@ from deepeval_games.infra.files import DatasetError, PathLike, ResolvedFile, fin
 
 __all__ = [
     "CANONICAL_URLS",
+    "CLEMBENCH_COMMIT",
+    "CLEMBENCH_RELPATH",
     "EXPECTED_SHA256",
     "EXPECTED_SIZE",
     "IWSLT2017_PAIRS",
@@ -25,6 +28,11 @@ _WIT3_BASE = "https://raw.githubusercontent.com/hlt-mt/WIT3/master/archive/2017-
 NLTK_DATA_REVISION = "550b6625bcef1f2abff2ff770a5a0d272c9c6b2a"
 """The commit of NLTK's data repository the NLTK packages are fetched from (fixed: its files never change)."""
 _NLTK_BASE = f"https://raw.githubusercontent.com/nltk/nltk_data/{NLTK_DATA_REVISION}/packages/"
+CLEMBENCH_COMMIT = "a717f23808f4865631ffde81c37b60c7da3f5ec3"
+"""The clembench commit ``data fetch clembench`` gets (2025-09-25; it asks for clemcore >= 3.2, < 4)."""
+CLEMBENCH_RELPATH = f"clembench/clembench-{CLEMBENCH_COMMIT}.tar.gz"
+"""GitHub's archive of that commit. Its bytes are not promised stable, so no sha256 of the archive is pinned: the
+game files it unpacks to are checked instead (:data:`game_defs.arena.clem_env.RELEASE_GAMES_SHA256`)."""
 
 #: IWSLT 2017 tarballs, one per direction (``<src>-<tgt>``), as in the WIT3 archive.
 IWSLT2017_PAIRS: tuple[str, ...] = ("de-en", "en-de", "en-fr", "fr-en", "en-zh", "zh-en")
@@ -50,6 +58,7 @@ CANONICAL_URLS: dict[str, str] = {
     **{iwslt2017_relpath(pair): _wit3_url(pair) for pair in IWSLT2017_PAIRS},
     "nltk/corpora/words.zip": _NLTK_BASE + "corpora/words.zip",
     "nltk/taggers/averaged_perceptron_tagger_eng.zip": _NLTK_BASE + "taggers/averaged_perceptron_tagger_eng.zip",
+    CLEMBENCH_RELPATH: f"https://github.com/clp-research/clembench/archive/{CLEMBENCH_COMMIT}.tar.gz",
 }
 
 #: The sha256 of each known file (those of ``../shared/data``, identical to the canonical files).

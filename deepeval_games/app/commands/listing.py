@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 LISTING_CACHE_NAME = "games-all.json"
 """The file in the user cache (:func:`~deepeval_games.infra.files.cache_dir`) that keeps what ``games --all`` found."""
 
-_LISTING_DISTRIBUTIONS = ("deepeval-games", "open_spiel", "textarena", "pettingzoo")
+_LISTING_DISTRIBUTIONS = ("deepeval-games", "open_spiel", "textarena", "pettingzoo", "clemcore")
 """The distributions whose versions decide the verdicts of ``games --all``: another version, another probe."""
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
@@ -93,7 +93,11 @@ def listing_key() -> dict[str, Any]:
             continue
         found = next((path for _, path in data.data_places(source.name) if path.is_file()), None)
         files[source.name] = [str(found), found.stat().st_size] if found is not None else None
+    from deepeval_games.core.registry.games import game_families
+
+    family_keys = {f.prefix: f.listing_key() for f in game_families() if f.listing_key is not None}
     return {
+        "families": family_keys,
         "versions": versions,
         "python": sys.version.split()[0],
         "games": hashlib.sha256(names.encode()).hexdigest(),

@@ -16,7 +16,8 @@ __all__ = ["TABLES_ENTRY_POINT_GROUP", "TaskTables", "table_module", "table_name
 
 TABLES_ENTRY_POINT_GROUP = "deepeval_games.tables"
 """Each task lists its tables module under this entry point group, by the name ``deepeval-games tables`` takes: a
-module with ``GAME`` (the game's short name) and ``print_tables(records, *, players=None, plot=None)``, printing the
+module with ``GAME`` (the game's short name, or a game family's prefix ending in ``:``, ``clem:``) and
+``print_tables(records, *, players=None, plot=None)``, printing the
 task's pairwise tables, figures and reference points. A module may also define ``headline(records)``, returning an
 :class:`analysis.tables.scores.Headline` (or None): the task's headline score, which the report shows in place of the
 default Eq. 1 / Eq. 2 table (a symmetric task whose records name seats by position, scored as its paper scores it),
@@ -62,4 +63,9 @@ def variant_tables(variant: str) -> list[tuple[str, TaskTables]]:
     for entry in metadata.entry_points(group=TABLES_ENTRY_POINT_GROUP):
         entries.setdefault(entry.name, entry)
     modules = ((name, cast(TaskTables, entries[name].load())) for name in sorted(entries))
-    return [(name, module) for name, module in modules if task == module.GAME]
+    return [(name, module) for name, module in modules if _plays(module.GAME, task)]
+
+
+def _plays(game: str, task: str) -> bool:
+    """Whether a tables module for ``game`` (a short name, or a family's prefix ending in ``:``) covers ``task``."""
+    return task == game or (game.endswith(":") and task.startswith(game))

@@ -44,7 +44,9 @@ class BotEntry:
 def register_bot(name: str, *, games: tuple[str, ...] = ()) -> Callable[[BotClass], BotClass]:
     """Class decorator: make a :class:`DeepEvalBot` subclass available to specs under ``name``.
 
-    The class is built as ``cls(player_id, rng, game=game, **params)``; ``params`` come from the spec.
+    The class is built as ``cls(player_id, rng, game=game, **params)``; ``params`` come from the spec. ``games``:
+    the short names of the games it plays (a name ending in ``:`` is a game family: every game named with it); none:
+    any game.
     """
 
     def decorate(cls: BotClass) -> BotClass:
@@ -79,7 +81,7 @@ def lookup_bot(name: str, game: pyspiel.Game | None = None) -> BotEntry:
     entry = _BOTS[name]
     if game is not None and entry.games:
         short = game.get_type().short_name
-        if short not in entry.games:
+        if not any(short == g or (g.endswith(":") and short.startswith(g)) for g in entry.games):
             raise SpecError(f"bot {name!r} plays {', '.join(entry.games)}, not {short}")
     return entry
 

@@ -99,6 +99,9 @@ class GameFamily:
     listing: Callable[[], list[tuple[str, str | None]]]
     """Every game the family finds installed: (name, why it cannot be played; None when it can)."""
     description: str = ""
+    listing_key: Callable[[], str] | None = None
+    """What the family's listing depends on beyond the installed libraries (a folder it reads its games from), for
+    the cache of ``games --all``; None: nothing."""
 
 
 _FAMILIES: dict[str, GameFamily] = {}
