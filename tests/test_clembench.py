@@ -5,12 +5,14 @@ release's check. No network: the models are the fake OpenAI server."""
 
 from __future__ import annotations
 
+import importlib.util
 import tarfile
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("clemcore")
+if importlib.util.find_spec("clemcore") is None:  # not imported here: its import reconfigures logging
+    pytest.skip("clemcore is not installed", allow_module_level=True)
 
 import game_defs.arena.clembench as clembench
 import llm_bots.clembench.scripted  # noqa: F401  (registers clem_programmatic)
@@ -198,6 +200,7 @@ def test_a_game_state_without_clemcores_base_fields_is_accepted() -> None:
     """clembench's wordle sets a state of its own without clemcore 3.7's base fields (``outcome``, ...)."""
     from types import SimpleNamespace
 
+    clem_env._clemcore()  # imported as the project imports it
     from clemcore.clemgame.master import GameMaster, GameState
 
     clem_env._clemcore_compat()
@@ -275,3 +278,26 @@ def test_taboo_and_wordle_play_through_run_with_fake_models_and_replay(
     capsys.readouterr()
     assert main(["report", str(tmp_path / "run")]) == 0
     assert f"clembench scores: clem:{game}" in capsys.readouterr().out
+
+
+def test_loading_a_clemgame_leaves_the_process_logging_and_working_directory_alone(tmp_path: Path) -> None:
+    """clemcore's import configures logging for the whole process (a ``clembench.log`` in the working directory,
+    every earlier logger disabled); a clem game loaded here does neither."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import logging\n"
+        "ours = logging.getLogger('deepeval_games.probe')\n"
+        "root = (logging.getLogger().level, list(logging.getLogger().handlers))\n"
+        "from deepeval_games.core.registry.games import load_game\n"
+        "load_game('clem:wordguess').new_initial_state()\n"
+        "assert not ours.disabled, 'a logger made before was disabled'\n"
+        "assert (logging.getLogger().level, list(logging.getLogger().handlers)) == root, 'root logger changed'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, clem_env.CLEMBENCH_ENV: str(CLEMGAMES), "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (tmp_path / "clembench.log").exists() and "clemcore" not in done.stdout

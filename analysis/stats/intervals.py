@@ -56,6 +56,7 @@ __all__ = [
     "INTERVAL_KINDS",
     "INTERVAL_METHODS",
     "INTERVAL_VERSIONS",
+    "LATEST_POLICY",
     "LATEST_VERSION",
     "MIXTURE_RATE_METHOD",
     "OLD_POLICY",
@@ -500,6 +501,8 @@ class IntervalPolicy:
 
 OLD_POLICY = IntervalPolicy(OLD_VERSION)
 """The policy of a run whose stored spec names no ``intervals``, and of any table asked for none."""
+LATEST_POLICY = IntervalPolicy(LATEST_VERSION)
+"""The policy a new run's spec selects unless it says otherwise, for a number of matches fixed in advance."""
 
 
 SMALL_SAMPLE = 10

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.stats.confseq import Interval
-from analysis.stats.intervals import LATEST_VERSION, interval_policy
+from analysis.stats.intervals import LATEST_POLICY, IntervalPolicy
 from analysis.tables.payoffs import variant_groups
 from analysis.tables.scores import Table
 from deepeval_games.core.records import MatchRecord
@@ -56,9 +56,11 @@ def _flag(value: object) -> bool:
     return isinstance(value, (int, float)) and not math.isnan(float(value)) and float(value) > 0
 
 
-def clem_scores(records: Iterable[MatchRecord]) -> dict[str, list[ClemScores]]:
-    """Per game variant of a ``clem:`` game, each player's (and role's) scores, sorted by player and role."""
-    policy = interval_policy(LATEST_VERSION)
+def clem_scores(
+    records: Iterable[MatchRecord], *, policy: IntervalPolicy = LATEST_POLICY
+) -> dict[str, list[ClemScores]]:
+    """Per game variant of a ``clem:`` game, each player's (and role's) scores, sorted by player and role, with the
+    intervals of ``policy`` (a task's tables are not given the run's: the latest version's fixed-n methods)."""
     mine = [r for r in records if r.status == "complete" and r.game.startswith(GAME)]
     out: dict[str, list[ClemScores]] = {}
     for variant, group in variant_groups(mine).items():

@@ -142,12 +142,31 @@ def _folder() -> Path:
     return folder
 
 
+@functools.cache
+def _clemcore() -> None:
+    """Import clemcore once, without what its import does to the whole process: its ``__init__`` hands the logging
+    module a configuration (``logging.config.dictConfig``) that disables every logger made before it, sends the root
+    logger's INFO to a ``clembench.log`` it opens in the working directory and prints some loggers to stdout. Here
+    that call does nothing while clemcore is imported; its own loggers are set to warnings only.
+
+    Raises:
+        ImportError: clemcore is not installed.
+    """
+    import logging.config
+    from unittest import mock
+
+    with mock.patch.object(logging.config, "dictConfig", lambda config: None):
+        import clemcore  # noqa: F401
+    logging.getLogger("clemcore").setLevel(logging.WARNING)
+
+
 # -- the games of a folder --------------------------------------------------------------------------------------
 
 
 @functools.cache
 def _specs(folder: Path) -> dict[str, Any]:
     """The game specs of ``folder`` by game name (clemcore's registry of the folder's ``clemgame.json`` files)."""
+    _clemcore()
     from clemcore.clemgame.registry import GameRegistry
 
     registry = GameRegistry()
@@ -172,6 +191,7 @@ _LOADED: dict[str, set[str]] = {}
 @functools.cache
 def _benchmark(folder: Path, name: str) -> Any:
     """The game's ``GameBenchmark`` (its master module loaded once a process)."""
+    _clemcore()
     from clemcore.clemgame.benchmark import GameBenchmark
 
     spec = _specs(folder).get(name)
@@ -271,6 +291,7 @@ def _clemcore_compat() -> None:
     setter is replaced by one that reads a missing field as unset (it is then carried over): the same for every
     state that has the fields, what clemcore before 3.7 did for one that has not. Done once; nothing where
     clemcore's ``state`` is not such a property."""
+    _clemcore()
     from clemcore.clemgame.master import GameMaster
 
     prop = GameMaster.__dict__.get("state")
@@ -293,6 +314,7 @@ def _clemcore_compat() -> None:
 @functools.cache
 def _rows(folder: Path, name: str) -> tuple[Mapping[str, Any], ...]:
     """The game's instances (experiment, game instance), in the order of its instances file."""
+    _clemcore()
     from clemcore.clemgame.instances import GameInstances
 
     return tuple(GameInstances.from_game_spec(_specs(folder)[name]))
@@ -413,6 +435,7 @@ class _Recorder:
 
     def on_game_start(self, game_master: Any, game_instance: dict[str, Any]) -> None:
         """Attach a recorder to the episode's master, its players logged."""
+        _clemcore()
         from clemcore.clemgame.recorder import GameInteractionsRecorder
 
         recorder = GameInteractionsRecorder(
@@ -437,6 +460,7 @@ class Episode:
     """One instance of a clemgame played move by move through clemcore's ``GameMasterEnv``."""
 
     def __init__(self, name: str, row: int) -> None:
+        _clemcore()
         from clemcore.clemgame.callbacks.base import GameBenchmarkCallbackList
         from clemcore.clemgame.envs.pettingzoo import GameMasterEnv
 
