@@ -46,6 +46,7 @@ from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport.call import complete
 from llm_bots.transport.call_cache import CallCache, call_key
 from llm_bots.transport.errors import Outcome as CallOutcome
+from llm_bots.transport.limits import Limiter, LocalLimiter
 from llm_bots.transport.results import Budget, Completion
 from llm_bots.turns import safe_parse, turn_message
 
@@ -88,10 +89,13 @@ class BotSettings:
 
 @dataclass
 class ModelRuntime:
-    """What all LLM bots of a run share: the call cache and the budget."""
+    """What all LLM bots of a run share, handed to each of their calls: the call cache, the budget and the limiter."""
 
     cache: CallCache | None = None
     budget: Budget | None = None
+    limiter: Limiter = field(default_factory=LocalLimiter, repr=False)
+    """The per-model limits every call of the run goes through (:mod:`llm_bots.transport.limits`): this process's
+    own, or a worker's proxy of the one its driver hosts."""
     calls: int = 0
     """Model calls actually sent (cache misses)."""
     sent: dict[str, int] = field(default_factory=dict)
@@ -276,7 +280,13 @@ class LLMBot(DeepEvalBot):
         live, answered = self.runtime.live, None
         handle = live.start(config.model, self.round)
         try:
-            completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+            completion = await complete(
+                config,
+                messages,
+                response_format=response_format,
+                budget=self.runtime.budget,
+                limiter=self.runtime.limiter,
+            )
             answered = (completion.completion_tokens, completion.latency_s)
         finally:
             live.end(handle, answered)

@@ -25,7 +25,7 @@ second with two CPU-bound processes beside it), and the server answers one reque
 sent while every slot is busy would wait inside the server with its client timeout running, time out under load
 (litellm reports HTTP 408) and be sent again, generating from scratch what it had half generated. So
 the routed config (:func:`route`) sends at most as many requests at once as the server has slots (the others wait in
-the process's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
+the run's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
 (:func:`local_timeout_s`: :data:`LOCAL_BASE_S` plus :data:`LOCAL_S_PER_TOKEN` a token of ``max_tokens`` and
 :data:`LOCAL_S_PER_PROMPT_TOKEN` a prompt token), so it only fires when the server is stuck; before a failed call is
 sent again, :func:`wait_idle` waits until the server has dropped it (llama.cpp stops a request whose connection
