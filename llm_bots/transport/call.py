@@ -30,7 +30,7 @@ What it guarantees, whatever the provider:
   call) holds each model's concurrency, requests and tokens per minute, cuts concurrency on 429s and pauses the model
   on Retry-After;
 - litellm's synchronous set-up of a call to an OpenAI-compatible model runs on the event loop's thread, not on a
-  worker thread (:mod:`llm_bots.inline_setup`);
+  worker thread, on the loops the engine runs (:mod:`llm_bots.inline_setup`);
 - litellm's connections come from one aiohttp session per event loop with no pool limit of its own, so a call the
   limiter admits never queues for a connection (:mod:`~llm_bots.transport.session`);
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local.server`).
@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deepeval_games.core.bot import CallAttempt
-from llm_bots import inline_setup, model_info
+from llm_bots import model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
 from llm_bots.transport.errors import ErrorKind, FatalModelError, InfraError, ModelMismatchError, Outcome
@@ -290,7 +290,6 @@ def _prepare(
         session = shared_session()
         if session is not None:
             kwargs["shared_session"] = session
-        inline_setup.install(asyncio.get_running_loop())
     est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if plan.counts_tokens else 0
     return _Call(config, call_config, api_key, plan, kwargs, est_tokens, budget, mock_response is not None, limiter)
 

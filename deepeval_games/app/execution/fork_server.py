@@ -290,7 +290,9 @@ def worker_main(sock: socket.socket) -> None:
     escape_log_lines()  # a log line may quote a player's name or reply
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the driver decides
     try:
-        asyncio.run(_worker_main_async(sock))
+        from llm_bots import inline_setup  # stdlib only: its loop sets up OpenAI-compatible calls on its own thread
+
+        inline_setup.run(_worker_main_async(sock))
     finally:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
