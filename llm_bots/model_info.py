@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import gc
 import importlib.util
 import json
 import os
@@ -35,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from llm_bots import gc_policy
 
 __all__ = [
     "INFO_NAME",
@@ -76,8 +77,8 @@ def litellm() -> ModuleType:
     """The litellm module, imported on first use with its price table read from disk (never fetched).
 
     After the first import the objects alive then (litellm's tables: hundreds of thousands of objects that live as
-    long as the process) are moved out of the cyclic garbage collector's reach (``gc.freeze``): otherwise every full
-    collection, which a run's allocations trigger again and again, walks all of them (tenths of a second each).
+    long as the process) are moved out of the cyclic garbage collector's reach
+    (:func:`llm_bots.gc_policy.freeze_loaded`).
     """
     global _module
     known = _module
@@ -88,7 +89,7 @@ def litellm() -> ModuleType:
     import litellm as module
 
     if first:
-        gc.freeze()
+        gc_policy.freeze_loaded()
     module.suppress_debug_info = True
     _module = module
     return module
