@@ -23,7 +23,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core import task
-from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome
+from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome, Usage
 from deepeval_games.core.errors import SpecError
 from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
@@ -436,19 +436,14 @@ class _Exchange:
 
     __slots__ = (
         "attempts",
-        "cache_write_tokens",
-        "cached_tokens",
-        "cost_usd",
         "cut_chars",
         "finish_reasons",
         "model",
         "prompts",
         "raw_replies",
         "reasoning",
-        "reasoning_tokens",
         "retries",
-        "tokens_in",
-        "tokens_out",
+        "usage",
     )
 
     def __init__(self) -> None:
@@ -460,12 +455,7 @@ class _Exchange:
         self.reasoning: list[str] = []
         self.retries = 0
         self.model: str | None = None
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.cost_usd = 0.0
-        self.reasoning_tokens = 0
-        self.cached_tokens = 0
-        self.cache_write_tokens = 0
+        self.usage = Usage()
 
     def add(self, messages: Sequence[dict[str, str]], completion: Completion, ask: int) -> None:
         """One finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its transport attempts
@@ -479,12 +469,7 @@ class _Exchange:
             self.reasoning.append(completion.reasoning)
         self.retries = ask
         self.model = completion.model or self.model
-        self.tokens_in += completion.prompt_tokens
-        self.tokens_out += completion.completion_tokens
-        self.cost_usd += completion.cost_usd
-        self.reasoning_tokens += completion.reasoning_tokens
-        self.cached_tokens += completion.cached_tokens
-        self.cache_write_tokens += completion.cache_write_tokens
+        self.usage += completion.spent
 
     def decision(
         self, action: int | None = None, text: str = "", outcome: Outcome = Outcome.OK, error: str | None = None
@@ -499,17 +484,12 @@ class _Exchange:
             prompts=tuple(self.prompts),
             retries=self.retries,
             model=self.model,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost_usd=self.cost_usd,
             error=error,
             attempts=tuple(self.attempts),
             cut_chars=tuple(self.cut_chars),
             finish_reasons=tuple(self.finish_reasons),
-            reasoning_tokens=self.reasoning_tokens,
             reasoning=tuple(self.reasoning),
-            cached_tokens=self.cached_tokens,
-            cache_write_tokens=self.cache_write_tokens,
+            **self.usage.fields(),
         )
 
 
