@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.core.bot import Outcome
+from deepeval_games.core.bot import Outcome, Usage
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, TurnRecord
 from deepeval_games.core.registry.games import game_variant
@@ -91,18 +91,11 @@ def sample_scores(record: MatchRecord, seats: list[int]) -> dict[str, float]:
     }
 
 
-def _usage(record: MatchRecord, seats: list[int]) -> dict[str, Any] | None:
+def _usage(record: MatchRecord, seats: list[int]) -> Usage | None:
     """Tokens and cost of the seats' model calls (None for a player that calls no model). They are counted under
     the player's model string: a turn's ``model`` is the id the provider answered with, without the provider."""
     turns = [t for t in record.turns if t.seat in seats and (t.tokens_in or t.tokens_out or t.cost_usd)]
-    if not turns:
-        return None
-    return {
-        "in": sum(t.tokens_in for t in turns),
-        "out": sum(t.tokens_out for t in turns),
-        "reasoning": sum(t.reasoning_tokens for t in turns),
-        "cost": sum(t.cost_usd for t in turns),
-    }
+    return Usage.total(t.usage for t in turns) if turns else None
 
 
 @dataclass
@@ -116,7 +109,7 @@ class _Log:
     experiment: str
     samples: list[Any] = field(default_factory=list)
     scores: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in SCORES})
-    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
 
@@ -126,13 +119,13 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-")[:60] or "x"
 
 
-def _model_usage(ia: Any, used: dict[str, Any]) -> Any:
+def _model_usage(ia: Any, used: Usage) -> Any:
     return ia["ModelUsage"](
-        input_tokens=used["in"],
-        output_tokens=used["out"],
-        total_tokens=used["in"] + used["out"],
-        reasoning_tokens=used["reasoning"] or None,
-        total_cost=used["cost"],
+        input_tokens=used.tokens_in,
+        output_tokens=used.tokens_out,
+        total_tokens=used.tokens_in + used.tokens_out,
+        reasoning_tokens=used.reasoning_tokens or None,
+        total_cost=used.cost_usd,
     )
 
 
@@ -157,9 +150,7 @@ def _sample(ia: Any, record: MatchRecord, seats: list[int], log: _Log) -> Any:
     scores = sample_scores(record, seats)
     usage = _usage(record, seats)
     if usage is not None:
-        total = log.usage.setdefault(log.model, {"in": 0, "out": 0, "reasoning": 0, "cost": 0.0})
-        for key in total:
-            total[key] += usage[key]
+        log.usage[log.model] = log.usage.get(log.model, Usage()) + usage
     for name, value in scores.items():
         log.scores[name].append(value)
     if record.started_at:

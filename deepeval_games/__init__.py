@@ -9,8 +9,9 @@ Two subpackages, so that a file's path tells its layer:
   players; its names exported here (``run_experiment``, ``load_spec``, ...) are imported on first use, so importing
   the core never imports the layers above it.
 
-The modules' old paths (``deepeval_games.core.task``, ``deepeval_games.app.execution.runner``, ...) still import, with a
-:class:`DeprecationWarning`.
+A module is imported by its path in one of them (``deepeval_games.core.task``,
+``deepeval_games.app.execution.runner``, ...); the flat paths of earlier versions (``deepeval_games.task``,
+``deepeval_games.runner``, ...) were removed. The names exported here stay importable from ``deepeval_games`` itself.
 """
 
 from typing import TYPE_CHECKING

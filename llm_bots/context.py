@@ -109,13 +109,7 @@ def reply_reserve(config: ModelConfig) -> int:
 def context_window(config: ModelConfig) -> int | None:
     """The model's context window in tokens: ``context_tokens``, else the local server's, else litellm's model info
     (``max_input_tokens``, else ``max_tokens``); None when unknown (then nothing is counted)."""
-    if config.context_tokens is not None:
-        return config.context_tokens
-    if config.is_local:
-        from llm_bots.local.server import LOCAL_N_CTX
-
-        return LOCAL_N_CTX
-    return model_info.context_window(config.model)  # remembered across runs: a cached rerun imports no litellm
+    return model_info.context_window(config.model, config.context_tokens)  # a cached rerun imports no litellm
 
 
 def surely_fits(messages: Sequence[Mapping[str, str]], room: int) -> bool:
@@ -133,12 +127,7 @@ async def count_tokens(config: ModelConfig, messages: Sequence[Mapping[str, str]
         if counted is not None:
             return counted
         return sum(len(m["content"]) // 3 + _PER_MESSAGE for m in messages)
-    try:
-        return int(model_info.litellm().token_counter(model=config.model, messages=list(messages)))
-    except Exception:  # a model litellm has no tokenizer for: its default (cl100k) count via text
-        return int(
-            model_info.litellm().token_counter(text="".join(m["content"] for m in messages))
-        ) + _PER_MESSAGE * len(messages)
+    return model_info.token_count(config.model, messages, _PER_MESSAGE)
 
 
 def _post(url: str, body: Mapping[str, Any]) -> Any:

@@ -1,4 +1,12 @@
-"""The cyclic garbage collector's setting while a run with model players is on.
+"""Every setting of the cyclic garbage collector the engine makes, in one module: what a run raises while it is on,
+and what is moved out of the collector's reach for good (:func:`freeze_loaded`).
+
+**Long-lived tables.** :func:`freeze_loaded` collects once, then moves every object alive (``gc.freeze``) out of the
+collector's walks: after the first import of litellm (:func:`llm_bots.model_info.litellm`; its tables are hundreds of
+thousands of objects that live as long as the process, and every full collection a run triggers would otherwise walk
+them, tenths of a second each) and in the fork server before it forks its workers (pyspiel, the tasks, litellm).
+
+**During a run.**
 
 Every model call allocates thousands of short-lived container objects (litellm's response, logging and pydantic
 objects, the HTTP client's), and a run keeps many more alive for a while (matches in flight, their chats and
@@ -36,7 +44,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["ENV_VAR", "RUN_THRESHOLDS", "hold", "release", "run_policy"]
+__all__ = ["ENV_VAR", "RUN_THRESHOLDS", "freeze_loaded", "hold", "release", "run_policy"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +61,14 @@ _saved: tuple[int, int, int] | None = None
 """The thresholds before the first holder raised them (None: nothing was changed)."""
 _raised: tuple[int, int, int] | None = None
 """The thresholds the first holder set."""
+
+
+def freeze_loaded(collect: bool = False) -> None:
+    """Move every object alive now out of the collector's walks for the rest of the process (``gc.freeze``);
+    ``collect``: collect the garbage first (a fork server, before its workers share its memory)."""
+    if collect:
+        gc.collect()
+    gc.freeze()
 
 
 def _wanted() -> tuple[int, int, int] | None:

@@ -8,17 +8,20 @@ vLLM, any ``openai/...`` endpoint), that set-up does no I/O. The trip through a 
 two thread wake-ups, the GIL handed over twice, the work done on another core's cold caches. That was about 0.4 ms of
 CPU per call on a 2-core machine, a tenth of a call (bench/README.md, 5 December 2026).
 
-:func:`install` gives a running event loop a default executor, :class:`SetupExecutor`. It is asyncio's own thread
-pool for every task, with one exception: litellm's set-up of a call to a model named with :func:`allow` runs at once,
-on the loop's thread. The loop is never blocked by it, since the set-up of those providers does no I/O. A provider
-whose set-up may do I/O (Vertex AI and Bedrock fetch credentials, Azure AD tokens, ...) keeps the thread, so a slow
-credential refresh never stalls the other matches. The set-up is recognised by its shape: ``ctx.run`` of a partial of
-``litellm.main.completion``. A litellm whose ``acompletion`` hands over anything else simply keeps the thread.
+:func:`run` runs a coroutine, as :func:`asyncio.run` does, on a new event loop whose default executor is
+:class:`SetupExecutor` (set through the loop's public ``set_default_executor`` before anything uses it). It is
+asyncio's own thread pool for every task, with one exception: litellm's set-up of a call to a model named with
+:func:`allow` runs at once, on the loop's thread. The loop is never blocked by it, since the set-up of those providers
+does no I/O. A provider whose set-up may do I/O (Vertex AI and Bedrock fetch credentials, Azure AD tokens, ...) keeps
+the thread, so a slow credential refresh never stalls the other matches. The set-up is recognised by its shape:
+``ctx.run`` of a partial of ``litellm.main.completion``. A litellm whose ``acompletion`` hands over anything else
+simply keeps the thread.
 
-The transport (:mod:`llm_bots.transport.call`) installs it on the loop of its first call and names the models whose
-provider is in :data:`INLINE_PROVIDERS`. ``DEEPEVAL_GAMES_INLINE_SETUP=0`` turns it off (every set-up on a thread, as
-litellm does by itself). A loop whose default executor is not asyncio's plain thread pool (one the program chose) is
-left as it is.
+The engine runs its loops with :func:`run` (a run, a worker process, a re-judging); the call plan
+(:mod:`llm_bots.transport.plan`) names the models whose provider is in :data:`INLINE_PROVIDERS`. A loop the engine
+did not make (a program calling the transport from its own loop, a Ray actor's) keeps its own executor: its calls are
+set up on a worker thread, as litellm does by itself. ``DEEPEVAL_GAMES_INLINE_SETUP=0`` turns it off (every set-up on
+a thread).
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ import functools
 import os
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["ENV_VAR", "INLINE_PROVIDERS", "SetupExecutor", "allow", "enabled", "install"]
+__all__ = ["ENV_VAR", "INLINE_PROVIDERS", "SetupExecutor", "allow", "enabled", "run"]
 
 ENV_VAR = "DEEPEVAL_GAMES_INLINE_SETUP"
 """Set to ``0`` to leave litellm's set-up of every call on a worker thread."""
@@ -44,13 +47,7 @@ every OpenAI-compatible server (``openai/...`` with an ``api_base``, and ``local
 _models: set[str] = set()
 """The model strings (litellm's ``model`` argument) whose calls are set up on the loop's thread."""
 
-_installed: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-"""The loops :func:`install` looked at (with its executor or, when the program chose another, without)."""
-
 _T = TypeVar("_T")
-
-_MISSING = object()
-"""What :func:`install` reads from a loop without asyncio's ``_default_executor`` (another loop implementation)."""
 
 
 def enabled() -> bool:
@@ -101,22 +98,11 @@ class SetupExecutor(concurrent.futures.ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
-def install(loop: asyncio.AbstractEventLoop) -> bool:
-    """Give ``loop`` a :class:`SetupExecutor` as its default executor, once; whether it has one.
-
-    A loop that has not made its default executor yet, or made asyncio's plain one (e.g. for ``asyncio.to_thread``),
-    gets one; the plain one is shut down without waiting (its threads finish what they were given). A loop with an
-    executor the program set is left alone.
-    """
-    if loop in _installed:
-        return isinstance(getattr(loop, "_default_executor", None), SetupExecutor)
-    _installed.add(loop)
-    if not enabled():
-        return False
-    current = getattr(loop, "_default_executor", _MISSING)
-    if current is not None and type(current) is not concurrent.futures.ThreadPoolExecutor:
-        return isinstance(current, SetupExecutor)  # another loop implementation, or the program's own executor
-    loop.set_default_executor(SetupExecutor(loop))
-    if current is not None:
-        current.shutdown(wait=False)
-    return True
+def run(main: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``main`` as :func:`asyncio.run` does, on a new event loop whose default executor is a
+    :class:`SetupExecutor` (asyncio's plain one when :func:`enabled` says no); the loop is closed afterwards."""
+    with asyncio.Runner() as runner:
+        if enabled():
+            loop = runner.get_loop()
+            loop.set_default_executor(SetupExecutor(loop))
+        return runner.run(main)

@@ -23,7 +23,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core import task
-from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome
+from deepeval_games.core.bot import CallAttempt, Decision, DeepEvalBot, Observation, Outcome, Usage
 from deepeval_games.core.errors import SpecError
 from llm_bots import gc_policy, model_info
 from llm_bots.adapters import TaskAdapter, adapter_for, cut_off_reason
@@ -41,12 +41,12 @@ from llm_bots.context import (
 )
 from llm_bots.live import LiveCalls
 from llm_bots.local.grammar import bounded_schema
-from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, LOCAL_PREFIX, ModelConfig, resolve_max_tokens
+from llm_bots.model_config import BOT_SETTING_KEYS, DEFAULT_MAX_TOKENS, ModelConfig, resolve_max_tokens
 from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport.call import complete
 from llm_bots.transport.call_cache import CallCache, call_key
 from llm_bots.transport.errors import Outcome as CallOutcome
-from llm_bots.transport.model_ids import supports_json_schema
+from llm_bots.transport.limits import Limiter, LocalLimiter
 from llm_bots.transport.results import Budget, Completion
 from llm_bots.turns import safe_parse, turn_message
 
@@ -89,10 +89,13 @@ class BotSettings:
 
 @dataclass
 class ModelRuntime:
-    """What all LLM bots of a run share: the call cache and the budget."""
+    """What all LLM bots of a run share, handed to each of their calls: the call cache, the budget and the limiter."""
 
     cache: CallCache | None = None
     budget: Budget | None = None
+    limiter: Limiter = field(default_factory=LocalLimiter, repr=False)
+    """The per-model limits every call of the run goes through (:mod:`llm_bots.transport.limits`): this process's
+    own, or a worker's proxy of the one its driver hosts."""
     calls: int = 0
     """Model calls actually sent (cache misses)."""
     sent: dict[str, int] = field(default_factory=dict)
@@ -226,7 +229,7 @@ class LLMBot(DeepEvalBot):
             return schema
         # llama.cpp servers (local/...) enforce a JSON schema as a grammar; for others ask litellm (once a bot)
         if self._json_schema is None:
-            self._json_schema = self.config.is_local or supports_json_schema(self.config.model)
+            self._json_schema = model_info.supports_json_schema(self.config.model)
         return schema if self._json_schema else None
 
     def turn_config(self, observation: Observation) -> ModelConfig:
@@ -277,7 +280,13 @@ class LLMBot(DeepEvalBot):
         live, answered = self.runtime.live, None
         handle = live.start(config.model, self.round)
         try:
-            completion = await complete(config, messages, response_format=response_format, budget=self.runtime.budget)
+            completion = await complete(
+                config,
+                messages,
+                response_format=response_format,
+                budget=self.runtime.budget,
+                limiter=self.runtime.limiter,
+            )
             answered = (completion.completion_tokens, completion.latency_s)
         finally:
             live.end(handle, answered)
@@ -427,19 +436,14 @@ class _Exchange:
 
     __slots__ = (
         "attempts",
-        "cache_write_tokens",
-        "cached_tokens",
-        "cost_usd",
         "cut_chars",
         "finish_reasons",
         "model",
         "prompts",
         "raw_replies",
         "reasoning",
-        "reasoning_tokens",
         "retries",
-        "tokens_in",
-        "tokens_out",
+        "usage",
     )
 
     def __init__(self) -> None:
@@ -451,12 +455,7 @@ class _Exchange:
         self.reasoning: list[str] = []
         self.retries = 0
         self.model: str | None = None
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.cost_usd = 0.0
-        self.reasoning_tokens = 0
-        self.cached_tokens = 0
-        self.cache_write_tokens = 0
+        self.usage = Usage()
 
     def add(self, messages: Sequence[dict[str, str]], completion: Completion, ask: int) -> None:
         """One finished call (the ``ask``-th): its prompt, reply, model, tokens and cost, its transport attempts
@@ -470,12 +469,7 @@ class _Exchange:
             self.reasoning.append(completion.reasoning)
         self.retries = ask
         self.model = completion.model or self.model
-        self.tokens_in += completion.prompt_tokens
-        self.tokens_out += completion.completion_tokens
-        self.cost_usd += completion.cost_usd
-        self.reasoning_tokens += completion.reasoning_tokens
-        self.cached_tokens += completion.cached_tokens
-        self.cache_write_tokens += completion.cache_write_tokens
+        self.usage += completion.spent
 
     def decision(
         self, action: int | None = None, text: str = "", outcome: Outcome = Outcome.OK, error: str | None = None
@@ -490,17 +484,12 @@ class _Exchange:
             prompts=tuple(self.prompts),
             retries=self.retries,
             model=self.model,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost_usd=self.cost_usd,
             error=error,
             attempts=tuple(self.attempts),
             cut_chars=tuple(self.cut_chars),
             finish_reasons=tuple(self.finish_reasons),
-            reasoning_tokens=self.reasoning_tokens,
             reasoning=tuple(self.reasoning),
-            cached_tokens=self.cached_tokens,
-            cache_write_tokens=self.cache_write_tokens,
+            **self.usage.fields(),
         )
 
 
@@ -512,8 +501,6 @@ def split_player_params(params: Mapping[str, Any]) -> tuple[BotSettings, dict[st
 
 def check_model_string(model: str) -> None:
     """A clear error for a model string litellm cannot route."""
-    if model.startswith(LOCAL_PREFIX):
-        return
     error = model_info.provider_error(model)  # looked up once per model string (and remembered across runs)
     if error is not None:
         raise SpecError(

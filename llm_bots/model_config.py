@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deepeval_games.core.errors import SpecError
+from llm_bots.model_info import LOCAL_PREFIX, is_local, local_name
 
 __all__ = [
     "ABSENT_WHEN_UNSET",
@@ -31,9 +32,6 @@ __all__ = [
     "effective_settings",
     "resolve_max_tokens",
 ]
-
-LOCAL_PREFIX = "local/"
-"""Model strings starting with this prefix are served by a llama.cpp server started for the run."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -284,7 +282,7 @@ class ModelConfig:
         where = f"model config {self.model!r}"
         if not isinstance(self.model, str) or not self.model.strip() or self.model != self.model.strip():
             raise ModelConfigError(f"model must be a non-empty string without surrounding spaces, got {self.model!r}")
-        if self.model.startswith(LOCAL_PREFIX) and len(self.model) == len(LOCAL_PREFIX):
+        if local_name(self.model) == "":
             raise ModelConfigError(f"{where}: {LOCAL_PREFIX!r} must be followed by 'smollm2' or a path to a .gguf file")
         if self.api_base is not None and (
             not isinstance(self.api_base, str) or not self.api_base.startswith(("http://", "https://"))
@@ -391,7 +389,7 @@ class ModelConfig:
     @property
     def is_local(self) -> bool:
         """True for `local/...` models, served by a llama.cpp server started for the run."""
-        return self.model.startswith(LOCAL_PREFIX)
+        return is_local(self.model)
 
     @property
     def given_price(self) -> tuple[float, float] | None:

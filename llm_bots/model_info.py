@@ -1,52 +1,71 @@
-"""What litellm knows about a model string, looked up once per model and remembered across runs.
+"""Everything the code asks about a model string, answered in one place: the model facade.
+
+Whether a model is local (:func:`is_local`, :func:`local_name`: a ``local/...`` string is served by a llama.cpp server
+started for the run) or hosted, and, for a hosted one, what litellm knows of it. No other module tests the local
+prefix or looks these facts up in litellm (only the transport, which makes the calls, imports litellm too, through
+:func:`litellm`).
 
 Facts needed before any call: which provider litellm routes a model string to (an unknown string is a spec
 error, :func:`provider_error`), whether the provider can constrain replies to a JSON schema
-(:func:`supports_json_schema`), the model's context window (:func:`context_window`) and its price per token
+(:func:`supports_json_schema`), the model's context window (:func:`context_window`: the one lookup the bot's
+context policy, the call path and the dry run's estimate share) and its price per token
 (:func:`list_price`; :func:`price` with what a model's config gives, :func:`needs_price` for a budget, and
 :func:`closest_priced` for a name litellm cannot price). All come from litellm's tables, and importing litellm
 takes seconds. So each fact is computed once per model string in a process, and written to ``model-info.json`` in
 the user cache folder (``$XDG_CACHE_HOME/deepeval-games``), keyed by the installed litellm (its location and the size
 and time of its files): a later run, for instance a rerun served entirely from the model-call cache, reads the facts
 there and never imports litellm. Installing another litellm starts a new table. A file that cannot be read or
-written is ignored (the facts are then computed in each process).
+written is ignored (the facts are then computed in each process). Which API keys a model lacks
+(:func:`missing_api_keys`) is read from the environment each time it is asked, since the environment may change; a
+prompt's size in tokens (:func:`token_count`) is counted by litellm's tokenizers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import gc
 import importlib.util
 import json
 import os
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from llm_bots.model_config import LOCAL_PREFIX
+from llm_bots import gc_policy
 
 __all__ = [
     "INFO_NAME",
+    "LOCAL_N_CTX",
+    "LOCAL_PREFIX",
     "cache_read_price",
     "closest_priced",
     "context_window",
     "cost",
+    "is_local",
     "list_price",
     "litellm",
+    "local_name",
     "missing_api_keys",
     "needs_price",
     "price",
     "provider",
     "provider_error",
     "supports_json_schema",
+    "token_count",
 ]
 
 INFO_NAME = "model-info.json"
 """The file of remembered facts, in the user cache folder."""
+
+LOCAL_PREFIX = "local/"
+"""Model strings starting with this prefix are served by a llama.cpp server started for the run."""
+
+LOCAL_N_CTX = 4096
+"""The context window (tokens) the llama.cpp server of a local model is started with."""
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -58,8 +77,8 @@ def litellm() -> ModuleType:
     """The litellm module, imported on first use with its price table read from disk (never fetched).
 
     After the first import the objects alive then (litellm's tables: hundreds of thousands of objects that live as
-    long as the process) are moved out of the cyclic garbage collector's reach (``gc.freeze``): otherwise every full
-    collection, which a run's allocations trigger again and again, walks all of them (tenths of a second each).
+    long as the process) are moved out of the cyclic garbage collector's reach
+    (:func:`llm_bots.gc_policy.freeze_loaded`).
     """
     global _module
     known = _module
@@ -70,7 +89,7 @@ def litellm() -> ModuleType:
     import litellm as module
 
     if first:
-        gc.freeze()
+        gc_policy.freeze_loaded()
     module.suppress_debug_info = True
     _module = module
     return module
@@ -203,14 +222,37 @@ _COMPUTE = {
 
 
 def provider_error(model: str) -> str | None:
-    """Why litellm cannot route ``model`` (the first line of its error), or None when it can."""
+    """Why litellm cannot route ``model`` (the first line of its error), or None when it can (a local model is
+    routed to its own server: None)."""
+    if is_local(model):
+        return None
     value = _fact(model, "provider_error")
     return str(value) if value is not None else None
 
 
-def context_window(model: str) -> int | None:
-    """The model's context window in tokens as litellm's model info gives it (``max_input_tokens``, else
-    ``max_tokens``); None when litellm does not know the model."""
+def is_local(model: str) -> bool:
+    """Whether ``model`` is a local model (``local/smollm2``, ``local/<path>.gguf``), served by a llama.cpp server
+    started for the run; every other model string is hosted (routed by litellm)."""
+    return model.startswith(LOCAL_PREFIX)
+
+
+def local_name(model: str) -> str | None:
+    """What follows the local prefix of a local model (``smollm2`` or a path to a ``.gguf`` file; empty when nothing
+    does); None for a hosted model."""
+    return model[len(LOCAL_PREFIX) :] if model.startswith(LOCAL_PREFIX) else None
+
+
+def context_window(model: str, given: int | None = None) -> int | None:
+    """The model's context window in tokens: ``given`` (the player's ``context_tokens``) where set, else the local
+    server's (:data:`LOCAL_N_CTX`) for a local model, else litellm's model info (``max_input_tokens``, else
+    ``max_tokens``, remembered across runs); None when litellm does not know the model.
+
+    The one lookup of a context window: the bot's context policy, the call path and the dry run's estimate ask it.
+    """
+    if given is not None:
+        return given
+    if is_local(model):
+        return LOCAL_N_CTX
     value = _fact(model, "context_window")
     return int(value) if value is not None else None
 
@@ -223,8 +265,21 @@ def provider(model: str) -> str | None:
 
 
 def supports_json_schema(model: str) -> bool:
-    """Whether litellm's table says the provider can constrain replies to a JSON schema; False when unknown."""
+    """Whether the provider can constrain replies to a JSON schema (``response_format``): a local model's llama.cpp
+    server can (as a grammar); else as litellm's table says. Never raises: False when unknown."""
+    if is_local(model):
+        return True
     return bool(_fact(model, "json_schema"))
+
+
+def token_count(model: str, messages: Sequence[Mapping[str, str]], per_message: int = 0) -> int:
+    """A hosted model's prompt size in tokens, by litellm's token counter (the model's own tokenizer where litellm
+    has it; else its default, cl100k, over the text, plus ``per_message`` tokens a message for the framing)."""
+    try:
+        return int(litellm().token_counter(model=model, messages=list(messages)))
+    except Exception:  # a model litellm has no tokenizer for
+        text = "".join(m["content"] for m in messages)
+        return int(litellm().token_counter(text=text)) + per_message * len(messages)
 
 
 def missing_api_keys(model: str, api_base: str | None = None) -> list[str]:
@@ -250,7 +305,7 @@ def price(model: str, given: tuple[float, float] | None = None) -> tuple[float, 
     litellm's :func:`list_price`; None when none is known."""
     if given is not None:
         return given
-    if model.startswith(LOCAL_PREFIX):
+    if is_local(model):
         return (0.0, 0.0)
     return list_price(model)
 

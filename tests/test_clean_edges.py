@@ -43,9 +43,9 @@ def test_a_whole_number_for_a_real_parameter_is_taken_as_that_number() -> None:
 def test_a_local_models_cost_reads_no_price_beside_its_calls_and_tokens() -> None:
     from analysis.tables.usage import PlayerUsage
     from deepeval_games.app.reports.estimate import format_run_summary
+    from deepeval_games.core.bot import Usage
 
-    usage = PlayerUsage("local/smollm2")
-    usage.turns, usage.tokens_in, usage.tokens_out, usage.cached_tokens = 3, 900, 30, 600
+    usage = PlayerUsage("local/smollm2", turns=3, usage=Usage(tokens_in=900, tokens_out=30, cached_tokens=600))
     line = format_run_summary([usage], {"local/smollm2": 3}, {})
     assert "local/smollm2: 3 calls, 0 cache hits, 900 tokens in (600 cached, 66.7%), 30 tokens out" in line
     assert "local model: no price" in line and "$" not in line and "rate unknown" not in line

@@ -4,7 +4,6 @@ litellm's own set-up, the same results as on a worker thread."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import threading
@@ -57,18 +56,18 @@ def test_an_openai_compatible_call_is_set_up_on_the_loops_thread(
             model="openai/fake-model", api_base=server.api_base, max_retries=0, api_key_env=fake_provider_key
         )
 
-        async def calls() -> tuple[list[Completion], Any]:
-            done = [await transport.complete(config, messages) for _ in range(3)]
-            return done, asyncio.get_running_loop()._default_executor  # type: ignore[attr-defined]
+        async def calls() -> list[Completion]:
+            return [await transport.complete(config, messages) for _ in range(3)]
 
-        completions, executor = asyncio.run(calls())
+        completions = inline_setup.run(calls())
+        assert [c.text for c in asyncio.run(calls())] == ["ok"] * 3  # a loop the engine did not make: a thread
     assert [c.text for c in completions] == ["ok"] * 3 and {c.prompt_tokens for c in completions} == {11}
     assert "openai/fake-model" in inline_setup._models  # allowed whatever the switch: the switch decides
+    assert len(threads) == 6 and "MainThread" not in threads[3:]  # asyncio's own pool, as litellm does by itself
     if inline:
-        assert threads == ["MainThread"] * 3 and type(executor) is inline_setup.SetupExecutor
+        assert threads[:3] == ["MainThread"] * 3
     else:
-        assert len(threads) == 3 and "MainThread" not in threads  # asyncio's own pool, as litellm does by itself
-        assert type(executor) is not inline_setup.SetupExecutor
+        assert "MainThread" not in threads[:3]
 
 
 def _shaped(model: str, run: Any) -> Any:
@@ -94,7 +93,6 @@ def test_only_litellms_set_up_of_an_allowed_model_runs_inline(monkeypatch: pytes
 
     async def main() -> list[Any]:
         loop = asyncio.get_running_loop()
-        assert inline_setup.install(loop) and inline_setup.install(loop)
         got: list[Any] = [
             await loop.run_in_executor(None, _shaped("openai/allowed", set_up)),
             await loop.run_in_executor(None, _shaped("anthropic/other", set_up)),
@@ -105,34 +103,7 @@ def test_only_litellms_set_up_of_an_allowed_model_runs_inline(monkeypatch: pytes
             await loop.run_in_executor(None, _shaped("openai/broken", set_up))
         return got
 
-    inline, not_allowed, not_litellm, to_thread = asyncio.run(main())
+    inline, not_allowed, not_litellm, to_thread = inline_setup.run(main())
     assert inline == "MainThread"
     assert not_allowed != "MainThread" and not_litellm != "MainThread"
     assert to_thread is not threading.main_thread()
-
-
-@pytest.mark.usefixtures("fresh")
-def test_a_loops_own_executor_is_kept_and_asyncios_plain_one_replaced() -> None:
-    async def chosen() -> bool:
-        loop = asyncio.get_running_loop()
-        mine = _Mine(max_workers=1)
-        loop.set_default_executor(mine)
-        installed = inline_setup.install(loop)
-        assert loop._default_executor is mine  # type: ignore[attr-defined]
-        return installed
-
-    async def plain() -> tuple[bool, Any]:
-        loop = asyncio.get_running_loop()
-        await asyncio.to_thread(int)  # asyncio makes its plain pool
-        before = loop._default_executor  # type: ignore[attr-defined]
-        installed = inline_setup.install(loop)
-        assert await asyncio.to_thread(lambda: 7) == 7  # the new pool runs what the old one would
-        return installed, before
-
-    assert asyncio.run(chosen()) is False
-    installed, before = asyncio.run(plain())
-    assert installed and type(before) is concurrent.futures.ThreadPoolExecutor and before._shutdown
-
-
-class _Mine(concurrent.futures.ThreadPoolExecutor):
-    """An executor a program chose for its loop."""

@@ -19,10 +19,11 @@ import pytest
 
 from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.core.errors import SpecError
+from llm_bots.llm_bot import ModelRuntime
 from llm_bots.model_config import ModelConfig, ModelConfigError, effective_settings
 from llm_bots.transport import limits
 from llm_bots.transport.call import complete, estimate_tokens
-from llm_bots.transport.limits import Grant, Limiter, Limits, LocalLimiter, get_limiter, limit_key, set_limiter
+from llm_bots.transport.limits import Grant, Limiter, Limits, LocalLimiter, limit_key
 from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config
 
 KEY_ENV = TRANSPORT_KEY_ENV
@@ -31,13 +32,10 @@ WINDOW_S = 1.0
 
 @pytest.fixture
 def limiter(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalLimiter]:
-    """A fresh process limiter and a one-second rate window for the test; the old ones afterwards."""
+    """A fresh limiter (the test's calls are handed it) and a one-second rate window for the test."""
     monkeypatch.setattr(limits, "RATE_WINDOW_S", WINDOW_S)
     limits.limits_of.cache_clear()
-    fresh = LocalLimiter()
-    previous = set_limiter(fresh)
-    yield fresh
-    set_limiter(previous)
+    yield LocalLimiter()
     limits.limits_of.cache_clear()
 
 
@@ -79,11 +77,12 @@ def test_interface_values_are_picklable_and_the_local_limiter_is_a_limiter() -> 
     assert pickle.loads(pickle.dumps(grant)) == grant
     assert pickle.loads(pickle.dumps(lim)) == lim
     assert isinstance(LocalLimiter(), Limiter)
-    assert isinstance(get_limiter(), Limiter)
+    assert isinstance(ModelRuntime().limiter, Limiter)  # a run's runtime carries its own
 
 
-def test_a_limiter_set_for_the_process_sees_every_attempt(limiter: LocalLimiter, server: FakeOpenAIServer) -> None:
-    """What a process or Ray executor does: install a proxy; transport.complete acquires and releases through it."""
+def test_the_limiter_a_call_is_given_sees_every_attempt(limiter: LocalLimiter, server: FakeOpenAIServer) -> None:
+    """What a process or Ray executor does: give the runtime a proxy; transport.complete acquires and releases through
+    it."""
     seen: list[tuple[str, Any]] = []
 
     class Proxy:
@@ -100,8 +99,7 @@ def test_a_limiter_set_for_the_process_sees_every_attempt(limiter: LocalLimiter,
 
     server.script(Behaviour.rate_limited(retry_after=0.05), Behaviour.reply("12"))
     config = cfg(server, tpm=10_000, max_tokens=20)
-    set_limiter(Proxy())
-    completion = asyncio.run(complete(config, messages(0)))
+    completion = asyncio.run(complete(config, messages(0), limiter=Proxy()))
     assert completion.text == "12" and completion.attempts == 2
     key = limit_key(config)
     assert key == f"openai/fake-model {server.api_base}"
@@ -177,7 +175,7 @@ def test_requests_per_minute_are_held_at_the_server(limiter: LocalLimiter, serve
     start = time.monotonic()
 
     async def main() -> None:
-        await asyncio.gather(*(complete(config, messages(i)) for i in range(20)))
+        await asyncio.gather(*(complete(config, messages(i), limiter=limiter) for i in range(20)))
 
     asyncio.run(main())
     elapsed = time.monotonic() - start
@@ -194,7 +192,7 @@ def test_tokens_per_minute_are_held_at_the_server(limiter: LocalLimiter, server:
     start = time.monotonic()
 
     async def main() -> None:
-        await asyncio.gather(*(complete(config, messages(i)) for i in range(10)))
+        await asyncio.gather(*(complete(config, messages(i), limiter=limiter) for i in range(10)))
 
     asyncio.run(main())
     elapsed = time.monotonic() - start
@@ -221,7 +219,6 @@ def test_adaptive_concurrency_backs_off_on_429_and_recovers(limiter: LocalLimite
             events.append((time.monotonic(), "429" if rate_limited else "done"))
 
     limiter = Recording()
-    set_limiter(limiter)
     server.default = Behaviour.slow_reply(0.2)
     config = cfg(server, max_concurrency=8)
     key = limit_key(config)
@@ -230,11 +227,13 @@ def test_adaptive_concurrency_backs_off_on_429_and_recovers(limiter: LocalLimite
     async def worker(stop: asyncio.Event) -> None:
         i = 0
         while not stop.is_set():
-            await complete(config, messages(i))
+            await complete(config, messages(i), limiter=limiter)
             i += 1
 
     async def main() -> None:
-        await complete(config, messages(-1))  # litellm's first call in a process is slow: not part of the figure
+        await complete(
+            config, messages(-1), limiter=limiter
+        )  # litellm's first call in a process is slow: not part of the figure
         stop = asyncio.Event()
         tasks = [asyncio.ensure_future(worker(stop)) for _ in range(12)]
         await asyncio.sleep(0.8)
@@ -301,8 +300,8 @@ def test_no_connection_pool_warnings_at_concurrency_256(
         log.addHandler(catch)
 
     async def main() -> None:
-        await complete(config, messages(-1))  # the loop's first call makes its client
-        await asyncio.gather(*(complete(config, messages(i)) for i in range(256)))
+        await complete(config, messages(-1), limiter=limiter)  # the loop's first call makes its client
+        await asyncio.gather(*(complete(config, messages(i), limiter=limiter) for i in range(256)))
 
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -206,7 +206,7 @@ def test_a_schema_is_made_only_for_a_model_held_to_one(monkeypatch: pytest.Monke
         asked.append(model)
         return model == "openai/yes"
 
-    monkeypatch.setattr(llm_bot, "supports_json_schema", supports)
+    monkeypatch.setattr(llm_bot.model_info, "supports_json_schema", supports)
     unsupported = bot("auto")
     assert [unsupported._response_format(observation) for _ in range(3)] == [None] * 3  # type: ignore[arg-type]
     assert len(made) == 1 and asked == ["openai/gpt-x"]  # asked once; no schema made once the answer is no

@@ -170,3 +170,31 @@ def test_the_run_summary_counts_a_model_once_per_model_and_no_stand_in_as_its_in
     )
     line = format_run_summary([played], {}, {})
     assert "invalid turns 50.0% (1 of 2), 1 stand-ins (no prompt fit)" in line
+
+
+def test_usage_is_one_value_that_adds_up_field_by_field() -> None:
+    """A completion, a decision, a turn record and a player's table give their tokens and cost as one Usage."""
+    from analysis.tables.usage import PlayerUsage
+    from deepeval_games.core.bot import USAGE_FIELDS, Decision, Usage
+    from llm_bots.transport.results import Completion
+
+    a = Usage(tokens_in=10, tokens_out=2, cost_usd=0.5, reasoning_tokens=1, cached_tokens=4, cache_write_tokens=3)
+    b = Usage(tokens_in=1, tokens_out=1, cost_usd=0.25)
+    assert a + b == Usage(11, 3, 0.75, 1, 4, 3) and Usage.total([a, b, b]) == a + b + b and Usage.total([]) == Usage()
+    assert USAGE_FIELDS == (
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "reasoning_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+    )
+    completion = Completion(
+        "x", "m", "stop", 10, 2, 0.5, 0.1, 1, reasoning_tokens=1, cached_tokens=4, cache_write_tokens=3
+    )
+    assert completion.spent == a
+    decision = Decision(1, "x", **a.fields())
+    assert decision.usage == a and not decision.is_plain() and Decision.move(1).is_plain()
+    one, two = PlayerUsage("p", turns=1, usage=a), PlayerUsage("p", turns=2, usage=b)
+    one.add(two)
+    assert one.usage == a + b and one.turns == 3 and one.tokens_in == 11 and one.cost_usd == 0.75

@@ -92,7 +92,7 @@ def test_the_local_model_prefix_is_written_once() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if '"local/"' in line or "'local/'" in line:
                 written.append(f"{path.relative_to(REPO)}:{number}")
-    assert written == ["llm_bots/model_config.py:" + str(_line_of("llm_bots/model_config.py", "LOCAL_PREFIX = "))]
+    assert written == ["llm_bots/model_info.py:" + str(_line_of("llm_bots/model_info.py", "LOCAL_PREFIX = "))]
 
 
 def _line_of(relpath: str, text: str) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.tables.payoffs import format_number
+from analysis.formatting import format_number
 
 __all__ = ["Correlation", "correlate", "correlation_line", "correlation_scatter"]
 

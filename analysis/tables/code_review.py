@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.formatting import format_number
 from analysis.stats.confseq import Interval, records_bounds
 from analysis.stats.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables.payoffs import (
     PairTable,
     agg_figure,
     format_cell_intervals,
-    format_number,
     format_pair_table,
     metric_value,
     numbered_path,

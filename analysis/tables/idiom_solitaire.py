@@ -50,13 +50,13 @@ from pathlib import Path
 
 import pyspiel
 
+from analysis.formatting import format_number
 from analysis.stats.confseq import Interval
 from analysis.tables.payoffs import (
     Bounds,
     PairTable,
     agg_figure,
     format_cell_intervals,
-    format_number,
     format_pair_table,
     numbered_path,
     pair_heatmap,

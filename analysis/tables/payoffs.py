@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from analysis.formatting import format_number
 from analysis.stats.confseq import Interval, mean_interval
 from analysis.tables.scores import Score
 from deepeval_games.core.records import MatchRecord
@@ -42,7 +43,6 @@ __all__ = [
     "cut_labels",
     "format_cell_intervals",
     "format_interval",
-    "format_number",
     "format_pair_table",
     "format_scores",
     "metric_value",
@@ -340,11 +340,6 @@ class PairTable(Generic[C]):
     def column_mean(self, player: str, value: Callable[[C], float]) -> float:
         """Mean of ``value`` over the column of ``player`` (self-play and NaN left out); NaN when it is empty."""
         return column_mean(self.cells, player, value)
-
-
-def format_number(value: float, digits: int) -> str:
-    """A table entry: ``-`` for NaN, else ``digits`` decimals."""
-    return "-" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def format_pair_table(

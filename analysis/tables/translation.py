@@ -48,6 +48,7 @@ from pathlib import Path
 
 import pyspiel
 
+from analysis.formatting import format_number
 from analysis.stats.confseq import Interval, records_bounds
 from analysis.stats.correlation import Correlation, correlate, correlation_line, correlation_scatter
 from analysis.tables.payoffs import (
@@ -55,7 +56,6 @@ from analysis.tables.payoffs import (
     PairTable,
     agg_figure,
     format_cell_intervals,
-    format_number,
     format_pair_table,
     metric_value,
     pair_heatmap,

@@ -11,9 +11,9 @@ turn is none of the model's: no prompt fit its context, and the referee played a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
-from deepeval_games.core.bot import Outcome
+from deepeval_games.core.bot import Outcome, Usage
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 
 __all__ = ["JUDGE_NAME", "OUTCOME_ORDER", "USAGE_HEADER", "PlayerUsage", "format_usage", "player_usage", "usage_rows"]
@@ -45,23 +45,49 @@ class PlayerUsage:
     """Transport attempts sent (infrastructure retries included; a prompt found too long before a call is none)."""
     retried: int = 0
     """Transport attempts that failed and were retried (429, 5xx, timeouts)."""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    reasoning_tokens: int = 0
-    """The part of ``tokens_out`` the model spent on reasoning, where the provider reports it."""
-    cached_tokens: int = 0
-    """The part of ``tokens_in`` the provider read from its prompt cache (priced at its cached rate)."""
-    cache_write_tokens: int = 0
-    """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
-    cost_usd: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    """The tokens and cost of its turns, summed (:class:`~deepeval_games.core.bot.Usage`)."""
 
     def add(self, other: PlayerUsage) -> None:
         """Add ``other``'s totals to these (the usage of several players, e.g. all of one model's)."""
         self.models |= other.models
         for key, count in other.outcomes.items():
             self.outcomes[key] = self.outcomes.get(key, 0) + count
-        for name in _SUMMED:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.turns += other.turns
+        self.asks += other.asks
+        self.calls += other.calls
+        self.retried += other.retried
+        self.usage += other.usage
+
+    @property
+    def tokens_in(self) -> int:
+        """Prompt tokens."""
+        return self.usage.tokens_in
+
+    @property
+    def tokens_out(self) -> int:
+        """Completion tokens (reasoning included)."""
+        return self.usage.tokens_out
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """The part of ``tokens_out`` the model spent on reasoning, where the provider reports it."""
+        return self.usage.reasoning_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """The part of ``tokens_in`` the provider read from its prompt cache (priced at its cached rate)."""
+        return self.usage.cached_tokens
+
+    @property
+    def cache_write_tokens(self) -> int:
+        """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
+        return self.usage.cache_write_tokens
+
+    @property
+    def cost_usd(self) -> float:
+        """Cost in USD."""
+        return self.usage.cost_usd
 
     @property
     def cached_share(self) -> float:
@@ -85,10 +111,6 @@ class PlayerUsage:
         return self.invalid / asked if asked else 0.0
 
 
-_SUMMED = tuple(f.name for f in fields(PlayerUsage) if f.type in ("int", "float"))
-"""The fields :meth:`PlayerUsage.add` adds up."""
-
-
 def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
     """Per player name (sorted), its turns, outcomes, calls, tokens and cost; an LLM judge counts as ``judge``."""
     out: dict[str, PlayerUsage] = {}
@@ -110,12 +132,7 @@ def player_usage(records: Iterable[MatchRecord]) -> dict[str, PlayerUsage]:
             usage.asks += len(turn.raw_replies)
             usage.calls += sum(1 for a in turn.attempts if a.status != _OVERFLOW or a.http_status is not None)
             usage.retried += sum(1 for a in turn.attempts if a.status == "infra")
-            usage.tokens_in += turn.tokens_in
-            usage.tokens_out += turn.tokens_out
-            usage.reasoning_tokens += turn.reasoning_tokens
-            usage.cached_tokens += turn.cached_tokens
-            usage.cache_write_tokens += turn.cache_write_tokens
-            usage.cost_usd += turn.cost_usd
+            usage.usage += turn.usage
     return dict(sorted(out.items()))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,6 +25,7 @@ from deepeval_games.core import task
 from deepeval_games.core.message_pool import InboxAt, Message
 
 __all__ = [
+    "USAGE_FIELDS",
     "ActionNames",
     "CallAttempt",
     "Decision",
@@ -36,6 +37,7 @@ __all__ = [
     "SeatSeed",
     "StateBot",
     "SyncBot",
+    "Usage",
     "answers_at_once",
     "answers_on_its_own",
     "game_facts",
@@ -174,6 +176,68 @@ class CallAttempt:
     """Seconds waited after this attempt before the next one (backoff, Retry-After); 0 for the last."""
 
 
+class Usage(msgspec.Struct, frozen=True):
+    """What model calls used: tokens and cost, one value that adds up field by field (``a + b``).
+
+    A completion, a turn's decision and its record each give theirs as ``.usage``; a turn sums its asks', a player's
+    table sums its turns'. Records keep the six counters as flat fields of a turn (:class:`TurnRecord
+    <deepeval_games.core.records.TurnRecord>`), so the stored shape is the same as before this value existed.
+    """
+
+    tokens_in: int = 0
+    """Prompt tokens."""
+    tokens_out: int = 0
+    """Completion tokens (reasoning included)."""
+    cost_usd: float = 0.0
+    """Cost in USD, as litellm prices the calls (or at the price a player's settings give)."""
+    reasoning_tokens: int = 0
+    """The part of ``tokens_out`` spent on reasoning, where the provider reports it."""
+    cached_tokens: int = 0
+    """The part of ``tokens_in`` the provider read from its prompt cache."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache, where it reports them (Anthropic)."""
+
+    def __add__(self, other: Usage) -> Usage:
+        """The field-by-field sum."""
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.cost_usd + other.cost_usd,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of ``usages`` (nothing used when empty)."""
+        return sum(usages, cls())
+
+    @classmethod
+    def of(cls, item: Any) -> Usage:
+        """The usage of anything that has the six counters as attributes (a decision, a turn record)."""
+        return cls(
+            item.tokens_in,
+            item.tokens_out,
+            item.cost_usd,
+            item.reasoning_tokens,
+            item.cached_tokens,
+            item.cache_write_tokens,
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The six counters by name: what a decision or a turn record holds as its own fields."""
+        return msgspec.structs.asdict(self)
+
+
+_NOTHING_USED = Usage()
+
+USAGE_FIELDS = Usage.__struct_fields__
+"""The names of the six counters, in :class:`Usage`'s order (a decision and a turn record have each)."""
+
+
 class Decision(msgspec.Struct, frozen=True):
     """A bot's answer to one :class:`Observation`, with what it cost.
 
@@ -221,6 +285,11 @@ class Decision(msgspec.Struct, frozen=True):
         """``Decision(action, text)``: a plain move, every other field at its default."""
         return cls(action, text)
 
+    @property
+    def usage(self) -> Usage:
+        """The tokens and cost of the turn's asks as one value."""
+        return Usage.of(self)
+
     def is_plain(self) -> bool:
         """True when no model was asked: every field of the exchange with a model is at its default."""
         return (
@@ -232,12 +301,7 @@ class Decision(msgspec.Struct, frozen=True):
             and not self.reasoning
             and self.retries == 0
             and self.model is None
-            and self.tokens_in == 0
-            and self.tokens_out == 0
-            and self.cost_usd == 0.0
-            and self.reasoning_tokens == 0
-            and self.cached_tokens == 0
-            and self.cache_write_tokens == 0
+            and self.usage == _NOTHING_USED
         )
 
     def exchange(self) -> dict[str, Any]:
@@ -248,17 +312,12 @@ class Decision(msgspec.Struct, frozen=True):
             "prompts": [[dict(m) for m in ask] for ask in self.prompts],
             "retries": self.retries,
             "model": self.model,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost_usd": self.cost_usd,
+            **self.usage.fields(),
             "error": self.error,
             "attempts": list(self.attempts),
             "cut_chars": list(self.cut_chars),
             "finish_reasons": list(self.finish_reasons),
-            "reasoning_tokens": self.reasoning_tokens,
             "reasoning": list(self.reasoning),
-            "cached_tokens": self.cached_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
         }
 
 

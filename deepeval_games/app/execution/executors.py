@@ -80,7 +80,7 @@ from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.errors import FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.records import MatchRecord
-from llm_bots.model_config import LOCAL_PREFIX
+from llm_bots.model_info import is_local
 
 __all__ = [
     "AUTO_MIN_MATCHES",
@@ -169,7 +169,7 @@ def resolve_workers(spec: ExperimentSpec, workers: int | str | None, matches: in
     probe (:func:`probe_matches`) has timed its matches (:func:`workers_after_probe`).
     """
     setting = spec.experiment.workers if workers is None else workers
-    if spec.has_humans() or any(p.model is not None and p.model.startswith(LOCAL_PREFIX) for p in spec_seats(spec)):
+    if spec.has_humans() or any(p.model is not None and is_local(p.model) for p in spec_seats(spec)):
         return 1
     if setting == "auto":
         if not spec.uses_models():
@@ -420,6 +420,8 @@ class ProcessExecutor:
         self._broken: BaseException | None = None
         self._finished_counters: list[dict[str, Any]] = []
         self._releasing: set[asyncio.Future[None]] = set()
+        self._own_limiter: Any = None
+        """The driver's limiter when it has no model runtime (made on the first ``acquire``)."""
 
     async def __aenter__(self) -> ProcessExecutor:
         if not self.lazy:
@@ -593,9 +595,14 @@ class ProcessExecutor:
             self._fail(process, lambda _: error)
 
     def _limiter(self) -> Any:
-        from llm_bots.transport.limits import get_limiter
+        """The limiter the workers' calls go through: the driver's model runtime's, so its own calls share it."""
+        if self.runtime is not None:
+            return self.runtime.limiter
+        if self._own_limiter is None:
+            from llm_bots.transport.limits import LocalLimiter
 
-        return get_limiter()
+            self._own_limiter = LocalLimiter()
+        return self._own_limiter
 
     def _release(
         self, grant: Any, used_tokens: int | None = None, rate_limited: bool = False, retry_after_s: float | None = None

@@ -25,7 +25,6 @@ import asyncio
 import atexit
 import collections
 import contextlib
-import gc
 import importlib
 import json
 import logging
@@ -41,6 +40,7 @@ from typing import Any
 
 from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, error_result
 from deepeval_games.core.quoting import escape_log_lines
+from llm_bots import gc_policy
 
 __all__ = ["LINE_LIMIT", "fork_server", "worker_main"]
 
@@ -285,12 +285,14 @@ async def _worker_main_async(sock: socket.socket) -> None:
 
 def worker_main(sock: socket.socket) -> None:
     """Entry point of a worker process: serve the driver over ``sock`` (JSON lines) until it closes it."""
-    gc.freeze()  # what the fork server imported (pyspiel, litellm's tables) stays out of the collector's walks
+    gc_policy.freeze_loaded()  # what the fork server imported (pyspiel, litellm's tables) stays out of its walks
     logging.basicConfig(level=os.environ.get("DEEPEVAL_GAMES_WORKER_LOG", "WARNING"), stream=sys.stderr)
     escape_log_lines()  # a log line may quote a player's name or reply
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the driver decides
     try:
-        asyncio.run(_worker_main_async(sock))
+        from llm_bots import inline_setup  # stdlib only: its loop sets up OpenAI-compatible calls on its own thread
+
+        inline_setup.run(_worker_main_async(sock))
     finally:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
@@ -366,7 +368,7 @@ def _fork_server_main(fd: int, models: bool) -> None:
         from llm_bots import model_info
 
         model_info.litellm()
-    gc.collect()
+    gc_policy.freeze_loaded(collect=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the workers: no zombies
     control = socket.socket(fileno=fd)
     while True:

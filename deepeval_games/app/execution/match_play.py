@@ -26,7 +26,7 @@ from deepeval_games.core.referee import TranscriptNotDerivable, blind_seats, pla
 from deepeval_games.core.registry.bots import BotFactory, bot_factory, make_bot, scorers_for
 from deepeval_games.core.registry.games import load_game
 from deepeval_games.core.transcript import without_messages
-from llm_bots.model_config import LOCAL_PREFIX
+from llm_bots import model_info
 
 __all__ = [
     "MatchPlayer",
@@ -106,7 +106,7 @@ def check_credentials(player: PlayerSpec) -> None:
     """A model player's API key is where it will be looked for, and a local model can be served (before anything is
     written or sent)."""
     assert player.model is not None
-    if player.model.startswith(LOCAL_PREFIX):
+    if model_info.is_local(player.model):
         from llm_bots.local.server import local_model_available
 
         reason = local_model_available(player.model)
@@ -121,7 +121,6 @@ def check_credentials(player: PlayerSpec) -> None:
                 "(api_key_env) is not set or empty"
             )
         return
-    from llm_bots import model_info  # what a model needs is the model facade's to say
 
     keys = model_info.missing_api_keys(player.model, None if api_base is None else str(api_base))
     if keys:

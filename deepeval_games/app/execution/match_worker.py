@@ -345,10 +345,10 @@ class MatchWorker:
         modules: modules to import first (:func:`spec_modules`): bots and games registered outside entry points.
         budget_usd: the run's budget; with ``on_charge``, each call's cost is reported to the driver.
         on_charge: called with the cost (USD) of every model call this worker made.
-        limiter: the limiter every model call of this process goes through
-        (:func:`llm_bots.transport.limits.set_limiter`):
-            a proxy of the one the driver hosts (:class:`LimiterProxy`), so per-model limits hold across workers.
-            None: the process's own (limits then hold per process only).
+        limiter: the limiter every model call of this worker goes through (its model runtime's
+            :attr:`~llm_bots.llm_bot.ModelRuntime.limiter`): a proxy of the one the driver hosts
+            (:class:`LimiterProxy`), so per-model limits hold across workers. None: the runtime's own (limits then
+            hold per process only).
     """
 
     def __init__(
@@ -367,10 +367,8 @@ class MatchWorker:
         if self.runtime is not None and budget_usd is not None and on_charge is not None:
             self.runtime.budget = _shared_budget(budget_usd, on_charge)
         self._runner = MatchPlayer(self.spec, self.runtime)
-        if limiter is not None and self.spec.uses_models():
-            from llm_bots.transport.limits import set_limiter
-
-            set_limiter(limiter)
+        if limiter is not None and self.runtime is not None:
+            self.runtime.limiter = limiter
 
     async def play(self, planned: Mapping[str, Any], *, as_bytes: bool = False) -> dict[str, Any]:
         """Play one planned match (:func:`encode_planned`); the result as described in the class docstring.

@@ -45,7 +45,7 @@ from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
 from deepeval_games.core.records import MatchRecord
-from llm_bots.model_config import LOCAL_PREFIX
+from llm_bots.model_info import is_local
 
 __all__ = [
     "RAY_INSTALL_HINT",
@@ -97,7 +97,7 @@ def check_ray_run(spec: ExperimentSpec) -> None:
             "cluster; run without --executor ray"
         )
     seats = (*spec.players, *([spec.judge] if spec.judge is not None else []))
-    local = sorted({p.model for p in seats if p.model is not None and p.model.startswith(LOCAL_PREFIX)})
+    local = sorted({p.model for p in seats if p.model is not None and is_local(p.model)})
     if local:
         raise SpecError(
             f'executor = "ray": {", ".join(local)} runs in a llama.cpp server of this process; run local models '

@@ -511,6 +511,8 @@ def rejudge(
     judgements are asked in an order shuffled by it (``rejudge --human``: with ``max_concurrency`` 1, a person
     sees the transcripts one at a time, in an order that does not follow the run's).
     """
-    return asyncio.run(
+    from llm_bots import inline_setup  # stdlib only: its loop sets up OpenAI-compatible calls on its own thread
+
+    return inline_setup.run(
         rejudge_async(run_dir, source, swap=swap, repeat=repeat, max_concurrency=max_concurrency, order_seed=order_seed)
     )

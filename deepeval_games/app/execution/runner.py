@@ -18,7 +18,6 @@ spec with a typo leaves nothing behind and its corrected version runs into the s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -181,7 +180,9 @@ def run_experiment(
     :meth:`MatchRecord.from_json <deepeval_games.core.records.MatchRecord.from_json>` reads back); it must not
     raise. The command's summary is fed this way while the run plays.
     """
-    return asyncio.run(
+    from llm_bots import inline_setup  # stdlib only: its loop sets up OpenAI-compatible calls on its own thread
+
+    return inline_setup.run(
         run_experiment_async(
             spec,
             out_dir,

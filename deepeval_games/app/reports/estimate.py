@@ -36,7 +36,6 @@ from deepeval_games.core import task
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from deepeval_games.core.registry.games import load_game
 from llm_bots import model_info
-from llm_bots.model_config import LOCAL_PREFIX
 
 __all__ = [
     "RULES_TOKENS",
@@ -99,15 +98,13 @@ def _model_settings(player: PlayerSpec, game: object, seat: int) -> tuple[int, i
     limit = None if judge else task.reply_limit(game, task.seat_roles(game)[seat])
     cap = resolve_max_tokens(settings.get("max_tokens"), limit)
     reasks = int(player.params.get("max_reasks", 2))
-    return cap, reasks, _context_window(player.model or "")
-
-
-def _context_window(model: str) -> int | None:
-    return model_info.context_window(model)
+    given = player.params.get("context_tokens")
+    window = model_info.context_window(player.model or "", given if isinstance(given, int) else None)
+    return cap, reasks, window
 
 
 def _price(model: str, tokens_in: int, tokens_out: int, given: tuple[float, float] | None = None) -> float | None:
-    """The cost in USD at the price the player's settings give (``given``), else from litellm's price table
+    """The cost in USD at the price the player's settings give (``given``), else as litellm's price table gives it
     (:func:`llm_bots.model_info.cost`); None for a model with no price (or one litellm lists at 0, as it does for
     some models whose price it does not know)."""
     return model_info.cost(model, tokens_in, tokens_out, given)
@@ -230,14 +227,14 @@ def format_dry_run(result: DryRun, spec: ExperimentSpec, *, before_play: bool = 
         return "\n".join(lines)
     lines.append("Upper estimate per model (every turn re-asked to the limit, every reply at its cap):")
     for m in result.models:
-        local = m.model.startswith(LOCAL_PREFIX)
+        local = model_info.is_local(m.model)
         cost = "local model: no price" if local else f"<= {_usd(m.cost_usd)}"
         plain = "" if local else f", <= {_usd(m.plain_cost_usd)}"
         lines.append(
             f"  {m.model}: {m.matches} seats, <= {m.calls:,} calls, <= {m.tokens_in:,} tokens in, "
             f"<= {m.tokens_out:,} tokens out, {cost}; without re-asks <= {m.plain_calls:,} calls{plain}"
         )
-    hosted = [m for m in result.models if not m.model.startswith(LOCAL_PREFIX)]
+    hosted = [m for m in result.models if not model_info.is_local(m.model)]
     if not hosted:
         return "\n".join(lines)
     priced = [m.cost_usd for m in hosted if m.cost_usd is not None]
@@ -290,7 +287,7 @@ def _cached_part(t: PlayerUsage) -> str:
 def _cost_part(t: PlayerUsage) -> str:
     """The cost, and where tokens came from the provider's cache what pricing them at the cached rate saved; a local
     model has no price."""
-    if t.player.startswith(LOCAL_PREFIX):
+    if model_info.is_local(t.player):
         return "local model: no price"
     if not t.cached_tokens:
         return f"${t.cost_usd:.4f}"
