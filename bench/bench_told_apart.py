@@ -414,6 +414,44 @@ def format_rows(rows: Sequence[Row], max_matches: int) -> str:
     return "\n".join(lines)
 
 
+def kl_inf(values: np.ndarray) -> float:
+    """``KL_inf`` of ``values`` on ``[0, 1]`` (mean below 1/2) against a mean of 1/2, as ``bench_width._kl_inf``:
+    ``max E log(1 + l (1/2 - x))`` over the bets ``l`` in ``[0, 2)``, the best growth per value of any test by
+    betting."""
+    sample = 0.5 - values.ravel()
+    return float(max(np.mean(np.log1p(bet * sample)) for bet in np.linspace(0.0, 1.999, 400)))
+
+
+def betting_bounds(scenario: Scenario, gap: float, seed: int, rounds: int = 100_000) -> dict[str, float]:
+    """``log(2 / level) / KL_inf`` in matches of the schedule: Wald's bound with the ``KL_inf`` of bounded means
+    (:func:`kl_inf`), about the fewest matches any anytime-valid test by betting needs on average, for the
+    pair's points (a point per shared match) at the new rule's pair level, and for the per-round difference of the
+    two block means (every match of both) at the same level and at ``alpha / players`` (no split). From ``rounds``
+    simulated rounds of ``scenario``."""
+    rng = np.random.default_rng([seed, 77, round(100 * gap)])
+    points, blocks = [], []
+    per_round = len(scenario.seatings(0))
+    for r in range(rounds):
+        seats = scenario.seatings(r)
+        totals: dict[str, list[float]] = defaultdict(list)
+        for match, returns in zip(seats, scenario.play(rng, seats, gap), strict=True):
+            for name, payoff in zip(match, returns, strict=True):
+                totals[name].append(payoff)
+            if set(match) == {"A", "B"}:
+                mine = dict(zip(match, returns, strict=True))
+                points.append(1.0 if mine["A"] > mine["B"] else 0.0 if mine["A"] < mine["B"] else 0.5)
+        blocks.append((np.mean(totals["A"]) - np.mean(totals["B"]) + 1.0) / 2.0)  # below 1/2: B the better
+    players = len({name for match in scenario.seatings(0) for name in match})
+    pair_level = ALPHA * PAIRED_SHARE / (players * (players - 1) // 2)
+    shared = len(points) / rounds  # shared matches a round
+    kl_points, kl_blocks = kl_inf(np.array(points)), kl_inf(np.array(blocks))
+    return {
+        "pair points, alpha/2/pairs": math.log(2 / pair_level) / kl_points * per_round / shared,
+        "paired blocks, alpha/2/pairs": math.log(2 / pair_level) / kl_blocks * per_round,
+        "paired blocks, alpha/players": math.log(2 / (ALPHA / players)) / kl_blocks * per_round,
+    }
+
+
 WHY = (head_to_head(1), head_to_head(2), head_to_head(6))
 """Where the new rule gains nothing: a head-to-head win/draw/loss game (the pair's point is the first seat's payoff),
 in rounds of 1, 2 and 6 matches."""
@@ -467,6 +505,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for index, scenario in enumerate(WHY)
         ]
         print(format_rows(why, args.max_matches), flush=True)
+        print("\nthe fewest matches any anytime-valid betting test needs on average (log(2/level) / KL_inf):")
+        for row in rows:
+            scenario = PGG if row.scenario == PGG.name else WDL
+            bounds = betting_bounds(scenario, row.gap, args.seed)
+            print(
+                f"{row.scenario:<42} {row.gap:4.1f} "
+                + "; ".join(f"{name} {value:.0f}" for name, value in bounds.items())
+                + f"; today's median {row.median['today']:.0f} (x {MAX_RATIO}: {MAX_RATIO * row.median['today']:.0f})"
+            )
     print(f"({time.perf_counter() - started:.0f} s)")
     missed = [
         f"{r.scenario}: new/today {r.ratio():.2f}x > {MAX_RATIO}"
