@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.stats.intervals import IntervalPolicy
 from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.columns import slim
@@ -131,7 +132,7 @@ def test_run_summary_is_the_report_core(run_dir: Path) -> None:
 
     full = _full(run_dir)
     data = load_report([run_dir])
-    assert data.intervals == stored_intervals(run_dir) == "3"  # a new run records the current interval version
+    assert data.intervals == stored_intervals(run_dir) == IntervalPolicy("3")  # the current version
     summary = score_report(iter(full), intervals=data.intervals)
     assert summary == score_report(full, intervals=data.intervals) == text_report(data, core_only=True)
 
