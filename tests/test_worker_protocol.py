@@ -49,8 +49,8 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
     assert all(line.startswith('{"match_id":"') for line in lines)  # as MatchRecord.to_json writes it
     with Store(tmp_path / "two", read_only=True) as store:
-        stored = [text for (text,) in store._db.execute("SELECT record FROM matches ORDER BY seq")]
-        kinds = {kind for (kind,) in store._db.execute("SELECT typeof(record) FROM matches")}
+        stored = [text for (text,) in store._index.db.execute("SELECT record FROM matches ORDER BY seq")]
+        kinds = {kind for (kind,) in store._index.db.execute("SELECT typeof(record) FROM matches")}
     assert stored == lines
     assert kinds == {"text"}  # the worker's bytes are stored as TEXT (json_extract reads them), not as a BLOB
     canonical = sorted((r.canonical() for r in two.records), key=lambda d: d["match_id"])
