@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import DeepEvalError
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 
@@ -35,7 +35,7 @@ def _spec(repeats: int) -> dict[str, Any]:
 
 _CHILD = """
 import json, sys, time
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.storage.journal import Journal
 from deepeval_games.app.storage.store import Store
 
