@@ -64,7 +64,7 @@ def test_commit_many_json_writes_new_lines_with_one_writev(tmp_path: Path, monke
     assert [row[:2] for row in rows] == [("a", "text"), ("b", "text"), ("c", "text"), ("d", "text")]
     assert rows[2][2] == _line("c").decode() and rows[2][3] == "é ✓"  # bytes stored as TEXT, read by SQLite itself
     with Store(tmp_path, read_only=True) as reader:
-        assert [m for (m,) in reader._db.execute("SELECT match_id FROM matches ORDER BY seq")] == list("abcd")
+        assert [m for (m,) in reader._index.db.execute("SELECT match_id FROM matches ORDER BY seq")] == list("abcd")
 
 
 def test_commit_many_json_refuses_a_line_that_is_not_one_line(tmp_path: Path) -> None:
