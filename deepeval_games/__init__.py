@@ -10,7 +10,7 @@ Two subpackages, so that a file's path tells its layer:
   the core never imports the layers above it.
 
 A module is imported by its path in one of them (``deepeval_games.core.task``,
-``deepeval_games.app.execution.runner``, ...); the flat paths of earlier versions (``deepeval_games.task``,
+``deepeval_games.app.execution.run``, ...); the flat paths of earlier versions (``deepeval_games.task``,
 ``deepeval_games.runner``, ...) were removed. The names exported here stay importable from ``deepeval_games`` itself.
 """
 
@@ -35,8 +35,8 @@ from deepeval_games.core.registry.entry_points import lazy_names
 from deepeval_games.core.registry.games import load_game, registered_games
 
 if TYPE_CHECKING:
+    from deepeval_games.app.execution.run import run_experiment, run_experiment_async
     from deepeval_games.app.execution.run_result import RunResult
-    from deepeval_games.app.execution.runner import run_experiment, run_experiment_async
     from deepeval_games.app.spec.loading import load_spec
     from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
@@ -80,8 +80,8 @@ __all__ = [
 
 _APPLICATION = {
     "RunResult": "deepeval_games.app.execution.run_result",
-    "run_experiment": "deepeval_games.app.execution.runner",
-    "run_experiment_async": "deepeval_games.app.execution.runner",
+    "run_experiment": "deepeval_games.app.execution.run",
+    "run_experiment_async": "deepeval_games.app.execution.run",
     "ExperimentSpec": "deepeval_games.app.spec.spec",
     "PlayerSpec": "deepeval_games.app.spec.players",
     "load_spec": "deepeval_games.app.spec.loading",

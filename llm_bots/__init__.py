@@ -3,8 +3,9 @@
 The built-in scripted bots, judges and task adapters register through the entry points in ``setup.cfg``
 (``deepeval_games.bots``, ``deepeval_games.adapters``), like any outside package's; importing this package
 imports none of them. The names below are imported on first use: :class:`LLMBot` and the model runtime need
-litellm, which is slow to import and is loaded only through :mod:`llm_bots.transport.call` (which first tells it
-to use its bundled model price list rather than fetch one from the internet).
+litellm, which is slow to import and is loaded only through :func:`llm_bots.model_info.litellm` (which first tells
+it to use its bundled model price list rather than fetch one from the internet). Everything asked about a model
+string (local or hosted, provider, context window, price, credentials) is answered by :mod:`llm_bots.model_info`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -13,7 +13,7 @@ pytest.importorskip("textarena")
 
 import game_defs.arena.textarena as arena  # noqa: F401  (the entry point's module: registers the family)
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.core import task
 from deepeval_games.core.errors import SpecError, UnknownGameError
 from deepeval_games.core.registry.games import load_game

@@ -17,7 +17,7 @@ import pytest
 from analysis.tables.two_player import format_two_player
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.commands.play import play_spec
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.spec import schedule
 from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.spec.spec import parse_spec

@@ -184,10 +184,10 @@ def test_the_progress_line_shows_the_turn_and_speed_of_a_model_answering(
     model, how long it has been answering and its output tokens per second so far (no timing is asserted: the
     slow replies only give the line time to be drawn)."""
     from deepeval_games import run_experiment
-    from deepeval_games.app.execution import match_runner
+    from deepeval_games.app.execution import play_and_commit
     from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player
 
-    monkeypatch.setattr(match_runner, "LIVE_TICK_S", 0.02)
+    monkeypatch.setattr(play_and_commit, "LIVE_TICK_S", 0.02)
     answer = '{"reason": "' + "r" * 80 + '", "coins": 3}'
     with FakeOpenAIServer(default=Behaviour.reply(answer)) as server:
         server.script(Behaviour.slow_reply(0.6, answer), Behaviour.slow_reply(0.6, answer))

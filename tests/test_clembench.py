@@ -224,7 +224,7 @@ def test_every_game_of_a_clembench_clone_loads_and_plays_once(tmp_path: Path) ->
     clemgame's programmatic players in every seat, replayed from its record."""
     import os
 
-    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.execution.run import run_experiment
 
     folder = os.environ.get(clem_env.CLEMBENCH_ENV, "")
     if not folder or Path(folder).resolve() == CLEMGAMES.resolve():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import SpecError, load_game, parse_spec, play_match, run_experiment
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.registry.bots import scorers_for
 from llm_bots.judge import JudgeError

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.registry.bots import scorers_for
 from deepeval_games.infra.sandbox import bubblewrap_usable

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import InfrastructureError, parse_spec, run_experiment
-from deepeval_games.app.execution.match_play import MatchPlayer
+from deepeval_games.app.execution.one_match import MatchPlayer
 from deepeval_games.app.spec.schedule import PlannedMatch, plan_matches
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import MatchRecord
@@ -64,7 +64,7 @@ def test_the_driver_plays_while_its_workers_start(tmp_path: Path, monkeypatch: p
     plays the first matches meanwhile, and the worker its share once it is up."""
     import asyncio
 
-    from deepeval_games.app.execution.executors import ProcessExecutor
+    from deepeval_games.app.execution.process_executor import ProcessExecutor
 
     spec = _spec(20)  # 120 matches
     here, theirs = slow_driver(monkeypatch, after=30)  # from the 31st, the driver waits for a worker's record
@@ -117,7 +117,7 @@ def test_workers_that_cannot_start_stop_the_run_while_the_driver_plays(
     import gc
 
     from deepeval_games import FatalRunError
-    from deepeval_games.app.execution.executors import ProcessExecutor
+    from deepeval_games.app.execution.process_executor import ProcessExecutor
 
     async def cannot_start(self: ProcessExecutor) -> Any:
         await asyncio.sleep(0.01)

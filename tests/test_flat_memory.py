@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from analysis.stats.intervals import IntervalPolicy
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.execution.run_result import RunResult
-from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.columns import slim
 from deepeval_games.app.reports.report import ReportData, load_report, text_report
 from deepeval_games.app.spec.extends import stored_intervals
@@ -286,7 +286,7 @@ def test_the_plan_keeps_its_matches_as_columns_and_its_memory_per_match_stays_sm
 def test_a_run_takes_its_matches_from_the_plan_as_it_plays_them() -> None:
     """The matches waiting to be played are the plan's, in order, each made as it is taken (no queue of an object
     a match for the whole run), then the retries; a batch handed back comes first again."""
-    from deepeval_games.app.execution.match_runner import Waiting
+    from deepeval_games.app.execution.play_and_commit import Waiting
     from deepeval_games.app.spec.schedule import plan_matches
     from deepeval_games.app.spec.spec import parse_spec
 

@@ -311,7 +311,7 @@ def test_multi_line_answers_end_at_the_stated_terminator_and_end_of_input_stops_
 
 
 def test_a_run_with_a_person_sends_every_model_call_live() -> None:
-    from deepeval_games.app.execution.match_play import open_runtime
+    from deepeval_games.app.execution.one_match import open_runtime
 
     players = [{"name": "me", "human": True}, {"name": "m", "model": "openai/gpt-4o-mini"}]
     with_person = parse_spec({"experiment": {"game": "deepeval_idiom_solitaire"}, "players": players})

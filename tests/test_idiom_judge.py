@@ -12,7 +12,7 @@ import pytest
 
 from analysis.tables.idiom_solitaire import format_losses, losses_by_cause
 from deepeval_games import Decision, DeepEvalBot, Observation, SpecError, UnknownGameError, load_game, play_match
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.records import JUDGE_SEAT, MatchRecord
 from game_defs.idiom_solitaire.game import JUDGE_REFUSED, NOT_AN_IDIOM, WRONG_FIRST_CHAR, dictionary

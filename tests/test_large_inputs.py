@@ -224,7 +224,7 @@ def test_a_report_of_a_run_short_of_its_plan_says_it_is_partial(
 def test_a_run_stopped_after_a_few_matches_reports_itself_partial(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.execution.run import run_experiment
 
     commits = [0]
 

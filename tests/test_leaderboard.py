@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from deepeval_games.app.commands.cli import main
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.execution.run_result import stored_source
-from deepeval_games.app.execution.runner import run_experiment
 from deepeval_games.app.reports.leaderboard import build_leaderboard, format_leaderboard
 from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec

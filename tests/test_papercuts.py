@@ -12,7 +12,7 @@ import pytest
 import tomllib
 
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.reports.html import for_people, transcript_json
 from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.core.bot import Outcome, observe

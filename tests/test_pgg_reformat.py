@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import UnknownGameError, load_game, play_match
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.presets import apply_preset
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, model_player

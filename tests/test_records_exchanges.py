@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.spec.loading import load_spec, parse_spec
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import SCHEMA_VERSION, MatchRecord

@@ -154,7 +154,7 @@ def test_invalid_records_and_versions_are_clear_errors() -> None:
 
 @pytest.mark.usefixtures("fake_provider_key")
 def test_new_records_keep_the_messages_of_every_ask(tmp_path: Path) -> None:
-    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.execution.run import run_experiment
     from tests.fake_openai_server import Behaviour, FakeOpenAIServer
 
     good = '{"reason": "r", "coins": 3}'

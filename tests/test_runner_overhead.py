@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.records import migrate
 from deepeval_games.core.registry import bots as registry
@@ -70,7 +70,7 @@ def _records(name: str, out: Path) -> list[dict[str, Any]]:
 
 
 def test_a_seat_generator_is_its_spawned_child() -> None:
-    from deepeval_games.app.execution.match_play import seat_rng
+    from deepeval_games.app.execution.one_match import seat_rng
 
     for seed in (0, 1, 7, 2**40 + 3, 2**63 - 1):
         children = np.random.SeedSequence(seed).spawn(5)

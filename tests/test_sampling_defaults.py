@@ -103,7 +103,7 @@ def test_a_reasoning_models_thinking_stays_out_of_a_translation() -> None:
     import numpy as np
 
     from deepeval_games import load_game, play_match
-    from deepeval_games.app.execution.match_play import build_player
+    from deepeval_games.app.execution.one_match import build_player
     from deepeval_games.app.spec.players import PlayerSpec
     from deepeval_games.core.registry.bots import scorers_for
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import llm_bots  # noqa: F401  (registers the scripted bots)
-from deepeval_games.app.execution.match_play import seat_rng
+from deepeval_games.app.execution.one_match import seat_rng
 from deepeval_games.core.bot import DeepEvalBot, SeatSeed
 from deepeval_games.core.registry.bots import bot_factory
 from deepeval_games.core.registry.games import load_game

@@ -14,7 +14,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import plan_matches

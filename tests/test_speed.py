@@ -85,7 +85,7 @@ def test_model_facts_are_looked_up_once_and_remembered_across_processes(
 
 _RUN = """
 import json, sys
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 result = run_experiment(json.loads(sys.argv[1]), sys.argv[2])
 print(json.dumps({"litellm": "litellm" in sys.modules, "calls": result.model_calls, "played": result.played,
                   "records": len(result.records)}))
@@ -122,7 +122,7 @@ def test_a_rerun_served_from_the_cache_never_imports_litellm(tmp_path: Path) -> 
 
 
 def test_the_runner_keeps_no_records_and_reads_them_from_the_store(tmp_path: Path) -> None:
-    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.execution.run import run_experiment
     from deepeval_games.app.storage.store import Store
 
     bots = ("pgg_free_rider", "pgg_full_contributor", "pgg_conditional_cooperator", "pgg_random")
@@ -151,7 +151,7 @@ in them are older still: the game strings gained ``goal`` since; see tests/fixtu
 def test_match_ids_are_unchanged_and_a_run_resumes(name: str, tmp_path: Path) -> None:
     import sqlite3
 
-    from deepeval_games.app.execution.runner import run_experiment
+    from deepeval_games.app.execution.run import run_experiment
     from deepeval_games.app.spec.schedule import plan_matches
     from deepeval_games.app.spec.spec import parse_spec
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import DeepEvalError
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 
@@ -35,10 +35,11 @@ def _spec(repeats: int) -> dict[str, Any]:
 
 _CHILD = """
 import json, sys, time
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
+from deepeval_games.app.storage.journal import Journal
 from deepeval_games.app.storage.store import Store
 
-Store.flush_interval_s, Store.batch_max = float(sys.argv[3]), int(sys.argv[4])
+Journal.flush_interval_s, Journal.batch_max = float(sys.argv[3]), int(sys.argv[4])
 commit_json = Store.commit_json
 
 def counted(self, match_id, text):
@@ -189,13 +190,15 @@ def test_recovery_inserts_missing_lines_cuts_a_torn_tail_and_rewrites_a_disorder
 def test_a_committer_inserts_itself_when_the_flusher_falls_behind(tmp_path: Path) -> None:
     store = Store(tmp_path / "run")
     store.batch_max = 2
-    store._flusher = threading.current_thread()  # as if the flusher thread were starved: nobody else inserts
+    journal = store._journal
+    assert journal is not None
+    journal._flusher = threading.current_thread()  # as if the flusher thread were starved: nobody else inserts
     try:
         for name in "abcdefg":
             assert store.commit(_record(name))
         assert _db_ids(tmp_path / "run") == []
         assert store.commit(_record("h"))  # 4 x batch_max pending: this commit inserts them
-        assert _db_ids(tmp_path / "run") == list("abcdefgh") and not store._pending
+        assert _db_ids(tmp_path / "run") == list("abcdefgh") and not journal._pending
     finally:
-        store._flusher = None
+        journal._flusher = None
         store.close()

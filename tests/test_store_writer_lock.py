@@ -20,7 +20,7 @@ import pytest
 
 from deepeval_games import DeepEvalError
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, LOCK_NAME, RunLock, RunLockedError, Store
 from tests.conftest import PGG_SCRIPTED_PLAYERS
 

@@ -16,7 +16,7 @@ pytest.importorskip("textarena")
 import game_defs.arena.textarena  # noqa: F401  (the entry point's module: registers the family)
 from deepeval_games import load_game
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.core import task
 from deepeval_games.core.testing import check_game

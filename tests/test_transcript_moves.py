@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.reports.html import transcript_json
 from deepeval_games.app.spec.spec import parse_spec
 from deepeval_games.app.storage.store import JSONL_NAME, Store

@@ -13,7 +13,7 @@ import pytest
 
 from deepeval_games import load_game, play_match, run_experiment
 from deepeval_games.app.commands.cli import main
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.errors import DeepEvalError

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from deepeval_games import load_game, play_match
-from deepeval_games.app.execution.match_play import build_player
+from deepeval_games.app.execution.one_match import build_player
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.core.quoting import QUOTE_CLOSE, QUOTE_OPEN
 from deepeval_games.core.records import MatchRecord

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.execution.executors import ProcessExecutor
-from deepeval_games.app.execution.match_worker import RowReader, RowWriter
+from deepeval_games.app.execution.process_executor import ProcessExecutor
+from deepeval_games.app.execution.worker_side import RowReader, RowWriter
 from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from tests.worker_io import read_line, slow_driver, worker_in_thread
@@ -64,7 +64,7 @@ def test_commit_many_json_writes_new_lines_with_one_writev(tmp_path: Path, monke
     assert [row[:2] for row in rows] == [("a", "text"), ("b", "text"), ("c", "text"), ("d", "text")]
     assert rows[2][2] == _line("c").decode() and rows[2][3] == "é ✓"  # bytes stored as TEXT, read by SQLite itself
     with Store(tmp_path, read_only=True) as reader:
-        assert [m for (m,) in reader._db.execute("SELECT match_id FROM matches ORDER BY seq")] == list("abcd")
+        assert [m for (m,) in reader._index.db.execute("SELECT match_id FROM matches ORDER BY seq")] == list("abcd")
 
 
 def test_commit_many_json_refuses_a_line_that_is_not_one_line(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ class _Bar:
 
 
 def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app.execution.match_runner import MatchRunner
+    from deepeval_games.app.execution.play_and_commit import MatchRunner
 
     spec = _spec(30, max_concurrency=5)  # 30 matches, at most 5 in flight
     one = run_experiment(spec, tmp_path / "one", workers=1)
@@ -188,7 +188,7 @@ def test_a_scripted_run_goes_to_workers_in_batches(tmp_path: Path, monkeypatch: 
 
 
 def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepeval_games.app.execution import match_runner
+    from deepeval_games.app.execution import play_and_commit
     from deepeval_games.app.execution.run_result import RunResult
 
     seen: list[str] = []
@@ -212,11 +212,11 @@ def test_a_run_with_model_players_keeps_a_match_at_a_time(tmp_path: Path, monkey
             "players": [{"name": "m", "model": "openai/x"}, {"name": "r", "bot": "pgg_random"}],
         }
     )
-    monkeypatch.setattr(match_runner, "ProcessExecutor", Executor)
+    monkeypatch.setattr(play_and_commit, "ProcessExecutor", Executor)
     plan = plan_matches(spec)
     store = Store(tmp_path)
     try:
-        run = match_runner.MatchRunner(spec, store, False, None)
+        run = play_and_commit.MatchRunner(spec, store, False, None)
         run.executor = Executor()  # type: ignore[assignment]
         result = RunResult(run_dir=tmp_path, planned=len(plan))
         asyncio.run(run.run(plan, result))

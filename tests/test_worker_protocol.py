@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deepeval_games import parse_spec, run_experiment
-from deepeval_games.app.execution.match_worker import encode_planned
+from deepeval_games.app.execution.worker_side import encode_planned
 from deepeval_games.app.spec.schedule import _identity, _seatings, plan_matches, stable_hash
 from deepeval_games.app.storage.store import JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
@@ -49,8 +49,8 @@ def test_the_driver_commits_worker_lines_without_parsing_them(tmp_path: Path, mo
     lines = (tmp_path / "two" / JSONL_NAME).read_text().splitlines()
     assert all(line.startswith('{"match_id":"') for line in lines)  # as MatchRecord.to_json writes it
     with Store(tmp_path / "two", read_only=True) as store:
-        stored = [text for (text,) in store._db.execute("SELECT record FROM matches ORDER BY seq")]
-        kinds = {kind for (kind,) in store._db.execute("SELECT typeof(record) FROM matches")}
+        stored = [text for (text,) in store._index.db.execute("SELECT record FROM matches ORDER BY seq")]
+        kinds = {kind for (kind,) in store._index.db.execute("SELECT typeof(record) FROM matches")}
     assert stored == lines
     assert kinds == {"text"}  # the worker's bytes are stored as TEXT (json_extract reads them), not as a BLOB
     canonical = sorted((r.canonical() for r in two.records), key=lambda d: d["match_id"])
@@ -268,7 +268,7 @@ def _stream() -> tuple[bytes, list[tuple[str, Any]]]:
 def test_the_driver_reads_messages_split_anywhere(seed: int) -> None:
     import random
 
-    from deepeval_games.app.execution.executors import _Channel, _Process
+    from deepeval_games.app.execution.process_executor import _Channel, _Process
 
     data, expected = _stream()
     recorder = _Recorder()
@@ -284,7 +284,7 @@ def test_the_driver_reads_messages_split_anywhere(seed: int) -> None:
 
 
 def test_a_worker_that_breaks_the_framing_is_dropped() -> None:
-    from deepeval_games.app.execution.executors import _Channel, _Process
+    from deepeval_games.app.execution.process_executor import _Channel, _Process
 
     recorder = _Recorder()
     process = _Process(0, 1)

@@ -22,8 +22,13 @@ import pytest
 
 import tests.worker_bots  # registers the bots below in this process too
 from deepeval_games import FatalRunError, parse_spec, run_experiment
-from deepeval_games.app.execution import executors
-from deepeval_games.app.execution.executors import AUTO_MIN_MATCHES, probe_matches, resolve_workers, workers_after_probe
+from deepeval_games.app.execution import process_executor
+from deepeval_games.app.execution.process_executor import (
+    AUTO_MIN_MATCHES,
+    probe_matches,
+    resolve_workers,
+    workers_after_probe,
+)
 from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME, Store
 from deepeval_games.core.records import MatchRecord
 from tests.fake_openai_server import Behaviour, FakeOpenAIServer, first_legal_move, model_player
@@ -80,7 +85,7 @@ def test_auto_uses_one_process_for_small_scripted_and_human_runs() -> None:
 def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
     scripted = parse_spec(_spec())
     cores = len(os.sched_getaffinity(0))
-    assert probe_matches(scripted, None, 10_000) == (executors.AUTO_PROBE_MATCHES if cores > 1 else 0)
+    assert probe_matches(scripted, None, 10_000) == (process_executor.AUTO_PROBE_MATCHES if cores > 1 else 0)
     assert probe_matches(scripted, 1, 10_000) == 0  # a number was asked for: no probe
     assert probe_matches(scripted, "auto", 1) == 0  # nothing to split
     llm = parse_spec({"experiment": {"game": PGG}, "players": [{"name": "m", "model": "openai/gpt-4o-mini"}]})
@@ -91,7 +96,7 @@ def test_auto_probes_scripted_runs_before_choosing_processes() -> None:
     assert workers_after_probe(19_800, 0.12e-3) == min(cores, 19_800)
     assert workers_after_probe(9_800, 0.28e-3) == min(cores, 9_800)
     assert workers_after_probe(100, 1e-3) == 1  # 0.1 s left: not worth starting processes
-    # the rest of a run pays for workers from about half a second of it (executors.AUTO_SCRIPTED_MIN_WORK_S)
+    # the rest of a run pays for workers from about half a second of it (process_executor.AUTO_SCRIPTED_MIN_WORK_S)
     assert workers_after_probe(9_800, 0.15e-3) == min(cores, 9_800)  # 1.5 s left
     assert workers_after_probe(4_000, 0.15e-3) == min(cores, 4_000)  # 0.6 s left
     assert workers_after_probe(1_800, 0.15e-3) == 1  # 0.27 s left
@@ -120,10 +125,10 @@ def test_a_run_done_before_its_fork_server_answers_is_not_held_by_the_fork(monke
             forked.set()
             return 12345, ours
 
-    monkeypatch.setattr(executors, "fork_server", lambda models: Importing())
+    monkeypatch.setattr(process_executor, "fork_server", lambda models: Importing())
 
     async def run() -> None:
-        start = asyncio.ensure_future(executors._forked(False))
+        start = asyncio.ensure_future(process_executor._forked(False))
         await asyncio.sleep(0.05)
         start.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -164,8 +169,8 @@ def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     from deepeval_games.app.execution import placement
 
     monkeypatch.setattr(placement, "AUTO_PROBE_S", 60.0)  # a slow machine still probes the 12 matches
-    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly
-    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_WORK_S", 0.0)
+    monkeypatch.setattr(process_executor, "AUTO_SCRIPTED_MIN_MATCH_S", 0.0)  # as if each match were costly
+    monkeypatch.setattr(process_executor, "AUTO_SCRIPTED_MIN_WORK_S", 0.0)
     auto = run_experiment(spec, tmp_path / "auto")
     assert "12 matches took" in caplog.text  # the probe: half the run at most, in the driver
     processes = min(len(os.sched_getaffinity(0)), 12)
@@ -177,7 +182,7 @@ def test_auto_moves_a_costly_scripted_run_to_worker_processes(
     assert _canonical(auto.records) == _canonical(one.records)
 
     caplog.clear()
-    monkeypatch.setattr(executors, "AUTO_SCRIPTED_MIN_MATCH_S", 1.0)  # as if each match were cheap
+    monkeypatch.setattr(process_executor, "AUTO_SCRIPTED_MIN_MATCH_S", 1.0)  # as if each match were cheap
     cheap = run_experiment(spec, tmp_path / "cheap")
     assert "1 process(es) play the 12 left" in caplog.text and "worker processes" not in caplog.text
     assert _canonical(cheap.records) == _canonical(one.records)

@@ -78,8 +78,8 @@ def slow_driver(monkeypatch: Any, after: int = 1, timeout_s: float = 30.0) -> tu
     workers are up (at most ``timeout_s``), so that a worker surely takes a share of even a small run (a driver that
     plays too plays on while its workers start, and then sends them matches). Returns the ids of the matches the
     driver played and of those sent to a worker, in order."""
-    from deepeval_games.app.execution.executors import ProcessExecutor
-    from deepeval_games.app.execution.match_play import MatchPlayer
+    from deepeval_games.app.execution.one_match import MatchPlayer
+    from deepeval_games.app.execution.process_executor import ProcessExecutor
 
     here: list[str] = []
     theirs: list[str] = []

@@ -15,7 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from deepeval_games.app.commands.console import print_error
-from deepeval_games.app.execution.runner import run_experiment
+from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.spec.extends import stored_intervals
 from deepeval_games.app.spec.loading import load_spec
 from deepeval_games.app.spec.spec import ExperimentSpec

@@ -1,12 +1,12 @@
 """The process executor's worker processes: a fork server (started once per driver process; it imports pyspiel,
 the tasks and, for model players, litellm once) forks each worker, and each worker serves the driver over a socket
-(:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.app.execution.match_worker.MatchWorker`
+(:func:`worker_main`): JSON lines in, results out, one :class:`~deepeval_games.app.execution.worker_side.MatchWorker`
 playing
 many
 matches at once in its event loop.
 
 The protocol: the driver sends JSON lines: ``init`` (the spec, modules, environment), then ``plays`` (the planned
-matches of one turn of its event loop as compact rows, :class:`~deepeval_games.app.execution.match_worker.RowWriter`,
+matches of one turn of its event loop as compact rows, :class:`~deepeval_games.app.execution.worker_side.RowWriter`,
 numbered
 from the message's ``first`` id on, with the table entries they use first sent) or ``play`` (an id and one planned
 match), ``granted`` / ``denied`` (the driver's limiter answering an ``acquire``) and ``budget`` (the run's total
@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepeval_games.app.execution.match_worker import LimiterProxy, MatchWorker, RowReader, error_result
+from deepeval_games.app.execution.worker_side import LimiterProxy, MatchWorker, RowReader, error_result
 from deepeval_games.core.quoting import escape_log_lines
 from llm_bots import gc_policy
 
@@ -337,7 +337,7 @@ _IOV_MAX = 1024
 LINE_LIMIT = 1 << 30
 """The longest message (a record as one JSON line) either side reads."""
 
-_PRELOAD = ("deepeval_games.app.execution.executors", "deepeval_games.app.execution.runner", "llm_bots.llm_bot")
+_PRELOAD = ("deepeval_games.app.execution.process_executor", "deepeval_games.app.execution.run", "llm_bots.llm_bot")
 """Modules the fork server imports once, so that each worker starts with them loaded (and litellm, for a run with
 model players)."""
 

@@ -1,7 +1,7 @@
-"""Where a run's matches are played: in this process, in worker processes
-(:class:`~deepeval_games.app.execution.executors.ProcessExecutor`, the driver playing too in a run without model
-players) or in actors on a Ray cluster (:mod:`deepeval_games.app.execution.ray_executor`) (:func:`worker_pool`); and
-the probe of ``workers = "auto"``, which times a run's first matches here to choose how many processes play the rest
+"""Chooses the executor of a run and opens it around the run's matches (:func:`worker_pool`): this process, worker
+processes (:class:`~deepeval_games.app.execution.process_executor.ProcessExecutor`, the driver playing too in a run
+without model players) or actors on a Ray cluster (:mod:`~deepeval_games.app.execution.ray_executor`); and the probe
+of ``workers = "auto"``, which times a run's first matches here to choose how many processes play the rest
 (:func:`run_probe`)."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from collections.abc import AsyncIterator, Sequence
 
 from tqdm import tqdm
 
-from deepeval_games.app.execution.executors import (
+from deepeval_games.app.execution.play_and_commit import MatchRunner
+from deepeval_games.app.execution.process_executor import (
     AUTO_PROBE_S,
     ProcessExecutor,
     resolve_workers,
     spec_modules,
     workers_after_probe,
 )
-from deepeval_games.app.execution.match_runner import MatchRunner
 from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.spec.plan import Plan, PlannedMatch, as_plan
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -45,7 +45,8 @@ def _plays_too(spec: ExperimentSpec, processes: int) -> bool:
 @contextlib.asynccontextmanager
 async def worker_pool(runner: MatchRunner, workers: int | str | None, matches: int) -> AsyncIterator[None]:
     """Play the runner's matches in worker processes while inside
-    (:func:`~deepeval_games.app.execution.executors.resolve_workers` decides how many; one: in this process), or in
+    (:func:`~deepeval_games.app.execution.process_executor.resolve_workers` decides how many; one: in this process),
+    or in
     actors on a Ray cluster under ``executor = "ray"``. Leaving it stops the workers and adds their call counters to
     the runner's model runtime."""
     if runner.spec.experiment.executor == "ray":
@@ -100,8 +101,9 @@ async def run_probe(
     runner: MatchRunner, todo: Sequence[PlannedMatch], limit: int, result: RunResult, bar: tqdm | None
 ) -> tuple[Plan, int]:
     """Play the first matches of ``todo`` in this process, timing them: up to ``limit`` matches, in chunks of 1, 2,
-    4... until :data:`~deepeval_games.app.execution.executors.AUTO_PROBE_S` has passed; return the matches left and the
-    worker processes that play them (:func:`~deepeval_games.app.execution.executors.workers_after_probe`). A match is
+    4... until :data:`~deepeval_games.app.execution.process_executor.AUTO_PROBE_S` has passed; return the matches left
+    and the worker processes that play them
+    (:func:`~deepeval_games.app.execution.process_executor.workers_after_probe`). A match is
     timed by the CPU this process spent on it (what worker processes would share out), not by the wall clock: matches
     that wait (a bot's I/O, a sandboxed program's own process) already overlap in one event loop. The probed matches
     are drawn from all over ``todo`` (:func:`_spread`), so a sweep whose first game is cheap and whose last is costly

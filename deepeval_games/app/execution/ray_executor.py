@@ -3,10 +3,9 @@
 The driver (the process that runs ``deepeval-games run``) plans the matches, reads the store for what is already
 committed, and remains the store's only writer: it holds the run directory's ``run.lock`` as for any run. Matches
 are played by Ray *async actors*, each wrapping the worker-side class of the process executor
-(:class:`deepeval_games.app.execution.executors.MatchWorker`, one asyncio loop playing many matches); the driver awaits
-their
-``ObjectRef``\\ s in its own asyncio loop and commits each finished record as it arrives. The same plan, the same match
-ids and the same records as a local run; a run interrupted under Ray resumes with or without it.
+(:class:`deepeval_games.app.execution.worker_side.MatchWorker`, one asyncio loop playing many matches); the driver
+awaits their ``ObjectRef``\\ s in its own asyncio loop and commits each finished record as it arrives. The same plan,
+the same match ids and the same records as a local run; a run interrupted under Ray resumes with or without it.
 
 Where Ray runs: ``address`` names a cluster (``ray start --head`` prints it; ``auto`` joins the one started on this
 machine); without one, ``RAY_ADDRESS`` is used when set, else a local Ray instance is started for the run and shut
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from deepeval_games.app.execution.executors import add_counters, encode_planned, raise_for_result
+from deepeval_games.app.execution.process_executor import add_counters, encode_planned, raise_for_result
 from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, InfrastructureError, SpecError
@@ -287,8 +286,8 @@ class _LimiterProxy:
 
 
 class _MatchActor:
-    """A Ray async actor around :class:`deepeval_games.app.execution.executors.MatchWorker`: many matches in its event
-    loop."""
+    """A Ray async actor around :class:`~deepeval_games.app.execution.worker_side.MatchWorker`: many matches in its
+    event loop."""
 
     def __init__(
         self,
@@ -304,7 +303,7 @@ class _MatchActor:
             os.chdir(cwd)
         import ray
 
-        from deepeval_games.app.execution.executors import MatchWorker
+        from deepeval_games.app.execution.process_executor import MatchWorker
 
         # the run's services actor, by name (a handle among the arguments would keep a restarted actor from its
         # arguments: Ray stores such arguments in the object store)
@@ -376,7 +375,8 @@ class _Slot:
 class RayExecutor:
     """Plays a run's matches in Ray actors (see the module docstring); the driver commits.
 
-    The same contract as :class:`deepeval_games.app.execution.executors.ProcessExecutor`: an async context manager whose
+    The same contract as :class:`~deepeval_games.app.execution.process_executor.ProcessExecutor`: an async context
+    manager whose
     ``play(planned)`` returns the record or raises as one process would (an actor that dies mid-match raises
     :class:`InfrastructureError`, so the runner reschedules the match; Ray restarts the actor). On leaving, the
     actors' model-call counters are added to ``runtime`` and the actors are stopped.

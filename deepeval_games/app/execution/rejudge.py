@@ -172,7 +172,7 @@ class SpecJudge:
 
     def build(self, game: pyspiel.Game, rng: np.random.Generator, *, judgement_id: str) -> DeepEvalBot:
         """The judge bot, built as the runner builds a ``[judge]``."""
-        from deepeval_games.app.execution.match_play import build_player
+        from deepeval_games.app.execution.one_match import build_player
 
         runtime = self._model_runtime() if self.spec.model is not None else None
         return build_player(self.spec, game, JUDGE_SEAT, rng, match_id=judgement_id, runtime=runtime)

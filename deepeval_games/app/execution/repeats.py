@@ -8,10 +8,10 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.execution.executors import probe_matches
-from deepeval_games.app.execution.match_play import open_runtime
-from deepeval_games.app.execution.match_runner import MatchRunner
+from deepeval_games.app.execution.one_match import open_runtime
 from deepeval_games.app.execution.placement import run_probe, worker_pool
+from deepeval_games.app.execution.play_and_commit import MatchRunner
+from deepeval_games.app.execution.process_executor import probe_matches
 from deepeval_games.app.execution.run_result import RunResult, RunSetup, ended_status, finish_manifest, open_store
 from deepeval_games.app.spec.manifest import RunManifest
 from deepeval_games.app.spec.schedule import Plan, plan_matches

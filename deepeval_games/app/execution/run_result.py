@@ -95,7 +95,7 @@ class RunSetup:
     """The caller's ``workers`` setting (None: the spec's)."""
     on_commit: Callable[[str | bytes], None] | None = None
     """Handed the line of every record the run commits, once stored, in commit order
-    (:attr:`MatchRunner.on_commit <deepeval_games.app.execution.match_runner.MatchRunner.on_commit>`)."""
+    (:attr:`MatchRunner.on_commit <deepeval_games.app.execution.play_and_commit.MatchRunner.on_commit>`)."""
     admission: Admission | None = None
     """What a record read back from the run directory must pass (the run's plan included); None: every check but the
     plan's. One for the whole run, so that a record it admitted (or committed) is not checked again in a later round.

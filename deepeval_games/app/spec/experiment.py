@@ -175,10 +175,9 @@ class ExperimentTable(BaseModel):
     """Attempts of a match whose model infrastructure fails (timeouts, 429, 5xx) before it is given up; such a
     match is rescheduled, never scored as a loss. Run setting."""
     workers: Literal["auto"] | Annotated[int, Field(ge=1)] = "auto"
-    """Processes that play the matches (:mod:`deepeval_games.app.execution.executors`): a number, or ``"auto"`` (one
-    per core
-    for a run of many LLM matches, else one). ``run --workers`` overrides it. Run setting: not part of the spec
-    hash."""
+    """Processes that play the matches (:mod:`~deepeval_games.app.execution.process_executor`): a number, or
+    ``"auto"`` (one per core for a run of many LLM matches, else one). ``run --workers`` overrides it. Run setting:
+    not part of the spec hash."""
     executor: Literal["local", "ray"] = "local"
     """Where the matches are played: ``local`` (this process, or ``workers`` processes of this machine) or ``ray``
     (actors on a Ray cluster, :mod:`deepeval_games.app.execution.ray_executor`; needs ``pip install

@@ -1,4 +1,5 @@
-"""Runs an experiment: every planned match, concurrently, durably, resumable.
+"""The entry point of a run (:func:`run_experiment`): checks the spec, locks the run directory and plays the plan
+under its stopping rule, concurrently, durably, resumable.
 
 The default executor is asyncio in one process: up to ``max_concurrency`` matches at once (LLM bots
 add per-model limits of their own). A run with a person at the table (a human seat or judge) plays its matches
@@ -12,8 +13,7 @@ Nothing is written before the spec has passed every check: the plan's size, its 
 player and judge built once per game, model strings and API keys, a price for every model under a budget
 (:func:`check_run`). Only then is the run
 directory created and locked (:class:`~deepeval_games.app.storage.store.RunLock`, held by this process for the whole
-run), so a
-spec with a typo leaves nothing behind and its corrected version runs into the same directory.
+run), so a spec with a typo leaves nothing behind and its corrected version runs into the same directory.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from deepeval_games.app.execution.adaptive_rounds import run_adaptive
-from deepeval_games.app.execution.executors import check_workers, prestart
-from deepeval_games.app.execution.match_runner import MatchRunner
+from deepeval_games.app.execution.play_and_commit import MatchRunner
+from deepeval_games.app.execution.process_executor import check_workers, prestart
 from deepeval_games.app.execution.repeats import run_once, run_until_stable
 from deepeval_games.app.execution.run_result import RunResult, RunSetup
 from deepeval_games.app.spec.extends import with_pool
@@ -169,7 +169,7 @@ def run_experiment(
     ``wait_s`` seconds for it to finish). Every check of :func:`check_run` runs before anything is written.
 
     ``workers``: processes that play the matches (a number or ``"auto"``), overriding ``[experiment] workers``;
-    see :mod:`deepeval_games.app.execution.executors`. The records and match ids do not depend on it.
+    see :mod:`deepeval_games.app.execution.process_executor`. The records and match ids do not depend on it.
 
     ``executor``: ``"local"`` or ``"ray"`` (actors on a Ray cluster, :mod:`deepeval_games.app.execution.ray_executor`),
     and

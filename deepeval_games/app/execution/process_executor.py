@@ -1,10 +1,9 @@
-"""Executors: where a run's matches are played. This module holds the rule for how many processes a run uses
-(:func:`resolve_workers`) and the driver side of the process executor (:class:`ProcessExecutor`); the worker
-processes and their fork server are in :mod:`deepeval_games.app.execution.fork_server`, and the worker side that every
-executor
-drives (:class:`MatchWorker`, what crosses a process boundary) in :mod:`deepeval_games.app.execution.match_worker` (its
-names are
-importable from here too).
+"""The process executor's driver side: how many worker processes a run uses (:func:`resolve_workers`) and the
+driver that hands them planned matches and takes their records back (:class:`ProcessExecutor`).
+
+The worker processes and their fork server are in :mod:`~deepeval_games.app.execution.fork_server`; the worker side
+that every executor drives (:class:`MatchWorker`, what crosses a process boundary) is in
+:mod:`~deepeval_games.app.execution.worker_side` (its names are importable from here too).
 
 One process (the default for small runs) plays every match in the driver's event loop. With ``workers = N``
 (``deepeval-games run --workers N``, ``run_experiment(..., workers=N)``) the driver starts N worker processes (N - 1
@@ -15,11 +14,9 @@ plays many matches at once in its own event loop (the run's ``max_concurrency`` 
 LLM matches keep their concurrency) and sends back every finished record as the JSON line
 :meth:`MatchRecord.to_json_bytes <deepeval_games.core.records.MatchRecord.to_json_bytes>` wrote. The driver alone writes
 the store (it holds the run directory's :class:`~deepeval_games.app.storage.store.RunLock`): one writer, the same
-records and
-the same match ids as one process. It commits a worker's line as it came (:meth:`Store.commit_many_json
+records and the same match ids as one process. It commits a worker's line as it came (:meth:`Store.commit_many_json
 <deepeval_games.app.storage.store.Store.commit_many_json>`: the records that arrive together with one ``writev``),
-without
-parsing, decoding, validating or serialising the record again. A run without model players needs no future or
+without parsing, decoding, validating or serialising the record again. A run without model players needs no future or
 coroutine per match (:meth:`ProcessExecutor.submit_nowait`, outcomes to :attr:`ProcessExecutor.sink`); results are
 cut from what arrives by an asyncio protocol, not read line by line through a stream.
 
@@ -63,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deepeval_games.app.execution.fork_server import fork_server
-from deepeval_games.app.execution.match_worker import (
+from deepeval_games.app.execution.worker_side import (
     LimiterProxy,
     MatchWorker,
     RowWriter,

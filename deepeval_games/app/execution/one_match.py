@@ -1,9 +1,8 @@
 """Plays one planned match in this process: the seats' bots built from the match's seed, the referee run.
 
-:class:`MatchPlayer` is what the runner (:mod:`deepeval_games.app.execution.match_runner`) and every worker of an
-executor (:mod:`deepeval_games.app.execution.executors`, :mod:`deepeval_games.app.execution.ray_executor`) play matches
-with, so a match plays the same
-wherever it runs: the same bots, seeded the same way, give the same record.
+:class:`MatchPlayer` is what the driver (:mod:`~deepeval_games.app.execution.play_and_commit`) and every worker of an
+executor (:mod:`~deepeval_games.app.execution.worker_side`) play matches with, so a match plays the same wherever it
+runs: the same bots, seeded the same way, give the same record.
 """
 
 from __future__ import annotations
@@ -133,7 +132,7 @@ def check_credentials(player: PlayerSpec) -> None:
 class MatchPlayer:
     """Plays planned matches of one spec in this process: each seat's bot built from the match's seed, the referee
     run, the record returned (not committed). The runner drives it; a worker process
-    (:mod:`deepeval_games.app.execution.executors`) runs one of its own."""
+    (:mod:`deepeval_games.app.execution.process_executor`) runs one of its own."""
 
     def __init__(self, spec: ExperimentSpec, runtime: Any) -> None:
         self.spec = spec

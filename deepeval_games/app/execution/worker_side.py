@@ -1,9 +1,9 @@
-"""The worker side of every executor: :class:`MatchWorker` plays planned matches of one spec in its process and
-returns each record as JSON text, and the helpers for what crosses a process boundary (a planned match as data, a
-failure as data and back as the same kind of exception, model-call counters, a worker's view of the driver's limiter
-and budget).
+"""What an executor's worker runs and what crosses a process boundary: :class:`MatchWorker` plays planned matches of
+one spec in its process and returns each record as JSON text, and the helpers for what crosses (a planned match as
+data, a failure as data and back as the same kind of exception, model-call counters, a worker's view of the driver's
+limiter and budget).
 
-The process executor (:mod:`deepeval_games.app.execution.executors`, its worker processes in
+The process executor (:mod:`deepeval_games.app.execution.process_executor`, its worker processes in
 :mod:`deepeval_games.app.execution.fork_server`)
 and the Ray executor (:mod:`deepeval_games.app.execution.ray_executor`) both drive it.
 """
@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
-from deepeval_games.app.execution.match_play import MatchPlayer, open_runtime
+from deepeval_games.app.execution.one_match import MatchPlayer, open_runtime
 from deepeval_games.app.spec.loading import as_spec
 from deepeval_games.app.spec.schedule import PlannedMatch
 from deepeval_games.app.spec.spec import ExperimentSpec

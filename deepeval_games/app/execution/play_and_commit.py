@@ -1,7 +1,7 @@
-"""Plays a list of planned matches, many at once, committing each record to the store as it finishes
-(:class:`MatchRunner`): in this process, or in an executor's workers. A run without model players in worker processes
-hands its matches over in batches and commits what arrives together in one write (:class:`_BatchedRun`). A match that
-fails is rescheduled, logged, or stops the run (:meth:`MatchRunner.run` says which)."""
+"""The driver's loop over a run's planned matches: many at once, each committed to the store as it finishes
+(:class:`MatchRunner`), played in this process or in an executor's workers. A run without model players in worker
+processes hands its matches over in batches and commits what arrives together in one write (:class:`_BatchedRun`). A
+match that fails is rescheduled, logged, or stops the run (:meth:`MatchRunner.run` says which)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from deepeval_games.app.execution.executors import ProcessExecutor
-from deepeval_games.app.execution.match_play import MatchPlayer
+from deepeval_games.app.execution.one_match import MatchPlayer
+from deepeval_games.app.execution.process_executor import ProcessExecutor
 from deepeval_games.app.execution.run_result import RunResult
 from deepeval_games.app.spec.plan import PlannedMatch, as_plan
 from deepeval_games.app.spec.spec import ExperimentSpec
@@ -92,7 +92,7 @@ class MatchRunner(MatchPlayer):
         self.store = store
         self.progress = progress
         self.executor: ProcessExecutor | RayExecutor | None = None
-        """Where matches are played when not in this process (:mod:`deepeval_games.app.execution.executors`)."""
+        """Where matches are played when not in this process (:mod:`deepeval_games.app.execution.process_executor`)."""
         self.plays_too = False
         """Whether this process plays matches too while worker processes play theirs (a run without model players:
         one core is this process's, see :func:`~deepeval_games.app.execution.placement.worker_pool`)."""
