@@ -25,6 +25,7 @@ __all__ = [
     "ObservationKind",
     "Playability",
     "StateHooks",
+    "game_memo",
     "observation_reader",
     "observation_text",
     "playability",
@@ -146,8 +147,36 @@ def _probe(game: pyspiel.Game) -> Playability:
     return Playability(kind, names_missing is None, reason)
 
 
+_MEMO = "_deepeval_games_memo"
+_MEMOS: dict[str, dict[str, Any]] = {}
+_MEMOS_KEPT = 256
+
+
+def game_memo(game: pyspiel.Game) -> dict[str, Any]:
+    """What the engine remembers of ``game`` (its probe, the referee's facts), by name.
+
+    A Python game carries it as an attribute of its own (pickling a game keeps only its string, so the memo never
+    travels); OpenSpiel's own games take no attributes, so theirs is shared by the game string, which is what such a
+    game is (OpenSpiel compares games by it). Never keyed by ``id()``, which a later game may reuse.
+    """
+    if type(game) is not pyspiel.Game:
+        own: dict[str, Any] | None = getattr(game, "__dict__", None)
+        if own is not None:
+            memo = own.get(_MEMO)
+            if memo is None:
+                memo = own[_MEMO] = {}
+            return memo
+    key = f"{type(game).__qualname__}:{game}"
+    memo = _MEMOS.get(key)
+    if memo is None:
+        if len(_MEMOS) >= _MEMOS_KEPT:
+            _MEMOS.clear()
+        memo = _MEMOS[key] = {}
+    return memo
+
+
 _PROBED: dict[str, Playability] = {}
-"""The probe of each game string met (a game is what its string loads: OpenSpiel compares games by it)."""
+"""The probe of each game string met, shared by the games of one string (a new game object is not probed again)."""
 
 
 def playability(game: pyspiel.Game) -> Playability:
@@ -157,10 +186,14 @@ def playability(game: pyspiel.Game) -> Playability:
     included, since the referee delivers each seat its view after every move), the observation string
     first; the capability flags of the game type are not trusted. The result is cached per game string.
     """
-    key = str(game)
-    known = _PROBED.get(key)
+    memo = game_memo(game)
+    known: Playability | None = memo.get("playability")
     if known is None:
-        known = _PROBED[key] = _probe(game)
+        key = str(game)
+        known = _PROBED.get(key)
+        if known is None:
+            known = _PROBED[key] = _probe(game)
+        memo["playability"] = known
     return known
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core import task
-from deepeval_games.core.binding import state_hooks
+from deepeval_games.core.binding import game_memo, state_hooks
 from deepeval_games.core.bot import (
     ActionNames,
     Decision,
@@ -88,16 +88,13 @@ class _GameFacts:
     replays: bool  # its moves replay its transcript (task.replays_from_moves): a match may be stored as its moves
 
 
-_FACTS: dict[tuple[type, str], _GameFacts] = {}  # per class and game string (OpenSpiel's games take no attributes)
-_FACTS_KEPT = 256
-
-
 def _facts(game: pyspiel.Game) -> _GameFacts:
-    """The facts of ``game``, made on the first match of its game string."""
-    facts = _FACTS.get((type(game), name := str(game)))
+    """The facts of ``game``, made on its first match and kept in its memo (:func:`binding.game_memo`)."""
+    memo = game_memo(game)
+    facts: _GameFacts | None = memo.get("referee")
     if facts is not None:
         return facts
-    rules, n = task.rules_text(game), game.num_players()
+    rules, n, name = task.rules_text(game), game.num_players(), str(game)
     facts = _GameFacts(
         name=name,
         short_name=game.get_type().short_name,
@@ -110,9 +107,7 @@ def _facts(game: pyspiel.Game) -> _GameFacts:
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
         replays=task.replays_from_moves(game) and not names_files(name),  # replayed in a game that opens no file
     )
-    if len(_FACTS) >= _FACTS_KEPT:
-        _FACTS.clear()
-    _FACTS[(type(game), name)] = facts
+    memo["referee"] = facts
     return facts
 
 
