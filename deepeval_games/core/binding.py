@@ -166,7 +166,7 @@ def game_memo(game: pyspiel.Game) -> dict[str, Any]:
             if memo is None:
                 memo = own[_MEMO] = {}
             return memo
-    key = f"{type(game).__qualname__}:{game}"
+    key = str(game) if type(game) is pyspiel.Game else f"{type(game).__qualname__}:{game}"  # one without a __dict__
     memo = _MEMOS.get(key)
     if memo is None:
         if len(_MEMOS) >= _MEMOS_KEPT:
