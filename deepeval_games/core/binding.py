@@ -157,7 +157,7 @@ def game_memo(game: pyspiel.Game) -> dict[str, Any]:
 
     A Python game carries it as an attribute of its own (pickling a game keeps only its string, so the memo never
     travels); OpenSpiel's own games take no attributes, so theirs is shared by the game string, which is what such a
-    game is (OpenSpiel compares games by it). Never keyed by ``id()``, which a later game may reuse.
+    game is (OpenSpiel compares games by it). Never keyed by an object's address, which a later game may reuse.
     """
     if type(game) is not pyspiel.Game:
         own: dict[str, Any] | None = getattr(game, "__dict__", None)
