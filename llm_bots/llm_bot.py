@@ -148,11 +148,6 @@ class ModelRuntime:
             local.shutdown_all()
 
 
-_caps: dict[tuple[int, str, int | None], tuple[pyspiel.Game, int]] = {}
-"""A turn's ``max_tokens`` by the game (its id; the game is kept, so the id stays its own), the role and the
-player's own setting: the game's reply limit is read once a process, not once a bot."""
-
-
 def _render(messages: Sequence[dict[str, str]], style: str) -> list[dict[str, str]]:
     """The messages sent for a chat so far: the chat's own messages (never changed once added: they are shared
     with the turn's record, which copies them, and the transport copies what it hands to litellm), or one tagged
@@ -238,14 +233,7 @@ class LLMBot(DeepEvalBot):
         role = self.adapter.role(observation)
         config = self._by_role.get(role)
         if config is None:  # once per role: the game's reply limit for a role is fixed, a config validates itself
-            known = _caps.get((id(self.game), role, self.config.max_tokens))
-            if known is not None and known[0] is self.game:
-                cap = known[1]
-            else:
-                cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
-                if len(_caps) >= 1024:
-                    _caps.clear()
-                _caps[(id(self.game), role, self.config.max_tokens)] = (self.game, cap)
+            cap = resolve_max_tokens(self.config.max_tokens, task.reply_limit(self.game, role))
             config = self.config if cap == self.config.max_tokens else self.config.with_valid(max_tokens=cap)
             self._by_role[role] = config
         return config

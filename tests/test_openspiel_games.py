@@ -18,7 +18,7 @@ import game_defs.openspiel_games  # noqa: F401  (rules cards, OpenSpiel's Python
 from analysis.tables.outcomes import format_turn_outcomes, turn_outcomes
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.storage.store import Store
-from deepeval_games.core import task
+from deepeval_games.core import binding, task
 from deepeval_games.core.bot import Decision, DeepEvalBot, Observation
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.records import MatchRecord, TurnRecord
@@ -101,7 +101,7 @@ def test_tic_tac_toe_and_kuhn_poker_run_through_the_cli_with_no_task_code(
                 assert json.loads(turn.raw_replies[0]) == {"move": turn.action_string}
                 first = turn.prompts[0]
                 assert card in first[0]["content"]  # the rules card, broadcast through the pool
-                assert task.observation_text(state, turn.seat) in first[-1]["content"]
+                assert binding.observation_text(state, turn.seat) in first[-1]["content"]
                 assert "Your legal moves now:" in first[-1]["content"]
             state.apply_action(turn.action)
         assert state.is_terminal() and list(state.returns()) == record.returns
@@ -187,7 +187,7 @@ def test_the_probe_picks_the_string_the_game_really_provides(
     game = load_game(game_string)
     game_type = game.get_type()
     assert (game_type.provides_observation_string, game_type.provides_information_state_string) == flags
-    playable = task.playability(game)
+    playable = binding.playability(game)
     assert playable.ok and playable.observation == kind and playable.reason == ""
     assert isinstance(adapter_for(game), GenericAdapter)
     bots = [_FirstMove(seat) for seat in range(game.num_players())]
@@ -258,15 +258,15 @@ pyspiel.register_game(SameNameGame.game_type, SameNameGame)
 
 
 def test_probe_refuses_a_game_without_strings_or_move_names() -> None:
-    blind = task.playability(load_game("testkit_blind"))
+    blind = binding.playability(load_game("testkit_blind"))
     assert not blind.ok and blind.observation is None and blind.action_names
     assert "neither an observation string nor an information-state string" in blind.reason
-    unnamed = task.playability(load_game("testkit_counting(empty_strings=true)"))
+    unnamed = binding.playability(load_game("testkit_counting(empty_strings=true)"))
     assert not unnamed.ok and unnamed.observation == "observation" and not unnamed.action_names
     assert "a name (action_to_string) for every legal move" in unnamed.reason
-    same = task.playability(load_game("testkit_same_name"))
+    same = binding.playability(load_game("testkit_same_name"))
     assert not same.ok and "a distinct name for every legal move" in same.reason and "'say something'" in same.reason
-    assert task.playability(load_game("testkit_counting")).ok
+    assert binding.playability(load_game("testkit_counting")).ok
     with pytest.raises(SpecError, match="an LLM cannot play testkit_blind"):
         adapter_for(load_game("testkit_blind"))
 

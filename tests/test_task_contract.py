@@ -1,15 +1,18 @@
-"""The task contract: the hooks' documented defaults, the explicit bot constructor, the referee's penalty."""
+"""The task contract: the hooks' documented defaults (read one by one, and bound once a state by the engine), the
+explicit bot constructor, the referee's penalty."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pyspiel
 import pytest
 
 from deepeval_games import Decision, DeepEvalBot, Observation, Outcome, load_game, make_bot, play_match
-from deepeval_games.core import task
+from deepeval_games.core import binding, task
 from deepeval_games.core.registry.bots import register_bot
 
 
@@ -43,7 +46,7 @@ def test_defaults_of_a_game_without_hooks() -> None:
     assert task.penalty_action(state, 0) is None and not task.is_free_text_turn(state, 0)
     assert task.observation_fields(state, 0) == {} and task.match_metrics(state) == {}
     assert not task.can_intern(state) and not task.is_judge_turn(state)
-    assert task.observation_text(state, 0) == "...\n...\n..."
+    assert binding.observation_text(state, 0) == "...\n...\n..."
 
 
 def test_hooks_of_a_task_are_used() -> None:
@@ -54,11 +57,39 @@ def test_hooks_of_a_task_are_used() -> None:
     assert task.rules_text(game) == game.rules_text()
 
 
+def test_the_engine_binds_the_same_hooks_with_the_same_defaults() -> None:
+    plain = load_game("tic_tac_toe").new_initial_state()
+    hooks = binding.state_hooks(plain)
+    assert hooks.penalty(0) is None and not hooks.free_text(0) and hooks.intern(0, "hi") is None
+    assert hooks.observation_fields(0) == {} and hooks.match_metrics() == {}
+    assert not hooks.may_combine and not hooks.may_judge and not hooks.judge_turn()
+    assert hooks.legal_actions(0) == tuple(plain.legal_actions(0)) and hooks.observation_text(0) == "...\n...\n..."
+    game = load_game("deepeval_public_goods(players=2,rounds=1)")
+    state = game.new_initial_state()
+    bound = binding.state_hooks(state, game)
+    assert bound.penalty(0) == task.penalty_action(state, 0) == 11
+    assert bound.observation_fields(0)["endowment"] == 10
+    assert {hook.slot for hook in task.OPTIONAL_STATE_HOOKS} < set(binding.StateHooks._fields)
+
+
+def test_no_cache_is_keyed_by_an_objects_id() -> None:
+    """``id()`` of an object is reused once the object dies: the engine's caches are keyed by values, or carried."""
+    root = Path(__file__).resolve().parents[1]
+    paths = [*sorted((root / "deepeval_games" / "core").rglob("*.py")), root / "llm_bots" / "llm_bot.py"]
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in paths
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
+    ]
+    assert found == [], f"id() used: {found}"
+
+
 def test_playability_is_probed_not_read_from_flags() -> None:
     liars = load_game("liars_dice")
     assert not liars.get_type().provides_observation_string
-    assert task.playability(liars).observation == "information_state"
-    assert task.playability(load_game("kuhn_poker")).ok
+    assert binding.playability(liars).observation == "information_state"
+    assert binding.playability(load_game("kuhn_poker")).ok
 
 
 def _play(seed: int) -> list[int]:

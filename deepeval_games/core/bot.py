@@ -22,6 +22,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core import task
+from deepeval_games.core.binding import observation_text
 from deepeval_games.core.message_pool import InboxAt, Message
 
 __all__ = [
@@ -424,7 +425,7 @@ def observe(
         seat=seat,
         **game_facts(game),
         round=round,
-        text=task.observation_text(state, seat) if text is None else text,
+        text=observation_text(state, seat) if text is None else text,
         fields=task.observation_fields(state, seat) if fields is None else fields,
         legal_actions=legal,
         inbox=inbox,

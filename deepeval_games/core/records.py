@@ -58,7 +58,7 @@ from typing import Any, Literal
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from deepeval_games.core import task
+from deepeval_games.core.binding import state_hooks
 from deepeval_games.core.bot import CallAttempt, Outcome, Usage
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.registry.games import recorded_game
@@ -413,7 +413,7 @@ def replay_moves(
 
     The name of each row's action in ``game``, as the referee named it while the match played: the moves replayed
     from the game's initial state, each named in the state it was made in (a seat's by the game's own
-    ``action_to_string``, through :func:`~deepeval_games.core.task.state_hooks` as the referee calls it; a chance
+    ``action_to_string``, through :func:`~deepeval_games.core.binding.state_hooks` as the referee calls it; a chance
     outcome's as seat -1's), the rows of one simultaneous round all named before any is applied. The state is asked
     what the referee asks it before it names a move (the seats' legal moves, the chance outcomes), for a game that
     lists its moves when asked (a TextArena environment names a move from its list).
@@ -434,7 +434,7 @@ def replay_moves(
             f"load here: {exc}"
         ) from exc
     state = loaded.new_initial_state()
-    hooks = task.state_hooks(state, loaded)
+    hooks = state_hooks(state, loaded)
     name_of, legal_of = hooks.action_name, hooks.legal_actions
     names: list[str] = []
     at = 0

@@ -18,7 +18,7 @@ reads its observation fields alone is handed those, an LLM is awaited with its f
 differ only in how a move is recorded: in full, or as a row (:mod:`deepeval_games.core.transcript` derives the rest).
 
 No model or bot name ever reaches a seat: observations come from the game, and the referee's own messages name seats
-only by their anonymous ids. The game's hooks are read through the task contract (:func:`task.state_hooks`).
+only by their anonymous ids. The game's hooks are read through the task contract (:func:`binding.state_hooks`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 import pyspiel
 
 from deepeval_games.core import task
+from deepeval_games.core.binding import game_memo, state_hooks
 from deepeval_games.core.bot import (
     ActionNames,
     Decision,
@@ -75,7 +76,6 @@ class TranscriptNotDerivable(Exception):
 class _GameFacts:
     """What the referee reads of a game once, not per match (OpenSpiel's games are immutable)."""
 
-    game: pyspiel.Game
     name: str  # str(game): the game string of the record
     short_name: str
     params: Mapping[str, Any]  # shared by the observations of every match: read-only by contract
@@ -88,32 +88,26 @@ class _GameFacts:
     replays: bool  # its moves replay its transcript (task.replays_from_moves): a match may be stored as its moves
 
 
-_FACTS: dict[int, _GameFacts] = {}
-_FACTS_KEPT = 256
-
-
 def _facts(game: pyspiel.Game) -> _GameFacts:
-    """The facts of ``game``, made on its first match."""
-    facts = _FACTS.get(id(game))
-    if facts is not None and facts.game is game:
+    """The facts of ``game``, made on its first match and kept in its memo (:func:`binding.game_memo`)."""
+    memo = game_memo(game)
+    facts: _GameFacts | None = memo.get("referee")
+    if facts is not None:
         return facts
-    rules = task.rules_text(game)
+    rules, n, name = task.rules_text(game), game.num_players(), str(game)
     facts = _GameFacts(
-        game=game,
-        name=str(game),
+        name=name,
         short_name=game.get_type().short_name,
         params=dict(game.get_parameters()),
-        seat_rules=tuple(_rules_message(rules, seat) for seat in range(game.num_players())),
-        labels=tuple(seat_label(seat) for seat in range(game.num_players())),
+        seat_rules=tuple(_rules_message(rules, seat) for seat in range(n)),
+        labels=tuple(seat_label(seat) for seat in range(n)),
         roles=tuple(task.seat_roles(game)),
-        n=game.num_players(),
-        others=tuple(tuple(s for s in range(game.num_players()) if s != seat) for seat in range(game.num_players())),
+        n=n,
+        others=tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)),
         max_rounds=max(game.max_game_length(), 1) * 4 + 16,
-        replays=task.replays_from_moves(game) and not names_files(str(game)),  # replayed in a game that opens no file
+        replays=task.replays_from_moves(game) and not names_files(name),  # replayed in a game that opens no file
     )
-    if len(_FACTS) >= _FACTS_KEPT:
-        _FACTS.clear()
-    _FACTS[id(game)] = facts
+    memo["referee"] = facts
     return facts
 
 
@@ -257,7 +251,7 @@ class _Match:
         if len(bots) != self.facts.n:
             raise SpecError(f"{game} has {self.facts.n} seats, got {len(bots)} bots")
         self.state = game.new_initial_state()
-        self.hooks = task.state_hooks(self.state, game)
+        self.hooks = state_hooks(self.state, game)
         self.kinds = [_seat_kind(bot) for bot in bots]
         derivable = self.facts.replays and not self.hooks.may_judge and not any(k.awaits for k in self.kinds)
         self.rows: list[MoveRow] | None = [] if rows and derivable else None

@@ -1,10 +1,12 @@
 """The task contract: what a game may offer beyond OpenSpiel's API, and what happens without it.
 
 Every evaluation task is a ``pyspiel.Game``. A game may add the optional hooks below; the referee, the
-players and the conformance kit read them only through the functions of this module, never with a
-``getattr`` of their own, so each hook's default is written down once, here. Any OpenSpiel game with no
-hook at all can be played (its rules come from a registered rules card, its observations from its
-observation or information-state string, its moves by their ``action_to_string`` names).
+players and the conformance kit read them only through the functions of this module (the referee through
+:func:`deepeval_games.core.binding.state_hooks`, which binds the same hooks with the same defaults once a
+match), never with a ``getattr`` of their own, so each hook's default is written down once, here. Any
+OpenSpiel game with no hook at all can be played (its rules come from a registered rules card, its
+observations from its observation or information-state string, its moves by their ``action_to_string``
+names).
 
 :class:`TaskGame` (on the game):
 
@@ -65,9 +67,9 @@ hook                                        without it
 ``indistinguishable_variants(p, joint)``    the conformance kit checks no hidden-move variants
 ==========================================  =======================================================
 
-:func:`observation_text` decides which string a seat is shown by what the game really provides: some
-OpenSpiel games misreport their capability flags (``liars_dice`` has only an information-state string;
-``python_iterated_prisoners_dilemma`` reports none but has one), so :func:`playability` probes a playout.
+Which string a seat is shown (its observation string, else its information-state string) is decided by what
+the game really provides, not by its capability flags: :func:`deepeval_games.core.binding.playability`
+probes a playout.
 """
 
 from __future__ import annotations
@@ -77,15 +79,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, cast
 
-import numpy as np
 import pyspiel
 
 __all__ = [
     "ANY_GAME",
     "DEFAULT_MAX_REPLY_CHARS",
+    "OPTIONAL_STATE_HOOKS",
     "DataSource",
-    "Playability",
-    "StateHooks",
+    "OptionalStateHook",
     "Study",
     "TaskGame",
     "TaskState",
@@ -105,11 +106,8 @@ __all__ = [
     "match_metrics",
     "max_reply_chars",
     "observation_fields",
-    "observation_reader",
-    "observation_text",
     "parameter_bounds",
     "penalty_action",
-    "playability",
     "presets",
     "prompt_file",
     "register_data_source",
@@ -119,7 +117,6 @@ __all__ = [
     "rules_card",
     "rules_text",
     "seat_roles",
-    "state_hooks",
     "unlisted_moves",
 ]
 
@@ -411,170 +408,6 @@ def reply_limit(game: pyspiel.Game, role: str) -> int | None:
 
 # -- observations ---------------------------------------------------------------------------------------
 
-ObservationKind = Literal["observation", "information_state"]
-
-
-@dataclass(frozen=True)
-class Playability:
-    """Whether a seat played through text can play a game, found by probing a playout."""
-
-    observation: ObservationKind | None
-    """Which string shows a seat its view (None: neither works)."""
-    action_names: bool
-    """Every legal move met in the probe has a name of its own: non-empty, and distinct among the moves of its node."""
-    reason: str = ""
-    """What is missing, when the game cannot be played through text."""
-
-    @property
-    def ok(self) -> bool:
-        """True when a text player can play the game."""
-        return self.observation is not None and self.action_names
-
-
-_PROBE_STEPS = 64
-"""Moves of the probe playout (a long game is probed on its opening)."""
-_PROBE_MOVES = 256
-"""Legal moves per node whose names the probe reads."""
-
-
-def _string_or_none(fn: Any, player: int) -> str | None:
-    try:
-        return str(fn(player))
-    except Exception:  # a C++ SpielError, or whatever a Python game's observer raises: "not provided"
-        return None
-
-
-def _probe_playout(game: pyspiel.Game) -> tuple[list[pyspiel.State], list[tuple[pyspiel.State, int]]]:
-    """A seeded random playout: every state met (chance and terminal included), and each (state, seat) to move."""
-    rng = np.random.default_rng(0)
-    state = game.new_initial_state()
-    states: list[pyspiel.State] = []
-    decisions: list[tuple[pyspiel.State, int]] = []
-    for _ in range(_PROBE_STEPS):
-        states.append(state.clone())
-        if state.is_terminal():
-            break
-        if state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
-            state.apply_action(int(rng.choice(outcomes, p=np.asarray(probs) / np.sum(probs))))
-            continue
-        if state.is_simultaneous_node():
-            seats = [p for p in range(game.num_players()) if state.legal_actions(p)]
-            decisions.extend((states[-1], seat) for seat in seats)
-            joint = [
-                int(rng.choice(state.legal_actions(p))) if p in seats else pyspiel.INVALID_ACTION
-                for p in range(game.num_players())
-            ]
-            state.apply_actions(joint)
-        else:
-            decisions.append((states[-1], state.current_player()))
-            state.apply_action(int(rng.choice(state.legal_actions())))
-    else:
-        states.append(state.clone())
-    return states, decisions
-
-
-def _names_missing(decisions: Sequence[tuple[pyspiel.State, int]]) -> str | None:
-    """What is wrong with the move names met in the probe (None: every move has a name of its own)."""
-    for state, seat in decisions:
-        names: dict[str, int] = {}
-        for action in state.legal_actions(seat)[:_PROBE_MOVES]:
-            name = _action_name(state, seat, action)
-            if name is None or not name.strip():
-                return f"a name (action_to_string) for every legal move (move {action} has none)"
-            if name in names:
-                return f"a distinct name for every legal move (moves {names[name]} and {action} are both {name!r})"
-            names[name] = action
-    return None
-
-
-def _action_name(state: pyspiel.State, seat: int, action: int) -> str | None:
-    try:
-        return str(state.action_to_string(seat, action))
-    except Exception:
-        return None
-
-
-_STRINGS: dict[ObservationKind, str] = {
-    "observation": "observation_string",
-    "information_state": "information_state_string",
-}
-
-
-def _probe(game: pyspiel.Game) -> Playability:
-    try:
-        states, decisions = _probe_playout(game)
-    except Exception as exc:  # a game that breaks on a random playout would break in a match: say so up front
-        detail = f"{type(exc).__name__}: {exc}".strip()
-        return Playability(None, False, f"{game.get_type().short_name} fails a random playout ({detail[:300]})")
-    seats = range(game.num_players())
-    kind: ObservationKind | None = None
-    for candidate, method in _STRINGS.items():  # in order of preference; stop at the first that always works
-        if all(_string_or_none(getattr(state, method), seat) is not None for state in states for seat in seats):
-            kind = candidate
-            break
-    names_missing = _names_missing(decisions)
-    missing = []
-    if kind is None:
-        missing.append("neither an observation string nor an information-state string for every seat")
-    if names_missing:
-        missing.append(names_missing)
-    reason = f"{game.get_type().short_name} provides {' and '.join(missing)}" if missing else ""
-    return Playability(kind, names_missing is None, reason)
-
-
-_PROBED: dict[str, Playability] = {}
-
-
-def playability(game: pyspiel.Game) -> Playability:
-    """Probe a seeded random playout of ``game``: which string to show a seat, and whether moves have names.
-
-    The strings are tried for every seat at every state of the playout (chance and terminal states
-    included, since the referee delivers each seat its view after every move), the observation string
-    first; the capability flags of the game type are not trusted. The result is cached per game string.
-    """
-    seen = _PROBED_GAMES.get(id(game))
-    if seen is not None and seen[0] is game:  # this very game object, probed before: no game string made
-        return seen[1]
-    key = str(game)
-    if key not in _PROBED:
-        _PROBED[key] = _probe(game)
-    if len(_PROBED_GAMES) >= 256:
-        _PROBED_GAMES.clear()
-    _PROBED_GAMES[id(game)] = (game, _PROBED[key])
-    return _PROBED[key]
-
-
-_PROBED_GAMES: dict[int, tuple[pyspiel.Game, Playability]] = {}
-
-
-def observation_text(state: pyspiel.State, seat: int) -> str:
-    """What ``seat`` is shown of ``state``: its observation string, else its information-state string.
-
-    The probe (:func:`playability`) decides which; "" for a game that provides neither.
-    """
-    kind = playability(state.get_game()).observation
-    if kind is None:
-        return ""
-    return str(getattr(state, _STRINGS[kind])(seat))
-
-
-def observation_reader(state: pyspiel.State, game: pyspiel.Game | None = None) -> Callable[[int], str]:
-    """``seat -> observation_text(state, seat)`` for this state object (which string to read is probed once here,
-    not per call): the referee reads every seat's view of its one state, move after move, through it. ``game``:
-    the state's game, where the caller holds it."""
-    kind = playability(state.get_game() if game is None else game).observation
-    if kind is None:
-        return _no_text
-    method: Callable[[int], Any] = getattr(state, _STRINGS[kind])
-    if getattr(type(state), _STRINGS[kind], None) is getattr(pyspiel.State, _STRINGS[kind]):
-        return cast("Callable[[int], str]", method)  # OpenSpiel's own: its C++ returns a str already
-    return lambda seat: str(method(seat))
-
-
-def _no_text(seat: int) -> str:
-    return ""
-
 
 def observation_fields(state: pyspiel.State, seat: int) -> dict[str, Any]:
     """Structured values of ``seat``'s observation (``{}`` for a game without them)."""
@@ -679,122 +512,42 @@ def _no_metrics() -> Mapping[str, Any]:
     return {}
 
 
-_OPTIONAL_STATE_HOOKS: tuple[tuple[str, str, type | None, Callable[..., Any]], ...] = (
-    ("observation_fields", "observation_fields", None, _no_fields),
-    ("penalty", "penalty_action", int, _no_penalty),
-    ("free_text", "is_free_text_turn", bool, _never),
-    ("intern", "intern_utterance", int, _no_interning),
-    ("combined", "is_combined_turn", bool, _never),
-    ("judge_turn", "is_judge_turn", bool, _no_verdict),
-    ("match_metrics", "match_metrics", None, _no_metrics),
+class OptionalStateHook(NamedTuple):
+    """One optional hook of a state (:class:`TaskState`) and its default (the module docs')."""
+
+    slot: str
+    """Its field of :class:`deepeval_games.core.binding.StateHooks` (the name the engine calls it by)."""
+    method: str
+    """The name of the state's method."""
+    made: type | None
+    """The type its answer is made (None: read as it is; the callers that keep it copy it)."""
+    default: Callable[..., Any]
+    """What a state without the hook answers."""
+
+    def bound(self, hook: Callable[..., Any] | None) -> Callable[..., Any]:
+        """A state's bound ``hook`` as its callers call it: the default without it, else the hook, its answer made
+        :attr:`made`."""
+        if hook is None:
+            return self.default
+        made = self.made
+        return hook if made is None else lambda *args: made(hook(*args))
+
+
+OPTIONAL_STATE_HOOKS: tuple[OptionalStateHook, ...] = (
+    OptionalStateHook("observation_fields", "observation_fields", None, _no_fields),
+    OptionalStateHook("penalty", "penalty_action", int, _no_penalty),
+    OptionalStateHook("free_text", "is_free_text_turn", bool, _never),
+    OptionalStateHook("intern", "intern_utterance", int, _no_interning),
+    OptionalStateHook("combined", "is_combined_turn", bool, _never),
+    OptionalStateHook("judge_turn", "is_judge_turn", bool, _no_verdict),
+    OptionalStateHook("match_metrics", "match_metrics", None, _no_metrics),
 )
-"""Per optional state hook, in the order of :class:`StateHooks`: its field there, the hook's name, the type its
-answer is made (None: read as it is; the callers that keep it copy it), and its default (the module docs')."""
-_BY_FIELD = {field: (name, made, default) for field, name, made, default in _OPTIONAL_STATE_HOOKS}
-_DEFAULTS = tuple(default for *_, default in _OPTIONAL_STATE_HOOKS)
-"""The optional hooks of a state that offers none (an OpenSpiel game's): every default, made once."""
+"""The optional hooks of a state that the engine calls move after move, each with its default."""
+_BY_SLOT = {hook.slot: hook for hook in OPTIONAL_STATE_HOOKS}
 
 
-def _resolve(hook: Callable[..., Any] | None, made: type | None, default: Callable[..., Any]) -> Callable[..., Any]:
-    """A state's bound hook as its callers call it: ``default`` without it, else the hook, its answer made ``made``."""
-    if hook is None:
-        return default
-    return hook if made is None else lambda *args: made(hook(*args))
-
-
-def _optional(state: pyspiel.State, field: str) -> Callable[..., Any]:
-    """``state``'s optional hook of :class:`StateHooks` field ``field``, its default applied."""
-    name, made, default = _BY_FIELD[field]
-    hook = getattr(state, name, None)
-    return _resolve(hook if callable(hook) else None, made, default)
-
-
-# -- one state's hooks, bound once ----------------------------------------------------------------------
-
-
-class StateHooks(NamedTuple):
-    """The contract of one state object, each hook bound once: what the referee calls move after move.
-
-    Every hook is here with its default applied (as the module docs give it): a hook the game does not offer is
-    a shared function that returns the default, so a caller asks and never tests for the hook. OpenSpiel's own
-    methods are always present. A Python game's ``_legal_actions`` and ``_action_to_string`` are bound directly:
-    OpenSpiel's public methods reach the same Python methods through C++ and back, after node checks that the
-    referee has made already (it asks only the seats to move).
-    """
-
-    legal_actions: Callable[[int], tuple[int, ...]]
-    """``seat -> legal actions`` of a seat to move, a tuple of ints."""
-    action_name: Callable[[int, int], str]
-    """``(seat, action) -> name`` in the state as it is."""
-    observation_text: Callable[[int], str]
-    """``seat -> what the seat is shown`` (:func:`observation_text`)."""
-    observation_fields: Callable[[int], Mapping[str, Any]]
-    """``seat -> structured values`` of its observation, read only (``{}`` without the hook)."""
-    penalty: Callable[[int], int | None]
-    """``seat -> the task's penalty move`` (None: the referee draws a seeded random legal move)."""
-    free_text: Callable[[int], bool]
-    """``seat -> whether its move is an utterance`` (False: one of ``legal_actions``)."""
-    intern: Callable[[int, str], int | None]
-    """``(seat, text) -> the utterance's action`` (None: the game takes no free text; the answer is refused)."""
-    combined: Callable[[int], bool]
-    """``seat -> whether its reply carries a message to every seat and its move`` (False: separate turns)."""
-    judge_turn: Callable[[], bool]
-    """Whether the state is at a verdict node (False: chance nodes are sampled from the match seed)."""
-    match_metrics: Callable[[], Mapping[str, Any]]
-    """A finished match's task metrics, read only (``{}`` without the hook)."""
-    may_combine: bool
-    """False when no turn of the game is combined (``combined`` is always False: a caller may skip asking)."""
-    may_judge: bool
-    """False when the game has no verdict node (``judge_turn`` is always False: a caller may skip asking)."""
-
-
-def _int_tuple(legal: Callable[[int], Sequence[int]]) -> Callable[[int], tuple[int, ...]]:
-    """``legal`` as a tuple of plain ints: OpenSpiel gives lists, and a Python game's own ``_legal_actions`` may
-    hold ``IntEnum`` members (the iterated prisoner's dilemma), which OpenSpiel's ``legal_actions`` makes ints."""
-
-    def legal_actions(seat: int) -> tuple[int, ...]:
-        actions = tuple(legal(seat))
-        if actions and (type(actions[0]) is not int or type(actions[-1]) is not int):
-            return tuple(map(int, actions))
-        return actions
-
-    return legal_actions
-
-
-_STATE_CLASSES: dict[type, tuple[bool, bool, tuple[tuple[int, str, type | None], ...], bool, bool]] = {}
-
-
-def _state_class(cls: type) -> tuple[bool, bool, tuple[tuple[int, str, type | None], ...], bool, bool]:
-    """What a state class offers: its own ``_legal_actions``, its own ``_action_to_string``, the optional hooks (their
-    place among them, name and the type their answer is made), whether a turn may be combined, whether judged."""
-    known = _STATE_CLASSES.get(cls)
-    if known is None:
-        offered = tuple(
-            (at, name, made)
-            for at, (_, name, made, _) in enumerate(_OPTIONAL_STATE_HOOKS)
-            if callable(getattr(cls, name, None))
-        )
-        names = {name for _, name, _ in offered}
-        python = (callable(getattr(cls, "_legal_actions", None)), callable(getattr(cls, "_action_to_string", None)))
-        known = _STATE_CLASSES[cls] = (*python, offered, "is_combined_turn" in names, "is_judge_turn" in names)
-    return known
-
-
-def state_hooks(state: pyspiel.State, game: pyspiel.Game | None = None) -> StateHooks:
-    """The hooks of ``state`` (one object: the hooks are bound to it), each with its default applied; ``game``: its
-    game, where the caller holds it. Which hooks a state offers is read from its class, once a class."""
-    python_legal, python_names, offered, may_combine, may_judge = _state_class(type(state))
-    legal_actions = _int_tuple(state._legal_actions if python_legal else state.legal_actions)
-    action_name = state._action_to_string if python_names else state.action_to_string
-    optional: Sequence[Any] = _DEFAULTS  # an OpenSpiel game offers none: the shared defaults
-    if offered:
-        optional = list(_DEFAULTS)
-        for at, name, made in offered:
-            optional[at] = _resolve(getattr(state, name), made, _DEFAULTS[at])
-    # by position (made once a match): the optional hooks after the three OpenSpiel ones, in their order
-    reader = observation_reader(state, game)
-    return StateHooks._make((legal_actions, action_name, reader, *optional, may_combine, may_judge))
-
-
-if StateHooks._fields[3:-2] != tuple(field for field, *_ in _OPTIONAL_STATE_HOOKS):  # state_hooks fills by position
-    raise TypeError("StateHooks must list the optional hooks after the first three, in _OPTIONAL_STATE_HOOKS's order")
+def _optional(state: pyspiel.State, slot: str) -> Callable[..., Any]:
+    """``state``'s optional hook ``slot`` (an :attr:`OptionalStateHook.slot`), its default applied."""
+    hook = _BY_SLOT[slot]
+    method = getattr(state, hook.method, None)
+    return hook.bound(method if callable(method) else None)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import pyspiel
 
 from deepeval_games.core import task
+from deepeval_games.core.binding import playability
 from deepeval_games.core.bot import Observation
 from deepeval_games.core.errors import SpecError
 from deepeval_games.core.message_pool import seat_label
@@ -313,7 +314,7 @@ def adapter_for(game: pyspiel.Game | str) -> TaskAdapter:
     if cls is not None:
         return cls(None if isinstance(game, str) else game)
     if not isinstance(game, str):
-        playable = task.playability(game)
+        playable = playability(game)
         if not playable.ok:
             raise SpecError(f"an LLM cannot play {game}: {playable.reason}")
         return GenericAdapter(game)

@@ -459,7 +459,7 @@ def family_listing(prefix: str | None = None, *, progress: Callable[[str], None]
     environments), a header, then one line per environment it finds: who can play it (an LLM seat, probed by a
     playout; the classical bots), or why nothing can. ``prefix``: that family alone (``"textarena:"``);
     ``progress``: called with each environment's name before it is probed."""
-    from deepeval_games.core import task
+    from deepeval_games.core.binding import playability
     from deepeval_games.core.registry.games import game_families, load_game
 
     lines = []
@@ -475,7 +475,7 @@ def family_listing(prefix: str | None = None, *, progress: Callable[[str], None]
                 try:
                     with _quiet_stderr():
                         game = load_game(name)
-                        playable = task.playability(game)
+                        playable = playability(game)
                         support = classical_support(game)
                 except Exception as exc:  # an environment that fails only when played
                     refusal = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -509,12 +509,12 @@ def _family_notes(game: pyspiel.Game) -> str:
 
 def openspiel_listing(*, progress: Callable[[str], None] | None = None) -> list[str]:
     """Two lines per OpenSpiel game (not the ``deepeval_`` tasks): its parameters, whether an LLM seat can play it
-    (probed by a playout, :func:`deepeval_games.core.task.playability`), and which classical bots play it.
+    (probed by a playout, :func:`deepeval_games.core.binding.playability`), and which classical bots play it.
     ``progress``: called with each game's name before it is probed.
 
     ``exact`` is judged by the game's type only here; whether a game is small enough is found when a spec names it.
     """
-    from deepeval_games.core import task
+    from deepeval_games.core.binding import playability
 
     lines = []
     for game_type in sorted(pyspiel.registered_games(), key=lambda t: t.short_name):
@@ -530,7 +530,7 @@ def openspiel_listing(*, progress: Callable[[str], None] | None = None) -> list[
         try:
             with _quiet_stderr():  # OpenSpiel's C++ prints each refusal before it raises
                 game = pyspiel.load_game(name)
-                playable = task.playability(game)
+                playable = playability(game)
                 support = classical_support(game)
         except Exception as exc:  # a game that needs a parameter (efg_game's filename) or cannot load alone
             detail = str(exc).split("OpenSpiel exception:")[-1].strip().splitlines()[0][:120] if str(exc) else ""
