@@ -305,7 +305,7 @@ def test_games_all_lists_openspiel_games_with_llm_and_classical_support(capsys: 
     # games only: every entry is a game's line and its parameters' line, nothing else (no bot list, no footnote)
     known = {game_type.short_name for game_type in pyspiel.registered_games()}
     body = [line for line in lines if line and not line.startswith("OpenSpiel's games")]
-    families = [i for i, line in enumerate(body) if "pettingzoo:" in line or "textarena:" in line]
+    families = [i for i, line in enumerate(body) if any(f in line for f in ("pettingzoo:", "textarena:", "clem:"))]
     body = body[: families[0]] if families else body  # the adapted environments follow, each with its verdict
     assert body[-1].startswith("    ") and len(body) % 2 == 0
     for name_line, params_line in zip(body[::2], body[1::2], strict=True):
