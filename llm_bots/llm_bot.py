@@ -46,7 +46,7 @@ from llm_bots.parsing import looks_like_refusal, strip_reasoning
 from llm_bots.transport.call import complete
 from llm_bots.transport.call_cache import CallCache, call_key
 from llm_bots.transport.errors import Outcome as CallOutcome
-from llm_bots.transport.limits import Limiter, LocalLimiter
+from llm_bots.transport.limits import PROCESS_LIMITER, Limiter
 from llm_bots.transport.results import Budget, Completion
 from llm_bots.turns import safe_parse, turn_message
 
@@ -93,9 +93,10 @@ class ModelRuntime:
 
     cache: CallCache | None = None
     budget: Budget | None = None
-    limiter: Limiter = field(default_factory=LocalLimiter, repr=False)
+    limiter: Limiter = field(default_factory=lambda: PROCESS_LIMITER, repr=False)
     """The per-model limits every call of the run goes through (:mod:`llm_bots.transport.limits`): this process's
-    own, or a worker's proxy of the one its driver hosts."""
+    (:data:`~llm_bots.transport.limits.PROCESS_LIMITER`, shared with every other run and call of the process), or a
+    worker's proxy of the one its driver hosts."""
     calls: int = 0
     """Model calls actually sent (cache misses)."""
     sent: dict[str, int] = field(default_factory=dict)

@@ -65,7 +65,7 @@ from llm_bots import model_info
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
 from llm_bots.transport.errors import ErrorKind, FatalModelError, InfraError, ModelMismatchError, Outcome
-from llm_bots.transport.limits import Limiter, LocalLimiter
+from llm_bots.transport.limits import PROCESS_LIMITER, Limiter, LocalLimiter
 from llm_bots.transport.plan import CallPlan, call_plan, learn_unpriced, plan_kwargs
 from llm_bots.transport.responses import MalformedResponse, parse_response
 from llm_bots.transport.results import Budget, Completion
@@ -172,8 +172,8 @@ async def complete(
         messages: OpenAI-style chat messages (`{"role": ..., "content": ...}`).
         response_format: passed to litellm, e.g. a JSON-schema `response_format` (see `supports_json_schema`).
         budget: a shared spending limit; checked before the call, charged after it.
-        limiter: the run's per-model limits, shared by every call of its models (``ModelRuntime.limiter``); None: a
-            limiter of this call's own (its attempts are limited, no other call is).
+        limiter: the run's per-model limits, shared by every call of its models (``ModelRuntime.limiter``); None: the
+            process's (:data:`~llm_bots.transport.limits.PROCESS_LIMITER`), shared by every call given none.
         mock_response: litellm's mock (a string, or an exception to raise): no network at all. For tests.
 
     Returns:
@@ -192,7 +192,7 @@ async def complete(
         return overflow
     # a remote model's key is read without a coroutine (a local one waits for its server)
     call_config, api_key = await _route(config, estimate_tokens(messages)) if config.is_local else _api_key(config)
-    limiter = limiter if limiter is not None else LocalLimiter()
+    limiter = limiter if limiter is not None else PROCESS_LIMITER
     call = _prepare(config, call_config, api_key, messages, response_format, mock_response, budget, limiter)
     started = time.monotonic()
     attempts = 0

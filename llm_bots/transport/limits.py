@@ -60,6 +60,7 @@ from typing import Any, Protocol, runtime_checkable
 from llm_bots.model_config import ModelConfig
 
 __all__ = [
+    "PROCESS_LIMITER",
     "RATE_WINDOW_S",
     "Grant",
     "Limiter",
@@ -436,6 +437,13 @@ class LocalLimiter:
                 "paused_s": max(0.0, state.paused_until - time.monotonic()),
                 "tokens_in_window": state.token_sum + state.flight_tokens,
             }
+
+
+PROCESS_LIMITER: Limiter = LocalLimiter()
+"""The limiter of this process's calls that are given none: a run's :class:`~llm_bots.llm_bot.ModelRuntime` in this
+process (unless it is handed another) and a direct :func:`~llm_bots.transport.call.complete` call. Sharing it keeps
+one model's limits (a local server's one slot, a provider's ``rpm``) across every run and call of the process; a
+worker process's runtime carries its driver's proxy instead. It is never replaced: there is no setter."""
 
 
 def _set_if_pending(waiter: asyncio.Future[None]) -> None:

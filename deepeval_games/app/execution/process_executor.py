@@ -417,8 +417,6 @@ class ProcessExecutor:
         self._broken: BaseException | None = None
         self._finished_counters: list[dict[str, Any]] = []
         self._releasing: set[asyncio.Future[None]] = set()
-        self._own_limiter: Any = None
-        """The driver's limiter when it has no model runtime (made on the first ``acquire``)."""
 
     async def __aenter__(self) -> ProcessExecutor:
         if not self.lazy:
@@ -595,11 +593,9 @@ class ProcessExecutor:
         """The limiter the workers' calls go through: the driver's model runtime's, so its own calls share it."""
         if self.runtime is not None:
             return self.runtime.limiter
-        if self._own_limiter is None:
-            from llm_bots.transport.limits import LocalLimiter
+        from llm_bots.transport.limits import PROCESS_LIMITER
 
-            self._own_limiter = LocalLimiter()
-        return self._own_limiter
+        return PROCESS_LIMITER
 
     def _release(
         self, grant: Any, used_tokens: int | None = None, rate_limited: bool = False, retry_after_s: float | None = None
