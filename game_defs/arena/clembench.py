@@ -40,7 +40,7 @@ import pyspiel
 from deepeval_games.core.registry.games import GameFamily, register_game_family
 from deepeval_games.core.task import register_data_source
 from game_defs.arena import clem_env
-from game_defs.arena.common import ReplayedEnv, SeatObserver, game_type, seat_observer
+from game_defs.arena.common import ReplayedEnv, SeatObserver, TextPool, game_type, seat_observer
 from game_defs.data_files import file_sources
 
 __all__ = ["DATA_TASK", "PREFIX", "ClemGame", "ClemState", "listing", "payoff", "register"]
@@ -122,7 +122,7 @@ class ClemGame(pyspiel.Game):
         return f"clembench's {self.clem_name} takes free-text replies, which a random player cannot write"
 
 
-class ClemState(pyspiel.State):
+class ClemState(TextPool, pyspiel.State):
     """A match: the instance chosen, the replies (utterance ids), the pool, the live episode (rebuilt by replay)."""
 
     def __init__(self, game: ClemGame) -> None:
@@ -210,20 +210,6 @@ class ClemState(pyspiel.State):
         return f"instance {self._row}; replies {[self._pool[a] for a in self._moves]}"
 
     # -- DeepEval protocol ---------------------------------------------------------------------------
-
-    def is_free_text_turn(self, player: int) -> bool:
-        """Every move is free text (the clemgame parses it)."""
-        return self.current_player() == player and player >= 0
-
-    def intern_utterance(self, player: int, text: str) -> int:
-        """Store ``text`` in the pool and return its id (blank text is id 0; a known text keeps its id)."""
-        text = text if text and text.strip() else ""
-        if text in self._pool:
-            return self._pool.index(text)
-        if len(self._pool) >= self._capacity:
-            raise ValueError(f"the utterance pool is full ({self._capacity} texts)")
-        self._pool.append(text)
-        return len(self._pool) - 1
 
     def penalty_action(self, player: int) -> int:
         """The empty reply (the clemgame treats it as a reply it cannot parse)."""

@@ -1,4 +1,5 @@
-"""What the TextArena and PettingZoo adapters share: a live environment that copies rebuild by replay.
+"""What the TextArena, PettingZoo and clembench adapters share: a live environment that copies rebuild by replay,
+and a pool of the seats' free-text replies.
 
 Neither library's environments form a history tree, so an adapted state keeps what made it (the seed drawn at its
 chance node and the moves played since) and a live environment built from them. OpenSpiel copies a Python state by
@@ -11,7 +12,7 @@ that does not replay to the same place is refused when its game is registered (:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pyspiel
 
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_SEEDS",
     "ReplayedEnv",
     "SeatObserver",
+    "TextPool",
     "game_type",
     "replays_alike",
     "seat_observer",
@@ -67,6 +69,33 @@ def replays_alike(trace: Callable[[int], Sequence[Any]], seeds: Sequence[int] = 
             where = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), len(first))
             return f"it is not deterministic: the same seed ({seed}) gave two different plays (from step {where})"
     return None
+
+
+class TextPool:
+    """The free-text moves of an adapted state whose every move is a reply (a mixin before ``pyspiel.State``): a
+    reply is interned in the state's pool (``self._pool``, at most ``self._capacity`` texts, the game's distinct
+    actions) and the move is its index, as the referee's free-text protocol asks."""
+
+    _pool: list[str]
+    _capacity: int
+
+    if TYPE_CHECKING:  # the adapted state's own
+
+        def current_player(self) -> int: ...
+
+    def is_free_text_turn(self, player: int) -> bool:
+        """Every move is free text (the environment reads the move in it)."""
+        return self.current_player() == player and player >= 0
+
+    def intern_utterance(self, player: int, text: str) -> int:
+        """Store ``text`` in the pool and return its id (blank text is id 0; a known text keeps its id)."""
+        text = text if text and text.strip() else ""
+        if text in self._pool:
+            return self._pool.index(text)
+        if len(self._pool) >= self._capacity:
+            raise ValueError(f"the utterance pool is full ({self._capacity} texts)")
+        self._pool.append(text)
+        return len(self._pool) - 1
 
 
 def game_type(

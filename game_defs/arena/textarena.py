@@ -60,6 +60,7 @@ from game_defs.arena.common import (
     DEFAULT_SEEDS,
     ReplayedEnv,
     SeatObserver,
+    TextPool,
     game_type,
     seat_observer,
     seed_count,
@@ -156,7 +157,7 @@ class TextArenaGame(pyspiel.Game):
         return f"{self.env_id} does not name its legal moves: a move is free text, which a random player cannot write"
 
 
-class TextArenaState(pyspiel.State):
+class TextArenaState(TextPool, pyspiel.State):
     """A match: the seed chosen, the moves (utterance ids), the verdicts, the pool, the live environment (rebuilt
     by replay)."""
 
@@ -298,20 +299,6 @@ class TextArenaState(pyspiel.State):
         return f"seed {self._seed}; moves {[self._pool[a] for a in self._moves]}{verdicts}"
 
     # -- DeepEval protocol ---------------------------------------------------------------------------
-
-    def is_free_text_turn(self, player: int) -> bool:
-        """Every move is free text (TextArena reads the bracketed action in it)."""
-        return self.current_player() == player and player >= 0
-
-    def intern_utterance(self, player: int, text: str) -> int:
-        """Store ``text`` in the pool and return its id (blank text is id 0; a known text keeps its id)."""
-        text = text if text and text.strip() else ""
-        if text in self._pool:
-            return self._pool.index(text)
-        if len(self._pool) >= self._capacity:
-            raise ValueError(f"the utterance pool is full ({self._capacity} texts)")
-        self._pool.append(text)
-        return len(self._pool) - 1
 
     def penalty_action(self, player: int) -> int:
         """The empty utterance (TextArena treats it as an invalid move)."""
