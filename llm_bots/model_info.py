@@ -17,16 +17,19 @@ and time of its files): a later run, for instance a rerun served entirely from t
 there and never imports litellm. Installing another litellm starts a new table. A file that cannot be read or
 written is ignored (the facts are then computed in each process). Which API keys a model lacks
 (:func:`missing_api_keys`) is read from the environment each time it is asked, since the environment may change; a
-prompt's size in tokens (:func:`token_count`) is counted by litellm's tokenizers.
+prompt's size in tokens (:func:`token_count`) is counted by litellm's tokenizers. Whether the model a reply names
+is the configured one (:func:`model_id_matches`) is read from the two strings alone, up to prefixes, tags and dates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -50,6 +53,7 @@ __all__ = [
     "litellm",
     "local_name",
     "missing_api_keys",
+    "model_id_matches",
     "needs_price",
     "price",
     "provider",
@@ -368,3 +372,53 @@ def closest_priced(model: str, n: int = 3) -> list[str]:
 
 _CHAT_MODES = ("chat", "completion", "responses")
 """The price-table modes of models that answer prompts (not embeddings, images or speech)."""
+
+
+# -- whether a reply names the configured model ---------------------------------------------------------------
+
+_DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4})$")
+
+
+def _split_model_id(model_id: str) -> tuple[str, str | None]:
+    """Lower-case, drop provider prefixes (`openai/`, `ollama/`...), split off an Ollama-style `:tag`."""
+    name = model_id.strip().lower().rsplit("/", 1)[-1]
+    if ":" in name:
+        name, tag = name.split(":", 1)
+        return name, (tag or None)
+    return name, None
+
+
+def _undated(name: str) -> str:
+    name = name.removesuffix("-latest")
+    return _DATE_SUFFIX.sub("", name)
+
+
+def model_id_matches(configured: str, reported: str, accept: Sequence[str] = ()) -> bool:
+    """True if `reported` is the configured model or one of `accept`, up to prefixes, tags and dates (see
+    :func:`_model_id_matches`); remembered per (configured, reported, accept), as every reply asks again."""
+    return _model_id_matches(configured, reported, tuple(accept))
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_id_matches(configured: str, reported: str, accept: tuple[str, ...] = ()) -> bool:
+    """True if `reported` is the configured model or one of `accept`, up to prefixes, tags and dates.
+
+    Tolerated: provider prefixes (`openai/foo` vs `foo`), an Ollama `:latest` tag or a tag on one side only,
+    case, and a dated/numbered version of an undated configured id (`gpt-4o` vs `gpt-4o-2024-08-06`,
+    `claude-3-5-sonnet-latest` vs `claude-3-5-sonnet-20241022`). Not tolerated: another model (`gpt-4o` vs
+    `gpt-4o-mini`), another explicit tag (`llama3:70b` vs `llama3:8b`), another date when the config pins one.
+    An empty reported id cannot be checked and matches.
+    """
+    if not reported or not reported.strip():
+        return True
+    rep_name, rep_tag = _split_model_id(reported)
+    for candidate in (configured, *accept):
+        cfg_name, cfg_tag = _split_model_id(candidate)
+        if cfg_tag and rep_tag and cfg_tag != rep_tag and "latest" not in (cfg_tag, rep_tag):
+            continue
+        if rep_name == cfg_name:
+            return True
+        configured_is_undated = _undated(cfg_name) == cfg_name.removesuffix("-latest")
+        if configured_is_undated and _undated(rep_name) == _undated(cfg_name):
+            return True
+    return False

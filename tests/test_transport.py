@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_bots.model_config import ModelConfig, ModelConfigError
-from llm_bots.model_info import supports_json_schema
+from llm_bots.model_info import model_id_matches, supports_json_schema
 from llm_bots.transport.call import complete
 from llm_bots.transport.errors import (
     BudgetExceeded,
@@ -27,7 +27,6 @@ from llm_bots.transport.errors import (
     ModelMismatchError,
     Outcome,
 )
-from llm_bots.transport.model_ids import model_id_matches
 from llm_bots.transport.results import Budget
 from llm_bots.transport.retries import classify_error
 from tests.fake_openai_server import TRANSPORT_KEY_ENV, Behaviour, FakeOpenAIServer, transport_config

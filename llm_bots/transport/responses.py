@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from deepeval_games.core.bot import CallAttempt
 from llm_bots.model_config import ModelConfig
 from llm_bots.model_info import litellm as _litellm
+from llm_bots.model_info import model_id_matches
 from llm_bots.transport.errors import ModelMismatchError, Outcome
-from llm_bots.transport.model_ids import model_id_matches
 from llm_bots.transport.results import Completion
 from llm_bots.transport.unencodable import valid_reply
 
