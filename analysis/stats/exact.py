@@ -75,13 +75,13 @@ NUISANCE_POINTS = 24
 def binomial_intervals(successes: np.ndarray, trials: np.ndarray | int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """The Clopper–Pearson interval of ``successes / trials`` (arrays of equal shape; ``[0, 1]`` where there are no
     trials): the beta quantiles behind scipy's exact ``binomtest`` interval."""
-    from scipy.stats import beta
+    from scipy.special import betaincinv  # beta.ppf itself (the same function), without importing scipy.stats
 
     k = np.asarray(successes, dtype=float)
     n = np.broadcast_to(np.asarray(trials, dtype=float), k.shape)
     with np.errstate(invalid="ignore"):
-        low = np.where(k > 0, beta.ppf(alpha / 2, k, n - k + 1), 0.0)
-        high = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+        low = np.where(k > 0, betaincinv(k, n - k + 1, alpha / 2), 0.0)
+        high = np.where(k < n, betaincinv(k + 1, n - k, 1 - alpha / 2), 1.0)
     return np.nan_to_num(low, nan=0.0), np.nan_to_num(high, nan=1.0)
 
 

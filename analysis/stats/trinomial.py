@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -181,9 +182,7 @@ def p_values(
         edge = (m <= 0.0 and observed <= 0.0) or (m >= 1.0 and observed >= 1.0)  # the only sample a pure mean gives
         return (1.0, 1.0) if edge else (gamma, gamma)
     pc = np.linspace(low, high, SHARES)
-    from scipy.stats import binom
-
-    likely = binom.ppf(NEGLIGIBLE, n, low), binom.isf(NEGLIGIBLE, n, high)  # the counts of draws summed one by one
+    likely = _quantile(NEGLIGIBLE, n, low), _upper_quantile(NEGLIGIBLE, n, high)  # the counts of draws summed singly
     every = np.arange(max(int(likely[0]) - 1, 0), min(int(likely[1]) + 1, n) + 1, dtype=float)
     observed = float(_root(np.array([float(n - kc - k1)]), np.array([float(kc)]), np.array([float(k1)]), middle, m)[0])
     slack = TIES * (1.0 + abs(observed))
@@ -203,22 +202,64 @@ def p_values(
     return result[0], result[1]
 
 
+@functools.cache
+def _boost() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+    """The binomial pmf, cdf and sf that ``scipy.stats.binom`` computes with (Boost's, as ufuncs of
+    ``scipy.special``), without importing ``scipy.stats`` (half a second, most of a cached rerun's summary); the
+    distribution itself where a SciPy keeps them elsewhere."""
+    try:
+        from scipy.special._ufuncs import _binom_cdf, _binom_pmf, _binom_sf
+
+        return _binom_pmf, _binom_cdf, _binom_sf
+    except ImportError:  # pragma: no cover - another SciPy
+        from scipy.stats import binom
+
+        return binom.pmf, binom.cdf, binom.sf
+
+
+def _pmf(k: Any, n: Any, p: Any) -> np.ndarray:
+    """``binom.pmf`` at whole counts ``k`` (0 outside ``0..n``)."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    inside = (k >= 0) & (k <= n)
+    return np.where(inside, _boost()[0](np.clip(k, 0, n), n, p), 0.0)
+
+
+def _cdf(k: Any, n: Any, p: Any) -> np.ndarray:
+    """``binom.cdf``: ``P(X <= k)`` (0 below 0, 1 from ``n`` on)."""
+    k, n = np.floor(np.asarray(k, dtype=float)), np.asarray(n, dtype=float)
+    return np.where(k < 0, 0.0, np.where(k >= n, 1.0, _boost()[1](np.clip(k, 0, n), n, p)))
+
+
+def _sf(k: Any, n: Any, p: Any) -> np.ndarray:
+    """``binom.sf``: ``P(X > k)`` (1 below 0, 0 from ``n`` on)."""
+    k, n = np.floor(np.asarray(k, dtype=float)), np.asarray(n, dtype=float)
+    return np.where(k < 0, 1.0, np.where(k >= n, 0.0, _boost()[2](np.clip(k, 0, n), n, p)))
+
+
+def _quantile(q: float, n: int, p: float) -> int:
+    """``binom.ppf``: the fewest ``k`` with ``P(X <= k) >= q``."""
+    return int(np.argmax(_cdf(np.arange(n + 1), n, p) >= q)) if q > 0 else 0
+
+
+def _upper_quantile(q: float, n: int, p: float) -> int:
+    """``binom.isf``: the fewest ``k`` with ``P(X > k) <= q``."""
+    return int(np.argmax(_sf(np.arange(n + 1), n, p) <= q))
+
+
 def _tail(
     n: int, middle: float, m: float, pc: np.ndarray, draws: np.ndarray, wins: np.ndarray, upper: bool
 ) -> np.ndarray:
     """The probability of ``T >= t_obs`` (``upper``; ``wins``: where it begins, by count of ``draws``) or of
     ``T <= t_obs`` (``wins``: one past where it ends) under each draw share of ``pc`` (mean ``m``); the mass of the
     counts of draws outside ``draws`` (consecutive) joins the tail whole."""
-    from scipy.stats import binom
-
     shares = pc[:, None]
     p1 = np.clip(m - middle * shares, 0.0, 1.0)
     rest = 1.0 - shares
     ratio = np.clip(np.divide(p1, rest, out=np.zeros_like(p1), where=rest > 0), 0.0, 1.0)  # P(win | not a draw)
-    weight = binom.pmf(draws[None, :], n, shares)  # shares x draws
-    dropped = binom.cdf(draws[0] - 1, n, pc) + binom.sf(draws[-1], n, pc)
+    weight = _pmf(draws[None, :], n, shares)  # shares x draws
+    dropped = _cdf(draws[0] - 1, n, pc) + _sf(draws[-1], n, pc)
     others = n - draws[None, :]
-    inside = binom.sf(wins[None, :] - 1, others, ratio) if upper else binom.cdf(wins[None, :] - 1, others, ratio)
+    inside = _sf(wins[None, :] - 1, others, ratio) if upper else _cdf(wins[None, :] - 1, others, ratio)
     return np.asarray((weight * inside).sum(axis=1) + dropped)
 
 
