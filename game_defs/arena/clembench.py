@@ -40,7 +40,7 @@ import pyspiel
 from deepeval_games.core.registry.games import GameFamily, register_game_family
 from deepeval_games.core.task import register_data_source
 from game_defs.arena import clem_env
-from game_defs.arena.common import ReplayedEnv, SeatObserver, TextPool, game_type, seat_observer
+from game_defs.arena.common import ReplayedEnv, SeatObserver, TextPool, game_type, listing_rows, seat_observer
 from game_defs.data_files import file_sources
 
 __all__ = ["DATA_TASK", "PREFIX", "ClemGame", "ClemState", "listing", "payoff", "register"]
@@ -293,18 +293,7 @@ def listing() -> list[tuple[str, str | None]]:
         return [(f"{PREFIX}*", str(exc))]
     except ImportError:
         return [(f"{PREFIX}*", f"clemcore is not installed ({clem_env.EXTRA_HINT})")]
-    rows: list[tuple[str, str | None]] = []
-    registered = {t.short_name for t in pyspiel.registered_games()}
-    for game in names:
-        name = f"{PREFIX}{game}"
-        refusal = None
-        if name not in registered:
-            try:
-                register(name)
-            except ValueError as exc:
-                refusal = str(exc).split(": ", 1)[-1]
-        rows.append((name, refusal))
-    return rows
+    return listing_rows(PREFIX, names, register)
 
 
 def listing_key() -> str:

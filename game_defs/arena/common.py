@@ -11,7 +11,7 @@ that does not replay to the same place is refused when its game is registered (:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pyspiel
@@ -24,6 +24,7 @@ __all__ = [
     "SeatObserver",
     "TextPool",
     "game_type",
+    "listing_rows",
     "replays_alike",
     "seat_observer",
     "seed_count",
@@ -96,6 +97,23 @@ class TextPool:
             raise ValueError(f"the utterance pool is full ({self._capacity} texts)")
         self._pool.append(text)
         return len(self._pool) - 1
+
+
+def listing_rows(prefix: str, names: Iterable[str], register: Callable[[str], object]) -> list[tuple[str, str | None]]:
+    """A family's rows of ``games --all``: each of ``names`` under ``prefix``, registered (``register``, which raises
+    ``ValueError`` naming why a game cannot be adapted) unless it is already, with its refusal (None: playable)."""
+    rows: list[tuple[str, str | None]] = []
+    registered = {t.short_name for t in pyspiel.registered_games()}
+    for game in names:
+        name = f"{prefix}{game}"
+        refusal = None
+        if name not in registered:
+            try:
+                register(name)
+            except ValueError as exc:
+                refusal = str(exc).split(": ", 1)[-1]
+        rows.append((name, refusal))
+    return rows
 
 
 def game_type(

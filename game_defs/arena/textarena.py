@@ -62,6 +62,7 @@ from game_defs.arena.common import (
     SeatObserver,
     TextPool,
     game_type,
+    listing_rows,
     seat_observer,
     seed_count,
     seed_outcomes,
@@ -390,18 +391,7 @@ def listing() -> list[tuple[str, str | None]]:
         ids = environment_ids()
     except ImportError:
         return [(f"{PREFIX}*", "TextArena is not installed (pip install 'deepeval-games[arena]')")]
-    rows: list[tuple[str, str | None]] = []
-    registered = {t.short_name for t in pyspiel.registered_games()}
-    for env_id in ids:
-        name = f"{PREFIX}{env_id}"
-        refusal = None
-        if name not in registered:
-            try:
-                register(name)
-            except ValueError as exc:
-                refusal = str(exc).split(": ", 1)[-1]
-        rows.append((name, refusal))
-    return rows
+    return listing_rows(PREFIX, ids, register)
 
 
 register_game_family(
