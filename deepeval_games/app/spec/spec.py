@@ -23,10 +23,18 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from deepeval_games.app.spec.errors import spec_error
 from deepeval_games.app.spec.experiment import RUN_ONLY_KEYS, ExperimentTable, SweepRange
@@ -63,7 +71,7 @@ class ExperimentSpec(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _keep_source(cls, data: Any, handler: Callable[[Any], ExperimentSpec]) -> ExperimentSpec:
+    def _keep_source(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
         if isinstance(data, Mapping):
             problem = _size_problem(data) or _document_problem(data)  # before anything recurses into the document
             if problem:
