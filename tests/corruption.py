@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CORRUPTIONS", "copy_run", "records_of"]
+__all__ = ["CORRUPTIONS", "copy_run", "records_of", "unreadable_database"]
 
 JSONL = "matches.jsonl"
 DB = "results.sqlite"
@@ -115,6 +115,18 @@ def other_game_appended(run: Path) -> str:
     return record["match_id"]
 
 
+def not_an_object(run: Path) -> str:
+    """A line that is JSON but no object (an array); it names no match."""
+    _append(run, "[]")
+    return "?"
+
+
+def unreadable_database(run: Path) -> None:
+    """The database overwritten with bytes SQLite cannot read (the journal kept): not a bad record, so not one of
+    :data:`CORRUPTIONS`; readers refuse the directory and the next writer builds the database again."""
+    (run / DB).write_bytes(b"not a database " * 100)
+
+
 CORRUPTIONS: dict[str, Callable[[Path], str]] = {
     "negated_copy": negated_copy,
     "nan_returns": nan_returns,
@@ -124,5 +136,6 @@ CORRUPTIONS: dict[str, Callable[[Path], str]] = {
     "illegal_move_without_db": illegal_move_without_db,
     "other_game": other_game,
     "other_game_appended": other_game_appended,
+    "not_an_object": not_an_object,
 }
 """Every kind of bad record, by name."""

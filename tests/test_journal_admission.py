@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from deepeval_games.app.storage.admission import MAX_DEPTH, QUARANTINE_NAME, Admission, Refused, check_bounds
-from tests.corruption import CORRUPTIONS, copy_run, records_of
+from deepeval_games.app.storage.index import UNREADABLE_SUFFIX
+from tests.corruption import CORRUPTIONS, copy_run, records_of, unreadable_database
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,6 +115,29 @@ def test_readers_of_a_run_not_yet_repaired_skip_the_bad_record(
         assert len(skipped) == 1, done.stderr
 
 
+def test_an_unreadable_database_is_refused_by_readers_and_built_again_by_the_run(
+    clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path
+) -> None:
+    spec, source, tables = clean
+    run = copy_run(source, tmp_path / "unreadable" / "run")
+    unreadable_database(run)
+    csv = tmp_path / "x.csv"
+    for args in (
+        ("report", run),
+        ("export", run, "--format", "csv", "--out", csv),
+        ("leaderboard", run),
+        ("view", run),
+    ):
+        done = _cli(*args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "run the same" in done.stderr, done.stderr
+    resumed = _cli("run", spec, "--out", run, "--no-progress")
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert "moved to" in resumed.stderr and "0 played now" in resumed.stdout
+    assert (run / f"results.sqlite{UNREADABLE_SUFFIX}").read_bytes().startswith(b"not a database")  # kept, not deleted
+    assert _tables(run) == tables
+
+
 def test_admission_bounds_are_checked_before_parsing() -> None:
     with pytest.raises(Refused, match="deeper"):
         check_bounds("[" * 100_000 + "]" * 100_000)
@@ -125,3 +149,6 @@ def test_admission_bounds_are_checked_before_parsing() -> None:
     check_bounds('{"x": "NaN and Infinity are words", "y": 1e-300}')
     with pytest.raises(Refused, match="not a valid record"):
         Admission().admit('{"match_id": "x"}')
+    for text, kind in (("[]", "an array"), ('"x"', "a string"), ("5", "a number"), ("null", "null")):
+        with pytest.raises(Refused, match=f"a JSON object, not {kind}"):
+            Admission().admit(text)

@@ -566,8 +566,12 @@ def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
     """A plain record of any known version brought to :data:`SCHEMA_VERSION` (not validated).
 
     Raises:
-        RecordError: the record is of a newer version than this code, or its version is not a whole number.
+        RecordError: the record is not a JSON object, is of a newer version than this code, or its version is not a
+            whole number.
     """
+    if not isinstance(data, Mapping):
+        kinds = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
+        raise RecordError(f"a match record is a JSON object, not {kinds.get(type(data), 'a number')}")
     version = data.get("schema_version", 0)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise RecordError(f"match record {data.get('match_id', '?')!r}: bad schema_version {version!r}")

@@ -13,7 +13,7 @@ from typing import TextIO
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.reports.task_tables import table_module
 from deepeval_games.app.spec.schedule import stored_admission
-from deepeval_games.app.storage.store import DB_NAME, Store
+from deepeval_games.app.storage.store import Store, require_results
 from deepeval_games.core.errors import DeepEvalError, did_you_mean
 from deepeval_games.core.quoting import VisibleStream
 from deepeval_games.core.records import MatchRecord
@@ -23,8 +23,7 @@ __all__ = ["cmd_export", "cmd_leaderboard", "cmd_rejudge", "cmd_report", "cmd_ta
 
 def _read_run(run_dir: str) -> list[MatchRecord]:
     """Every committed record of a run directory; a clear error when it holds none."""
-    if not (Path(run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    require_results(run_dir)
     # a reader: no lock, never rewrites matches.jsonl; what admission refuses is skipped (one warning line)
     with Store(run_dir, read_only=True, admission=stored_admission(run_dir)) as store:
         return list(store.records())
@@ -166,8 +165,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     from deepeval_games.app.execution.rejudge import JudgeSource, judge_source, rejudge
 
     run_dir = args.run_dir
-    if not (Path(run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    require_results(run_dir)
     if (args.judge is None) == (args.human is None):
         raise DeepEvalError("name the judge: --judge BOT_OR_MODEL, or --human [NAME] for a person at the terminal")
     source: JudgeSource

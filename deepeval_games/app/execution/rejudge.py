@@ -48,7 +48,7 @@ import pyspiel
 from deepeval_games.app.spec.manifest import check_prices
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.schedule import stored_admission
-from deepeval_games.app.storage.store import DB_NAME, Store
+from deepeval_games.app.storage.store import Store, require_results
 from deepeval_games.core import task
 from deepeval_games.core.bot import DeepEvalBot, Outcome
 from deepeval_games.core.errors import DeepEvalError, FatalRunError, SpecError, UnknownBotError, UnknownGameError
@@ -450,8 +450,7 @@ async def rejudge_async(
     """Re-judge every judged match of ``run_dir`` with ``source``; see :func:`rejudge`."""
     if repeat < 1:
         raise SpecError(f"--repeat must be at least 1, got {repeat}")
-    if not (Path(run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    require_results(run_dir)
     with Store(run_dir) as store:
         store.admission = stored_admission(run_dir)  # a record it refuses is skipped (one warning line), not judged
         records = list(store.records())

@@ -10,7 +10,7 @@ import sqlite3
 from deepeval_games.app.reports.runs import RunSource, identity_text, spec_source
 from deepeval_games.app.reports.sections import Block, ReportContext, section
 from deepeval_games.app.spec.stopping import recorded_rule
-from deepeval_games.app.storage.store import DB_NAME, Store
+from deepeval_games.app.storage.store import Store, read_results
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def _stopping(ctx: ReportContext) -> list[Block]:
 
 def _played_repeats(run: RunSource) -> int:
     """The repeats a run's committed matches reach (its largest repeat number plus one)."""
-    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+    db = read_results(run.path)
     try:
         query = "SELECT MAX(json_extract(record, '$.repeat')) FROM matches WHERE json_valid(record)"
         (top,) = db.execute(query).fetchone()

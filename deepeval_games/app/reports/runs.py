@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ import pyspiel
 
 from deepeval_games.app.spec.schedule import stored_admission
 from deepeval_games.app.spec.stopping import recheck_epsilon, recorded_rule
-from deepeval_games.app.storage.store import DB_NAME, Store
+from deepeval_games.app.storage.store import Store, read_results, require_results
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
 from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, registered_games
@@ -70,8 +69,7 @@ def open_runs(run_dirs: Sequence[str | Path]) -> list[RunSource]:
         raise DeepEvalError("no run directory given")
     paths = [Path(p) for p in run_dirs]
     for path in paths:
-        if not (path / DB_NAME).exists():
-            raise DeepEvalError(f"no results in {path} (expected {DB_NAME})")
+        require_results(path)
     names = [p.resolve().name for p in paths]
     return [
         RunSource(path, name if names.count(name) == 1 else str(path)) for path, name in zip(paths, names, strict=True)
@@ -86,7 +84,7 @@ def _identity_key(identity: Any, name: str) -> str:
 
 def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
     """(seats, players) of every match of a run, read with SQLite's JSON functions (no record is parsed)."""
-    db = sqlite3.connect(f"file:{run.path / DB_NAME}?mode=ro", uri=True)
+    db = read_results(run.path)
     try:
         query = (  # a line SQLite cannot read (a number not finite, too deep) is no record: admission refuses it
             "SELECT json_extract(record, '$.seats'), json_extract(record, '$.players') FROM matches "

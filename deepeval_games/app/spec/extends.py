@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from deepeval_games.app.spec.experiment import recorded_intervals
 from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
-from deepeval_games.app.storage.store import DB_NAME
+from deepeval_games.app.storage.store import DB_NAME, read_results, require_results
 from deepeval_games.core.errors import DeepEvalError, SpecError
 
 if TYPE_CHECKING:
@@ -33,7 +33,10 @@ _MEASURED = ("games", "seed", "sweep", "pairing")
 
 def stored_spec_text(run_dir: str | Path) -> str | None:
     """The spec document a run directory keeps (JSON text), or None when it keeps none; nothing is written."""
-    db = sqlite3.connect(f"file:{Path(run_dir) / DB_NAME}?mode=ro", uri=True)
+    try:
+        db = read_results(run_dir)
+    except DeepEvalError:
+        return None
     try:
         row = db.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
     except sqlite3.Error:
@@ -60,8 +63,7 @@ def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:
     Raises:
         DeepEvalError: the directory holds no results.
     """
-    if not (Path(run_dir) / DB_NAME).exists():
-        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    require_results(run_dir)
     text = stored_spec_text(run_dir)
     try:
         return parse_spec(json.loads(text)) if text else None

@@ -23,7 +23,7 @@ from deepeval_games.core.errors import DeepEvalError, ResumeMismatchError
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import RecordError
 
-__all__ = ["DB_NAME", "PAGE_SIZE", "WAL_CHECKPOINT_BYTES", "ResultIndex"]
+__all__ = ["DB_NAME", "PAGE_SIZE", "UNREADABLE_SUFFIX", "WAL_CHECKPOINT_BYTES", "ResultIndex", "open_read_only"]
 
 DB_NAME = "results.sqlite"
 PAGE_SIZE = 65536
@@ -34,6 +34,10 @@ WAL_CHECKPOINT_BYTES = 4 << 20
 holds this much: SQLite's own default (1,000 pages) meant 4 MB with its 4 kB pages, but 64 MB with :data:`PAGE_SIZE`,
 so a run of a few thousand matches left its whole log for :meth:`Store.close` to copy and ``fsync``, blocking: about
 0.1 s at 2,000 scripted matches, now about 0.03 s (the rest is done along the way, in the flusher thread)."""
+
+UNREADABLE_SUFFIX = ".unreadable"
+"""A database SQLite cannot read (not a database, or a malformed one) is moved aside by the next writer, to its name
+with this suffix (and a number, when that name is taken), and a new one is built: nothing of it is deleted."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +76,31 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def open_read_only(run_dir: str | Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A read-only connection to a run directory's database, checked to be one SQLite reads (the caller closes it);
+    a directory nobody can write (an archived run, which has no writer) is read as an immutable file.
+
+    Raises:
+        DeepEvalError: the directory has no database, or SQLite cannot read it.
+    """
+    path = Path(run_dir) / DB_NAME
+    if not path.is_file():
+        raise DeepEvalError(f"no results in {run_dir} (expected {DB_NAME})")
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    modes = ("",) if os.access(run_dir, os.W_OK) else ("", "&immutable=1")
+    for mode in modes:
+        db = None
+        try:
+            db = sqlite3.connect(uri + mode, uri=True, check_same_thread=check_same_thread, isolation_level=None)
+            db.execute("SELECT 1 FROM matches LIMIT 1").fetchall()
+            return db
+        except sqlite3.Error as exc:
+            error = exc
+            if db is not None:
+                db.close()
+    raise DeepEvalError(f"cannot read the results in {run_dir}: {error}") from error
+
+
 class ResultIndex:
     """The SQLite database of one run directory (a writer's, or a reader's)."""
 
@@ -89,35 +118,45 @@ class ResultIndex:
 
     def _connect_writer(self) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(self.run_dir / DB_NAME, check_same_thread=False, isolation_level=None)
+            try:
+                return self._writer_connection()
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:  # locked, read-only, out of space: not the file's content
+                    raise
+                self._set_aside(exc)
+                return self._writer_connection()
+        except (OSError, sqlite3.Error) as exc:
+            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
+
+    def _writer_connection(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.run_dir / DB_NAME, check_same_thread=False, isolation_level=None)
+        try:
             db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new database only; an existing one keeps its
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             page_size = db.execute("PRAGMA page_size").fetchone()[0]
             db.execute(f"PRAGMA wal_autocheckpoint={max(1, WAL_CHECKPOINT_BYTES // int(page_size))}")
-        except (OSError, sqlite3.Error) as exc:
-            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
+        except BaseException:
+            db.close()
+            raise
         return db
 
-    def _connect_read_only(self) -> sqlite3.Connection:
+    def _set_aside(self, error: sqlite3.Error) -> None:
+        """Move a database SQLite cannot read (and its log files) to :data:`UNREADABLE_SUFFIX`, logging where."""
         path = self.run_dir / DB_NAME
-        if not path.is_file():
-            raise DeepEvalError(f"no results in {self.run_dir} (expected {DB_NAME})")
-        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-        # a directory nobody can write (an archived run) has no writer: read it as an immutable file
-        modes = ("",) if os.access(self.run_dir, os.W_OK) else ("", "&immutable=1")
-        for mode in modes:
-            db = None
-            try:
-                db = sqlite3.connect(uri + mode, uri=True, check_same_thread=False, isolation_level=None)
-                db.execute("SELECT 1 FROM matches LIMIT 1").fetchall()
-                return db
-            except sqlite3.Error as exc:
-                error = exc
-                if db is not None:
-                    db.close()
-        raise DeepEvalError(f"cannot read the results in {self.run_dir}: {error}") from error
+        target = path.with_name(DB_NAME + UNREADABLE_SUFFIX)
+        number = 1
+        while target.exists():
+            number += 1
+            target = path.with_name(f"{DB_NAME}{UNREADABLE_SUFFIX}-{number}")
+        for suffix in ("", "-wal", "-shm"):
+            if path.with_name(DB_NAME + suffix).exists():
+                os.replace(path.with_name(DB_NAME + suffix), target.with_name(target.name + suffix))
+        log.warning("%s: %s could not be read (%s); moved to %s and built again", self.run_dir, DB_NAME, error, target)
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        return open_read_only(self.run_dir, check_same_thread=False)
 
     def bind(self, spec_hash: str, spec_text: str) -> None:
         """Record the spec of a new store; refuse an existing store made by another spec.

@@ -32,12 +32,13 @@ the journal from the index.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from deepeval_games.app.storage.admission import Admission, Refused
-from deepeval_games.app.storage.index import DB_NAME, PAGE_SIZE, WAL_CHECKPOINT_BYTES, ResultIndex
+from deepeval_games.app.storage.index import DB_NAME, PAGE_SIZE, WAL_CHECKPOINT_BYTES, ResultIndex, open_read_only
 from deepeval_games.app.storage.journal import JSONL_NAME, Journal, line_id, whole_record
 from deepeval_games.app.storage.repair import admit_stored, recover_journal
 from deepeval_games.app.storage.run_lock import LOCK_NAME, RunLock, RunLockedError
@@ -55,19 +56,53 @@ __all__ = [
     "RunLockedError",
     "Store",
     "committed_ids",
+    "read_results",
+    "require_results",
 ]
 
 log = logging.getLogger(__name__)
 
 
+def read_results(run_dir: str | Path) -> sqlite3.Connection:
+    """A read-only connection to a run directory's database (:func:`~.index.open_read_only`; the caller closes it).
+
+    Raises:
+        DeepEvalError: the directory has no database, or SQLite cannot read it; where its ``matches.jsonl`` is there,
+            the error says that the run's own command builds the database again from it.
+    """
+    try:
+        return open_read_only(run_dir)
+    except DeepEvalError as exc:
+        raise _rebuild_hint(run_dir, exc) from exc
+
+
+def _rebuild_hint(run_dir: str | Path, error: DeepEvalError) -> DeepEvalError:
+    """``error`` (no database, or one SQLite cannot read), saying how to build it again where the journal is there."""
+    if not (Path(run_dir) / JSONL_NAME).is_file():
+        return error
+    return DeepEvalError(
+        f"{error}; its {JSONL_NAME} holds the matches: run the same `deepeval-games run` command again "
+        f"to build {DB_NAME} from it"
+    )
+
+
+def require_results(run_dir: str | Path) -> None:
+    """Check that a run directory has results a reader can open (:func:`read_results`'s errors)."""
+    read_results(run_dir).close()
+
+
 def committed_ids(run_dir: str | Path) -> set[str]:
     """Ids of every match committed to ``run_dir``, read without a lock or a write: those in the database and those
     whose whole line is in ``matches.jsonl`` but not yet in the database (a run killed between the two: the next
-    writer inserts them). Empty for a directory without results."""
+    writer inserts them; a database SQLite cannot read counts as empty: the next writer sets it aside and builds it
+    again from the journal). Empty for a directory without results."""
     ids: set[str] = set()
     if (Path(run_dir) / DB_NAME).exists():
-        with Store(run_dir, read_only=True) as store:
-            ids = store.completed_ids()
+        try:
+            with Store(run_dir, read_only=True) as store:
+                ids = store.completed_ids()
+        except DeepEvalError:
+            ids = set()
     path = Path(run_dir) / JSONL_NAME
     if path.exists():
         with open(path, "rb") as handle:
@@ -119,7 +154,10 @@ class Store:
         self.refused: list[Refused] = []
         """Records :meth:`records` skipped (and the lines the writer quarantined at open)."""
         if read_only:
-            self._index = ResultIndex(self.run_dir, read_only=True)
+            try:
+                self._index = ResultIndex(self.run_dir, read_only=True)
+            except DeepEvalError as exc:
+                raise _rebuild_hint(self.run_dir, exc) from exc
             return
         self._run_lock = run_lock if run_lock is not None else RunLock(self.run_dir, wait_s=wait_s)
         self._owns_lock = run_lock is None or not run_lock.held
