@@ -147,7 +147,13 @@ def _floor_game(game: pyspiel.Game, seed: int) -> tuple[float, tuple[float, ...]
         state.apply_action(action)
     returns = tuple(float(r) for r in state.returns())
     seats = [f"Player {seat + 1}" for seat in range(game.num_players())]
-    values = {"match_id": f"floor-{seed}", "game": str(game), "seats": seats, "returns": returns, "turns": []}
+    values: dict[str, object] = {
+        "match_id": f"floor-{seed}",
+        "game": str(game),
+        "seats": seats,
+        "returns": returns,
+        "turns": [],
+    }
     values |= {"players": [bot.identity() for bot in bots], "transcript": "moves", "moves": rows, "seed": seed}
     MatchRecord.model_validate(values)
     return clock() - start, returns

@@ -184,20 +184,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         moves = fixed_sequence(game, args.plies)
         print(f"  {game}: {len(moves)} plies")
         for policy in POLICIES:
-            tokens = move_tokens(game, moves, policy)
-            line = f"    {policy:6s} " + " ".join(str(t) for t in tokens)
+            counts = move_tokens(game, moves, policy)
+            line = f"    {policy:6s} " + " ".join(str(t) for t in counts)
             if policy == "state":
-                growth = _growth(tokens, 2, len(tokens))
-                line += f"\n           growth (plies 2..{len(tokens)}): {growth:.2f}x (goal <= {GOAL_GROWTH})"
+                growth = _growth(counts, 2, len(counts))
+                line += f"\n           growth (plies 2..{len(counts)}): {growth:.2f}x (goal <= {GOAL_GROWTH})"
                 ok &= growth <= GOAL_GROWTH
-            elif policy == "window" and len(tokens) >= hi:
-                growth = _growth(tokens, lo, hi)
+            elif policy == "window" and len(counts) >= hi:
+                growth = _growth(counts, lo, hi)
                 line += (
                     f"\n           growth (plies {lo}..{hi}, k={WINDOW_ROUNDS}): {growth:.2f}x (goal <= {GOAL_GROWTH})"
                 )
                 ok &= growth <= GOAL_GROWTH
             elif policy == "full":
-                line += f"\n           ply {len(tokens)} / ply 1: {tokens[-1] / tokens[0]:.1f}x (as measured)"
+                line += f"\n           ply {len(counts)} / ply 1: {counts[-1] / counts[0]:.1f}x (as measured)"
             print(line)
     print("\nall goals met" if ok else "\na goal was MISSED")
     return 0 if ok else 1

@@ -101,7 +101,9 @@ SHAPES = (
 """The payoff shapes of the width table, each on ``[0, 1]``."""
 
 
-def gaffke_intervals(x: np.ndarray, alpha: float = ALPHA, draws: int = 1000, seed: int = 0) -> tuple[np.ndarray, ...]:
+def gaffke_intervals(
+    x: np.ndarray, alpha: float = ALPHA, draws: int = 1000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """The Gaffke / Learned-Miller–Thomas bound of each row of ``x`` (values in ``[0, 1]``), both ends at
     ``alpha / 2``: the ``1 - alpha / 2`` quantile of ``sum D_i z_(i)`` over Dirichlet(1, ..., 1) weights ``D`` on the
     sorted sample with the range's top appended (and the mirror image for the lower end), by Monte Carlo. Its

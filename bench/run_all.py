@@ -355,7 +355,7 @@ def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
         played.append(time.perf_counter())
         return result
 
-    playing.run_experiment = timed  # type: ignore[assignment]
+    playing.run_experiment = timed
     try:
         for n in range(-1, args.repeats):  # -1: warm-up (imports, the first store)
             played.clear()
@@ -374,7 +374,7 @@ def fig_summary(args: argparse.Namespace, work: Path) -> Figure:
                 f"summary {end - played[0]:.2f} s ({len(shown.getvalue().splitlines())} lines)"
             )
     finally:
-        playing.run_experiment = run_experiment  # type: ignore[assignment]
+        playing.run_experiment = run_experiment
     return figure
 
 

@@ -4,6 +4,7 @@ payoffs on a declared support cover at small n and are near the t-interval's wid
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -12,11 +13,14 @@ from analysis.stats import confseq
 from analysis.stats.intervals import (
     DEFAULT_METHOD,
     INTERVAL_METHODS,
+    INTERVAL_VERSIONS,
+    LATEST_VERSION,
     mean_interval,
     mean_intervals,
     win_loss_ratio_interval,
 )
 from bench.bench_width import t_intervals
+from deepeval_games.app.spec.experiment import ExperimentTable, IntervalsVersion
 
 RUNS = 1000
 
@@ -159,3 +163,10 @@ def test_a_report_resolves_its_policy_once_per_variant(tmp_path: Path, monkeypat
     calls.clear()
     write_html_report([tmp_path / "run"], tmp_path / "html", kind="anytime")
     assert calls == ["3+anytime:betting:0.05"]
+
+
+def test_the_interval_versions_are_one_list() -> None:
+    """The spec's versions (which ``report --intervals`` offers) are those the statistics describe, the newest the
+    default of a new spec."""
+    assert set(get_args(IntervalsVersion)) == set(INTERVAL_VERSIONS)
+    assert ExperimentTable.model_fields["intervals"].default == LATEST_VERSION

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 from deepeval_games.app.commands.listing import cmd_bots, cmd_data, cmd_games, cmd_sandbox_info, cmd_schema
 from deepeval_games.app.commands.playing import cmd_eval, cmd_init, cmd_play, cmd_run
@@ -23,6 +23,7 @@ from deepeval_games.app.commands.reading import (
     cmd_view,
 )
 from deepeval_games.app.reports.task_tables import table_names
+from deepeval_games.app.spec.experiment import IntervalsVersion
 
 __all__ = ["command_parser"]
 
@@ -270,7 +271,7 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plots", metavar="DIR", help="write payoff box plots and convergence curves here")
     parser.add_argument(
         "--intervals",
-        choices=("1", "2", "3"),
+        choices=get_args(IntervalsVersion),
         help="the interval methods to print, by version: 3 exact where the game declares its payoff values (at "
         "every number of matches), 2 the same with win/draw/loss exact up to 40 matches, 1 the betting intervals of "
         "old runs (default: the version each run recorded; 1 for a run that records none)",

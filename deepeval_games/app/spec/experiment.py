@@ -33,9 +33,14 @@ __all__ = [
     "PAIRINGS",
     "RUN_ONLY_KEYS",
     "ExperimentTable",
+    "IntervalsVersion",
     "SweepRange",
     "recorded_intervals",
 ]
+
+IntervalsVersion = Literal["1", "2", "3"]
+"""The versions of ``[experiment] intervals``: what each prints is :data:`analysis.stats.intervals.INTERVAL_VERSIONS`
+(kept equal by a test; the spec does not import the statistics to load), and ``report --intervals`` offers these."""
 
 PAIRINGS = ("auto", "permute", "round_robin", "combinations", "self_play", "fixed", "active")
 """The values of ``[experiment] pairing`` (see :mod:`deepeval_games.app.spec.schedule`)."""
@@ -203,7 +208,7 @@ class ExperimentTable(BaseModel):
     before the check; game strings read back from a run directory's records get the same check."""
     until_stable: StoppingRule | None = None
     """Add repeats until the results are stable (``[experiment.until_stable]``). Run setting."""
-    intervals: Literal["1", "2", "3"] = "3"
+    intervals: IntervalsVersion = "3"
     """Which interval methods the run's reports print, by version: ``"3"`` (new runs) the tightest valid method per
     kind of number (exact where the game declares its payoff values, e.g. tic-tac-toe's -1, 0, 1, at every number
     of matches; betting otherwise), ``"2"`` the same with the three-value exact interval only up to 40 matches
