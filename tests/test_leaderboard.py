@@ -15,6 +15,7 @@ from deepeval_games.app.commands.cli import main
 from deepeval_games.app.execution.run import run_experiment
 from deepeval_games.app.execution.run_result import stored_source
 from deepeval_games.app.reports.leaderboard import build_leaderboard, format_leaderboard
+from deepeval_games.app.reports.report import load_report, text_report
 from deepeval_games.app.spec.schedule import plan_matches
 from deepeval_games.app.spec.spec import ExperimentSpec, parse_spec
 from deepeval_games.app.storage.store import Store
@@ -66,6 +67,20 @@ def test_two_directories_that_share_players_rate_as_one_run_holding_their_matche
     counts = {r.player: r.matches for r in merged.rows}
     assert counts == {"r1": 8, "r2": 8, "m5": 12, "m50": 12}  # shared matches counted once
     assert all(r.rating is not None for r in merged.rows)  # a rating; the valid intervals are the mean payoff's
+
+    # the report of the same two directories counts each match once too: the players of both, whose matches
+    # against each other are in both, have the leaderboard's counts and means there
+    report = text_report(load_report([a, b]))
+    table = report.split("(the paper's Eq. 1)\n", 1)[1].split("\n(", 1)[0].splitlines()[2:]
+    means = {line.split()[0]: (int(line.split()[1]), float(line.split()[2])) for line in table}
+    for row in merged.rows:
+        if row.player in ("m5", "m50"):
+            assert means[row.player] == (row.matches, round(row.mean, 2))
+    assert f"{len(shared)} of these matches are in more than one run directory" in report
+    exported = tmp_path / "both.csv"
+    assert main(["export", str(a), str(b), "--format", "csv", "--out", str(exported)]) == 0
+    with open(exported, encoding="utf-8", newline="") as handle:
+        assert sorted(row["match_id"] for row in csv.DictReader(handle)) == sorted(_ids(a) | _ids(b))
 
     # with the one seating neither holds, the directories are a full round robin of the four players
     c = _run(_spec("r1", "r2"), tmp_path / "c")

@@ -29,10 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals
+from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals, stream_records
 from deepeval_games.app.spec.extends import stored_spec
-from deepeval_games.app.spec.schedule import stored_admission
-from deepeval_games.app.storage.store import Store
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
 from deepeval_games.core.registry.games import game_variant
@@ -117,28 +115,29 @@ def _key(identity: dict[str, Any]) -> str:
 
 
 def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[str, dict[str, Any]], int]:
-    """The committed records of ``runs``, one per match id, in the order of repetition (repeat, game, match id),
-    each seat renamed to its identity key; the identities by key; and how many duplicates were skipped."""
+    """The committed records of ``runs``, one per match id (:func:`~deepeval_games.app.reports.runs.stream_records`:
+    the report's rule), in the order of repetition (repeat, game, match id), each seat renamed to its identity key;
+    the identities by key; and how many duplicates were left out."""
     merged: dict[str, MatchRecord] = {}
     identities: dict[str, dict[str, Any]] = {}
+    specs: dict[str, dict[str, dict[str, Any]]] = {}
     duplicates = 0
-    for run in runs:
-        specs = run_spec_identities(run.path)
-        with Store(run.path, read_only=True, admission=stored_admission(run.path)) as store:
-            for record in store.records():  # what admission refuses is skipped (one warning line a run)
-                seen = merged.get(record.match_id)
-                if seen is not None:
-                    duplicates += 1
-                    if seen.status == "complete" or record.status != "complete":
-                        continue
-                keys = []
-                for seat, name in enumerate(record.seats):
-                    identity = _identity(specs.get(name), record, seat)
-                    key = _key(identity)
-                    identities.setdefault(key, identity)
-                    keys.append(key)
-                record.seats = keys
-                merged[record.match_id] = record
+
+    def duplicate(run: RunSource, record: MatchRecord) -> None:
+        nonlocal duplicates
+        duplicates += 1
+
+    for run, record in stream_records(runs, on_duplicate=duplicate):
+        if run.label not in specs:
+            specs[run.label] = run_spec_identities(run.path)
+        keys = []
+        for seat, name in enumerate(record.seats):
+            identity = _identity(specs[run.label].get(name), record, seat)
+            key = _key(identity)
+            identities.setdefault(key, identity)
+            keys.append(key)
+        record.seats = keys
+        merged[record.match_id] = record
     ordered = sorted(merged.values(), key=lambda r: (r.repeat, r.game, r.match_id))
     return ordered, identities, duplicates
 

@@ -70,13 +70,16 @@ class ReportData:
     """Per game variant, its slim records (or, for the score summary, its outlines: :class:`CoreSummary`)."""
     judgements: list[JudgementRecord]
     run_counts: dict[str, dict[str, int]]
-    """Per variant, matches per run label."""
+    """Per variant, matches per run label (what each run holds: a match also in an earlier run counted in both)."""
     epsilon: float | None = None
     """The stableness epsilon of the runs' specs (``until_stable``), used when the report is given none."""
     intervals: IntervalPolicy | None = None
     """The interval policy of the report, resolved once (:func:`~deepeval_games.app.reports.runs.spec_intervals`:
     the version the runs' specs record, and how they were collected; a command that asks for another replaces it
     with :meth:`~analysis.stats.intervals.IntervalPolicy.requested`); None: the old version's."""
+    duplicates: int = 0
+    """Matches held by more than one of the runs, counted once
+    (:func:`~deepeval_games.app.reports.runs.stream_records`): the copies left out."""
 
     @property
     def records(self) -> list[MatchRecord]:
@@ -103,19 +106,34 @@ def load_report(
     variants: dict[str, list[MatchRecord]] = {}
     counts: dict[str, dict[str, int]] = {}
     interned: Interned = {}
-    for run, record in stream_records(runs, labels):
+    left_out = 0
+
+    def held(run: RunSource, record: MatchRecord) -> None:
+        per_run = counts.setdefault(game_variant(record.game), {})
+        per_run[run.label] = per_run.get(run.label, 0) + 1
+
+    def duplicate(run: RunSource, record: MatchRecord) -> None:
+        nonlocal left_out
+        left_out += 1
+        held(run, record)
+
+    for run, record in stream_records(runs, labels, on_duplicate=duplicate):
         if on_record is not None:
             on_record(run, record)
-        variant = game_variant(record.game)
-        variants.setdefault(variant, []).append(slim(record, interned))
-        per_run = counts.setdefault(variant, {})
-        per_run[run.label] = per_run.get(run.label, 0) + 1
+        variants.setdefault(game_variant(record.game), []).append(slim(record, interned))
+        held(run, record)
     judgements: list[JudgementRecord] = []
     if len(runs) == 1:  # re-judged verdicts name the match ids of their own run
         with Store(runs[0].path, read_only=True) as store:
             judgements = list(store.judgements())
     return ReportData(
-        runs, dict(sorted(variants.items())), judgements, counts, spec_epsilon(runs), spec_intervals(runs)
+        runs,
+        dict(sorted(variants.items())),
+        judgements,
+        counts,
+        spec_epsilon(runs),
+        spec_intervals(runs),
+        duplicates=left_out,
     )
 
 
@@ -153,7 +171,9 @@ def render_blocks(
             for per_run in data.run_counts.values():
                 for run, n in per_run.items():
                     totals[run] = totals.get(run, 0) + n
-            ctx = ReportContext("", data.records, epsilon, figures, data.runs, data.judgements, totals, data.intervals)
+            ctx = ReportContext(
+                "", data.records, epsilon, figures, data.runs, data.judgements, totals, data.intervals, data.duplicates
+            )
             blocks = _safe(sec, ctx)
             if blocks:
                 yield sec, "", blocks

@@ -20,13 +20,20 @@ def _runs(ctx: ReportContext) -> list[Block]:
     if not ctx.runs:
         return []
     rows = tuple((run.label, str(run.path), str(ctx.run_counts.get(run.label, 0))) for run in ctx.runs)
+    duplicates = (
+        f"\n  {ctx.duplicates} of these matches are in more than one run directory (the same match id: the same "
+        "game, seats and seed); each is counted once in the tables"
+        if ctx.duplicates
+        else ""
+    )
     blocks = [
         Block(
             "runs",
             "Run directories",
-            text="Run directories:\n" + "\n".join(f"  {r[0]}: {r[2]} matches ({r[1]})" for r in rows),
+            text="Run directories:\n" + "\n".join(f"  {r[0]}: {r[2]} matches ({r[1]})" for r in rows) + duplicates,
             header=("run", "path", "matches"),
             rows=rows,
+            note=duplicates.strip().capitalize(),
         )
     ]
     identities: dict[str, set[str]] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,17 +221,51 @@ def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
 
 
 def stream_records(
-    runs: Sequence[RunSource], labels: dict[tuple[str, str], str] | None = None
+    runs: Sequence[RunSource],
+    labels: dict[tuple[str, str], str] | None = None,
+    *,
+    on_duplicate: Callable[[RunSource, MatchRecord], None] | None = None,
 ) -> Iterator[tuple[RunSource, MatchRecord]]:
     """Every committed record of every run that its run's admission admits
     (:func:`~deepeval_games.app.spec.schedule.stored_admission`: the others are skipped, one warning line a run), in
-    run then commit order, its seats renamed by ``labels``."""
-    for run in runs:
+    run then commit order, its seats renamed by ``labels``.
+
+    **One record a match.** A match id in more than one run (the same game, seats, repeat and seed: the same planned
+    match, as two runs of one spec, or of specs sharing scripted players, have) is yielded once: its first complete
+    record in run order (the first record when none is complete). Each other copy goes to ``on_duplicate`` instead,
+    so that no match is counted twice (two copies of a deterministic match are one observation, not two)."""
+    chosen = _chosen_copies(runs) if len(runs) > 1 else None
+    yielded: set[str] = set()
+    for index, run in enumerate(runs):
         with Store(run.path, read_only=True, admission=stored_admission(run.path)) as store:
             for record in store.records():
+                if chosen is not None:
+                    # a chosen copy in an earlier run that admission refused leaves this one to be yielded
+                    if record.match_id in yielded or chosen.get(record.match_id, index) > index:
+                        if on_duplicate is not None:
+                            on_duplicate(run, record)
+                        continue
+                    yielded.add(record.match_id)
                 if labels is not None:
                     record.seats = [labels.get((run.label, name), name) for name in record.seats]
                 yield run, record
+
+
+def _chosen_copies(runs: Sequence[RunSource]) -> dict[str, int]:
+    """The run (its index) whose copy of each match id :func:`stream_records` yields: the first run holding it
+    complete, else the first holding it (read with SQLite's JSON functions: no record is parsed)."""
+    chosen: dict[str, tuple[int, bool]] = {}
+    for index, run in enumerate(runs):
+        db = read_results(run.path)
+        try:
+            query = "SELECT match_id, json_extract(record, '$.status') FROM matches WHERE json_valid(record)"
+            for match_id, status in db.execute(query):
+                seen = chosen.get(match_id)
+                if seen is None or (not seen[1] and status == "complete"):
+                    chosen[match_id] = (index, status == "complete")
+        finally:
+            db.close()
+    return {match_id: index for match_id, (index, _) in chosen.items()}
 
 
 # -- labels: how a report names a game variant and what played a seat --------------------------------------------

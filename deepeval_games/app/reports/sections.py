@@ -79,6 +79,8 @@ class ReportContext:
     intervals: IntervalPolicy | None = None
     """The interval policy of the report, resolved once from the runs' stored specs (and what the command asked
     for); None: the old version's (``[experiment] intervals``, :class:`~analysis.stats.intervals.IntervalPolicy`)."""
+    duplicates: int = 0
+    """Matches held by more than one of the report's runs, each counted once (the copies left out)."""
 
     @functools.cached_property
     def policy(self) -> IntervalPolicy:
