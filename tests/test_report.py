@@ -376,19 +376,24 @@ def _pgg_run(run_dir: Path, players: dict[str, str]) -> None:
 
 
 def test_report_compares_runs_by_what_players_are(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A player is its name and its spec (DESIGN.md section 8), in the report as in the leaderboard: two players
+    under one name are told apart by what differs; one bot under two names is two rows, as in one run holding both."""
     _pgg_run(tmp_path / "a", {"rider": "pgg_free_rider", "same": "pgg_full_contributor"})
     _pgg_run(tmp_path / "b", {"freeloader": "pgg_free_rider", "same": "pgg_conditional_cooperator"})
     assert main(["report", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\S+(?: \(\w+\))?)\s+(\d+)\s+-?\d", out, re.M)}
-    # one free rider under its first name (4 matches from both runs); the two different players named "same" apart
-    assert rows == {"rider": "4", "same": "2", "same (b)": "2"}
-    assert "freeloader" not in out.split("Run directories")[0] and "same (b)" in out
+    table = out.split("(the paper's Eq. 1)\n", 1)[1].split("\n(", 1)[0].splitlines()[2:]
+    rows = {line.rsplit(None, 7)[0].strip(): line.rsplit(None, 7)[1] for line in table}
+    full, conditional = "same [bot=pgg_full_contributor]", "same [bot=pgg_conditional_cooperator]"
+    assert rows == {"rider": "2", "freeloader": "2", full: "2", conditional: "2"}
     assert "Run directories" in out and "a: 2 matches" in out and "b: 2 matches" in out
+    assert main(["leaderboard", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert {row["player"]: str(row["matches"]) for row in board["rows"]} == rows  # the leaderboard's rows
     # the HTML report of both: the same names in its tables and its match index
     page = write_html_report([tmp_path / "a", tmp_path / "b"], tmp_path / "html")
     index = (tmp_path / "html" / "data" / "index.js").read_text(encoding="utf-8")
-    assert '"same (b)"' in index and "freeloader" not in index and index.count('"rider"') == 4
+    assert json.dumps(conditional) in index and index.count('"rider"') == 2 and index.count('"freeloader"') == 2
     assert 'data-table="runs"' in page.read_text(encoding="utf-8")
 
 

@@ -24,21 +24,29 @@ import csv
 import io
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepeval_games.app.reports.runs import RunSource, open_runs, spec_intervals, stream_records
-from deepeval_games.app.spec.extends import stored_spec
+from deepeval_games.app.reports.runs import (
+    RunSource,
+    identity_key,
+    identity_labels,
+    open_runs,
+    seat_identity,
+    spec_identities,
+    spec_intervals,
+    stream_records,
+)
 from deepeval_games.core.errors import DeepEvalError
-from deepeval_games.core.records import MatchRecord, player_identity
+from deepeval_games.core.records import MatchRecord
 from deepeval_games.core.registry.games import game_variant
 
 if TYPE_CHECKING:
     from analysis.stats.intervals import IntervalPolicy
 
-__all__ = ["Leaderboard", "Row", "build_leaderboard", "format_leaderboard", "merged_records", "run_spec_identities"]
+__all__ = ["Leaderboard", "Row", "build_leaderboard", "format_leaderboard", "merged_records"]
 
 COLUMNS = (
     "task",
@@ -97,23 +105,6 @@ class Leaderboard:
     """Records skipped because their match id was already merged from another directory."""
 
 
-def run_spec_identities(run_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """Each player name of a run directory's stored spec -> its identity (:meth:`PlayerSpec.identity`); empty when
-    the directory keeps no readable spec (records of an old version)."""
-    spec = stored_spec(run_dir)
-    return {p.name: p.identity() for p in spec.players} if spec else {}
-
-
-def _identity(spec_identity: dict[str, Any] | None, record: MatchRecord, seat: int) -> dict[str, Any]:
-    name = record.seats[seat]
-    played = player_identity(record.players[seat]) if seat < len(record.players) else {}
-    return {"spec": spec_identity or {"name": name}, "seat": played}
-
-
-def _key(identity: dict[str, Any]) -> str:
-    return json.dumps(identity, sort_keys=True, default=str)
-
-
 def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[str, dict[str, Any]], int]:
     """The committed records of ``runs``, one per match id (:func:`~deepeval_games.app.reports.runs.stream_records`:
     the report's rule), in the order of repetition (repeat, game, match id), each seat renamed to its identity key;
@@ -129,47 +120,18 @@ def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[s
 
     for run, record in stream_records(runs, on_duplicate=duplicate):
         if run.label not in specs:
-            specs[run.label] = run_spec_identities(run.path)
+            specs[run.label] = spec_identities(run.path)
         keys = []
         for seat, name in enumerate(record.seats):
-            identity = _identity(specs[run.label].get(name), record, seat)
-            key = _key(identity)
+            recorded = record.players[seat] if seat < len(record.players) else None
+            identity = seat_identity(specs[run.label].get(name), name, recorded)
+            key = identity_key(identity)
             identities.setdefault(key, identity)
             keys.append(key)
         record.seats = keys
         merged[record.match_id] = record
     ordered = sorted(merged.values(), key=lambda r: (r.repeat, r.game, r.match_id))
     return ordered, identities, duplicates
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, str]:
-    """Dotted keys -> JSON values of a nested identity (what two identities' differences are read from)."""
-    if isinstance(value, dict) and value:
-        out: dict[str, str] = {}
-        for key, item in value.items():
-            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: json.dumps(value, sort_keys=True, default=str)}
-
-
-def _labels(keys: Iterable[str], identities: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    """Identity key -> (row name, how it differs from the other identities of its name)."""
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for key in sorted(set(keys)):
-        by_name[str(identities[key]["spec"].get("name", "?"))].append(key)
-    out: dict[str, tuple[str, str]] = {}
-    for name, group in by_name.items():
-        if len(group) == 1:
-            out[group[0]] = (name, "")
-            continue
-        flats = [_flat(identities[key]) for key in group]
-        fields = sorted({f for flat in flats for f in flat if len({fl.get(f) for fl in flats}) > 1})
-        # what the spec sets tells them apart in the user's words; the seat's record only when the spec does not
-        fields = [f for f in fields if f.startswith("spec.")] or fields
-        for key, flat in zip(group, flats, strict=True):
-            differs = ", ".join(f"{f.removeprefix('spec.params.')}={flat.get(f, '-')}" for f in fields)
-            out[key] = (f"{name} [{differs}]", differs)
-    return out
 
 
 def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[str, dict[str, float]]:
@@ -241,7 +203,7 @@ def build_leaderboard(
     rows = []
     for variant, subset in sorted(by_task.items()):
         table = _table(variant, subset, role, intervals)
-        labels = _labels((key for _, key, _ in table), identities)
+        labels = identity_labels((key for _, key, _ in table), identities)
         for row_role, key, stats in table:
             name, differs = labels[key]
             rows.append(Row(variant, row_role, name, differs, identity=identities[key], **stats))

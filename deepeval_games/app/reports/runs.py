@@ -1,10 +1,11 @@
 """The run directories of a report: opened and checked, their players named once across runs, their records
 streamed, and what their specs say (the ``until_stable`` rule, its stableness epsilon).
 
-**Several run directories** (``report A B``): each record is read once, in order, from every store. Players are
-keyed by what they are (:attr:`MatchRecord.players`: bot or model, settings, prompt version), not by the name a
-spec gave them: the same player under two names in two runs is one row, named as in the first run; two different
-players that share a name get the run's name added (``gpt (run-b)``).
+**Several run directories** (``report A B``): each record is read once, in order, from every store, and a match
+held by several of them once (:func:`stream_records`). A player is its name and its spec entry with what its seat
+recorded (:func:`seat_identity`; DESIGN.md section 8), as in the leaderboard: the same player in two runs is one row;
+two players that share a name are told apart by what differs (``gpt [temperature=0.7]``, :func:`identity_labels`);
+one bot under two names is two rows, as it would be in one run holding both.
 
 **Labels.** What a report shows a reader in place of a long string: a game variant's label (:func:`game_label`: its
 long name, ``DeepEval`` dropped, with only the parameters that differ from the game's defaults, e.g.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,13 +41,17 @@ if TYPE_CHECKING:
 __all__ = [
     "RunSource",
     "game_label",
+    "identity_key",
+    "identity_labels",
     "identity_text",
     "max_seats",
     "open_runs",
     "partial_note",
     "player_labels",
+    "seat_identity",
     "short_labels",
     "spec_epsilon",
+    "spec_identities",
     "spec_intervals",
     "spec_source",
     "stream_records",
@@ -74,12 +79,6 @@ def open_runs(run_dirs: Sequence[str | Path]) -> list[RunSource]:
     return [
         RunSource(path, name if names.count(name) == 1 else str(path)) for path, name in zip(paths, names, strict=True)
     ]
-
-
-def _identity_key(identity: Any, name: str) -> str:
-    if not identity:  # records of an old version: the name is all there is
-        return json.dumps({"name": name})
-    return json.dumps(player_identity(identity), sort_keys=True, default=str)
 
 
 def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
@@ -185,39 +184,91 @@ def partial_note(runs: Sequence[RunSource], held: Mapping[str, int]) -> str | No
     return "partial: " + "; ".join(f"{run.label} holds {note}" for run, note in notes)
 
 
-def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
-    """The report's name of every (run label, player name): one name per identity, distinct identities apart.
+def spec_identities(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Each player name of a run directory's stored spec -> its identity (:meth:`PlayerSpec.identity`: its name, bot or
+    model, and the settings that change play, what match ids hash); empty when the directory keeps no readable spec
+    (records of an old version)."""
+    from deepeval_games.app.spec.extends import stored_spec
 
-    A single run keeps its names. Across runs, a player (same identity) is named as in the first run it appears
-    in; two different players with one name get the run's label added.
+    spec = stored_spec(run_dir)
+    return {p.name: p.identity() for p in spec.players} if spec else {}
+
+
+def seat_identity(spec_identity: Mapping[str, Any] | None, name: str, recorded: Any) -> dict[str, Any]:
+    """What played a seat (DESIGN.md section 8: a player is its name and its spec): its spec entry's identity
+    (:func:`spec_identities`; the name alone for records of an old version) with what the seat recorded, less what
+    the engine derived for its match (:func:`~deepeval_games.core.records.player_identity`: a sampling seed)."""
+    played = player_identity(recorded) if isinstance(recorded, Mapping) and recorded else {}
+    return {"spec": dict(spec_identity) if spec_identity else {"name": name}, "seat": played}
+
+
+def identity_key(identity: Mapping[str, Any]) -> str:
+    """An identity as one string, the same for equal identities."""
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted keys -> JSON values of a nested identity (what two identities' differences are read from)."""
+    if isinstance(value, dict) and value:
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: json.dumps(value, sort_keys=True, default=str)}
+
+
+def _setting(field: str, value: str | None) -> str:
+    """``simulations=5``, ``bot=random``: a field of a flat identity as the user wrote it."""
+    name = field.removeprefix("spec.params.").removeprefix("spec.").removeprefix("seat.")
+    shown = "-" if value is None else value
+    if value is not None and value.startswith('"'):
+        shown = str(json.loads(value))
+    return f"{name}={shown}"
+
+
+def identity_labels(keys: Iterable[str], identities: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Identity key -> (its name in a table, how it differs from the other identities of that name; ``""`` when no
+    other shares it): ``m [simulations=5]`` beside ``m [simulations=50]``, in the words of the spec where the spec
+    tells them apart, else of what the seats recorded. The report and the leaderboard name players with this."""
+    by_name: dict[str, list[str]] = {}
+    for key in sorted(set(keys)):
+        by_name.setdefault(str(identities[key]["spec"].get("name", "?")), []).append(key)
+    out: dict[str, tuple[str, str]] = {}
+    for name, group in by_name.items():
+        if len(group) == 1:
+            out[group[0]] = (name, "")
+            continue
+        flats = [_flat(identities[key]) for key in group]
+        fields = sorted({f for flat in flats for f in flat if len({fl.get(f) for fl in flats}) > 1})
+        fields = [f for f in fields if f.startswith("spec.")] or fields
+        for key, flat in zip(group, flats, strict=True):
+            differs = ", ".join(_setting(f, flat.get(f)) for f in fields)
+            out[key] = (f"{name} [{differs}]", differs)
+    return out
+
+
+def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
+    """The report's name of every (run label, player name): one name per identity (:func:`seat_identity`, what the
+    leaderboard groups by), distinct identities apart.
+
+    A single run keeps its names. Across runs, a player of the same name and spec in several runs is one row; two
+    identities under one name are told apart by what differs (:func:`identity_labels`); one player under two names
+    is two rows, as it would be in one run holding both.
     """
-    pairs: dict[tuple[str, str], str] = {}  # (run, name) -> identity key
+    keys: dict[tuple[str, str], str] = {}  # (run, name) -> identity key
+    identities: dict[str, dict[str, Any]] = {}
     for run in runs:
+        specs = spec_identities(run.path)
         for seats, players in _seatings(run):
             for i, name in enumerate(seats):
-                identity = players[i] if i < len(players) else None
-                pairs.setdefault((run.label, name), _identity_key(identity, name))
+                if (run.label, name) not in keys:
+                    identity = seat_identity(specs.get(name), name, players[i] if i < len(players) else None)
+                    keys[run.label, name] = identity_key(identity)
+                    identities.setdefault(keys[run.label, name], identity)
     if len(runs) == 1:
-        return {pair: pair[1] for pair in pairs}
-    order = {run.label: i for i, run in enumerate(runs)}
-    first: dict[str, tuple[str, str]] = {}  # identity -> its first (run, name)
-    for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
-        first.setdefault(pairs[pair], pair)
-    names_in_run: dict[tuple[str, str], set[str]] = {}  # (run, identity) -> its names there: linear, not per pair
-    for (run_label, name), identity in pairs.items():
-        names_in_run.setdefault((run_label, identity), set()).add(name)
-    labels: dict[tuple[str, str], str] = {}
-    for pair, identity in pairs.items():
-        name = first[identity][1]
-        labels[pair] = pair[1] if len(names_in_run[pair[0], identity]) > 1 else name
-    # two identities under one label: the later ones get their first run's label added
-    owners: dict[str, str] = {}
-    for pair in sorted(pairs, key=lambda p: (order[p[0]], p[1])):
-        identity, label = pairs[pair], labels[pair]
-        owner = owners.setdefault(label, identity)
-        if owner != identity:
-            labels[pair] = f"{label} ({first[identity][0]})"
-    return labels
+        return {pair: pair[1] for pair in keys}
+    labels = identity_labels(keys.values(), identities)
+    return {pair: labels[key][0] for pair, key in keys.items()}
 
 
 def stream_records(
