@@ -277,3 +277,32 @@ def test_active_top_boundary_reaches_the_rule(tmp_path: Path) -> None:
     plain, top = stopped("plain"), stopped("top", top=1, top_epsilon=4.0)
     assert top.matches > plain.matches  # the two random players, tied at the top, are resolved to the finer width
     assert {top.pairs[0].better[2], top.pairs[0].worse[2]} == {"random-1", "random-2"}
+
+
+def test_a_match_in_two_directories_is_its_first_complete_record(tmp_path: Path) -> None:
+    """A match id held by two directories is one record wherever it is read: the first complete copy in the order
+    the directories are given (an aborted copy only where no complete one exists)."""
+    import sqlite3
+
+    from deepeval_games.app.reports.runs import open_runs, stream_records
+
+    a = _run(_spec("r1", "m5", repeats=1), tmp_path / "a")
+    b = _run(_spec("r1", "m5", repeats=1), tmp_path / "b")
+    with Store(a, read_only=True) as store:
+        first = next(iter(store.records()))
+    aborted = first.model_copy(update={"status": "aborted", "error": "a timeout"})
+    db = sqlite3.connect(a / "results.sqlite")
+    with db:
+        db.execute("UPDATE matches SET record = ? WHERE match_id = ?", (aborted.to_json(), first.match_id))
+    db.close()
+    left_out: list[str] = []
+    for order in ([a, b], [b, a]):
+        left_out.clear()
+        records = [
+            record
+            for _, record in stream_records(open_runs(order), on_duplicate=lambda run, r: left_out.append(r.match_id))
+        ]
+        assert len(records) == len(_ids(a)) and len({r.match_id for r in records}) == len(records)
+        assert {r.status for r in records if r.match_id == first.match_id} == {"complete"}
+        assert sorted(left_out) == sorted(_ids(a))  # every match of one directory is the other's copy
+    assert build_leaderboard([a, b]).matches == len(_ids(a))
