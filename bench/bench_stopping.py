@@ -159,7 +159,8 @@ def simulate(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the bench; 0 when every target is met."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=200, help="seeded runs of the calm population (default 200)")
+    parser.add_argument("--noisy-runs", type=int, default=50, help="of the noisier population (default 50)")
     parser.add_argument("--pool-repeats", type=int, default=120)
     parser.add_argument("--pool", help="folder for the pools' run directories (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -176,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     started = time.perf_counter()
     outcomes = [simulate(calm, seed) for seed in range(args.runs)]
-    noisy_outcomes = [simulate(noisy, seed) for seed in range(min(args.runs, 50))]
+    noisy_outcomes = [simulate(noisy, seed) for seed in range(args.noisy_runs)]
     simulated = time.perf_counter() - started
     stopped = [o for o in outcomes if o.reason == "resolved"]
     wrong = sum(o.wrong for o in outcomes) / len(outcomes)
