@@ -6,6 +6,7 @@ traceback."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from csv import DictReader
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from deepeval_games.app.commands.cli import main
+from deepeval_games.app.spec.manifest import MANIFEST_NAME, read_manifest
 from deepeval_games.app.storage.admission import MAX_DEPTH, QUARANTINE_NAME, Admission, Refused, check_bounds
 from deepeval_games.app.storage.index import UNREADABLE_SUFFIX
 from tests.corruption import CORRUPTIONS, copy_run, records_of, unreadable_database
@@ -152,3 +155,41 @@ def test_admission_bounds_are_checked_before_parsing() -> None:
     for text, kind in (("[]", "an array"), ('"x"', "a string"), ("5", "a number"), ("null", "null")):
         with pytest.raises(Refused, match=f"a JSON object, not {kind}"):
             Admission().admit(text)
+
+
+def _deep(depth: int = 100_000) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("text", ["garbage{", '{"entries": []}', _deep()])
+def test_an_unreadable_manifest_is_moved_aside_and_the_run_resumes(
+    text: str,
+    clean: tuple[Path, Path, tuple[str, list[str]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    spec, source, _ = clean
+    run = copy_run(source, tmp_path / "run")
+    (run / MANIFEST_NAME).write_text(text, encoding="utf-8")
+    assert main(["report", str(run)]) == 0  # the report leaves the partial note out
+    assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
+    assert "0 played now" in capsys.readouterr().out
+    assert [r.message for r in caplog.records if "manifest" in r.message and "moved to" in r.message]
+    assert (run / f"{MANIFEST_NAME}.unreadable").read_text(encoding="utf-8") == text  # kept, not deleted
+    assert read_manifest(run)["runs"][-1]["status"] == "finished"
+
+
+def test_a_stored_spec_or_stopping_report_nested_past_the_stack_is_no_traceback(
+    clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, source, _ = clean
+    run = copy_run(source, tmp_path / "run")
+    (run / "stopping.json").write_text(_deep(), encoding="utf-8")
+    db = sqlite3.connect(run / "results.sqlite")
+    with db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'spec'", (_deep(),))
+    db.close()
+    for args in (("report", run), ("leaderboard", run), ("run", spec, "--out", run, "--no-progress")):
+        assert main([str(a) for a in args]) == 0
+        assert "mcts" in capsys.readouterr().out  # the tables, from the records (the spec's settings unknown)

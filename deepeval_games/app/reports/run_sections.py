@@ -81,8 +81,8 @@ def _stopping(ctx: ReportContext) -> list[Block]:
         if path.is_file():
             try:
                 report = StoppingReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
-            except (ValueError, KeyError, TypeError, IndexError) as exc:
-                log.warning("%s is unreadable (%s); its stopping report is left out", path, exc)
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
+                log.warning("%s is unreadable (%s); its stopping report is left out", path, str(exc)[:200])
                 continue
             text = f"{run.label}: " + format_stopping(report)
             blocks.append(Block("stopping", f"Adaptive stopping rule ({run.label})", text=text))

@@ -102,14 +102,9 @@ def max_seats(runs: Sequence[RunSource]) -> int:
 
 def spec_source(run: RunSource) -> dict[str, Any] | None:
     """The spec a run directory was started with (its store's ``meta``), or None when it has none readable."""
-    from deepeval_games.app.spec.extends import stored_spec_text
+    from deepeval_games.app.spec.extends import stored_spec_source
 
-    text = stored_spec_text(run.path)
-    try:
-        source = json.loads(text) if text else None
-    except (ValueError, TypeError):
-        return None
-    return source if isinstance(source, dict) else None
+    return stored_spec_source(run.path)
 
 
 def spec_intervals(runs: Sequence[RunSource]) -> IntervalPolicy:

@@ -25,7 +25,7 @@ from deepeval_games.core.errors import DeepEvalError, SpecError
 if TYPE_CHECKING:
     from analysis.stats.intervals import IntervalPolicy
 
-__all__ = ["pool_names", "stored_intervals", "stored_spec", "stored_spec_text", "with_pool"]
+__all__ = ["pool_names", "stored_intervals", "stored_spec", "stored_spec_source", "stored_spec_text", "with_pool"]
 
 _MEASURED = ("games", "seed", "sweep", "pairing")
 """What the pool and the extending spec must share for their matches to be one round robin's."""
@@ -46,15 +46,21 @@ def stored_spec_text(run_dir: str | Path) -> str | None:
     return row[0] if row and row[0] else None
 
 
+def stored_spec_source(run_dir: str | Path) -> dict[str, Any] | None:
+    """The spec document a run directory keeps, parsed (a JSON object); None when it keeps none, or none that parses
+    as one (text nested past Python's stack included: a store is read, never trusted)."""
+    text = stored_spec_text(run_dir)
+    try:
+        source = json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return None
+    return source if isinstance(source, dict) else None
+
+
 def stored_intervals(run_dir: str | Path) -> IntervalPolicy:
     """The interval policy of the run directory's stored spec
     (:func:`~deepeval_games.app.spec.experiment.recorded_intervals`: the old version where it records none)."""
-    text = stored_spec_text(run_dir) if (Path(run_dir) / DB_NAME).exists() else None
-    try:
-        source = json.loads(text) if text else None
-    except ValueError:
-        source = None
-    return recorded_intervals(source if isinstance(source, dict) else None)
+    return recorded_intervals(stored_spec_source(run_dir) if (Path(run_dir) / DB_NAME).exists() else None)
 
 
 def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:
@@ -64,9 +70,9 @@ def stored_spec(run_dir: str | Path) -> ExperimentSpec | None:
         DeepEvalError: the directory holds no results.
     """
     require_results(run_dir)
-    text = stored_spec_text(run_dir)
+    source = stored_spec_source(run_dir)
     try:
-        return parse_spec(json.loads(text)) if text else None
+        return parse_spec(source) if source is not None else None
     except (ValueError, DeepEvalError):
         return None
 

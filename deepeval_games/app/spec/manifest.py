@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import logging
 import os
 import platform
 import sys
@@ -66,6 +67,10 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+MAX_MANIFEST_BYTES = 64 << 20
+"""The largest manifest read (64 MiB: an entry is a few kB, so tens of thousands of runs into one directory)."""
+
+log = logging.getLogger(__name__)
 """Layout version of ``manifest.json``."""
 
 _PACKAGES = (
@@ -190,12 +195,33 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     if not path.exists():
         return {"manifest_version": MANIFEST_VERSION, "runs": []}
     try:
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise ValueError(f"{size:,} bytes, over the bound of {MAX_MANIFEST_BYTES:,}")
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DeepEvalError(f"{path} is not a readable run manifest: {exc}") from exc
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: arrays nested past Python's stack
+        raise DeepEvalError(f"{path} is not a readable run manifest: {str(exc)[:200]}") from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise DeepEvalError(f"{path} is not a run manifest (no 'runs' list)")
     return data
+
+
+def _earlier_runs(run_dir: str | Path) -> list[Any]:
+    """The entries of the run directory's manifest, for a new run to add its own to; a manifest that cannot be read
+    is moved aside (to ``manifest.json.unreadable``, nothing deleted) with a warning, and a new one begun: what it
+    said of earlier runs is lost to the reports, never the run's matches."""
+    try:
+        return list(read_manifest(run_dir)["runs"])
+    except DeepEvalError as exc:
+        path = Path(run_dir) / MANIFEST_NAME
+        target = path.with_name(MANIFEST_NAME + ".unreadable")
+        number = 1
+        while target.exists():
+            number += 1
+            target = path.with_name(f"{MANIFEST_NAME}.unreadable-{number}")
+        os.replace(path, target)
+        log.warning("%s; moved to %s and a new manifest begun", exc, target)
+        return []
 
 
 class RunManifest:
@@ -220,7 +246,7 @@ class RunManifest:
             "models": [],
             "intervals": _intervals(spec),
         }
-        self._runs = read_manifest(run_dir)["runs"]
+        self._runs = _earlier_runs(run_dir)
         self._index = len(self._runs)
         self._runs.append(self.entry)
 
