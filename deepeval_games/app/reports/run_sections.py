@@ -33,7 +33,7 @@ def _runs(ctx: ReportContext) -> list[Block]:
             text="Run directories:\n" + "\n".join(f"  {r[0]}: {r[2]} matches ({r[1]})" for r in rows) + duplicates,
             header=("run", "path", "matches"),
             rows=rows,
-            note=duplicates.strip().capitalize(),
+            note=duplicates.strip(),
         )
     ]
     identities: dict[str, set[str]] = {}
