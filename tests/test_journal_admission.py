@@ -5,10 +5,14 @@ traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import sqlite3
 import subprocess
 import sys
+import traceback
 from csv import DictReader
 from pathlib import Path
 
@@ -47,6 +51,28 @@ def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``deepeval-games ARGS`` run in this process (a reader: about a second less than a child process), with its
+    output, and its log lines and any traceback as the command would print them on stderr. The resumes stay child
+    processes, where a message OpenSpiel writes to file descriptor 2 is seen too."""
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(arg) for arg in args])
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        root.removeHandler(handler)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, tuple[str, list[str]]]:
     """(spec, run directory, its tables) of a clean run of tic-tac-toe."""
@@ -63,14 +89,14 @@ def _tables(run: Path) -> tuple[str, list[str]]:
     """The report's text (its score tables) and the CSV export's rows, sorted; every reader exits 0 (their files
     written beside the run directory)."""
     tmp = run.parent
-    report = _cli("report", run)
+    report = _in_process("report", run)
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
-    html = _cli("report", run, "--html", tmp / f"{run.name}.html")
+    html = _in_process("report", run, "--html", tmp / f"{run.name}.html")
     assert html.returncode == 0 and "Traceback" not in html.stderr, html.stderr
     csv = tmp / f"{run.name}.csv"
-    exported = _cli("export", run, "--format", "csv", "--out", csv)
+    exported = _in_process("export", run, "--format", "csv", "--out", csv)
     assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
-    inspect = _cli("export", run, "--format", "inspect", "--out", tmp / f"{run.name}-inspect")
+    inspect = _in_process("export", run, "--format", "inspect", "--out", tmp / f"{run.name}-inspect")
     assert inspect.returncode == 0 and "Traceback" not in inspect.stderr, inspect.stderr
     with open(csv, encoding="utf-8", newline="") as handle:  # a replayed match is the same but for its timing
         rows = sorted(
@@ -97,7 +123,7 @@ def test_a_resumed_run_quarantines_the_bad_record_and_its_tables_are_the_clean_r
     assert entries[0]["match_id"] == match_id
     assert _tables(run) == tables
     assert sorted(r["match_id"] for r in records_of(run)) == sorted(r["match_id"] for r in records_of(source))
-    again = _cli("run", spec, "--out", run, "--no-progress")  # repaired: nothing more to quarantine or play
+    again = _in_process("run", spec, "--out", run, "--no-progress")  # repaired: nothing more to quarantine or play
     assert again.returncode == 0 and QUARANTINE_NAME not in again.stderr
     assert "0 played now" in again.stdout
 
@@ -111,7 +137,7 @@ def test_readers_of_a_run_not_yet_repaired_skip_the_bad_record(
     CORRUPTIONS[kind](run)
     csv = tmp_path / "x.csv"
     for args in (("report", run), ("export", run, "--format", "csv", "--out", csv), ("leaderboard", run)):
-        done = _cli(*args)
+        done = _in_process(*args)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr and "could not be computed" not in done.stdout
         skipped = [line for line in done.stderr.splitlines() if "skipped 1 record" in line]
@@ -131,7 +157,7 @@ def test_an_unreadable_database_is_refused_by_readers_and_built_again_by_the_run
         ("leaderboard", run),
         ("view", run),
     ):
-        done = _cli(*args)
+        done = _in_process(*args)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "run the same" in done.stderr, done.stderr
     resumed = _cli("run", spec, "--out", run, "--no-progress")
