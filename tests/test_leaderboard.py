@@ -76,7 +76,7 @@ def test_two_directories_that_share_players_rate_as_one_run_holding_their_matche
     for row in merged.rows:
         if row.player in ("m5", "m50"):
             assert means[row.player] == (row.matches, round(row.mean, 2))
-    assert f"{len(shared)} of these matches are in more than one run directory" in report
+    assert f"{len(shared)} copies of matches already read from an earlier run directory were left out" in report
     exported = tmp_path / "both.csv"
     assert main(["export", str(a), str(b), "--format", "csv", "--out", str(exported)]) == 0
     with open(exported, encoding="utf-8", newline="") as handle:

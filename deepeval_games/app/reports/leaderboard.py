@@ -257,7 +257,11 @@ def format_leaderboard(board: Leaderboard, fmt: str = "text") -> str:
         return buffer.getvalue()
     lines = [
         f"Leaderboard: {board.matches} matches from {_runs(board.runs)}"
-        + (f" ({board.duplicates} seen in more than one, counted once)" if board.duplicates else "")
+        + (
+            f" ({board.duplicates} copies of matches already read from another directory left out)"
+            if board.duplicates
+            else ""
+        )
     ]
     current = None
     width = max([len(row.player) for row in board.rows] + [6])

@@ -21,8 +21,8 @@ def _runs(ctx: ReportContext) -> list[Block]:
         return []
     rows = tuple((run.label, str(run.path), str(ctx.run_counts.get(run.label, 0))) for run in ctx.runs)
     duplicates = (
-        f"\n  {ctx.duplicates} of these matches are in more than one run directory (the same match id: the same "
-        "game, seats and seed); each is counted once in the tables"
+        f"\n  {ctx.duplicates} copies of matches already read from an earlier run directory were left out (the "
+        "same match id: the same game, seats, repeat and seed); each match is counted once in the tables"
         if ctx.duplicates
         else ""
     )

@@ -67,11 +67,11 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+"""Layout version of ``manifest.json``."""
 MAX_MANIFEST_BYTES = 64 << 20
 """The largest manifest read (64 MiB: an entry is a few kB, so tens of thousands of runs into one directory)."""
 
 log = logging.getLogger(__name__)
-"""Layout version of ``manifest.json``."""
 
 _PACKAGES = (
     "deepeval-games",

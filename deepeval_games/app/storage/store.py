@@ -32,6 +32,7 @@ the journal from the index.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
@@ -77,8 +78,9 @@ def read_results(run_dir: str | Path) -> sqlite3.Connection:
 
 
 def _rebuild_hint(run_dir: str | Path, error: DeepEvalError) -> DeepEvalError:
-    """``error`` (no database, or one SQLite cannot read), saying how to build it again where the journal is there."""
-    if not (Path(run_dir) / JSONL_NAME).is_file():
+    """``error`` (no database, or one SQLite cannot read), saying how to build it again where the journal is there
+    (and a run could write the directory: an archived one is read as it is)."""
+    if not (Path(run_dir) / JSONL_NAME).is_file() or not os.access(run_dir, os.W_OK):
         return error
     return DeepEvalError(
         f"{error}; its {JSONL_NAME} holds the matches: run the same `deepeval-games run` command again "
