@@ -306,3 +306,41 @@ def test_a_match_in_two_directories_is_its_first_complete_record(tmp_path: Path)
         assert {r.status for r in records if r.match_id == first.match_id} == {"complete"}
         assert sorted(left_out) == sorted(_ids(a))  # every match of one directory is the other's copy
     assert build_leaderboard([a, b]).matches == len(_ids(a))
+
+
+def test_a_copy_passed_over_for_one_admission_refuses_is_read_in_its_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    from deepeval_games.app.reports.runs import open_runs, stream_records
+
+    a = _run(_spec("r1", "m5", repeats=1), tmp_path / "a")
+    b = _run(_spec("r1", "m5", repeats=1), tmp_path / "b")
+    with Store(a, read_only=True) as store:
+        first = next(iter(store.records()))
+    forged = first.model_copy(update={"returns": [100.0, -100.0]})  # tic-tac-toe pays -1, 0, 1: refused
+    for run, record in ((a, first.model_copy(update={"status": "aborted", "error": "a timeout"})), (b, forged)):
+        db = sqlite3.connect(run / "results.sqlite")
+        with db:
+            db.execute("UPDATE matches SET record = ? WHERE match_id = ?", (record.to_json(), first.match_id))
+        db.close()
+    records = [record for _, record in stream_records(open_runs([a, b]))]
+    assert sorted(r.match_id for r in records) == sorted(_ids(a))  # none lost: the aborted copy is read
+    assert {r.status for r in records if r.match_id == first.match_id} == {"aborted"}
+
+
+def test_the_report_names_players_per_game_as_the_leaderboard_does(tmp_path: Path) -> None:
+    """A search bot records a different search per game (MCTS in tic-tac-toe, ISMCTS in Kuhn poker): the report's
+    rows of two directories are the leaderboard's, per game."""
+    players = [{"name": "m", "bot": "mcts", "params": {"simulations": 5}}, {"name": "r", "bot": "random"}]
+    runs = []
+    for name, games, repeats in (("both", ["tic_tac_toe", "kuhn_poker"], 2), ("kuhn", ["kuhn_poker"], 3)):
+        experiment = {"name": "x", "games": games, "repeats": repeats, "seed": 3, "pairing": "round_robin"}
+        runs.append(_run(parse_spec({"experiment": experiment, "players": players}), tmp_path / name))
+    data = load_report(runs)
+    board = build_leaderboard(runs)
+    for variant, records in data.variants.items():
+        counts: dict[str, int] = {}
+        for record in records:
+            for seat in record.seats:
+                counts[seat] = counts.get(seat, 0) + 1
+        assert counts == {r.player: r.matches for r in board.rows if r.task == variant}, variant

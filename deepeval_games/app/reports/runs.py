@@ -33,12 +33,13 @@ from deepeval_games.app.spec.stopping import recheck_epsilon, recorded_rule
 from deepeval_games.app.storage.store import Store, read_results, require_results
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.records import MatchRecord, player_identity
-from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, registered_games
+from deepeval_games.core.registry.games import DATA_ITEM_PARAMETERS, game_variant, registered_games
 
 if TYPE_CHECKING:
     from analysis.stats.intervals import IntervalPolicy
 
 __all__ = [
+    "PlayerLabels",
     "RunSource",
     "game_label",
     "identity_key",
@@ -81,23 +82,23 @@ def open_runs(run_dirs: Sequence[str | Path]) -> list[RunSource]:
     ]
 
 
-def _seatings(run: RunSource) -> Iterator[tuple[list[str], list[Any]]]:
-    """(seats, players) of every match of a run, read with SQLite's JSON functions (no record is parsed)."""
+def _seatings(run: RunSource) -> Iterator[tuple[str, list[str], list[Any]]]:
+    """(game, seats, players) of every match of a run, read with SQLite's JSON functions (no record is parsed)."""
     db = read_results(run.path)
     try:
         query = (  # a line SQLite cannot read (a number not finite, too deep) is no record: admission refuses it
-            "SELECT json_extract(record, '$.seats'), json_extract(record, '$.players') FROM matches "
-            "WHERE json_valid(record)"
+            "SELECT json_extract(record, '$.game'), json_extract(record, '$.seats'), "
+            "json_extract(record, '$.players') FROM matches WHERE json_valid(record)"
         )
-        for seats, players in db.execute(query):
-            yield json.loads(seats or "[]"), json.loads(players or "[]")
+        for game, seats, players in db.execute(query):
+            yield str(game or ""), json.loads(seats or "[]"), json.loads(players or "[]")
     finally:
         db.close()
 
 
 def max_seats(runs: Sequence[RunSource]) -> int:
     """The most seats any match of ``runs`` has (0 without matches)."""
-    return max((len(seats) for run in runs for seats, _ in _seatings(run)), default=0)
+    return max((len(seats) for run in runs for _, seats, _ in _seatings(run)), default=0)
 
 
 def spec_source(run: RunSource) -> dict[str, Any] | None:
@@ -242,33 +243,61 @@ def identity_labels(keys: Iterable[str], identities: Mapping[str, Mapping[str, A
     return out
 
 
-def player_labels(runs: Sequence[RunSource]) -> dict[tuple[str, str], str]:
-    """The report's name of every (run label, player name): one name per identity (:func:`seat_identity`, what the
-    leaderboard groups by), distinct identities apart.
+class PlayerLabels:
+    """The report's name of every seat of every record of its runs: one name per identity and game variant
+    (:func:`seat_identity`, per seat of each record, and :func:`identity_labels` per variant: what the leaderboard's
+    rows are), distinct identities apart.
 
     A single run keeps its names. Across runs, a player of the same name and spec in several runs is one row; two
-    identities under one name are told apart by what differs (:func:`identity_labels`); one player under two names
-    is two rows, as it would be in one run holding both.
+    identities under one name are told apart by what differs; one bot under two names is two rows, as it would be in
+    one run holding both. What a seat records can differ by game (a search bot's ``search``, a model's prompt
+    version), so names are worked out per variant, as the leaderboard's tables are.
     """
-    keys: dict[tuple[str, str], str] = {}  # (run, name) -> identity key
-    identities: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        specs = spec_identities(run.path)
-        for seats, players in _seatings(run):
-            for i, name in enumerate(seats):
-                if (run.label, name) not in keys:
-                    identity = seat_identity(specs.get(name), name, players[i] if i < len(players) else None)
-                    keys[run.label, name] = identity_key(identity)
-                    identities.setdefault(keys[run.label, name], identity)
-    if len(runs) == 1:
-        return {pair: pair[1] for pair in keys}
-    labels = identity_labels(keys.values(), identities)
-    return {pair: labels[key][0] for pair, key in keys.items()}
+
+    def __init__(self, runs: Sequence[RunSource]) -> None:
+        self.single = len(runs) <= 1
+        """One run: its names as they are (nothing worked out)."""
+        self._specs = {} if self.single else {run.label: spec_identities(run.path) for run in runs}
+        self._labels: dict[tuple[str, str], str] = {}  # (variant, identity key) -> name
+        if self.single:
+            return
+        keys: dict[str, set[str]] = {}
+        identities: dict[str, dict[str, Any]] = {}
+        for run in runs:
+            for game, seats, players in _seatings(run):
+                variant = game_variant(game)
+                for i, name in enumerate(seats):
+                    identity = self._identity(run, name, players[i] if i < len(players) else None)
+                    key = identity_key(identity)
+                    identities.setdefault(key, identity)
+                    keys.setdefault(variant, set()).add(key)
+        for variant, group in keys.items():
+            for key, (label, _) in identity_labels(group, identities).items():
+                self._labels[variant, key] = label
+
+    def _identity(self, run: RunSource, name: str, recorded: Any) -> dict[str, Any]:
+        return seat_identity(self._specs[run.label].get(name), name, recorded)
+
+    def seat_names(self, run: RunSource, record: MatchRecord) -> list[str]:
+        """The names of ``record``'s seats (a record of ``run``) in the report."""
+        if self.single:
+            return list(record.seats)
+        variant = game_variant(record.game)
+        names = []
+        for i, name in enumerate(record.seats):
+            key = identity_key(self._identity(run, name, record.players[i] if i < len(record.players) else None))
+            names.append(self._labels.get((variant, key), name))
+        return names
+
+
+def player_labels(runs: Sequence[RunSource]) -> PlayerLabels:
+    """The names of the players of ``runs`` in a report (:class:`PlayerLabels`)."""
+    return PlayerLabels(runs)
 
 
 def stream_records(
     runs: Sequence[RunSource],
-    labels: dict[tuple[str, str], str] | None = None,
+    labels: PlayerLabels | None = None,
     *,
     on_duplicate: Callable[[RunSource, MatchRecord], None] | None = None,
 ) -> Iterator[tuple[RunSource, MatchRecord]]:
@@ -279,22 +308,44 @@ def stream_records(
     **One record a match.** A match id in more than one run (the same game, seats, repeat and seed: the same planned
     match, as two runs of one spec, or of specs sharing scripted players, have) is yielded once: its first complete
     record in run order (the first record when none is complete). Each other copy goes to ``on_duplicate`` instead,
-    so that no match is counted twice (two copies of a deterministic match are one observation, not two)."""
+    so that no match is counted twice (two copies of a deterministic match are one observation, not two). A copy
+    passed over for one that admission then refuses is yielded in its place, after the runs."""
     chosen = _chosen_copies(runs) if len(runs) > 1 else None
     yielded: set[str] = set()
+    held: dict[str, tuple[RunSource, MatchRecord]] = {}  # passed over for a later run's copy, not yet yielded
+
+    def named(run: RunSource, record: MatchRecord) -> tuple[RunSource, MatchRecord]:
+        if labels is not None:
+            record.seats = labels.seat_names(run, record)
+        return run, record
+
+    def duplicate(run: RunSource, record: MatchRecord) -> None:
+        if on_duplicate is not None:
+            on_duplicate(run, record)
+
     for index, run in enumerate(runs):
         with Store(run.path, read_only=True, admission=stored_admission(run.path)) as store:
             for record in store.records():
                 if chosen is not None:
-                    # a chosen copy in an earlier run that admission refused leaves this one to be yielded
-                    if record.match_id in yielded or chosen.get(record.match_id, index) > index:
-                        if on_duplicate is not None:
-                            on_duplicate(run, record)
+                    match_id = record.match_id
+                    if match_id in yielded:
+                        duplicate(run, record)
                         continue
-                    yielded.add(record.match_id)
-                if labels is not None:
-                    record.seats = [labels.get((run.label, name), name) for name in record.seats]
-                yield run, record
+                    if chosen.get(match_id, index) > index:  # a later run holds the copy to read
+                        if match_id in held:
+                            duplicate(run, record)
+                        else:
+                            held[match_id] = (run, record)
+                        continue
+                    yielded.add(match_id)
+                    if match_id in held:
+                        duplicate(*held.pop(match_id))
+                yield named(run, record)
+    for match_id, (run, record) in held.items():
+        if match_id in yielded:
+            duplicate(run, record)
+        else:  # the copy chosen was refused by its run's admission
+            yield named(run, record)
 
 
 def _chosen_copies(runs: Sequence[RunSource]) -> dict[str, int]:
