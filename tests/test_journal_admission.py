@@ -219,3 +219,41 @@ def test_a_stored_spec_or_stopping_report_nested_past_the_stack_is_no_traceback(
     for args in (("report", run), ("leaderboard", run), ("run", spec, "--out", run, "--no-progress")):
         assert main([str(a) for a in args]) == 0
         assert "mcts" in capsys.readouterr().out  # the tables, from the records (the spec's settings unknown)
+
+
+def test_a_database_damaged_inside_is_refused_by_readers_and_built_again_by_the_run(
+    clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path
+) -> None:
+    """A page of the matches' table overwritten: SQLite opens the file and fails only while reading it."""
+    spec, source, tables = clean
+    run = copy_run(source, tmp_path / "damaged" / "run")
+    with open(run / "results.sqlite", "r+b") as handle:  # the fourth page of 64 KiB: a page of the matches' rows
+        handle.seek(3 * 65536)
+        handle.write(b"\xff" * 64)
+    for args in (("report", run), ("leaderboard", run), ("export", run, "--format", "csv", "--out", tmp_path / "x")):
+        done = _in_process(*args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "run the same" in done.stderr, done.stderr
+    resumed = _in_process("run", spec, "--out", run, "--no-progress")
+    assert resumed.returncode == 0 and "moved to" in resumed.stderr, resumed.stderr
+    assert _tables(run) == tables
+
+
+def test_another_spec_cannot_take_over_a_directory_whose_database_is_unreadable(
+    clean: tuple[Path, Path, tuple[str, list[str]]], tmp_path: Path
+) -> None:
+    spec, source, tables = clean
+    run = copy_run(source, tmp_path / "taken" / "run")
+    other = tmp_path / "other.toml"
+    other.write_text(
+        SPEC.replace("repeats = 5", "repeats = 5\ngame = 'connect_four'").replace('game = "tic_tac_toe"\n', ""),
+        encoding="utf-8",
+    )
+    for damage in (unreadable_database, lambda r: (r / "results.sqlite").unlink()):
+        damage(run)
+        refused = _in_process("run", other, "--out", run, "--no-progress")
+        assert refused.returncode == 2 and "different experiment spec" in refused.stderr, refused.stderr
+        assert not (run / QUARANTINE_NAME).exists()  # nothing of the run's own was refused or moved
+    resumed = _in_process("run", spec, "--out", run, "--no-progress")
+    assert resumed.returncode == 0 and "0 played now" in resumed.stdout, resumed.stderr
+    assert _tables(run) == tables

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 
 from deepeval_games.app.commands.console import print_error
 from deepeval_games.app.commands.parser import command_parser
+from deepeval_games.app.storage.index import unreadable
+from deepeval_games.app.storage.store import DB_NAME, JSONL_NAME
 from deepeval_games.core.errors import DeepEvalError
 from deepeval_games.core.quoting import VisibleStream, escape_log_lines
 
@@ -57,6 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
     except DeepEvalError as exc:
         print_error(f"error: {exc}")
+        return 2
+    except sqlite3.DatabaseError as exc:
+        if not unreadable(exc):  # locked, read-only, out of space: not a run directory's damaged file
+            raise
+        print_error(  # a damaged page found while reading (opening found the file whole)
+            f"error: a run directory's {DB_NAME} cannot be read ({exc}): run the same `deepeval-games run` command "
+            f"again to build it from its {JSONL_NAME}"
+        )
         return 2
     except KeyboardInterrupt:
         print_error("interrupted: committed matches are kept; rerun the same command to resume")

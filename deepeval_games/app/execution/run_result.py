@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepeval_games.app.spec.manifest import RunManifest
+from deepeval_games.app.spec.manifest import RunManifest, check_manifest_spec
 from deepeval_games.app.spec.spec import ExperimentSpec
 from deepeval_games.app.storage.admission import Admission
 from deepeval_games.app.storage.store import RunLock, Store
@@ -117,6 +117,7 @@ def open_store(spec: ExperimentSpec, setup: RunSetup) -> Store:
         spec_text=json.dumps(stored_source(spec), sort_keys=True),
         run_lock=setup.run_lock,
         admission=setup.admission,
+        check_rebuild=lambda: check_manifest_spec(setup.out_dir, spec),
     )
 
 

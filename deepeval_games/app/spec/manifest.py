@@ -47,8 +47,9 @@ import pyspiel
 
 from deepeval_games.app.spec.players import PlayerSpec
 from deepeval_games.app.spec.spec import ExperimentSpec
+from deepeval_games.app.storage.store import DB_NAME
 from deepeval_games.core import task
-from deepeval_games.core.errors import DeepEvalError, UnpricedModelError
+from deepeval_games.core.errors import DeepEvalError, ResumeMismatchError, UnpricedModelError
 from llm_bots import model_info
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PRICE_KEYS",
     "RunManifest",
     "check_budget_prices",
+    "check_manifest_spec",
     "check_prices",
     "given_price",
     "package_versions",
@@ -222,6 +224,27 @@ def _earlier_runs(run_dir: str | Path) -> list[Any]:
         os.replace(path, target)
         log.warning("%s; moved to %s and a new manifest begun", exc, target)
         return []
+
+
+def check_manifest_spec(run_dir: str | Path, spec: ExperimentSpec) -> None:
+    """Refuse to build a run directory's database again from its journal for a spec other than the one its manifest
+    names last (the database, which kept the spec's hash, is unreadable or gone; the manifest is what still says which
+    spec made the matches). A directory whose manifest cannot be read or names no spec is not refused.
+
+    Raises:
+        ResumeMismatchError: the manifest's last run was of another spec.
+    """
+    try:
+        entries = read_manifest(run_dir)["runs"]
+    except DeepEvalError:
+        return
+    named = [e["spec_hash"] for e in entries if isinstance(e, dict) and isinstance(e.get("spec_hash"), str)]
+    if named and named[-1] != spec.content_hash():
+        raise ResumeMismatchError(
+            f"{run_dir} holds results of a different experiment spec (its manifest.json names hash {named[-1]}, this "
+            f"spec {spec.content_hash()}), and its {DB_NAME} is unreadable or gone: it is built again from "
+            f"matches.jsonl only by the spec that made them. Use a new --out directory for a changed experiment."
+        )
 
 
 class RunManifest:

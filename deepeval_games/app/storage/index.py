@@ -23,7 +23,17 @@ from deepeval_games.core.errors import DeepEvalError, ResumeMismatchError
 from deepeval_games.core.judgements import JudgementRecord
 from deepeval_games.core.records import RecordError
 
-__all__ = ["DB_NAME", "PAGE_SIZE", "UNREADABLE_SUFFIX", "WAL_CHECKPOINT_BYTES", "ResultIndex", "open_read_only"]
+__all__ = [
+    "DB_NAME",
+    "PAGE_SIZE",
+    "UNREADABLE_SUFFIX",
+    "WAL_CHECKPOINT_BYTES",
+    "ResultIndex",
+    "UnreadableDatabase",
+    "open_read_only",
+    "set_aside",
+    "unreadable",
+]
 
 DB_NAME = "results.sqlite"
 PAGE_SIZE = 65536
@@ -76,6 +86,37 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class UnreadableDatabase(DeepEvalError):
+    """The run directory's database is a file SQLite cannot read: not a database, or a malformed one."""
+
+    def __init__(self, run_dir: Path, error: BaseException) -> None:
+        super().__init__(f"{run_dir / DB_NAME} cannot be read ({error})")
+        self.error = error
+
+
+def unreadable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database file itself cannot be read (SQLite's plain ``DatabaseError``: "file is not a
+    database", "database disk image is malformed"), not that it is locked, read-only or out of space."""
+    return isinstance(exc, UnreadableDatabase) or type(exc) is sqlite3.DatabaseError
+
+
+def set_aside(run_dir: Path, error: BaseException) -> Path:
+    """Move a database SQLite cannot read (and its log files) to :data:`UNREADABLE_SUFFIX` (numbered when that name is
+    taken), logging where; the path it was moved to."""
+    path = run_dir / DB_NAME
+    target = path.with_name(DB_NAME + UNREADABLE_SUFFIX)
+    number = 1
+    while target.exists():
+        number += 1
+        target = path.with_name(f"{DB_NAME}{UNREADABLE_SUFFIX}-{number}")
+    for suffix in ("", "-wal", "-shm"):
+        if path.with_name(DB_NAME + suffix).exists():
+            os.replace(path.with_name(DB_NAME + suffix), target.with_name(target.name + suffix))
+    reason = error.error if isinstance(error, UnreadableDatabase) else error
+    log.warning("%s: %s could not be read (%s); moved to %s and built again", run_dir, DB_NAME, reason, target)
+    return target
+
+
 def open_read_only(run_dir: str | Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """A read-only connection to a run directory's database, checked to be one SQLite reads (the caller closes it);
     a directory nobody can write (an archived run, which has no writer) is read as an immutable file.
@@ -118,13 +159,11 @@ class ResultIndex:
 
     def _connect_writer(self) -> sqlite3.Connection:
         try:
-            try:
-                return self._writer_connection()
-            except sqlite3.DatabaseError as exc:
-                if type(exc) is not sqlite3.DatabaseError:  # locked, read-only, out of space: not the file's content
-                    raise
-                self._set_aside(exc)
-                return self._writer_connection()
+            return self._writer_connection()
+        except sqlite3.DatabaseError as exc:
+            if unreadable(exc):
+                raise UnreadableDatabase(self.run_dir, exc) from exc
+            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
         except (OSError, sqlite3.Error) as exc:
             raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
 
@@ -141,19 +180,6 @@ class ResultIndex:
             db.close()
             raise
         return db
-
-    def _set_aside(self, error: sqlite3.Error) -> None:
-        """Move a database SQLite cannot read (and its log files) to :data:`UNREADABLE_SUFFIX`, logging where."""
-        path = self.run_dir / DB_NAME
-        target = path.with_name(DB_NAME + UNREADABLE_SUFFIX)
-        number = 1
-        while target.exists():
-            number += 1
-            target = path.with_name(f"{DB_NAME}{UNREADABLE_SUFFIX}-{number}")
-        for suffix in ("", "-wal", "-shm"):
-            if path.with_name(DB_NAME + suffix).exists():
-                os.replace(path.with_name(DB_NAME + suffix), target.with_name(target.name + suffix))
-        log.warning("%s: %s could not be read (%s); moved to %s and built again", self.run_dir, DB_NAME, error, target)
 
     def _connect_read_only(self) -> sqlite3.Connection:
         return open_read_only(self.run_dir, check_same_thread=False)

@@ -34,12 +34,20 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from deepeval_games.app.storage.admission import Admission, Refused
-from deepeval_games.app.storage.index import DB_NAME, PAGE_SIZE, WAL_CHECKPOINT_BYTES, ResultIndex, open_read_only
+from deepeval_games.app.storage.index import (
+    DB_NAME,
+    PAGE_SIZE,
+    WAL_CHECKPOINT_BYTES,
+    ResultIndex,
+    open_read_only,
+    set_aside,
+    unreadable,
+)
 from deepeval_games.app.storage.journal import JSONL_NAME, Journal, line_id, whole_record
 from deepeval_games.app.storage.repair import admit_stored, recover_journal
 from deepeval_games.app.storage.run_lock import LOCK_NAME, RunLock, RunLockedError
@@ -129,6 +137,7 @@ class Store:
         run_lock: RunLock | None = None,
         wait_s: float = 0.0,
         admission: Admission | None = None,
+        check_rebuild: Callable[[], None] | None = None,
     ) -> None:
         """Open (or create) the store in ``run_dir``.
 
@@ -142,6 +151,12 @@ class Store:
 
         ``admission``: what a record read back must pass (:mod:`~deepeval_games.app.storage.admission`; None: all but
         the plan's check). A writer given one quarantines the stored records it refuses; readers skip them.
+
+        A database SQLite cannot read (not a database, or malformed, found opening it or completing it from the
+        journal) is moved aside (:func:`~.index.set_aside`, nothing deleted) and built again from ``matches.jsonl``.
+        ``check_rebuild`` is called first, whenever the database is to be built from the journal (moved aside, or
+        missing while the journal is there): it raises to refuse (the run's manifest names another spec, whose
+        hash the database would have kept).
 
         Raises:
             RunLockedError: another process writes the directory.
@@ -165,17 +180,44 @@ class Store:
         self._owns_lock = run_lock is None or not run_lock.held
         self._run_lock.acquire()
         try:
-            self._index = ResultIndex(self.run_dir, read_only=False)
-            if spec_hash is not None:
-                self._index.bind(spec_hash, spec_text or "")
-            recover_journal(self.run_dir, self._index, self.admission, self.refused)
-            if admission is not None:
-                admit_stored(self.run_dir, self._index, self.admission, self.refused)
-            self._journal = Journal(self.run_dir, self._index, self._index.match_ids())
+            self._open_writer(spec_hash, spec_text, admission is not None, check_rebuild)
         except BaseException:
             if self._owns_lock:
                 self._run_lock.release()
             raise
+
+    def _open_writer(
+        self, spec_hash: str | None, spec_text: str | None, admit: bool, check_rebuild: Callable[[], None] | None
+    ) -> None:
+        """Open the index, complete it from the journal and admit what is stored; a database SQLite cannot read is
+        moved aside and built again from the journal, once."""
+        rebuilt = False
+        journal_only = (self.run_dir / JSONL_NAME).exists() and not (self.run_dir / DB_NAME).exists()
+        if check_rebuild is not None and journal_only:
+            check_rebuild()
+        while True:
+            index: ResultIndex | None = None
+            try:
+                index = ResultIndex(self.run_dir, read_only=False)
+                if spec_hash is not None:
+                    index.bind(spec_hash, spec_text or "")
+                recover_journal(self.run_dir, index, self.admission, self.refused)
+                if admit:
+                    admit_stored(self.run_dir, index, self.admission, self.refused)
+                self._index = index
+                self._journal = Journal(self.run_dir, index, index.match_ids())
+                return
+            except (DeepEvalError, sqlite3.DatabaseError) as exc:
+                if index is not None:
+                    index.close()
+                if not unreadable(exc):
+                    raise
+                if rebuilt:
+                    raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
+                if check_rebuild is not None:
+                    check_rebuild()
+                set_aside(self.run_dir, exc)
+                rebuilt = True
 
     @property
     def flush_interval_s(self) -> float:
