@@ -20,6 +20,7 @@ import pytest
 from deepeval_games import run_experiment
 from deepeval_games.app.commands.cli import main
 from deepeval_games.app.reports.html import RETRIED, write_html_report
+from deepeval_games.app.reports.report import load_report, text_report
 from deepeval_games.app.storage.store import Store
 from deepeval_games.core.bot import CallAttempt
 from deepeval_games.core.records import MatchRecord
@@ -545,3 +546,14 @@ def test_aborted_attempts_are_reported_apart_from_results(tmp_path: Path, capsys
     assert "run: infra 2 attempts of 1 matches" in out and "run: error 1 attempts of 1 matches" in out
     page = write_html_report([tmp_path / "run"], tmp_path / "html").read_text(encoding="utf-8")
     assert 'data-table="aborted"' in page
+
+
+def test_the_told_apart_caption_says_per_role_where_the_ranking_is(example_runs: dict[str, Path]) -> None:
+    """A two-role task ranks each role apart, and its 95% holds for each role's pairs at once: the caption says so."""
+    for name, per_role in (("code_review", True), ("pgg", False)):
+        if name not in example_runs:
+            continue
+        text = text_report(load_report([example_runs[name]]))
+        caption = text[text.index("Who is told apart (") :].split("\n", 1)[0]
+        assert ("pairs of each role's ranking at once" in caption) is per_role, caption
+        assert ("pairs of a ranking at once" in caption) is not per_role, caption

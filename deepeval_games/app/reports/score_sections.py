@@ -123,11 +123,12 @@ def _told_apart(records: Sequence[MatchRecord], scores: Sequence[Score], policy:
         else "for the number of matches fixed in advance"
     )
     pairs = max(pair_count(len(group)) for group in players.values())
+    with_role = len(players) > 1
+    ranking = "each role's ranking" if with_role else "a ranking"
     head = (
         f"{TOLD_APART_TITLE} (compared where they met: who finished ahead in the matches both played, ties counting "
-        f"half; 95% for all {pairs} pairs of a ranking at once, {kind}):"
+        f"half; 95% for all {pairs} pairs of {ranking} at once, {kind}):"
     )
-    with_role = len(players) > 1
     lines = [head, "told apart:" if apart else "told apart: no pair"]
     lines += [line + (f" [{role}]" if with_role else "") for line, role in apart]
     if not_apart:
