@@ -31,11 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from deepeval_games.app.reports.runs import (
     RunSource,
-    identity_key,
+    SeatIdentities,
     identity_labels,
     open_runs,
-    seat_identity,
-    spec_identities,
     spec_intervals,
     stream_records,
 )
@@ -110,8 +108,7 @@ def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[s
     the report's rule), in the order of repetition (repeat, game, match id), each seat renamed to its identity key;
     the identities by key; and how many duplicates were left out."""
     merged: dict[str, MatchRecord] = {}
-    identities: dict[str, dict[str, Any]] = {}
-    specs: dict[str, dict[str, dict[str, Any]]] = {}
+    seats = SeatIdentities()
     duplicates = 0
 
     def duplicate(run: RunSource, record: MatchRecord) -> None:
@@ -119,19 +116,10 @@ def merged_records(runs: Sequence[RunSource]) -> tuple[list[MatchRecord], dict[s
         duplicates += 1
 
     for run, record in stream_records(runs, on_duplicate=duplicate):
-        if run.label not in specs:
-            specs[run.label] = spec_identities(run.path)
-        keys = []
-        for seat, name in enumerate(record.seats):
-            recorded = record.players[seat] if seat < len(record.players) else None
-            identity = seat_identity(specs[run.label].get(name), name, recorded)
-            key = identity_key(identity)
-            identities.setdefault(key, identity)
-            keys.append(key)
-        record.seats = keys
+        record.seats = seats.keys(run, record)
         merged[record.match_id] = record
     ordered = sorted(merged.values(), key=lambda r: (r.repeat, r.game, r.match_id))
-    return ordered, identities, duplicates
+    return ordered, seats.identities, duplicates
 
 
 def _ratings(records: list[MatchRecord], role: str, symmetric: bool) -> tuple[str, dict[str, float]]:

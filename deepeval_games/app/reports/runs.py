@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PlayerLabels",
     "RunSource",
+    "SeatIdentities",
     "game_label",
     "identity_key",
     "identity_labels",
@@ -243,6 +244,32 @@ def identity_labels(keys: Iterable[str], identities: Mapping[str, Mapping[str, A
     return out
 
 
+class SeatIdentities:
+    """Who played the seats of records of a report's runs: each seat's identity (:func:`seat_identity`, the run's
+    stored spec read once a run) by its key (:func:`identity_key`). The report's names and the leaderboard's rows
+    both group seats by these keys."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, dict[str, dict[str, Any]]] = {}
+        self.identities: dict[str, dict[str, Any]] = {}
+        """Every identity met, by its key."""
+
+    def key(self, run: RunSource, name: str, recorded: Any) -> str:
+        """The identity key of the seat ``name`` of a record of ``run`` that recorded ``recorded`` of its player."""
+        specs = self._specs.get(run.label)
+        if specs is None:
+            specs = self._specs[run.label] = spec_identities(run.path)
+        identity = seat_identity(specs.get(name), name, recorded)
+        key = identity_key(identity)
+        self.identities.setdefault(key, identity)
+        return key
+
+    def keys(self, run: RunSource, record: MatchRecord) -> list[str]:
+        """The identity keys of ``record``'s seats (a record of ``run``)."""
+        players = record.players
+        return [self.key(run, name, players[i] if i < len(players) else None) for i, name in enumerate(record.seats)]
+
+
 class PlayerLabels:
     """The report's name of every seat of every record of its runs: one name per identity and game variant
     (:func:`seat_identity`, per seat of each record, and :func:`identity_labels` per variant: what the leaderboard's
@@ -257,37 +284,27 @@ class PlayerLabels:
     def __init__(self, runs: Sequence[RunSource]) -> None:
         self.single = len(runs) <= 1
         """One run: its names as they are (nothing worked out)."""
-        self._specs = {} if self.single else {run.label: spec_identities(run.path) for run in runs}
+        self._seats = SeatIdentities()
         self._labels: dict[tuple[str, str], str] = {}  # (variant, identity key) -> name
         if self.single:
             return
         keys: dict[str, set[str]] = {}
-        identities: dict[str, dict[str, Any]] = {}
         for run in runs:
             for game, seats, players in _seatings(run):
-                variant = game_variant(game)
+                group = keys.setdefault(game_variant(game), set())
                 for i, name in enumerate(seats):
-                    identity = self._identity(run, name, players[i] if i < len(players) else None)
-                    key = identity_key(identity)
-                    identities.setdefault(key, identity)
-                    keys.setdefault(variant, set()).add(key)
+                    group.add(self._seats.key(run, name, players[i] if i < len(players) else None))
         for variant, group in keys.items():
-            for key, (label, _) in identity_labels(group, identities).items():
+            for key, (label, _) in identity_labels(group, self._seats.identities).items():
                 self._labels[variant, key] = label
-
-    def _identity(self, run: RunSource, name: str, recorded: Any) -> dict[str, Any]:
-        return seat_identity(self._specs[run.label].get(name), name, recorded)
 
     def seat_names(self, run: RunSource, record: MatchRecord) -> list[str]:
         """The names of ``record``'s seats (a record of ``run``) in the report."""
         if self.single:
             return list(record.seats)
         variant = game_variant(record.game)
-        names = []
-        for i, name in enumerate(record.seats):
-            key = identity_key(self._identity(run, name, record.players[i] if i < len(record.players) else None))
-            names.append(self._labels.get((variant, key), name))
-        return names
+        keys = self._seats.keys(run, record)
+        return [self._labels.get((variant, key), name) for key, name in zip(keys, record.seats, strict=True)]
 
 
 def player_labels(runs: Sequence[RunSource]) -> PlayerLabels:

@@ -160,11 +160,9 @@ class ResultIndex:
     def _connect_writer(self) -> sqlite3.Connection:
         try:
             return self._writer_connection()
-        except sqlite3.DatabaseError as exc:
+        except (OSError, sqlite3.Error) as exc:
             if unreadable(exc):
                 raise UnreadableDatabase(self.run_dir, exc) from exc
-            raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
-        except (OSError, sqlite3.Error) as exc:
             raise DeepEvalError(f"cannot use {self.run_dir} as a run directory: {exc}") from exc
 
     def _writer_connection(self) -> sqlite3.Connection:
